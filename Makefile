@@ -1,0 +1,36 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/pip
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
+	$(PIP) install -q -e ".[demo]"
+	touch $@
+
+$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
+	$(PIP) install -q -e ".[dev]" "torch==2.13.0"
+	touch $@
+
+demo: $(VENV)/.demo-installed
+	$(BIN)/hyperstep demo
+
+test: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest src tests
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/mypy src
+
+bench: $(VENV)/.dev-installed
+	@for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info

@@ -1,0 +1,6 @@
+"""Clock (PLACEHOLDER: being written; see issue 3)."""
+
+
+class Clock:
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise NotImplementedError("being written")

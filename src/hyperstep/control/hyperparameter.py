@@ -1,0 +1,6 @@
+"""Hyperparameter (PLACEHOLDER: being written; see issue 3)."""
+
+
+class Hyperparameter:
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise NotImplementedError("being written")

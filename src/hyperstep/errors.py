@@ -1,0 +1,57 @@
+"""The hyperstep exception tree and the helpers that word its messages.
+
+Every error names the argument, what was expected, what was received and what to type
+instead (see STYLE.md rule 4). All hyperstep errors derive from :class:`HyperstepError`;
+value problems are also ``ValueError`` and type problems ``TypeError`` so that callers
+catching the builtin types keep working.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class HyperstepError(Exception):
+    """Base class of every error raised by hyperstep."""
+
+
+class InvalidArgumentError(HyperstepError, ValueError):
+    """An argument has a value hyperstep cannot use."""
+
+
+class InvalidTypeError(HyperstepError, TypeError):
+    """An argument has a type hyperstep cannot use."""
+
+
+class ScheduleSyntaxError(HyperstepError, ValueError):
+    """A schedule expression could not be parsed.
+
+    Attributes:
+        text: The expression as given.
+        column: 0-based column of the offending character (or ``None``).
+        reason: The explanation without the quoted text.
+    """
+
+    def __init__(self, reason: str, text: str = "", column: int | None = None) -> None:
+        self.reason = reason
+        self.text = text
+        self.column = column
+        message = reason
+        if text:
+            caret = "" if column is None else "\n  " + " " * column + "^"
+            message = f"{reason}\n  {text}{caret}"
+        super().__init__(message)
+
+
+class BackendError(HyperstepError, ImportError):
+    """The installed Keras backend cannot run the requested feature."""
+
+
+def received(name: str, value: Any) -> str:
+    """Return ``"Received: name=value"`` with the value shown by ``repr``.
+
+    Example:
+        >>> received("steps", -3)
+        'Received: steps=-3'
+    """
+    return f"Received: {name}={value!r}"

@@ -1,0 +1,1 @@
+"""hyperstep.optim"""

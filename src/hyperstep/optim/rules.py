@@ -1,0 +1,1 @@
+"""Update rules (PLACEHOLDER: being written; see issue 4)."""

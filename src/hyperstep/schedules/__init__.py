@@ -1,0 +1,90 @@
+"""Schedules: pure, vectorized, serializable functions of the step.
+
+One vocabulary for Python, the command line and config files::
+
+    import hyperstep as hs
+    s = hs.schedules.warmup(hs.schedules.cosine(1e-3, steps=10_000, end=1e-5), steps=500)
+    s(0); s(np.arange(1_000_000))
+"""
+
+from hyperstep.schedules.base import (
+    BinaryOp,
+    Constant,
+    Epoch,
+    Function,
+    Negate,
+    Schedule,
+    Step,
+    as_schedule,
+    bind_epochs,
+    clip,
+    maximum,
+    minimum,
+)
+from hyperstep.schedules.combinators import Join, Warmup, join, warmup
+from hyperstep.schedules.families import (
+    Cosine,
+    CosineRestarts,
+    Cyclic,
+    Exponential,
+    InverseTime,
+    Linear,
+    OneCycle,
+    Piecewise,
+    Polynomial,
+    cosine,
+    cosine_restarts,
+    cyclic,
+    exponential,
+    inverse_time,
+    linear,
+    one_cycle,
+    piecewise,
+    polynomial,
+)
+from hyperstep.schedules.keras_compat import from_keras
+from hyperstep.schedules.parse import parse
+from hyperstep.schedules.sample import sample
+
+constant = Constant
+
+__all__ = [
+    "BinaryOp",
+    "Constant",
+    "Cosine",
+    "CosineRestarts",
+    "Cyclic",
+    "Epoch",
+    "Exponential",
+    "Function",
+    "InverseTime",
+    "Join",
+    "Linear",
+    "Negate",
+    "OneCycle",
+    "Piecewise",
+    "Polynomial",
+    "Schedule",
+    "Step",
+    "Warmup",
+    "as_schedule",
+    "bind_epochs",
+    "clip",
+    "constant",
+    "cosine",
+    "cosine_restarts",
+    "cyclic",
+    "exponential",
+    "from_keras",
+    "inverse_time",
+    "join",
+    "linear",
+    "maximum",
+    "minimum",
+    "one_cycle",
+    "parse",
+    "piecewise",
+    "polynomial",
+    "sample",
+    "warmup",
+]

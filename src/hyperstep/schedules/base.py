@@ -1,0 +1,580 @@
+"""The :class:`Schedule` base class: a pure function of the step, with arithmetic and config.
+
+A schedule maps the step (the number of updates already applied) to a float32 value:
+``value(step)``. It is built from ``keras.ops`` only, so it runs eagerly, inside
+``tf.function``/``jax.jit``, inside ``fit()`` and on a whole array of steps at once.
+
+Every schedule is a Keras ``LearningRateSchedule``: any Keras optimizer accepts one as its
+``learning_rate``. Its constructor arguments are its config (``get_config``/``from_config``
+round-trip through JSON) and its ``repr`` is an expression that ``hs.parse`` reads back.
+
+Subclasses implement ``value(step)`` (``step`` is a float32 tensor) and ``arguments()``
+(the constructor keyword arguments, in signature order); everything else is generic.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import keras
+from keras import ops
+
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+
+PACKAGE = "hyperstep"
+Number = int | float
+ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an expression string
+
+
+def register(cls: type) -> type:
+    """Register a schedule class for Keras serialization under the ``hyperstep`` package."""
+    return keras.saving.register_keras_serializable(package=PACKAGE)(cls)
+
+
+class Schedule(keras.optimizers.schedules.LearningRateSchedule):
+    """A pure, vectorized, serializable function of the step.
+
+    ``schedule(step)`` accepts a Python number, a NumPy array or a backend tensor of any
+    integer or float dtype and returns float32 values of the same shape. Steps are
+    converted to float32, so integers above 2**24 = 16,777,216 are rounded (as in Keras).
+    """
+
+    #: the name in the expression language (``cosine``, ``warmup``, ...)
+    keyword: ClassVar[str] = ""
+    #: how many leading arguments ``repr`` writes positionally
+    positional: ClassVar[int] = 0
+
+    def __call__(self, step: Any) -> Any:
+        return self.value(ops.cast(ops.convert_to_tensor(step), "float32"))
+
+    def value(self, step: Any) -> Any:
+        """Return the schedule at ``step``, a float32 tensor of any shape."""
+        raise NotImplementedError
+
+    def arguments(self) -> dict[str, Any]:
+        """Return the constructor keyword arguments that rebuild this schedule."""
+        raise NotImplementedError
+
+    # ---- config -------------------------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        return {key: _serialize(value) for key, value in self.arguments().items()}
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Schedule:
+        return cls(**{key: _deserialize(value) for key, value in config.items()})
+
+    def children(self) -> list[Schedule]:
+        """Return the schedules this one is built from (for tree walks)."""
+        found: list[Schedule] = []
+        for value in self.arguments().values():
+            if isinstance(value, Schedule):
+                found.append(value)
+            elif isinstance(value, (list, tuple)):
+                found.extend(v for v in value if isinstance(v, Schedule))
+        return found
+
+    def replace(self, fn: Callable[[Schedule], Schedule | None]) -> Schedule:
+        """Return a copy with every node ``n`` for which ``fn(n)`` is not None replaced.
+
+        The tree is rebuilt bottom-up; nodes ``fn`` leaves alone are rebuilt from their
+        (possibly replaced) arguments.
+        """
+        replaced = fn(self)
+        if replaced is not None:
+            return replaced
+
+        def walk(value: Any) -> Any:
+            if isinstance(value, Schedule):
+                return value.replace(fn)
+            if isinstance(value, list):
+                return [walk(v) for v in value]
+            if isinstance(value, tuple):
+                return tuple(walk(v) for v in value)
+            return value
+
+        if not self.children():
+            return self
+        return type(self)(**{key: walk(value) for key, value in self.arguments().items()})
+
+    # ---- repr ---------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        args = self.arguments()
+        defaults = _defaults(type(self))
+        parts: list[str] = []
+        for index, (key, value) in enumerate(args.items()):
+            if index < self.positional:
+                parts.append(format_value(value))
+            elif key not in defaults or not _same(defaults[key], value):
+                parts.append(f"{key}={format_value(value)}")
+        return f"{self.keyword}({', '.join(parts)})"
+
+    #: binding strength of the top-level operator of ``repr`` (atoms bind tightest)
+    precedence: ClassVar[int] = 100
+
+    # ---- arithmetic ---------------------------------------------------------------------
+    def __add__(self, other: ScheduleLike) -> Schedule:
+        return BinaryOp("+", self, other)
+
+    def __radd__(self, other: ScheduleLike) -> Schedule:
+        return BinaryOp("+", other, self)
+
+    def __sub__(self, other: ScheduleLike) -> Schedule:
+        return BinaryOp("-", self, other)
+
+    def __rsub__(self, other: ScheduleLike) -> Schedule:
+        return BinaryOp("-", other, self)
+
+    def __mul__(self, other: ScheduleLike) -> Schedule:
+        return BinaryOp("*", self, other)
+
+    def __rmul__(self, other: ScheduleLike) -> Schedule:
+        return BinaryOp("*", other, self)
+
+    def __truediv__(self, other: ScheduleLike) -> Schedule:
+        return BinaryOp("/", self, other)
+
+    def __rtruediv__(self, other: ScheduleLike) -> Schedule:
+        return BinaryOp("/", other, self)
+
+    def __pow__(self, other: ScheduleLike) -> Schedule:
+        return BinaryOp("**", self, other)
+
+    def __rpow__(self, other: ScheduleLike) -> Schedule:
+        return BinaryOp("**", other, self)
+
+    def __neg__(self) -> Schedule:
+        return Negate(self)
+
+    def clip(self, low: ScheduleLike = None, high: ScheduleLike = None) -> Schedule:
+        """Return ``min(max(self, low), high)``; either bound may be omitted."""
+        return clip(self, low, high)
+
+
+# ---- leaves ----------------------------------------------------------------------------
+@register
+class Constant(Schedule):
+    """A schedule that does not change.
+
+    ``value(step) = value``
+
+    Args:
+        value: The value at every step (a finite number).
+
+    Example:
+        >>> s = Constant(0.1)
+        >>> [round(float(v), 6) for v in s([0, 10, 10**9])]
+        [0.1, 0.1, 0.1]
+    """
+
+    keyword = "constant"
+    positional = 1
+
+    def __init__(self, value: Number) -> None:
+        self.value_ = check_number("constant", "value", value)
+
+    def value(self, step: Any) -> Any:
+        return ops.full(ops.shape(step), self.value_, dtype="float32")
+
+    def arguments(self) -> dict[str, Any]:
+        return {"value": self.value_}
+
+
+@register
+class Step(Schedule):
+    """The step itself, as a float32: ``value(step) = step``.
+
+    Example:
+        >>> [float(v) for v in Step()([0, 1, 5])]
+        [0.0, 1.0, 5.0]
+    """
+
+    keyword = "step"
+
+    def value(self, step: Any) -> Any:
+        return step
+
+    def arguments(self) -> dict[str, Any]:
+        return {}
+
+    def __repr__(self) -> str:
+        return "step"
+
+
+@register
+class Epoch(Schedule):
+    """The epoch: ``value(step) = floor(step / steps_per_epoch)``.
+
+    Built unbound by ``hs.parse("... epoch ...")``; a :class:`hyperstep.Clock` that knows
+    ``steps_per_epoch`` binds it (see :func:`bind_epochs`). Evaluating an unbound epoch
+    raises an error that says how to bind it.
+
+    Args:
+        steps_per_epoch: Updates per epoch (a positive integer), or ``None`` for unbound.
+
+    Example:
+        >>> [float(v) for v in Epoch(100)([0, 99, 100, 250])]
+        [0.0, 0.0, 1.0, 2.0]
+    """
+
+    keyword = "epoch"
+
+    def __init__(self, steps_per_epoch: int | None = None) -> None:
+        if steps_per_epoch is not None:
+            steps_per_epoch = check_positive_int("epoch", "steps_per_epoch", steps_per_epoch)
+        self.steps_per_epoch = steps_per_epoch
+
+    def value(self, step: Any) -> Any:
+        if self.steps_per_epoch is None:
+            raise InvalidArgumentError(
+                "This schedule uses `epoch` but does not know how many steps an epoch has. "
+                "Pass `steps_per_epoch=` to `hs.parse(...)`, to `hs.Clock(...)`, or call "
+                "`hs.schedules.bind_epochs(schedule, steps_per_epoch)`. "
+                + received("steps_per_epoch", None)
+            )
+        return ops.floor(step / float(self.steps_per_epoch))
+
+    def arguments(self) -> dict[str, Any]:
+        return {"steps_per_epoch": self.steps_per_epoch}
+
+    def __repr__(self) -> str:
+        if self.steps_per_epoch is None:
+            return "epoch"
+        return f"floor(step / {self.steps_per_epoch})"
+
+
+def bind_epochs(schedule: Schedule, steps_per_epoch: int) -> Schedule:
+    """Return ``schedule`` with every unbound ``epoch`` counting ``steps_per_epoch`` steps.
+
+    Example:
+        >>> s = bind_epochs(0.1 * 0.5 ** Epoch(), 10)
+        >>> [round(float(v), 4) for v in s([0, 9, 10, 25])]
+        [0.1, 0.1, 0.05, 0.025]
+    """
+    check_positive_int("bind_epochs", "steps_per_epoch", steps_per_epoch)
+
+    def bind(node: Schedule) -> Schedule | None:
+        if isinstance(node, Epoch) and node.steps_per_epoch is None:
+            return Epoch(steps_per_epoch)
+        return None
+
+    return schedule.replace(bind)
+
+
+def uses_epoch(schedule: Schedule) -> bool:
+    """Return whether ``schedule`` contains an unbound ``epoch``."""
+    if isinstance(schedule, Epoch):
+        return schedule.steps_per_epoch is None
+    return any(uses_epoch(child) for child in schedule.children())
+
+
+# ---- arithmetic nodes ------------------------------------------------------------------
+_BINARY: dict[str, tuple[int, Callable[[Any, Any], Any]]] = {
+    "<": (10, lambda a, b: ops.cast(ops.less(a, b), "float32")),
+    "<=": (10, lambda a, b: ops.cast(ops.less_equal(a, b), "float32")),
+    ">": (10, lambda a, b: ops.cast(ops.greater(a, b), "float32")),
+    ">=": (10, lambda a, b: ops.cast(ops.greater_equal(a, b), "float32")),
+    "==": (10, lambda a, b: ops.cast(ops.equal(a, b), "float32")),
+    "!=": (10, lambda a, b: ops.cast(ops.not_equal(a, b), "float32")),
+    "+": (20, ops.add),
+    "-": (20, ops.subtract),
+    "*": (30, ops.multiply),
+    "/": (30, ops.divide),
+    "**": (50, ops.power),
+}
+
+
+@register
+class BinaryOp(Schedule):
+    """``left OP right`` for OP in ``+ - * / **`` and the comparisons (1.0 true, 0.0 false).
+
+    Example:
+        >>> s = Step() / 1000 + 0.01
+        >>> s
+        step / 1000 + 0.01
+        >>> [round(float(v), 4) for v in s([0, 500, 1000])]
+        [0.01, 0.51, 1.01]
+    """
+
+    keyword = "binary"
+
+    def __init__(self, op: str, left: ScheduleLike, right: ScheduleLike) -> None:
+        if op not in _BINARY:
+            raise InvalidArgumentError(
+                f"`BinaryOp(op=...)` must be one of {sorted(_BINARY)}. {received('op', op)}"
+            )
+        self.op = op
+        self.left = as_schedule(left, name="left")
+        self.right = as_schedule(right, name="right")
+        self.precedence = _BINARY[op][0]  # type: ignore[misc]
+
+    def value(self, step: Any) -> Any:
+        return _BINARY[self.op][1](self.left.value(step), self.right.value(step))
+
+    def arguments(self) -> dict[str, Any]:
+        return {"op": self.op, "left": self.left, "right": self.right}
+
+    def __repr__(self) -> str:
+        p = self.precedence
+        if self.op == "**":  # right-associative, and binds tighter than unary minus on its left
+            left = _wrap(self.left, p + 1)
+            right = _wrap(self.right, 45)
+        else:
+            left = _wrap(self.left, p if p != 10 else p + 1)
+            right = _wrap(self.right, p + 1)
+        return f"{left} {self.op} {right}"
+
+
+@register
+class Negate(Schedule):
+    """``-operand``.
+
+    Example:
+        >>> s = -Step()
+        >>> s, float(s(3))
+        (-step, -3.0)
+    """
+
+    keyword = "negate"
+    precedence = 40
+
+    def __init__(self, operand: ScheduleLike) -> None:
+        self.operand = as_schedule(operand, name="operand")
+
+    def value(self, step: Any) -> Any:
+        return ops.negative(self.operand.value(step))
+
+    def arguments(self) -> dict[str, Any]:
+        return {"operand": self.operand}
+
+    def __repr__(self) -> str:
+        return f"-{_wrap(self.operand, 41)}"
+
+
+def _where(cond: Any, a: Any, b: Any) -> Any:
+    return ops.where(ops.not_equal(cond, 0.0), a, b)
+
+
+#: the functions of the expression language: name -> (number of arguments, implementation)
+FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
+    "min": (2, ops.minimum),
+    "max": (2, ops.maximum),
+    "floor": (1, ops.floor),
+    "ceil": (1, ops.ceil),
+    "exp": (1, ops.exp),
+    "log": (1, ops.log),
+    "sqrt": (1, ops.sqrt),
+    "cos": (1, ops.cos),
+    "sin": (1, ops.sin),
+    "abs": (1, ops.absolute),
+    "where": (3, _where),
+    "clip": (3, lambda x, low, high: ops.minimum(ops.maximum(x, low), high)),
+}
+
+
+@register
+class Function(Schedule):
+    """A function of schedules: ``min, max, floor, ceil, exp, log, sqrt, cos, sin, abs``,
+    ``where(cond, a, b)`` (``a`` where ``cond != 0``) and ``clip(x, low, high)``.
+
+    Example:
+        >>> s = Function("min", [Step() / 10, 1.0])
+        >>> s
+        min(step / 10, 1.0)
+        >>> [float(v) for v in s([0, 5, 20])]
+        [0.0, 0.5, 1.0]
+    """
+
+    keyword = "function"
+
+    def __init__(self, name: str, args: Sequence[ScheduleLike]) -> None:
+        if name not in FUNCTIONS:
+            raise InvalidArgumentError(
+                f"`Function(name=...)` must be one of {sorted(FUNCTIONS)}. {received('name', name)}"
+            )
+        arity = FUNCTIONS[name][0]
+        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence) or len(args) != arity:
+            raise InvalidArgumentError(
+                f"`{name}(...)` takes {arity} argument{'s' if arity > 1 else ''}. "
+                f"{received('args', args)}"
+            )
+        self.name = name
+        self.args = [as_schedule(a, name=f"{name} argument") for a in args]
+
+    def value(self, step: Any) -> Any:
+        return FUNCTIONS[self.name][1](*(a.value(step) for a in self.args))
+
+    def arguments(self) -> dict[str, Any]:
+        return {"name": self.name, "args": list(self.args)}
+
+    def __repr__(self) -> str:
+        return f"{self.name}({', '.join(_inline(a) for a in self.args)})"
+
+
+def minimum(a: ScheduleLike, b: ScheduleLike) -> Schedule:
+    """Return the elementwise minimum of two schedules or numbers."""
+    return Function("min", [a, b])
+
+
+def maximum(a: ScheduleLike, b: ScheduleLike) -> Schedule:
+    """Return the elementwise maximum of two schedules or numbers."""
+    return Function("max", [a, b])
+
+
+def clip(schedule: ScheduleLike, low: ScheduleLike = None, high: ScheduleLike = None) -> Schedule:
+    """Return ``schedule`` clipped to ``[low, high]``; either bound may be ``None``.
+
+    Example:
+        >>> [float(v) for v in clip(Step(), 1, 3)([0, 2, 9])]
+        [1.0, 2.0, 3.0]
+    """
+    if low is None and high is None:
+        raise InvalidArgumentError(
+            "`clip(...)` needs `low`, `high` or both. Received: low=None, high=None."
+        )
+    if low is None:
+        return Function("min", [schedule, high])
+    if high is None:
+        return Function("max", [schedule, low])
+    return Function("clip", [schedule, low, high])
+
+
+# ---- conversion and validation ---------------------------------------------------------
+def as_schedule(value: ScheduleLike, name: str = "schedule") -> Schedule:
+    """Return ``value`` as a :class:`Schedule`.
+
+    Accepts a number (a :class:`Constant`), a Schedule, a Keras ``LearningRateSchedule``
+    (built-in ones converted exactly, others wrapped) or an expression string (parsed
+    with ``hs.parse``).
+
+    Raises:
+        TypeError: For anything else, naming ``name`` and the value received.
+
+    Example:
+        >>> as_schedule(0.5)
+        constant(0.5)
+        >>> as_schedule("step / 1000 + 0.01")
+        step / 1000 + 0.01
+    """
+    if isinstance(value, Schedule):
+        return value
+    if isinstance(value, bool):
+        raise InvalidTypeError(
+            f"`{name}` must be a number, a schedule or an expression string, not a bool. "
+            f"{received(name, value)}"
+        )
+    if isinstance(value, (int, float)) or _is_scalar_number(value):
+        return Constant(float(value))
+    if isinstance(value, str):
+        from hyperstep.schedules.parse import parse
+
+        return parse(value)
+    if isinstance(value, keras.optimizers.schedules.LearningRateSchedule):
+        from hyperstep.schedules.keras_compat import from_keras
+
+        return from_keras(value)
+    raise InvalidTypeError(
+        f"`{name}` must be a number, a hyperstep or Keras schedule, or an expression string "
+        f"such as 'cosine(1e-3, steps=1000)'. {received(name, value)}"
+    )
+
+
+def check_number(owner: str, name: str, value: Any, *, finite: bool = True) -> float:
+    """Return ``value`` as a float, or raise naming ``owner(name=...)`` and the value."""
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) or _is_scalar_number(value)):
+        raise InvalidTypeError(f"`{owner}({name}=...)` must be a number. {received(name, value)}")
+    number = float(value)
+    if finite and not math.isfinite(number):
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` must be a finite number. {received(name, value)}"
+        )
+    return number
+
+
+def check_positive_int(owner: str, name: str, value: Any) -> int:
+    """Return ``value`` as an int > 0, or raise naming ``owner(name=...)`` and the value."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not _is_scalar_number(
+        value
+    ):
+        raise InvalidTypeError(
+            f"`{owner}({name}=...)` must be a positive integer. {received(name, value)}"
+        )
+    number = float(value)
+    if not math.isfinite(number) or number != int(number) or number <= 0:
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` must be a positive integer. {received(name, value)}"
+        )
+    return int(number)
+
+
+def format_value(value: Any) -> str:
+    """Format an argument for ``repr``: numbers exactly, schedules inline, lists of either."""
+    if isinstance(value, Schedule):
+        return _inline(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    return repr(value)
+
+
+def _inline(schedule: Schedule) -> str:
+    """``repr`` of a schedule used as an argument: constants are written as bare numbers."""
+    if isinstance(schedule, Constant):
+        return format_value(schedule.value_)
+    return repr(schedule)
+
+
+def _wrap(schedule: Schedule, min_precedence: int) -> str:
+    text = _inline(schedule)
+    if isinstance(schedule, Constant) and schedule.value_ < 0 and min_precedence > 40:
+        return f"({text})"
+    if schedule.precedence < min_precedence:
+        return f"({text})"
+    return text
+
+
+def _is_scalar_number(value: Any) -> bool:
+    try:
+        import numpy as np
+
+        return isinstance(value, np.generic) and np.issubdtype(type(value), np.number)
+    except ImportError:  # pragma: no cover
+        return False
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    return {
+        key: p.default
+        for key, p in inspect.signature(cls.__init__).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(type(a) is type(b) and a == b) or (
+            isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
+        )
+    except Exception:  # pragma: no cover - exotic comparisons
+        return False
+
+
+def _serialize(value: Any) -> Any:
+    if isinstance(value, keras.optimizers.schedules.LearningRateSchedule):
+        return keras.saving.serialize_keras_object(value)
+    if isinstance(value, (list, tuple)):
+        return [_serialize(v) for v in value]
+    return value
+
+
+def _deserialize(value: Any) -> Any:
+    if isinstance(value, dict) and "class_name" in value and "config" in value:
+        return keras.saving.deserialize_keras_object(value)
+    if isinstance(value, list):
+        return [_deserialize(v) for v in value]
+    return value
