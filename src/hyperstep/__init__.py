@@ -36,6 +36,6 @@ __all__ = [
     "errors",
     "parse",
     "rules",
-    "schedules",
     "scheduled",
+    "schedules",
 ]
