@@ -458,7 +458,9 @@ class CosineRestarts(Schedule):
     (``end = alpha * start``; ``end`` is not scaled by ``m_mul ** i``) and torch
     ``CosineAnnealingWarmRestarts(T_0=steps, T_mult, eta_min=end)`` (``m_mul=1``). The
     period index is found from a float32 log and then corrected by comparing the step
-    with the exact period starts, so every restart lands on its exact step.
+    with the period starts (snapped to a whole step when within float32 rounding of one), so
+    every restart lands on its exact step; Keras's own float32 log misplaces some late
+    restarts (e.g. step 327670 for ``steps=10, t_mul=2``) by one step.
 
     Args:
         start: Value at step 0.
@@ -505,7 +507,11 @@ class CosineRestarts(Schedule):
     def _period_start(self, i: Any) -> Any:
         if self.t_mul == 1.0:
             return self.steps * i
-        return self.steps * (ops.power(_f32(self.t_mul), i) - 1.0) / (self.t_mul - 1.0)
+        start = self.steps * (ops.power(_f32(self.t_mul), i) - 1.0) / (self.t_mul - 1.0)
+        # float32 pow is off by an ulp at times (3.0 ** 4 = 81.00001): a start within float32
+        # rounding of a whole step is that step
+        whole = ops.round(start)
+        return ops.where(ops.abs(start - whole) <= 1e-6 * whole, whole, start)
 
     def value(self, step: Any) -> Any:
         step = ops.maximum(step, 0.0)

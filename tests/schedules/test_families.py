@@ -1,0 +1,186 @@
+"""The schedule families against independent float64 closed forms (tests/schedules/reference.py),
+their documented edge cases, config and repr, vectorization and tracing."""
+
+import importlib.util
+import json
+import pathlib
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hyperstep.schedules as hs
+
+_spec = importlib.util.spec_from_file_location(
+    "schedule_reference", pathlib.Path(__file__).with_name("reference.py")
+)
+ref = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ref)
+
+# (family name, kwargs, end of the interesting range, boundaries in the grid)
+CASES = [
+    ("linear", dict(start=1.0, end=0.1, steps=100), 100, [100]),
+    ("linear", dict(start=0.0, end=2.0, steps=30, begin=20), 50, [20, 50]),
+    ("exponential", dict(start=0.1, rate=0.96, every=10), 100, [10]),
+    ("exponential", dict(start=0.1, rate=0.5, every=10, staircase=True), 100, [10, 20]),
+    ("exponential", dict(start=1.0, rate=0.9, every=5, begin=10, end=0.3), 100, [10]),
+    ("exponential", dict(start=1.0, rate=1.1, every=5, end=2.0), 100, [0]),
+    ("inverse_time", dict(start=0.1, rate=0.5, every=10), 100, [10]),
+    ("inverse_time", dict(start=0.1, rate=0.5, every=10, staircase=True), 100, [10, 20]),
+    ("polynomial", dict(start=0.1, end=0.01, steps=100, power=2.0), 100, [100]),
+    ("polynomial", dict(start=0.1, end=0.01, steps=10, cycle=True), 10, [10, 20]),
+    ("polynomial", dict(start=1.0, end=0.0, steps=40, power=0.5, begin=10), 50, [10, 50]),
+    ("cosine", dict(start=1.0, steps=100, end=0.1), 100, [100]),
+    ("cosine", dict(start=1.0, steps=100), 100, [100]),
+    ("cosine", dict(start=2.0, steps=60, end=0.5, exponent=2.0), 60, [60]),
+    ("cosine", dict(start=1.0, steps=10, past_end="periodic"), 10, [10, 20]),
+    ("cosine_restarts", dict(start=1.0, steps=10, m_mul=0.5), 70, [10, 30, 70]),
+    ("cosine_restarts", dict(start=1.0, steps=10, t_mul=1.0, end=0.1), 30, [10, 20]),
+    ("cosine_restarts", dict(start=1.0, steps=7, t_mul=3.0, m_mul=0.9, end=0.2), 91, [7, 28, 91]),
+    ("piecewise", dict(boundaries=[10, 20], values=[1.0, 0.5, 0.1]), 20, [10, 20]),
+    ("piecewise", dict(boundaries=[0, 5], values=[3.0, 2.0, 1.0], inclusive=True), 5, [0, 5]),
+    ("cyclic", dict(low=0.1, high=1.0, steps_up=10), 40, [10, 20]),
+    ("cyclic", dict(low=0.1, high=1.0, steps_up=10, steps_down=5, mode="triangular2"), 45, [15]),
+    ("cyclic", dict(low=0.1, high=1.0, steps_up=4, mode="exp_range", gamma=0.99), 40, [4, 8]),
+    ("one_cycle", dict(peak=1.0, steps=100), 100, [29, 99]),
+    ("one_cycle", dict(peak=1.0, steps=100, compat="optax"), 100, [30, 100]),
+    ("one_cycle", dict(peak=0.5, steps=50, anneal="linear", three_phase=True), 50, [14, 28, 49]),
+    ("one_cycle", dict(peak=1.0, steps=33, pct_start=0.25, compat="optax"), 33, [8, 33]),
+]
+IDS = [f"{name}-{i}" for i, (name, *_rest) in enumerate(CASES)]
+
+
+@pytest.mark.parametrize(("name", "kwargs", "end", "boundaries"), CASES, ids=IDS)
+def test_family_matches_float64_closed_form_on_grid(name, kwargs, end, boundaries):
+    steps = ref.grid(end, *boundaries)
+    ours = getattr(hs, name)(**kwargs)(steps)
+    assert ours.dtype == "float32"
+    ref.assert_close(ours, getattr(ref, name)(**kwargs)(steps))
+
+
+@pytest.mark.parametrize(("name", "kwargs", "end", "boundaries"), CASES, ids=IDS)
+def test_family_config_json_round_trip_is_equal_by_value(name, kwargs, end, boundaries):
+    s = getattr(hs, name)(**kwargs)
+    text = json.dumps(keras.saving.serialize_keras_object(s))
+    back = keras.saving.deserialize_keras_object(json.loads(text))
+    assert type(back) is type(s)
+    assert back.get_config() == s.get_config()
+    steps = ref.grid(end, *boundaries)
+    np.testing.assert_array_equal(back(steps), s(steps))
+
+
+@pytest.mark.parametrize(("name", "kwargs", "end", "boundaries"), CASES, ids=IDS)
+def test_family_repr_rebuilds_an_equal_schedule(name, kwargs, end, boundaries):
+    s = getattr(hs, name)(**kwargs)
+    text = repr(s)
+    assert text.startswith(f"{name}(")
+    rebuilt = eval(text, {name: getattr(hs, name)})  # the vocabulary call, not hs.parse
+    assert rebuilt.get_config() == s.get_config()
+
+
+def test_repr_writes_values_positionally_and_steps_by_keyword():
+    assert repr(hs.cosine(1e-3, steps=10000, end=1e-5)) == "cosine(0.001, steps=10000, end=1e-05)"
+    assert repr(hs.linear(0, 1, 500)) == "linear(0.0, 1.0, steps=500)"
+    assert repr(hs.piecewise([10], [1, 0.5])) == "piecewise([10], [1.0, 0.5])"
+    assert (
+        repr(hs.one_cycle(1.0, 100, compat="optax")) == "one_cycle(1.0, steps=100, compat='optax')"
+    )
+
+
+def test_integral_float_steps_are_stored_as_ints():
+    assert hs.cosine(1.0, steps=100.0).steps == 100
+    assert isinstance(hs.cosine(1.0, steps=100.0).steps, int)
+    assert hs.cosine(1.0, steps=2.5).steps == 2.5
+
+
+def test_piecewise_new_value_applies_at_boundary_by_default_and_one_step_late_inclusive():
+    default = hs.piecewise([10], [1.0, 0.5])
+    keras_like = hs.piecewise([10], [1.0, 0.5], inclusive=True)
+    assert [float(v) for v in default([9, 10, 11])] == [1.0, 0.5, 0.5]
+    assert [float(v) for v in keras_like([9, 10, 11])] == [1.0, 1.0, 0.5]
+
+
+def test_cosine_holds_end_past_steps_and_periodic_returns_to_start():
+    hold = hs.cosine(1.0, steps=10, end=0.2)
+    periodic = hs.cosine(1.0, steps=10, end=0.2, past_end="periodic")
+    ref.assert_close(hold([0, 10, 15, 30]), [1.0, 0.2, 0.2, 0.2])
+    ref.assert_close(periodic([0, 10, 15, 20]), [1.0, 0.2, 0.6, 1.0])
+
+
+def test_cosine_restarts_restart_exactly_at_each_period_start_in_float32():
+    # t_mul=2: periods start at 10 * (2**k - 1); t_mul=3 at 7 * (3**k - 1) / 2
+    for steps, t_mul, count in [(10, 2.0, 20), (7, 3.0, 13), (1, 2.0, 23), (8, 1.5, 6)]:
+        starts = [steps * (t_mul**k - 1) / (t_mul - 1) for k in range(count)]
+        starts = np.array([s for s in starts if s.is_integer() and s < 2**24])
+        s = hs.cosine_restarts(1.0, steps, t_mul=t_mul, m_mul=0.5, end=0.0)
+        at = s(starts)
+        np.testing.assert_allclose(at, 0.5 ** np.arange(len(starts)), rtol=1e-6)
+        before = s(starts[1:] - 1)  # the last step of each period is close to the end
+        expected = ref.cosine_restarts(1.0, steps, t_mul, 0.5)(starts[1:] - 1)
+        np.testing.assert_allclose(before, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_one_cycle_torch_peaks_one_step_before_optax():
+    torch_like = hs.one_cycle(1.0, steps=100)
+    optax_like = hs.one_cycle(1.0, steps=100, compat="optax")
+    assert float(torch_like(29)) == pytest.approx(1.0)
+    assert float(optax_like(30)) == pytest.approx(1.0)
+    ref.assert_close(torch_like([99, 100, 300]), [4e-6] * 3)
+    ref.assert_close(optax_like([99, 100, 300]), [optax_like(99), 4e-6, 4e-6])
+    assert float(optax_like(99)) > 4e-6
+
+
+def test_exponential_end_is_a_floor_when_decaying_and_a_ceiling_when_growing():
+    assert float(hs.exponential(1.0, 0.5, every=1, end=0.2)(10)) == pytest.approx(0.2)
+    assert float(hs.exponential(1.0, 2.0, every=1, end=5.0)(10)) == pytest.approx(5.0)
+
+
+def test_exponential_power_is_corrected_for_float32_rounding_of_rate():
+    # float32(0.9) ** 300 is off by 300 * 2.6e-8 = 8e-6 relative; the corrected power is not
+    steps = np.arange(0, 3001, 100)
+    ours = hs.exponential(1.0, 0.9, every=10)(steps)
+    np.testing.assert_allclose(ours, 0.9 ** (steps / 10), rtol=1e-6)
+
+
+def test_values_keep_the_shape_of_the_steps():
+    steps = np.arange(12).reshape(3, 4)
+    for name, kwargs, *_ in CASES:
+        out = getattr(hs, name)(**kwargs)(steps)
+        assert tuple(out.shape) == (3, 4), name
+    assert tuple(hs.cosine(1.0, 10)(5).shape) == ()
+
+
+@pytest.mark.parametrize(("name", "kwargs", "end", "boundaries"), CASES[::3], ids=IDS[::3])
+def test_vectorized_10k_steps_equal_per_step_scalar_calls(name, kwargs, end, boundaries):
+    s = getattr(hs, name)(**kwargs)
+    steps = np.arange(10_000)
+    vector = np.asarray(s(steps))
+    probe = np.concatenate([np.arange(0, 10_000, 331), [9_999]])
+    scalars = np.array([float(s(int(t))) for t in probe])
+    # equal up to float32 rounding: TF's vectorized sin/log kernels may differ by one ulp
+    # from its scalar ones
+    ref.assert_close(vector[probe], scalars)
+
+
+def test_tf_function_over_a_schedule_traces_once_across_1000_steps():
+    s = hs.one_cycle(1.0, steps=1000) * 0.5 + hs.piecewise([100], [0.0, 0.1])
+    traces = []
+
+    @tf.function
+    def at(step):
+        traces.append(1)
+        return s(step)
+
+    values = [float(at(tf.constant(t, tf.int64))) for t in range(1000)]
+    assert len(traces) == 1
+    ref.assert_close(values, s(np.arange(1000)))
+
+
+def test_integer_and_float_step_dtypes_give_the_same_values():
+    s = hs.cosine_restarts(1.0, steps=10)
+    a = s(np.arange(100, dtype=np.int64))
+    b = s(tf.range(100, dtype=tf.int32))
+    c = s(np.arange(100, dtype=np.float64))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
