@@ -1,0 +1,80 @@
+"""Seed 000: the step inside a custom update formula, TF1 (three methods) and hyperstep."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="module")
+def data(seed000):
+    return seed000.make_data()
+
+
+@pytest.fixture(scope="module")
+def reference(seed000, data):
+    """The fixed TF1 in-graph step: the update at step t uses coefficient(t), then t += 1."""
+    return seed000.tf1_in_graph_step(data, ordered=True)
+
+
+def expected_coefficients(steps: int) -> np.ndarray:
+    # Grappler's constant folding turns `x / 1000.0` into `x * (1 / 1000.0)` in graphs
+    # (TF1 sessions and tf.function alike), so this is the value the graph computes.
+    return np.arange(steps, dtype=np.float32) * (np.float32(1) / np.float32(1000)) + np.float32(
+        0.01
+    )
+
+
+def test_fixed_in_graph_step_uses_step_t_at_update_t(reference, data):
+    assert np.array_equal(reference.coefficients, expected_coefficients(len(data.inputs)))
+    # and the weights moved: the run trained something
+    assert not np.allclose(reference.weights, data.weights)
+
+
+@pytest.mark.parametrize("method", ["tf1_fed_step", "tf1_global_step"])
+def test_tf1_methods_agree_bit_for_bit(seed000, data, reference, method):
+    result = getattr(seed000, method)(data)
+    np.testing.assert_array_equal(result.coefficients, reference.coefficients)
+    assert result.weights.tobytes() == reference.weights.tobytes()
+
+
+def test_global_step_in_seed_group_form_when_ordered_matches(seed000, data, reference):
+    result = seed000.tf1_in_graph_step(data, ordered=True, global_step=True)
+    assert result.weights.tobytes() == reference.weights.tobytes()
+
+
+def test_seed_tf_group_form_is_nondeterministic(seed000, data, reference):
+    # The seed's `tf.group(w.assign_sub(coeff * g), step.assign_add(1))` leaves the read of
+    # `step` (for coeff) unordered against the increment; with 2 inter-op threads the executor
+    # runs them in either order. Measured on this 2-core machine: 6-9 different final weights
+    # in 20 runs, about a third of the steps reading the incremented step.
+    # The loop stops as soon as two runs differ; 20 runs is the budget.
+    distinct: set[bytes] = set()
+    late = 0
+    for _ in range(20):
+        run = seed000.tf1_in_graph_step(data, ordered=False)
+        distinct.add(run.weights.tobytes())
+        late += int(np.sum(run.coefficients != reference.coefficients))
+        if len(distinct) > 1:
+            break
+    assert len(distinct) > 1, "the race did not show in 20 runs"
+    assert late > 0  # some update read the already incremented step
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_only_the_fixed_graph_orders_the_step_read_before_the_increment(seed000, data, ordered):
+    # A structural check that does not depend on thread timing: in the fixed graph the
+    # increment depends (through the update) on the op reading `step` for the coefficient;
+    # in the seed's graph there is no path between them in either direction.
+    g = seed000.build_in_graph_step(data.weights, ordered=ordered)
+    reads = [
+        op
+        for op in g.graph.get_operations()
+        if op.type == "ReadVariableOp"
+        and op.inputs[0] is g.step.handle
+        and seed000.has_path(op, g.coefficient.op)
+    ]
+    assert len(reads) == 1
+    (read,) = reads
+    assert seed000.has_path(read, g.increment.op) is ordered
+    assert not seed000.has_path(g.increment.op, read)
