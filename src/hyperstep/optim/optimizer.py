@@ -1,6 +1,359 @@
-"""StepOptimizer (PLACEHOLDER: being written; see issue 4)."""
+"""StepOptimizer: a Keras 3 optimizer built from an update rule, groups and one clock.
+
+At each update, for every variable ``w`` with gradient ``g`` in group ``G``::
+
+    rule.update(w, g, slots(w), hp = {name: G's hyperparameter .value}, step = clock.step)
+
+then ``clock.advance()``: the update at step ``t`` uses values computed from ``t``, and the
+clock moves after it, in program order (reads and the increment touch the same variable,
+so TensorFlow orders them; there is no race as in seed 000's ``tf.group``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import keras
+from keras import ops
+
+from hyperstep.clock import Clock
+from hyperstep.control.hyperparameter import Hyperparameter
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.optim.groups import Group, assign_groups
+from hyperstep.optim.rules import Rule, Values, get_rule
+from hyperstep.schedules.base import Constant
+
+#: Keras optimizer arguments StepOptimizer passes through (``weight_decay`` is a rule's).
+KERAS_ARGUMENTS = (
+    "clipnorm",
+    "clipvalue",
+    "global_clipnorm",
+    "use_ema",
+    "ema_momentum",
+    "ema_overwrite_frequency",
+    "loss_scale_factor",
+    "gradient_accumulation_steps",
+)
+_RESERVED = {"rule", "groups", "clock", "advance", "name", *KERAS_ARGUMENTS}
 
 
-class StepOptimizer:
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        raise NotImplementedError("being written")
+def _no_learning_rate() -> float:  # the base class wants one; StepOptimizer overrides it
+    return 0.0
+
+
+@keras.saving.register_keras_serializable(package="hyperstep")
+class StepOptimizer(keras.optimizers.Optimizer):
+    """A Keras optimizer whose update is a :class:`hyperstep.rules.Rule`, per group.
+
+    Every hyperparameter the rule declares is a :class:`hyperstep.Hyperparameter` on the
+    optimizer's clock (the rule's default when not given): a number, a schedule, an
+    expression string or a Hyperparameter. ``opt.hyperparameters`` holds them all by name;
+    a group's own ones are there as ``"group/name"`` and in
+    ``opt.groups["group"].hyperparameters["name"]``. Rules see ``step``, the number of
+    updates already applied (the first update sees 0); after each update the optimizer
+    advances its clock once.
+
+    Clock, hyperparameter and slot variables are the optimizer's variables, so they are
+    saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``).
+    ``learning_rate`` reads the default group's value; assigning it (as Keras callbacks
+    do) sets an override (:meth:`hyperstep.Hyperparameter.set`).
+
+    Args:
+        rule: A :class:`~hyperstep.rules.Rule` (instance, subclass or name: ``"adam"``).
+        groups: :class:`~hyperstep.Group` objects; unmatched variables use the
+            optimizer's own hyperparameters.
+        clock: The :class:`hyperstep.Clock` to read and advance; by default the clock of
+            a Hyperparameter passed in, else a new one.
+        advance: Whether this optimizer advances the clock after each update. ``None``:
+            yes unless another optimizer already does (one advance per training step; see
+            :class:`hyperstep.Clock` for the GAN pattern).
+        name: The optimizer's name.
+        **hyperparameters: Values of the rule's hyperparameters, plus Keras's
+            ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``use_ema``,
+            ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor`` and
+            ``gradient_accumulation_steps`` (then the clock counts applied updates).
+
+    Raises:
+        ValueError: For a hyperparameter the rule does not declare (listing the valid
+            ones), or a Hyperparameter on another clock.
+        TypeError: For a rule or group of the wrong type.
+
+    Example:
+        Seed 000's ``w -= (step / 1000 + 0.01) * grad`` as a three-line rule:
+
+        >>> import hyperstep as hs, keras
+        >>> class StepScaled(hs.rules.Rule):
+        ...     def update(self, variable, gradient, slots, hp, step):
+        ...         return variable - (step / 1000 + 0.01) * gradient
+        >>> opt = hs.StepOptimizer(StepScaled())
+        >>> w = keras.Variable([1.0, 2.0])
+        >>> for _ in range(3):
+        ...     opt.apply([keras.ops.ones(2)], [w])
+        >>> [round(float(x), 4) for x in w.numpy()]  # 1 - 0.01 - 0.011 - 0.012
+        [0.967, 1.967]
+        >>> int(opt.clock.step)
+        3
+    """
+
+    def __init__(
+        self,
+        rule: Any,
+        groups: Iterable[Group] = (),
+        clock: Any = None,
+        *,
+        advance: bool | None = None,
+        name: str | None = None,
+        **hyperparameters: Any,
+    ) -> None:
+        keras_arguments = {
+            k: hyperparameters.pop(k) for k in KERAS_ARGUMENTS if k in hyperparameters
+        }
+        rule = get_rule(rule)
+        groups = list(groups)
+        for group in groups:
+            if not isinstance(group, Group):
+                raise InvalidTypeError(
+                    "`StepOptimizer(groups=...)` takes `hs.Group` objects. "
+                    + received("group", group)
+                )
+        reserved = sorted(_RESERVED & set(rule.hyperparameters))
+        if reserved:
+            raise InvalidArgumentError(
+                f"Rule {type(rule).__name__} declares hyperparameters named like optimizer "
+                f"arguments: {reserved}. Rename them in `hyperparameters`."
+            )
+        _check_names(rule, "StepOptimizer", hyperparameters)
+        for group in groups:
+            _check_names(rule, f"Group({group.name!r})", group.hyperparameters)
+        if advance is not None and not isinstance(advance, bool):
+            raise InvalidTypeError(
+                "`StepOptimizer(advance=...)` must be True, False or None. "
+                + received("advance", advance)
+            )
+        super().__init__(learning_rate=_no_learning_rate, name=name, **keras_arguments)
+        self.rule = rule
+        self.clock = _pick_clock(
+            clock, [hyperparameters, *(g.hyperparameters for g in groups)], f"{self.name}_clock"
+        )
+        self.advance = self.clock.claim(self, advance)
+        own = {
+            key: self._hyperparameter(key, hyperparameters.get(key, default))
+            for key, default in rule.hyperparameters.items()
+        }
+        self._group_specs = groups
+        self.groups: dict[str, Group] = {}
+        tables = [own]
+        self.hyperparameters: dict[str, Any] = dict(own)
+        for group in groups:
+            bound = {
+                key: self._hyperparameter(f"{group.name}/{key}", value)
+                for key, value in group.hyperparameters.items()
+            }
+            self.groups[group.name] = Group(group.name, group.match, **bound)
+            self.hyperparameters.update({f"{group.name}/{key}": hp for key, hp in bound.items()})
+            tables.append({**own, **bound})
+        self._tables = tables
+        for variable in [
+            self.clock.step,
+            *(v for hp in self.hyperparameters.values() for v in hp.variables),
+        ]:
+            if not self._tracker.is_in_store("variables", variable):
+                self._track_variable(variable)
+
+    # ---- construction helpers ---------------------------------------------------------
+    def _hyperparameter(self, name: str, value: Any) -> Any:
+        if isinstance(value, Hyperparameter):
+            if value.clock is not self.clock:
+                raise InvalidArgumentError(
+                    f"The Hyperparameter given for `{name}` runs on another clock than the "
+                    "optimizer's. Create it with `clock=optimizer_clock`, or pass its clock "
+                    f"as `StepOptimizer(clock=...)`. {received(name, value)}"
+                )
+            return value
+        return Hyperparameter(value, clock=self.clock, name=name.replace("/", "."))
+
+    # ---- Keras optimizer lifecycle ------------------------------------------------------
+    def build(self, variables: list[Any]) -> None:
+        if self.built:
+            return
+        super().build(variables)
+        owners = assign_groups(self._group_specs, variables)
+        names = [g.name for g in self._group_specs]
+        self._variable_group = [0 if g is None else 1 + names.index(g.name) for g in owners]
+        slots = list(self.rule.slots)
+        created = self.add_optimizer_variables(variables, slots) if slots else ()
+        self._slots = dict(zip(slots, created, strict=True))
+
+    def apply(self, grads: Any, trainable_variables: Any = None) -> None:
+        grads = list(grads)
+        if not grads:
+            return
+        super().apply(grads, trainable_variables)
+        if not self.advance:
+            return
+        if self.gradient_accumulation_steps:
+            applied = ops.equal(self._iterations % self.gradient_accumulation_steps, 0)
+            self.clock.step.assign_add(ops.cast(applied, self.clock.step.dtype))
+        else:
+            self.clock.advance()
+
+    def _backend_update_step(
+        self, grads: Any, trainable_variables: Any, learning_rate: Any
+    ) -> None:
+        # the values every update of this step reads, computed once and passed the way Keras
+        # passes `learning_rate` (so tf.distribute hands them to each replica's update)
+        step = ops.cast(self.clock.step, "float32")
+        cache: dict[int, tuple[Any, Any]] = {}
+        tables = []
+        for table in self._tables:
+            values, complements = {}, {}
+            for key, hp in table.items():
+                if id(hp) not in cache:
+                    cache[id(hp)] = _evaluate(hp)
+                values[key], complement = cache[id(hp)]
+                if complement is not None:
+                    complements[key] = complement
+            tables.append((values, complements))
+        super()._backend_update_step(grads, trainable_variables, (step, tables))
+
+    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
+        step, tables = learning_rate
+        index = self._get_variable_index(variable)
+        hp, complements = tables[self._variable_group[index]]
+        dtype = keras.backend.standardize_dtype(variable.dtype)
+        if dtype != "float32":
+            hp = {key: ops.cast(value, dtype) for key, value in hp.items()}
+            complements = {key: ops.cast(value, dtype) for key, value in complements.items()}
+            step = ops.cast(step, dtype)
+        gradient = ops.cast(gradient, dtype)
+        slots = Values({key: _native(self._slots[key][index]) for key in self._slots})
+        result = self.rule.update(variable, gradient, slots, Values(hp, complements), step)
+        if result is None:
+            return
+        new_slots: Mapping[str, Any] = {}
+        if isinstance(result, tuple):
+            result, new_slots = result
+        for key, value in new_slots.items():
+            if key not in self._slots:
+                raise InvalidArgumentError(
+                    f"Rule {type(self.rule).__name__} returned a value for slot {key!r}, which "
+                    f"it does not declare; its slots are {list(self._slots)}."
+                )
+            self.assign(self._slots[key][index], value)
+        if result is not None:
+            self.assign(variable, result)
+
+    # ---- learning_rate, as Keras callbacks see it ---------------------------------------
+    def _get_current_learning_rate(self) -> Any:
+        hp = self._tables[0].get("learning_rate") if hasattr(self, "_tables") else None
+        return None if hp is None else hp.value
+
+    @property
+    def learning_rate(self) -> Any:
+        return self._get_current_learning_rate()
+
+    @learning_rate.setter
+    def learning_rate(self, value: Any) -> None:
+        hp = self._tables[0].get("learning_rate") if hasattr(self, "_tables") else None
+        if hp is None:
+            raise InvalidArgumentError(
+                f"Rule {type(self.rule).__name__} has no `learning_rate`; its hyperparameters "
+                f"are {list(self.rule.hyperparameters)}."
+            )
+        hp.set(value)
+
+    # ---- config -------------------------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        variables = self._trainable_variables if self.built else None
+        groups = []
+        for spec, bound in zip(self._group_specs, self.groups.values(), strict=True):
+            config = spec.get_config(variables)
+            config["hyperparameters"] = {
+                key: _serialize(hp) for key, hp in bound.hyperparameters.items()
+            }
+            groups.append(config)
+        config = {
+            "name": self.name,
+            "rule": keras.saving.serialize_keras_object(self.rule),
+            "groups": groups,
+            "clock": keras.saving.serialize_keras_object(self.clock),
+            "advance": self.advance,
+            **{key: getattr(self, key) for key in KERAS_ARGUMENTS},
+            **{key: _serialize(hp) for key, hp in self._tables[0].items()},
+        }
+        return config
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], custom_objects: Any = None) -> StepOptimizer:
+        config = dict(config)
+        rule = keras.saving.deserialize_keras_object(config.pop("rule"), custom_objects)
+        groups = []
+        for group in config.pop("groups", []):
+            values = {
+                k: _deserialize(v, custom_objects) for k, v in group["hyperparameters"].items()
+            }
+            groups.append(Group(group["name"], group["match"], **values))
+        clock = keras.saving.deserialize_keras_object(config.pop("clock"), custom_objects)
+        values = {k: _deserialize(v, custom_objects) for k, v in config.items()}
+        return cls(rule, groups=groups, clock=clock, **values)
+
+
+def _check_names(rule: Rule, owner: str, given: Mapping[str, Any]) -> None:
+    unknown = [key for key in given if key not in rule.hyperparameters]
+    if unknown:
+        shown = ", ".join(received(key, given[key]).removeprefix("Received: ") for key in unknown)
+        raise InvalidArgumentError(
+            f"`{owner}` got hyperparameters that rule {type(rule).__name__} does not declare: "
+            f"{unknown}. Valid ones: {list(rule.hyperparameters)}"
+            + (
+                f" (and the Keras arguments {list(KERAS_ARGUMENTS)})"
+                if owner == "StepOptimizer"
+                else ""
+            )
+            + f". Received: {shown}"
+        )
+
+
+def _pick_clock(clock: Any, tables: list[Mapping[str, Any]], name: str) -> Any:
+    if clock is not None:
+        if not isinstance(clock, Clock):
+            raise InvalidTypeError(
+                f"`StepOptimizer(clock=...)` must be an `hs.Clock`. {received('clock', clock)}"
+            )
+        return clock
+    for table in tables:
+        for value in table.values():
+            if isinstance(value, Hyperparameter):
+                return value.clock
+    return Clock(name=name)
+
+
+def _evaluate(hp: Any) -> tuple[Any, Any]:
+    """Return ``(value, 1 - value)`` of a Hyperparameter; the second exact for a constant."""
+    value = hp.value
+    if not isinstance(hp.schedule, Constant):
+        return value, None
+    exact = ops.convert_to_tensor(1.0 - hp.schedule.value_, "float32")  # rounded once, as Keras
+    plain = ops.logical_and(ops.logical_not(hp.is_set), ops.equal(hp.scale, 1.0))
+    return value, ops.where(plain, exact, 1.0 - value)
+
+
+def _native(variable: Any) -> Any:
+    """The backend variable behind a Keras variable (TensorFlow: its ``tf.Variable``)."""
+    if keras.backend.backend() == "tensorflow" and isinstance(variable, keras.Variable):
+        return variable.value
+    return variable
+
+
+def _serialize(hp: Any) -> Any:
+    schedule = hp.schedule
+    if isinstance(schedule, Constant):
+        return schedule.value_
+    return keras.saving.serialize_keras_object(schedule)
+
+
+def _deserialize(value: Any, custom_objects: Any) -> Any:
+    if isinstance(value, dict) and "class_name" in value:
+        return keras.saving.deserialize_keras_object(value, custom_objects)
+    return value
