@@ -35,8 +35,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import keras
 import numpy as np
 import tensorflow as tf
+
+import hyperstep as hs
 
 STEPS = 100
 BATCH = 32
@@ -210,6 +213,113 @@ def has_path(source: Any, target: Any) -> bool:
     return False
 
 
+# ---------------------------------------------------------------------------------------------
+# New: hyperstep (TF2 eager by default; the train steps are tf.functions, as fit's are).
+# ---------------------------------------------------------------------------------------------
+
+
+@hs.rules.register_rule(package="seed000")
+class StepScaledSGD(hs.rules.Rule):
+    """The seed's formula as an update rule: ``w <- w - (step / 1000 + 0.01) * g``."""
+
+    @staticmethod
+    def coefficient(step: Any) -> Any:
+        return step / 1000 + 0.01
+
+    def update(self, variable: Any, gradient: Any, slots: Any, hp: Any, step: Any) -> Any:
+        return variable - self.coefficient(step) * gradient
+
+
+@hs.rules.register_rule(package="seed000")
+class ScaledSGD(hs.rules.Rule):
+    """``w <- w - coefficient * g``, the coefficient a hyperparameter (scheduled, settable)."""
+
+    hyperparameters = {"coefficient": 0.01}  # noqa: RUF012 (the Rule API's class attribute)
+
+    def update(self, variable: Any, gradient: Any, slots: Any, hp: Any, step: Any) -> Any:
+        return variable - hp.coefficient * gradient
+
+
+def _keras_loss(inputs: Any, labels: Any, weights: Any) -> Any:
+    return keras.ops.mean(keras.ops.square(keras.ops.matmul(inputs, weights) - labels))
+
+
+def hs_step_optimizer(data: Data, rule: str = "step") -> Result:
+    """``hs.StepOptimizer`` in a custom loop: the seed's formula as a rule.
+
+    ``rule="step"``: the rule reads ``step`` itself (:class:`StepScaledSGD`); each step
+    records the rule's coefficient for the clock's step before the update.
+    ``rule="hyperparameter"``: :class:`ScaledSGD` with ``coefficient="step / 1000 + 0.01"``;
+    each step records the hyperparameter's value before the update.
+    """
+    if rule == "step":
+        optimizer = hs.StepOptimizer(StepScaledSGD())
+
+        def used() -> Any:
+            return StepScaledSGD.coefficient(keras.ops.cast(optimizer.clock.step, "float32"))
+
+    else:
+        optimizer = hs.StepOptimizer(ScaledSGD(), coefficient=EXPRESSION)
+        hyperparameter = optimizer.hyperparameters["coefficient"]
+
+        def used() -> Any:
+            return hyperparameter.value
+
+    weights = keras.Variable(data.weights, name="weights")
+
+    @tf.function
+    def train_step(inputs: Any, labels: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = _keras_loss(inputs, labels, weights)
+        gradients = tape.gradient(loss, [weights])
+        coefficient = used()  # at step t, before the update; apply advances the clock after it
+        optimizer.apply(gradients, [weights])
+        return coefficient
+
+    coefficients = [train_step(x, y) for x, y in zip(data.inputs, data.labels, strict=True)]
+    return Result(np.array(coefficients, np.float32), keras.ops.convert_to_numpy(weights))
+
+
+def hs_scheduled(data: Data) -> Result:
+    """``hs.scheduled(keras.optimizers.SGD(), learning_rate="step / 1000 + 0.01")`` in fit."""
+    optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate=EXPRESSION)
+    learning_rate = optimizer.hyperparameters["learning_rate"]
+    dense = keras.layers.Dense(
+        1, use_bias=False, kernel_initializer=keras.initializers.Constant(data.weights)
+    )
+    model = keras.Sequential([keras.Input((FEATURES,)), dense])
+    model.compile(optimizer=optimizer, loss="mse")
+    coefficients: list[Any] = []
+    record = keras.callbacks.LambdaCallback(
+        on_train_batch_begin=lambda batch, logs: coefficients.append(learning_rate.value)
+    )
+    model.fit(
+        data.inputs.reshape(-1, FEATURES),
+        data.labels.reshape(-1, 1),
+        batch_size=BATCH,
+        shuffle=False,
+        verbose=0,
+        callbacks=[record],
+    )
+    return Result(np.array(coefficients, np.float32), keras.ops.convert_to_numpy(dense.kernel))
+
+
+def hs_at_step(data: Data) -> Result:
+    """Method 2, fed step: ``hs.Hyperparameter(...).at(step)`` for a step kept in Python."""
+    coefficient = hs.Hyperparameter(EXPRESSION, name="coefficient")
+    weights = tf.Variable(data.weights)
+    coefficients = []
+    current_step = 0
+    for inputs, labels in zip(data.inputs, data.labels, strict=True):
+        c = coefficient.at(current_step)  # any step: the clock is neither read nor moved
+        with tf.GradientTape() as tape:
+            loss = _keras_loss(inputs, labels, weights)
+        weights.assign_sub(c * tape.gradient(loss, weights))
+        coefficients.append(c)
+        current_step += 1
+    return Result(np.array(coefficients, np.float32), weights.numpy())
+
+
 if __name__ == "__main__":
     data = make_data()
     runs = {
@@ -217,6 +327,14 @@ if __name__ == "__main__":
         "tf1 fed step": tf1_fed_step(data),
         "tf1 global_step + minimize": tf1_global_step(data),
     }
+    runs.update(
+        {
+            "hs StepOptimizer, step in rule": hs_step_optimizer(data, rule="step"),
+            "hs StepOptimizer, scheduled hp": hs_step_optimizer(data, rule="hyperparameter"),
+            "hs scheduled SGD in fit": hs_scheduled(data),
+            "hs Hyperparameter.at(step)": hs_at_step(data),
+        }
+    )
     racy = [tf1_in_graph_step(data, ordered=False) for _ in range(20)]
     reference = runs["tf1 in-graph step (ordered)"]
     for name, result in runs.items():
