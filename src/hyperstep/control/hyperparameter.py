@@ -1,6 +1,257 @@
-"""Hyperparameter (PLACEHOLDER: being written; see issue 3)."""
+"""The :class:`Hyperparameter`: a schedule on a clock, with its run-time state in variables.
+
+``effective value = override if set else schedule(step) * scale``. Setting, overriding
+and scaling are ``assign``s, so nothing retraces and everything is checkpointed with the
+model or optimizer the hyperparameter is attached to.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import keras
+from keras import ops
+
+from hyperstep.clock import Clock
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules.base import (
+    Constant,
+    Schedule,
+    ScheduleLike,
+    as_schedule,
+    bind_epochs,
+    check_number,
+    uses_epoch,
+)
+
+_BUILTIN_STATE = ("scale", "override", "is_set")
 
 
-class Hyperparameter:
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        raise NotImplementedError("being written")
+@keras.saving.register_keras_serializable(package="hyperstep")
+class Hyperparameter(keras.layers.Layer):
+    """A hyperparameter whose value follows a schedule of the clock's step.
+
+    ``value = override if is_set else schedule(clock.step) * scale``
+
+    ``scale`` (float32, 1.0), ``override`` (float32) and ``is_set`` (bool) are
+    non-trainable variables; controllers add theirs with :meth:`add_state`. ``value`` reads
+    them, so a traced training step sees every change without retracing.
+
+    A hyperparameter is a Keras layer. Assigned as an attribute of a layer or model
+    (``self.kl_beta = hs.Hyperparameter(...)`` in ``__init__``) its variables and its
+    clock's step are saved and restored with that model by ``model.save`` (``.keras``),
+    ``save_weights`` and ``tf.train.Checkpoint``. The hyperparameters of an
+    ``hs.scheduled`` optimizer are saved with the optimizer. Variables are stored by name,
+    so state a controller adds after loading (:meth:`add_state`) still gets its saved value.
+
+    Schedules that use ``epoch`` are bound to ``clock.steps_per_epoch`` when it is known.
+
+    Args:
+        value: A number, a hyperstep schedule, a Keras ``LearningRateSchedule`` or an
+            expression string such as ``"0.1 * 0.5 ** (step / 100)"``.
+        clock: The :class:`~hyperstep.Clock` whose step drives the schedule. ``None``
+            creates a private clock (advance it with ``hp.clock.advance()``).
+        name: Name of the hyperparameter (and of its layer).
+
+    Example:
+        >>> clock = Clock()
+        >>> beta = Hyperparameter("min(step / 10, 1.0)", clock=clock, name="kl_beta")
+        >>> for _ in range(5):
+        ...     _ = clock.advance()
+        >>> round(float(beta.value), 4)
+        0.5
+        >>> _ = beta.scale.assign(0.5)
+        >>> round(float(beta.value), 4)
+        0.25
+        >>> beta.set(0.9)
+        >>> round(float(beta.value), 4), bool(beta.is_set)
+        (0.9, True)
+        >>> beta.clear()
+        >>> [round(float(v), 4) for v in beta.at([0, 10, 20])]
+        [0.0, 0.5, 0.5]
+    """
+
+    def __init__(
+        self,
+        value: ScheduleLike,
+        clock: Clock | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(name=name, **kwargs)
+        if clock is not None and not isinstance(clock, Clock):
+            raise InvalidTypeError(
+                f"`Hyperparameter(clock=...)` must be an `hs.Clock` or None. "
+                f"{received('clock', clock)}"
+            )
+        self._raw_schedule: Schedule = as_schedule(value, name="value")
+        self._uses_epoch = uses_epoch(self._raw_schedule)
+        self._bound_schedule: Schedule | None = None
+        self.clock = clock if clock is not None else Clock(name=f"{self.name}_clock")
+        self.scale = self._new_state("scale", 1.0, "float32")
+        self.override = self._new_state("override", 0.0, "float32")
+        self._is_set = self._new_state("is_set", False, "bool")
+        self._state: dict[str, Any] = {}
+        self._pending: dict[str, Any] = {}
+        self.built = True
+
+    # ---- the schedule -------------------------------------------------------------------
+    @property
+    def schedule(self) -> Schedule:
+        """The schedule, with ``epoch`` bound to the clock's ``steps_per_epoch`` if known."""
+        steps = self.clock.steps_per_epoch
+        if not self._uses_epoch or steps is None:
+            return self._raw_schedule
+        if self._bound_schedule is None:
+            self._bound_schedule = bind_epochs(self._raw_schedule, steps)
+        return self._bound_schedule
+
+    # ---- values -------------------------------------------------------------------------
+    @property
+    def value(self) -> Any:
+        """The effective value at the clock's current step (a float32 scalar tensor)."""
+        return self.at(self.clock.step.value)
+
+    def at(self, step: Any) -> Any:
+        """Return the effective value at ``step`` (a number or an array of steps).
+
+        ``override if is_set else schedule(step) * scale``, with the current ``scale`` and
+        override; reads state, changes nothing.
+        """
+        scaled = ops.multiply(self.schedule(step), self.scale.value)
+        return ops.where(self._is_set.value, self.override.value, scaled)
+
+    def exact_at(self, step: Any) -> Any:
+        """Like :meth:`at` for a scalar step, in float64, with constants kept exact.
+
+        ``Constant(0.9)`` gives float64 ``0.9`` (not float32 ``0.9`` widened), so a Keras
+        optimizer that computes ``1 - beta_1`` from it matches Python-float arithmetic bit
+        for bit. Used by ``hs.scheduled`` on the TensorFlow backend.
+        """
+        schedule = self.schedule
+        if isinstance(schedule, Constant):
+            base = ops.convert_to_tensor(schedule.value_, dtype="float64")
+        else:
+            base = ops.cast(schedule(step), "float64")
+        scaled = ops.multiply(base, ops.cast(self.scale.value, "float64"))
+        return ops.where(self._is_set.value, ops.cast(self.override.value, "float64"), scaled)
+
+    @property
+    def is_set(self) -> Any:
+        """Whether an override is set (a bool tensor)."""
+        return self._is_set.value
+
+    def set(self, value: Any) -> None:
+        """Override the schedule: the effective value becomes ``value`` until :meth:`clear`.
+
+        ``value`` may be a number or a tensor (inside ``tf.function``); nothing retraces.
+        """
+        if isinstance(value, (bool, int, float)) or not hasattr(value, "dtype"):
+            value = check_number(f"{self.name}.set", "value", value)
+        self.override.assign(ops.cast(value, "float32"))
+        self._is_set.assign(True)
+
+    def clear(self) -> None:
+        """Remove the override: the value follows ``schedule(step) * scale`` again."""
+        self._is_set.assign(False)
+
+    def read(self) -> dict[str, float]:
+        """Return Python floats ``{"value", "schedule", "scale", "override"}`` for logging.
+
+        ``override`` is nan when no override is set. Call it eagerly (not in a graph).
+        """
+        step = self.clock.step.value
+        return {
+            "value": float(self.at(step)),
+            "schedule": float(self.schedule(step)),
+            "scale": float(self.scale.value),
+            "override": float(self.override.value) if bool(self.is_set) else math.nan,
+        }
+
+    # ---- state --------------------------------------------------------------------------
+    def add_state(self, name: str, initial: float, dtype: str = "float32") -> Any:
+        """Create a non-trainable scalar state variable saved with this hyperparameter.
+
+        Controllers keep ``best``, ``wait``, ``cooldown`` in such variables. If a saved
+        value for ``name`` was loaded before this call, the variable starts from it.
+
+        Raises:
+            ValueError: If ``name`` is already used by this hyperparameter.
+        """
+        if not isinstance(name, str) or not name.isidentifier():
+            raise InvalidArgumentError(
+                f"`{self.name}.add_state(name=...)` must be an identifier such as "
+                f"'plateau_best'. {received('name', name)}"
+            )
+        if name in _BUILTIN_STATE or name in self._state:
+            raise InvalidArgumentError(
+                f"`{self.name}.add_state(name=...)` is already used; state names must be "
+                f"unique per hyperparameter. Taken: {sorted([*_BUILTIN_STATE, *self._state])}. "
+                f"{received('name', name)}"
+            )
+        variable = self._new_state(name, initial, dtype)
+        if name in self._pending:
+            variable.assign(self._pending.pop(name))
+        self._state[name] = variable
+        return variable
+
+    def _new_state(self, name: str, initial: Any, dtype: str) -> Any:
+        variable = self.add_weight(
+            shape=(),
+            dtype=dtype,
+            initializer=keras.initializers.Constant(initial),
+            trainable=False,
+            aggregation="only_first_replica",
+            name=name,
+        )
+        # An attribute per variable names it in tf.train.Checkpoint (restore on creation).
+        object.__setattr__(self, f"state_{name}", variable)
+        _track(self, f"state_{name}", variable)
+        return variable
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The state variables added with :meth:`add_state`, by name."""
+        return dict(self._state)
+
+    @property
+    def variables(self) -> list[Any]:
+        """All state variables: ``scale``, ``override``, ``is_set``, then added state."""
+        return [self.scale, self.override, self._is_set, *self._state.values()]
+
+    def save_own_variables(self, store: Any) -> None:
+        for variable in self.variables:
+            store[variable.name] = variable
+
+    def load_own_variables(self, store: Any) -> None:
+        by_name = {v.name: v for v in self.variables}
+        for key in store.keys():
+            if key in by_name:
+                by_name[key].assign(store[key])
+            else:  # state a controller adds later (see add_state)
+                self._pending[key] = store[key][()] if hasattr(store[key], "shape") else store[key]
+
+    # ---- config -------------------------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config["value"] = keras.saving.serialize_keras_object(self._raw_schedule)
+        config["clock"] = keras.saving.serialize_keras_object(self.clock)
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Hyperparameter:
+        config = dict(config)
+        config["value"] = keras.saving.deserialize_keras_object(config["value"])
+        config["clock"] = keras.saving.deserialize_keras_object(config["clock"])
+        return cls(**config)
+
+    def __repr__(self) -> str:
+        return f"Hyperparameter({self._raw_schedule!r}, name={self.name!r})"
+
+
+def _track(owner: Any, name: str, value: Any) -> None:
+    """Name ``value`` as a checkpoint dependency of ``owner`` (TensorFlow only)."""
+    track = getattr(owner, "_track_trackable", None)
+    if track is not None:
+        track(value, name=name, overwrite=True)

@@ -1,7 +1,350 @@
-"""scheduled (PLACEHOLDER: being written; see issue 3)."""
+"""``hs.scheduled``: any numeric hyperparameter of any Keras optimizer on a schedule.
+
+``hs.scheduled(keras.optimizers.AdamW(), learning_rate=..., beta_1=..., weight_decay=...)``
+returns an optimizer of a subclass of ``AdamW`` (created once per class, registered for
+Keras serialization as ``hyperstep>ScheduledAdamW``) whose numeric hyperparameters are
+properties reading :class:`~hyperstep.Hyperparameter` variables at every update, so
+schedules, overrides and controllers change them without retracing.
+
+Inside ``apply``:
+
+1. the clock's step ``t`` is read once;
+2. Keras's own update runs; every hyperparameter it reads is evaluated at ``t`` (once per
+   update, cached), through :meth:`ScheduledOptimizer.resolve`;
+3. the clock advances to ``t + 1`` if this optimizer owns it (see :class:`hyperstep.Clock`).
+
+Keras's ``iterations`` keeps counting this optimizer's own updates (Adam's bias correction
+uses it), so with constant values the updates are bit-identical to the wrapped optimizer.
+"""
+
+from __future__ import annotations
 
 from typing import Any
 
+import keras
+from keras import ops
 
-def scheduled(optimizer: Any, clock: Any = None, **hyperparameters: Any) -> Any:
-    raise NotImplementedError("being written")
+from hyperstep.clock import Clock
+from hyperstep.control.hyperparameter import Hyperparameter, _track
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.optim import _introspect
+from hyperstep.schedules.base import Constant, as_schedule
+
+_TENSORFLOW = keras.backend.backend() == "tensorflow"
+if _TENSORFLOW:
+    import tensorflow as tf
+
+    from hyperstep.optim._exact import ExactScalar
+
+
+class _State:
+    """Transient per-optimizer state kept out of Keras's and TensorFlow's tracking."""
+
+    def __init__(self) -> None:
+        self.hyperparameters: dict[str, Hyperparameter] = {}
+        self.static: dict[str, float | None] = {}
+        self.raw: dict[str, Any] = {}
+        self.advance = False
+        self.step: Any = None  # the step read at the start of `apply`, else None
+        self.cache: dict[Any, Any] = {}
+        self.variable: Any = None  # the variable being updated, for `resolve`
+        self.raw_mode = False
+
+
+def _state(optimizer: Any) -> _State:
+    state = optimizer.__dict__.get("_hs_state")
+    if state is None:
+        state = _State()
+        optimizer.__dict__["_hs_state"] = state
+    return state
+
+
+class ScheduledOptimizer:
+    """Mixin placed before a Keras optimizer class by :func:`scheduled`.
+
+    Per-variable hyperparameters (a later ``hs.Group``) plug in by overriding
+    :meth:`resolve`: Keras's ``update_step`` reads every hyperparameter through it, with the
+    variable being updated.
+    """
+
+    # provided by the Keras optimizer class this mixin is combined with
+    name: str
+    clock: Clock
+    gradient_accumulation_steps: Any
+    _iterations: Any
+    _learning_rate: Any
+    _untrack_variable: Any
+    _hs_base: type
+
+    def __init__(
+        self,
+        *args: Any,
+        hyperparameters: dict[str, Any] | None = None,
+        clock: Any = None,
+        advance: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._hs_install(hyperparameters or {}, clock, advance)
+
+    # ---- public surface -----------------------------------------------------------------
+    @property
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """Every numeric hyperparameter of this optimizer, by Keras argument name."""
+        return dict(_state(self).hyperparameters)
+
+    def resolve(self, name: str, variable: Any = None) -> Any:
+        """Return hyperparameter ``name`` for the update of ``variable`` at this step.
+
+        The default ignores ``variable``: one value per step for all variables. Override
+        to give groups of variables their own hyperparameters. Called only inside
+        ``apply`` (the step is fixed); values are computed once per update and graph.
+        """
+        return self._hs_value(name)
+
+    # ---- installation -------------------------------------------------------------------
+    def _hs_install(self, given: dict[str, Any], clock: Any, advance: bool | None) -> None:
+        state = _state(self)
+        if isinstance(clock, dict):
+            clock = keras.saving.deserialize_keras_object(clock)
+        if clock is None:
+            clock = Clock(name=f"{self.name}_clock")
+        self.clock = clock
+        state.advance = clock.claim(self, advance)
+        raw = dict(state.raw)
+        learning_rate = self._learning_rate
+        if isinstance(learning_rate, keras.Variable):
+            raw["learning_rate"] = float(learning_rate.numpy())
+            self._untrack_variable(learning_rate)
+        else:
+            raw["learning_rate"] = learning_rate
+        for name in _introspect.numeric_names(self._hs_base):
+            value = given.get(name, raw.get(name))
+            if value is None:
+                continue
+            if isinstance(value, dict):
+                value = keras.saving.deserialize_keras_object(value)
+            hyperparameter = Hyperparameter(value, clock=clock, name=name)
+            state.hyperparameters[name] = hyperparameter
+            schedule = hyperparameter.schedule
+            state.static[name] = schedule.value_ if isinstance(schedule, Constant) else None
+            _track(self, f"hyperparameter_{name}", hyperparameter)
+
+    # ---- reading values -----------------------------------------------------------------
+    def _hs_value(self, name: str) -> Any:
+        state = _state(self)
+        graph = tf.compat.v1.get_default_graph() if _TENSORFLOW else None
+        key = (name, id(graph))
+        cached = state.cache.get(key)
+        if cached is not None and cached[0] is graph:
+            return cached[1]
+        hyperparameter = state.hyperparameters[name]
+        if name == "learning_rate" or not _TENSORFLOW:
+            value = hyperparameter.at(state.step)
+        else:
+            value = ExactScalar(hyperparameter.exact_at(state.step), state.static[name])
+        state.cache[key] = (graph, value)
+        return value
+
+    def _hs_get(self, name: str) -> Any:
+        state = _state(self)
+        if state.raw_mode or name not in state.hyperparameters:
+            return state.raw.get(name)
+        if state.step is None:  # outside `apply`: the current effective value
+            return state.hyperparameters[name].value
+        return self.resolve(name, state.variable)
+
+    def _hs_set(self, name: str, value: Any) -> None:
+        state = _state(self)
+        if name in state.hyperparameters and not state.raw_mode:
+            state.hyperparameters[name].set(value)
+        else:
+            state.raw[name] = value
+
+    def _get_current_learning_rate(self) -> Any:
+        if "learning_rate" not in _state(self).hyperparameters:
+            return super()._get_current_learning_rate()  # type: ignore[misc]
+        return self._hs_get("learning_rate")
+
+    # ---- the update ---------------------------------------------------------------------
+    def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
+        state = _state(self)
+        if len(grads) == 0:
+            return super().apply(grads, trainable_variables)  # type: ignore[misc]
+        outer = (state.step, state.cache)
+        state.step, state.cache = self.clock.step.value, {}
+        try:
+            result = super().apply(grads, trainable_variables)  # type: ignore[misc]
+        finally:
+            state.step, state.cache = outer
+        if state.advance:
+            steps = self.gradient_accumulation_steps
+            if steps:  # the clock counts applied updates, not accumulated micro-steps
+                applied = ops.equal(ops.mod(self._iterations.value, steps), 0)
+                self.clock.step.assign_add(ops.cast(applied, self.clock.step.dtype))
+            else:
+                self.clock.advance()
+        return result
+
+    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> Any:
+        state = _state(self)
+        outer = state.variable
+        state.variable = variable
+        try:
+            if "learning_rate" in state.hyperparameters:
+                learning_rate = self.resolve("learning_rate", variable)
+            return super().update_step(gradient, variable, learning_rate)  # type: ignore[misc]
+        finally:
+            state.variable = outer
+
+    # ---- config -------------------------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        state = _state(self)
+        state.raw_mode = True
+        try:
+            config = super().get_config()  # type: ignore[misc]
+        finally:
+            state.raw_mode = False
+        config["hyperparameters"] = {
+            name: keras.saving.serialize_keras_object(hp._raw_schedule)
+            for name, hp in state.hyperparameters.items()
+        }
+        config["clock"] = keras.saving.serialize_keras_object(self.clock)
+        config["advance"] = state.advance
+        return config
+
+
+_CLASSES: dict[type, type] = {}
+
+
+def _property(name: str) -> property:
+    def getter(self: Any) -> Any:
+        return self._hs_get(name)
+
+    def setter(self: Any, value: Any) -> None:
+        self._hs_set(name, value)
+
+    if name == "learning_rate":
+        keras_property = keras.optimizers.Optimizer.learning_rate
+
+        def getter(self: Any) -> Any:
+            return self._get_current_learning_rate()
+
+        def setter(self: Any, value: Any) -> None:
+            if "learning_rate" in _state(self).hyperparameters:
+                self._hs_set(name, value)
+            else:
+                keras_property.fset(self, value)
+
+    return property(getter, setter, doc=f"The `{name}` hyperparameter (see `hyperparameters`).")
+
+
+def scheduled_class(cls: type) -> type:
+    """Return the (cached, registered) scheduled subclass of optimizer class ``cls``."""
+    if cls in _CLASSES:
+        return _CLASSES[cls]
+    namespace: dict[str, Any] = {name: _property(name) for name in _introspect.numeric_names(cls)}
+    namespace["_hs_base"] = cls
+    namespace["__module__"] = __name__
+    namespace["__doc__"] = f"{cls.__name__} with every numeric hyperparameter on a schedule."
+    sub = type(f"Scheduled{cls.__name__}", (ScheduledOptimizer, cls), namespace)
+    sub = keras.saving.register_keras_serializable(package="hyperstep")(sub)
+    _CLASSES[cls] = sub
+    return sub
+
+
+def scheduled(
+    optimizer: keras.optimizers.Optimizer,
+    clock: Clock | None = None,
+    advance: bool | None = None,
+    **hyperparameters: Any,
+) -> keras.optimizers.Optimizer:
+    """Return ``optimizer`` with its numeric hyperparameters read from variables each step.
+
+    ``value(name) = override if set else schedule(clock.step) * scale`` for every numeric
+    hyperparameter (``learning_rate``, ``beta_1``, ``momentum``, ``weight_decay``, ...):
+    the ones given here follow their schedule, the others keep the optimizer's value as a
+    constant that can still be set or scaled. ``weight_decay`` and the clipping arguments
+    stay off (``None``) unless given. The result is a new, unbuilt optimizer of a subclass
+    of ``type(optimizer)`` with ``opt.hyperparameters`` (name -> Hyperparameter) and
+    ``opt.clock``; it works in ``compile``/``fit`` (``jit_compile`` too), custom
+    ``tf.function`` loops, ``get_config``/``from_config``, ``.keras``, ``save_weights`` and
+    ``tf.train.Checkpoint``; hyperparameter and clock state are saved with it.
+
+    Args:
+        optimizer: A fresh (never applied) Keras optimizer.
+        clock: The :class:`~hyperstep.Clock` to read; ``None`` creates one.
+        advance: Whether this optimizer advances the clock after each update. ``None``:
+            yes if no other optimizer advances it already (see :class:`~hyperstep.Clock`).
+        **hyperparameters: ``name=value``, each value a number, a hyperstep or Keras
+            schedule, or an expression string.
+
+    Raises:
+        ValueError: For a name that is not a numeric hyperparameter of the optimizer
+            (the message lists the valid ones), or an optimizer that was already applied.
+        TypeError: For an argument of the wrong type.
+
+    Example:
+        >>> import keras
+        >>> opt = scheduled(keras.optimizers.Adam(), learning_rate="0.01 * 0.5 ** (step / 100)")
+        >>> sorted(opt.hyperparameters)[:3]
+        ['beta_1', 'beta_2', 'ema_momentum']
+        >>> round(float(opt.learning_rate), 6)
+        0.01
+        >>> _ = opt.clock.step.assign(100)
+        >>> round(float(opt.learning_rate), 6)
+        0.005
+    """
+    if not isinstance(optimizer, keras.optimizers.Optimizer):
+        raise InvalidTypeError(
+            "`hs.scheduled(optimizer=...)` must be a Keras optimizer instance such as "
+            f"`keras.optimizers.Adam()`. {received('optimizer', optimizer)}"
+        )
+    cls = type(optimizer)
+    if isinstance(optimizer, ScheduledOptimizer):
+        raise InvalidArgumentError(
+            "`hs.scheduled(optimizer=...)` is already scheduled; change its values through "
+            f"`optimizer.hyperparameters[name]`. {received('optimizer', optimizer)}"
+        )
+    if cls.__name__ in _introspect.WRAPPERS:
+        raise InvalidArgumentError(
+            f"`hs.scheduled` cannot wrap a {cls.__name__}; schedule the optimizer inside "
+            f"it instead, e.g. `{cls.__name__}(hs.scheduled(keras.optimizers.Adam(), ...))`. "
+            f"{received('optimizer', optimizer)}"
+        )
+    if optimizer.built or int(optimizer.iterations) != 0:
+        raise InvalidArgumentError(
+            "`hs.scheduled(optimizer=...)` needs a fresh optimizer (its slots are rebuilt); "
+            f"this one was already applied. {received('optimizer', optimizer)}"
+        )
+    if clock is not None and not isinstance(clock, Clock):
+        raise InvalidTypeError(
+            f"`hs.scheduled(clock=...)` must be an `hs.Clock` or None. {received('clock', clock)}"
+        )
+    if advance is not None and not isinstance(advance, bool):
+        raise InvalidTypeError(
+            f"`hs.scheduled(advance=...)` must be True, False or None. "
+            f"{received('advance', advance)}"
+        )
+    _introspect.check_names(optimizer, list(hyperparameters))
+    given = {name: as_schedule(value, name=name) for name, value in hyperparameters.items()}
+    config = optimizer.get_config()
+    learning_rate = optimizer._learning_rate
+    if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+        config["learning_rate"] = learning_rate
+    return scheduled_class(cls)(**config, hyperparameters=given, clock=clock, advance=advance)
+
+
+def _register_builtins() -> None:
+    for name in dir(keras.optimizers):
+        cls = getattr(keras.optimizers, name)
+        if (
+            isinstance(cls, type)
+            and issubclass(cls, keras.optimizers.Optimizer)
+            and cls is not keras.optimizers.Optimizer
+            and cls.__name__ not in _introspect.WRAPPERS
+        ):
+            scheduled_class(cls)
+
+
+_register_builtins()

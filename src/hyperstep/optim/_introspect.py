@@ -1,0 +1,125 @@
+"""Which constructor arguments of a Keras optimizer are numeric hyperparameters.
+
+A numeric hyperparameter is a constructor argument whose value is a number (not a bool)
+that the optimizer reads at every update, such as ``learning_rate``, ``beta_1``,
+``momentum`` or ``weight_decay``. Arguments that fix the structure of the update (how many
+steps to accumulate, how slots are initialized, how many Newton-Schulz iterations) are not:
+changing them at run time cannot work, so ``hs.scheduled`` refuses them by name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any
+
+import keras
+
+from hyperstep.errors import InvalidArgumentError, received
+
+#: numeric arguments that fix the structure of the update; never scheduled
+STRUCTURAL: dict[str, str] = {
+    "gradient_accumulation_steps": "it fixes how many gradients are accumulated per update",
+    "ema_overwrite_frequency": "it fixes how often the EMA overwrites the weights",
+    "initial_accumulator_value": "it only initializes the accumulators when they are built",
+    "ns_steps": "it is the number of Newton-Schulz iterations unrolled in the graph",
+    "warmup_steps": "it is compared in Python when the update is traced",
+    "initial_scale": "it only initializes the loss scale",
+    "dynamic_growth_steps": "it is compared in Python when the update is traced",
+}
+
+#: arguments that default to None and are numbers when given (None = feature off)
+OPTIONAL_NUMERIC = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "loss_scale_factor")
+
+#: the numeric arguments every Keras optimizer takes (``BaseOptimizer.__init__``)
+BASE_NUMERIC = (*OPTIONAL_NUMERIC[:4], "ema_momentum", "loss_scale_factor")
+
+#: Keras optimizers that wrap other optimizers: schedule the inner one instead
+WRAPPERS = ("LossScaleOptimizer", "MultiOptimizer")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def constructor_arguments(cls: type) -> dict[str, Any]:
+    """Return ``{name: default}`` of the constructor arguments of ``cls`` and its bases."""
+    found: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        try:
+            parameters = inspect.signature(init).parameters
+        except (TypeError, ValueError):  # pragma: no cover - builtins
+            continue
+        for name, parameter in parameters.items():
+            if name == "self" or parameter.kind in (
+                parameter.VAR_KEYWORD,
+                parameter.VAR_POSITIONAL,
+            ):
+                continue
+            found[name] = parameter.default
+    return found
+
+
+def numeric_names(cls: type) -> list[str]:
+    """Return the names of the numeric hyperparameters of optimizer class ``cls``.
+
+    Example:
+        >>> numeric_names(keras.optimizers.SGD)[:4]
+        ['learning_rate', 'momentum', 'weight_decay', 'clipnorm']
+    """
+    own: list[str] = []
+    for name, default in constructor_arguments(cls).items():
+        if name == "learning_rate" or name in STRUCTURAL or name in BASE_NUMERIC:
+            continue
+        if _is_number(default) or (default is None and name in OPTIONAL_NUMERIC):
+            own.append(name)
+    # the base-class arguments last, in one order for every optimizer
+    return ["learning_rate", *own, *BASE_NUMERIC]
+
+
+def check_names(optimizer: keras.optimizers.Optimizer, names: list[str]) -> None:
+    """Raise naming the valid choices if a name in ``names`` cannot be scheduled."""
+    cls = type(optimizer)
+    valid = numeric_names(cls)
+    arguments = constructor_arguments(cls)
+    for name in names:
+        if name in valid:
+            continue
+        title = f"`hs.scheduled({cls.__name__}(), {name}=...)`"
+        listing = f"Valid: {', '.join(valid)}."
+        if name in STRUCTURAL:
+            reason = f"`{name}` cannot be scheduled: {STRUCTURAL[name]}."
+        elif name in arguments:
+            kind = type(getattr(optimizer, name, arguments[name])).__name__
+            reason = (
+                f"`{name}` is not a numeric hyperparameter of {cls.__name__} (it is a {kind} "
+                "that fixes the structure of the update); set it on the optimizer instead."
+            )
+        else:
+            close = difflib.get_close_matches(name, valid, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            reason = f"{cls.__name__} has no hyperparameter `{name}`.{hint}"
+        raise InvalidArgumentError(f"{title}: {reason} {listing} {received(name, '...')}")
+
+
+def current_values(optimizer: keras.optimizers.Optimizer) -> dict[str, Any]:
+    """Return ``{name: value}`` of ``optimizer``'s numeric hyperparameters as configured.
+
+    ``learning_rate`` is a float or the optimizer's schedule; optional ones that are off
+    are ``None``.
+    """
+    config = optimizer.get_config()
+    values: dict[str, Any] = {}
+    for name in numeric_names(type(optimizer)):
+        if name == "learning_rate":
+            learning_rate = getattr(optimizer, "_learning_rate", None)
+            if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+                values[name] = learning_rate
+            else:
+                values[name] = config.get("learning_rate")
+        else:
+            values[name] = config.get(name, getattr(optimizer, name, None))
+    return values
