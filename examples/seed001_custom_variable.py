@@ -31,6 +31,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+import hyperstep as hs
+
 FEATURES = 4
 BATCH = 16
 STEPS = 40
@@ -161,14 +163,18 @@ def fixed_tape(data: Data) -> Result:
     return Result(np.array(values, np.float32), _weights(model))
 
 
-def keras_two_optimizers(data: Data) -> Result:
-    """Keras 3's way to give ``var`` 10x the learning rate: two optimizers, split by hand."""
+def keras_two_optimizers(data: Data, var_learning_rate: Any = VAR_LEARNING_RATE) -> Result:
+    """Keras 3's way to give ``var`` its own learning rate: two optimizers, split by hand.
+
+    ``var_learning_rate`` is a number or a Keras schedule (on the second optimizer's own
+    ``iterations``, which match the first one's only because both step every time).
+    """
     model = FixedModel(data.kernel)
     model(data.x[:1])
     rest = [v for v in model.trainable_weights if v is not model.var]
     optimizer, var_optimizer = (
         keras.optimizers.SGD(LEARNING_RATE),
-        keras.optimizers.SGD(VAR_LEARNING_RATE),
+        keras.optimizers.SGD(var_learning_rate),
     )
     loss_fn = keras.losses.MeanSquaredError()
     values = []
@@ -178,6 +184,41 @@ def keras_two_optimizers(data: Data) -> Result:
         gradients = tape.gradient(loss, [*rest, model.var])
         optimizer.apply_gradients(zip(gradients[:-1], rest, strict=True))
         var_optimizer.apply_gradients([(gradients[-1], model.var)])
+        values.append(float(_numpy(model.var)[0]))
+    return Result(np.array(values, np.float32), _weights(model))
+
+
+# --- new: one optimizer, var in its own group ------------------------------------------------
+
+
+def hs_optimizer(var_learning_rate: Any = VAR_LEARNING_RATE) -> Any:
+    """SGD with ``var`` in its own group (10x the rate by default): one optimizer, one clock.
+
+    ``var_learning_rate`` may be a number, a schedule or an expression of ``step``.
+    """
+    return hs.StepOptimizer(
+        "sgd",
+        groups=[hs.Group("var", match="*/var", learning_rate=var_learning_rate)],
+        learning_rate=LEARNING_RATE,
+    )
+
+
+def hs_group_fit(data: Data, var_learning_rate: Any = VAR_LEARNING_RATE) -> Result:
+    """The fixed model trained by ``fit`` with :func:`hs_optimizer`."""
+    return _fit(FixedModel(data.kernel), data, hs_optimizer(var_learning_rate))
+
+
+def hs_group_tape(data: Data, var_learning_rate: Any = VAR_LEARNING_RATE) -> Result:
+    """The fixed model trained by the seed's tape loop with :func:`hs_optimizer`."""
+    model = FixedModel(data.kernel)
+    optimizer = hs_optimizer(var_learning_rate)
+    loss_fn = keras.losses.MeanSquaredError()
+    values = []
+    for x, y in _batches(data):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        gradients = tape.gradient(loss, model.trainable_weights)
+        optimizer.apply_gradients(zip(gradients, model.trainable_weights, strict=True))
         values.append(float(_numpy(model.var)[0]))
     return Result(np.array(values, np.float32), _weights(model))
 
@@ -192,4 +233,7 @@ if __name__ == "__main__":
     same = all(np.array_equal(a, b) for a, b in zip(fit.weights, tape.weights, strict=True))
     print(f"add_weight: var after fit {fit.var[-1]:.6f}, after a tape {tape.var[-1]:.6f}")
     print(f"add_weight: fit and tape give the same weights bit for bit: {same}")
-    print(f"two optimizers, var at 10x: {keras_two_optimizers(data).var[-1]:.6f}")
+    split, group = keras_two_optimizers(data), hs_group_fit(data)
+    same = all(np.array_equal(a, b) for a, b in zip(split.weights, group.weights, strict=True))
+    print(f"var at 10x: two Keras optimizers {split.var[-1]:.6f}, hs.Group {group.var[-1]:.6f}")
+    print(f"two Keras optimizers and one with an hs.Group agree bit for bit: {same}")

@@ -52,3 +52,38 @@ def test_two_optimizers_give_var_its_own_rate(seed001, data, fixed_fit):
     first_shared = fixed_fit.var[0] - seed001.INITIAL_VAR
     first_split = split.var[0] - seed001.INITIAL_VAR
     np.testing.assert_allclose(first_split, 10 * first_shared, rtol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def two_optimizers(seed001, data):
+    return seed001.keras_two_optimizers(data)
+
+
+@pytest.mark.parametrize("how", ["hs_group_fit", "hs_group_tape"])
+def test_group_at_10x_matches_two_keras_optimizers_bit_for_bit(seed001, data, two_optimizers, how):
+    result = getattr(seed001, how)(data)
+    np.testing.assert_array_equal(result.var, two_optimizers.var)
+    assert_bitwise_equal(result.weights, two_optimizers.weights)
+
+
+def test_group_pattern_selects_only_the_custom_variable(seed001, data):
+    from hyperstep.optim.groups import assign_groups
+
+    model = seed001.FixedModel(data.kernel)
+    model(data.x[:1])
+    (group,) = seed001.hs_optimizer().groups.values()
+    owners = assign_groups([group], model.trainable_variables)
+    chosen = [v for v, g in zip(model.trainable_variables, owners, strict=True) if g is not None]
+    assert len(chosen) == 1 and chosen[0] is model.var
+
+
+def test_group_with_its_own_schedule_matches_keras_exponential_decay(seed001, data):
+    import keras
+
+    import hyperstep as hs
+
+    keras_schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 20, 0.5)
+    reference = seed001.keras_two_optimizers(data, var_learning_rate=keras_schedule)
+    result = seed001.hs_group_fit(data, hs.schedules.exponential(0.1, 0.5, every=20))
+    np.testing.assert_array_equal(result.var, reference.var)
+    assert_bitwise_equal(result.weights, reference.weights)
