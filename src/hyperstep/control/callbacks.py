@@ -1,1 +1,235 @@
-"""Keras callbacks (PLACEHOLDER: being written; see issues 3, 5, 6)."""
+"""Logging hyperparameters: into ``fit``'s logs, a per-step CSV and TensorBoard.
+
+``read_all(hyperparameters)`` reads every effective value in one call (for custom loops).
+:class:`LogHyperparameters` is a Keras callback that puts them into the epoch logs (so
+History, CSVLogger and TensorBoard see them) and optionally writes one row per step.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+from hyperstep._backend import require_tensorflow
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+
+FIELDS = ("value", "schedule", "scale", "override")
+
+
+def collect(hyperparameters: Any, owner: str = "LogHyperparameters") -> dict[str, Any]:
+    """Return ``{name: hyperparameter}`` from a hyperparameter, a list, a dict or an object
+    with a ``.hyperparameters`` attribute (a scheduled optimizer).
+
+    Raises:
+        InvalidTypeError: If an entry is not a hyperparameter.
+        InvalidArgumentError: If nothing is given or two entries share a name.
+    """
+    source = getattr(hyperparameters, "hyperparameters", hyperparameters)
+    if _is_hyperparameter(source):
+        source = [source]
+    if isinstance(source, Mapping):
+        items = [(str(key), value) for key, value in source.items()]
+    elif isinstance(source, (list, tuple)):
+        items = [(getattr(value, "name", "?"), value) for value in source]
+    else:
+        raise InvalidTypeError(
+            f"`{owner}(hyperparameters=...)` takes a hs.Hyperparameter, a list or dict of them, "
+            "or a hs.scheduled optimizer. "
+            f"Received: hyperparameters of type {type(hyperparameters).__name__}"
+        )
+    found: dict[str, Any] = {}
+    for name, value in items:
+        if not _is_hyperparameter(value):
+            raise InvalidTypeError(
+                f"`{owner}(hyperparameters=...)` must hold hs.Hyperparameter objects. "
+                f"Received: {name}={value!r}"
+            )
+        if name in found:
+            raise InvalidArgumentError(
+                f"`{owner}(hyperparameters=...)` has two hyperparameters named {name!r}; pass a "
+                "dict to give them distinct names. "
+                f"Received: names={[n for n, _ in items]}"
+            )
+        found[name] = value
+    if not found:
+        raise InvalidArgumentError(
+            f"`{owner}(hyperparameters=...)` needs at least one hyperparameter. "
+            f"{received('hyperparameters', hyperparameters)}"
+        )
+    return found
+
+
+def read_all(hyperparameters: Any) -> dict[str, float]:
+    """Return every effective value as a Python float, ``{name: value}``, in one transfer.
+
+    Args:
+        hyperparameters: A hyperparameter, a list or dict of them, or a scheduled optimizer.
+
+    Example:
+        >>> import hyperstep as hs
+        >>> lr = hs.Hyperparameter(0.1, name="learning_rate")
+        >>> beta = hs.Hyperparameter(0.9, name="beta_1", clock=lr.clock)
+        >>> {k: round(v, 6) for k, v in read_all([lr, beta]).items()}
+        {'learning_rate': 0.1, 'beta_1': 0.9}
+    """
+    found = collect(hyperparameters, owner="read_all")
+    stacked = ops.stack([ops.cast(ops.reshape(hp.value, ()), "float32") for hp in found.values()])
+    return dict(zip(found, (float(v) for v in ops.convert_to_numpy(stacked)), strict=True))
+
+
+class LogHyperparameters(keras.callbacks.Callback):
+    """Put hyperparameters into ``fit``'s logs; optionally write them per step.
+
+    At each epoch end, ``logs[name] = value`` for every hyperparameter (the value the next
+    update will use, the convention of Keras's ``optimizer.learning_rate``), so History,
+    CSVLogger and TensorBoard record it: place this callback before those in the list.
+
+    With ``csv_path`` and/or ``log_dir``, every ``every`` training batches (at batch begin,
+    so a row holds the values that batch's update uses) it writes one row: ``step`` (read
+    from the shared clock), ``epoch``, and for each hyperparameter ``name`` (the effective
+    value), ``name/schedule``, ``name/scale`` and ``name/override`` (empty when not set);
+    and a TensorBoard scalar ``name`` at that step (TensorBoard needs the TensorFlow
+    backend). The CSV is written anew by the first ``fit`` and appended to by later ones.
+    In a custom loop call :meth:`record` before each update and :meth:`close` at the end.
+
+    Args:
+        hyperparameters: A hyperparameter, a list or dict of them, or a scheduled
+            optimizer (its ``.hyperparameters``).
+        csv_path: File for the per-step rows, or None.
+        log_dir: TensorBoard directory for per-step scalars, or None.
+        every: Write a row every this many batches (a positive integer).
+
+    Raises:
+        InvalidArgumentError: On ``every < 1``, or per-step logging of hyperparameters that do
+            not share one clock.
+        BackendError: For ``log_dir`` on a backend other than TensorFlow.
+
+    Example:
+        >>> import hyperstep as hs
+        >>> lr = hs.Hyperparameter(0.1, name="learning_rate")
+        >>> logs = {"loss": 1.0}
+        >>> LogHyperparameters([lr]).on_epoch_end(0, logs)
+        >>> round(logs["learning_rate"], 6)
+        0.1
+    """
+
+    def __init__(
+        self,
+        hyperparameters: Any,
+        csv_path: str | os.PathLike[str] | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
+        every: int = 1,
+    ) -> None:
+        super().__init__()
+        self.hyperparameters = collect(hyperparameters)
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise InvalidArgumentError(
+                f"`LogHyperparameters(every=...)` must be a positive integer (write a row every "
+                f"`every` batches). {received('every', every)}"
+            )
+        if log_dir is not None:
+            require_tensorflow("LogHyperparameters(log_dir=...) (TensorBoard summaries)")
+        self.csv_path, self.log_dir, self.every = csv_path, log_dir, every
+        self.clock = next(iter(self.hyperparameters.values())).clock
+        others = [n for n, hp in self.hyperparameters.items() if hp.clock is not self.clock]
+        if others and (csv_path is not None or log_dir is not None):
+            raise InvalidArgumentError(
+                "Per-step logging needs one clock for all hyperparameters (the row's step). "
+                f"These do not share the first one's clock: {others}. Build them with the same "
+                "`clock=` (hs.scheduled(..., clock=clock))."
+            )
+        self._file: Any = None
+        self._writer: Any = None
+        self._tf_writer: Any = None
+        self._started = False
+        self._batches = 0
+        self._epoch: int | None = None
+
+    # ---- custom loops -------------------------------------------------------------------------
+    def record(self, epoch: int | None = None) -> dict[str, float]:
+        """Write one row (CSV and TensorBoard) for the current step and return it."""
+        epoch = self._epoch if epoch is None else epoch
+        row: dict[str, float] = {"step": int(ops.convert_to_numpy(self.clock.step))}
+        for name, hp in self.hyperparameters.items():
+            read = hp.read()
+            row.update({name if f == "value" else f"{name}/{f}": float(read[f]) for f in FIELDS})
+        if self.csv_path is not None:
+            self._csv().writerow(
+                [row["step"], "" if epoch is None else epoch]
+                + [_cell(v) for k, v in row.items() if k != "step"]
+            )
+        if self.log_dir is not None:
+            import tensorflow as tf
+
+            if self._tf_writer is None:
+                self._tf_writer = tf.summary.create_file_writer(os.fspath(self.log_dir))
+            with self._tf_writer.as_default():
+                for name in self.hyperparameters:
+                    tf.summary.scalar(name, row[name], step=row["step"])
+        return row
+
+    def close(self) -> None:
+        """Flush and close the CSV file and the TensorBoard writer."""
+        if self._file is not None:
+            self._file.close()
+            self._file = self._writer = None
+        if self._tf_writer is not None:
+            self._tf_writer.flush()
+
+    def _csv(self) -> Any:
+        if self._writer is None:
+            assert self.csv_path is not None
+            mode = "a" if self._started else "w"
+            self._file = open(self.csv_path, mode, newline="")
+            self._writer = csv.writer(self._file)
+            if not self._started:
+                header = ["step", "epoch"]
+                for name in self.hyperparameters:
+                    header += [name if f == "value" else f"{name}/{f}" for f in FIELDS]
+                self._writer.writerow(header)
+            self._started = True
+        return self._writer
+
+    # ---- Keras callback -----------------------------------------------------------------------
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self._batches = 0
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._epoch = epoch
+
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if self.csv_path is None and self.log_dir is None:
+            return
+        if self._batches % self.every == 0:
+            self.record()
+        self._batches += 1
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        if logs is not None:
+            logs.update(read_all(self.hyperparameters))
+        if self._file is not None:
+            self._file.flush()
+
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"LogHyperparameters({list(self.hyperparameters)}, csv_path={self.csv_path!r}, "
+            f"log_dir={self.log_dir!r}, every={self.every})"
+        )
+
+
+def _is_hyperparameter(value: Any) -> bool:
+    return all(hasattr(value, a) for a in ("scale", "value", "read", "clock", "name"))
+
+
+def _cell(value: float) -> str:
+    return "" if math.isnan(value) else repr(float(np.float32(value)))

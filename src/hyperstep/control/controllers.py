@@ -1,6 +1,462 @@
-"""Controllers (PLACEHOLDER: being written; see issue 3)."""
+"""Metric-driven controllers: :class:`ReduceOnPlateau` multiplies a hyperparameter's scale.
+
+A controller never rebinds a value and never touches the schedule: it ``assign``s
+``target.scale``, so the schedule keeps running underneath, nothing retraces, and its own
+state (``best``, ``wait``, ``cooldown``, ``reductions``) lives in variables created with
+``target.add_state`` -- saved and restored with the hyperparameter and kept across ``fit()``
+calls.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+
+COMPATS = (None, "keras", "torch", "optax")
+MODES = ("auto", "min", "max")
+# default (min_delta, rtol) of each rule: Keras's absolute 1e-4, torch's and optax's relative 1e-4
+_THRESHOLDS = {None: (1e-4, 0.0), "keras": (1e-4, 0.0), "torch": (0.0, 1e-4), "optax": (0.0, 1e-4)}
+_INCREASING = ("accuracy", "acc", "auc", "precision", "recall", "f1_score", "iou")
+# "already at min_value" within float32 rounding of min_value / schedule * schedule
+_FLOOR_TOLERANCE = 1.0 + 2.0**-20
 
 
-class ReduceOnPlateau:
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        raise NotImplementedError("being written")
+class ReduceOnPlateau(keras.callbacks.Callback):
+    """Multiply a hyperparameter's ``scale`` by ``factor`` when a metric stops improving.
+
+    ``effective = schedule(step) * scale``; a reduction does ``scale.assign(scale * factor)``.
+    Default rule (``compat=None``), in ``min`` mode (``max`` mirrors it):
+
+    * improvement: ``value < best - min_delta - rtol * |best|``; ``best`` starts at ``+inf``,
+      so the first finite value improves.
+    * an update that does not improve, outside cooldown, does ``wait += 1``; when
+      ``wait >= patience`` the scale is reduced, ``wait = 0`` and ``cooldown`` starts.
+    * the ``cooldown`` updates after a reduction are not counted (``wait`` stays 0) but a
+      better value still becomes ``best``.
+    * floor: ``scale = min(scale, max(scale * factor, min_value / schedule(step), min_scale))``
+      -- the value at the current step never goes below ``min_value`` through a
+      reduction (the schedule itself may later go lower) and the scale never rises.
+    * NaN or +-inf metrics count as "no improvement" and never become ``best`` (a warning
+      when the value is concrete); the state stays finite.
+
+    ``compat`` reproduces a peer's rule exactly (see PRIOR_ART.md §3.9):
+
+    * ``"keras"``: ``keras.callbacks.ReduceLROnPlateau``: improvement
+      ``value + min_delta < best``; cooldown decrements first and zeroes ``wait``, and the
+      update that ends it already counts; reduce when ``wait >= patience`` and the value
+      is above ``min_value``, to ``max(value * factor, min_value)``; a reduction that cannot
+      happen (at the floor) keeps ``wait`` and starts no cooldown.
+    * ``"torch"``: ``torch.optim.lr_scheduler.ReduceLROnPlateau``: ``rtol`` is torch's
+      ``threshold`` with ``threshold_mode="rel"``, ``min_delta`` with ``"abs"``; reduce when
+      ``num_bad > patience`` (one update later than Keras); the new value
+      ``max(value * factor, min_value)`` applies only if it lowers the value by more than
+      ``eps``; cooldown zeroes the bad count.
+    * ``"optax"``: ``optax.contrib.reduce_on_plateau`` (``accumulation_size=1``):
+      improvement ``value < (1 - rtol) * best - min_delta``; reduce when the plateau count
+      equals ``patience``; ``scale = max(scale * factor, min_scale)`` (optax's floor is on the
+      scale: ``min_value`` must stay 0); ``min`` mode only.
+
+    ``min_delta``/``rtol`` left as ``None`` take the rule's own default: ``min_delta=1e-4``
+    (absolute) for the default and Keras rules, ``rtol=1e-4`` (relative) for torch and optax
+    (with ``compat="torch"``, giving only ``min_delta`` means ``threshold_mode="abs"``).
+
+    The object is a Keras callback: ``model.fit(..., callbacks=[plateau])`` calls
+    :meth:`update` with ``logs[monitor]`` at each epoch end (an error lists the log keys if
+    ``monitor`` is missing) and first writes ``logs[target.name]``, the effective value in
+    force when the metric was measured, for History, CSVLogger and TensorBoard. Unlike
+    Keras, ``on_train_begin`` does not reset the state; call :meth:`reset` to do so. In a
+    custom loop, call :meth:`update` eagerly or inside a ``tf.function``.
+
+    Args:
+        target: The :class:`hyperstep.Hyperparameter` to control (or a scheduled optimizer,
+            meaning its ``learning_rate``).
+        monitor: The ``fit`` log key to watch.
+        factor: Multiplier applied at each reduction, ``0 < factor < 1``.
+        patience: Non-improving updates before a reduction (see the rule above).
+        cooldown: Updates after a reduction during which bad values are not counted.
+        min_delta: Absolute improvement threshold (``None``: the rule's default).
+        min_value: Floor on the effective value, applied by reductions.
+        mode: ``"min"``, ``"max"`` or ``"auto"`` (min for names ending in ``loss``, max for
+            accuracy-like names, else the Keras metric's direction under ``fit``).
+        compat: ``None``, ``"keras"``, ``"torch"`` or ``"optax"``.
+        rtol: Relative improvement threshold (``None``: the rule's default).
+        min_scale: Floor on the scale.
+        eps: torch's minimal change (``compat="torch"`` only).
+        name: Prefix of the state variables (two controllers on one target need two names).
+        verbose: 1 prints a line at each reduction under ``fit``.
+
+    Raises:
+        InvalidArgumentError: On a value outside the ranges above.
+        InvalidTypeError: If ``target`` is not a hyperparameter.
+
+    Example:
+        >>> import hyperstep as hs
+        >>> lr = hs.Hyperparameter(0.1, name="learning_rate")
+        >>> plateau = hs.ReduceOnPlateau(lr, monitor="val_loss", factor=0.5, patience=1)
+        >>> for loss in [1.0, 0.5, 0.6, 0.7]:
+        ...     _ = plateau.update(loss)
+        >>> round(float(lr.value), 6), plateau.reductions, plateau.best
+        (0.025, 2, 0.5)
+    """
+
+    def __init__(
+        self,
+        target: Any,
+        monitor: str = "val_loss",
+        factor: float = 0.1,
+        patience: int = 10,
+        cooldown: int = 0,
+        min_delta: float | None = None,
+        min_value: float = 0.0,
+        mode: str = "auto",
+        compat: str | None = None,
+        *,
+        rtol: float | None = None,
+        min_scale: float = 0.0,
+        eps: float = 1e-8,
+        name: str = "plateau",
+        verbose: int = 0,
+    ) -> None:
+        super().__init__()
+        self.target = _resolve_target(target)
+        if compat not in COMPATS:
+            raise InvalidArgumentError(
+                f"`ReduceOnPlateau(compat=...)` must be one of {list(COMPATS)}. "
+                f"{received('compat', compat)}"
+            )
+        if mode not in MODES:
+            raise InvalidArgumentError(
+                f"`ReduceOnPlateau(mode=...)` must be one of {list(MODES)}. "
+                f"{received('mode', mode)}"
+            )
+        if not isinstance(monitor, str) or not monitor:
+            raise InvalidArgumentError(
+                f"`ReduceOnPlateau(monitor=...)` must be a log key such as 'val_loss'. "
+                f"{received('monitor', monitor)}"
+            )
+        if not (isinstance(factor, (int, float)) and 0.0 < factor < 1.0):
+            raise InvalidArgumentError(
+                "`ReduceOnPlateau(factor=...)` must be a number with 0 < factor < 1 "
+                f"(a reduction multiplies the scale by it). {received('factor', factor)}"
+            )
+        default_delta, default_rtol = _THRESHOLDS[compat]
+        if compat == "torch" and min_delta is not None and rtol is None:
+            default_rtol = 0.0  # min_delta alone means threshold_mode="abs"
+        self.min_delta = _non_negative(
+            "min_delta", default_delta if min_delta is None else min_delta
+        )
+        self.rtol = _non_negative("rtol", default_rtol if rtol is None else rtol)
+        if self.rtol > 1.0:
+            raise InvalidArgumentError(
+                f"`ReduceOnPlateau(rtol=...)` must be at most 1. {received('rtol', rtol)}"
+            )
+        self.min_value = _non_negative("min_value", min_value)
+        self.min_scale = _non_negative("min_scale", min_scale)
+        self.eps = _non_negative("eps", eps)
+        self.patience = _non_negative_int("patience", patience)
+        self.cooldown = _non_negative_int("cooldown", cooldown)
+        _check_compat(compat, mode, self.min_delta, self.rtol, self.min_value)
+        self.monitor, self.factor, self.mode, self.compat = monitor, float(factor), mode, compat
+        self.name, self.verbose = name, verbose
+        self._sign: float | None = _direction_from_name(monitor, mode)
+        if compat == "optax" and self._sign == -1.0:
+            raise _optax_max_error(monitor, mode)
+        # ``best`` is stored for minimisation: sign * value, so it always starts at +inf.
+        self._best = self.target.add_state(f"{name}_best", math.inf, "float32")
+        self._wait = self.target.add_state(f"{name}_wait", 0, "int64")
+        self._cooldown = self.target.add_state(f"{name}_cooldown", 0, "int64")
+        self._reductions = self.target.add_state(f"{name}_reductions", 0, "int64")
+
+    # ---- state ------------------------------------------------------------------------------
+    @property
+    def best(self) -> float:
+        """The best value seen so far (``+inf`` in min mode, ``-inf`` in max, before any)."""
+        return (self._sign or 1.0) * float(ops.convert_to_numpy(self._best))
+
+    @property
+    def wait(self) -> int:
+        """Non-improving updates counted since the last improvement or reduction."""
+        return int(ops.convert_to_numpy(self._wait))
+
+    @property
+    def cooldown_counter(self) -> int:
+        """Updates of cooldown left."""
+        return int(ops.convert_to_numpy(self._cooldown))
+
+    @property
+    def reductions(self) -> int:
+        """How many reductions lowered the scale so far."""
+        return int(ops.convert_to_numpy(self._reductions))
+
+    @property
+    def variables(self) -> list[Any]:
+        """The state variables (they are also in ``target.variables``)."""
+        return [self._best, self._wait, self._cooldown, self._reductions]
+
+    def reset(self) -> None:
+        """Forget ``best``, ``wait`` and the cooldown (the scale and ``reductions`` stay)."""
+        self._best.assign(math.inf)
+        self._wait.assign(0)
+        self._cooldown.assign(0)
+
+    # ---- the rule -----------------------------------------------------------------------------
+    def update(self, value: Any) -> Any:
+        """Feed one metric value; return a bool tensor, True if the scale was lowered.
+
+        Runs eagerly or inside ``tf.function`` (``value`` may be a tensor): the rule is
+        written with ``keras.ops`` on the state variables, with no Python branch on a tensor.
+        """
+        sign = self._direction()
+        concrete = _concrete_float(value)
+        if concrete is not None and not math.isfinite(concrete):
+            warnings.warn(
+                f"ReduceOnPlateau(monitor={self.monitor!r}) received a non-finite value "
+                f"({concrete}); it counts as no improvement and does not change `best`.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        x = ops.reshape(ops.cast(ops.convert_to_tensor(value), "float32"), ()) * sign
+        best = ops.convert_to_tensor(self._best)
+        wait = ops.convert_to_tensor(self._wait)
+        cool = ops.convert_to_tensor(self._cooldown)
+        scale = ops.convert_to_tensor(self.target.scale)
+        improved = ops.logical_and(ops.isfinite(x), self._improves(x, best, sign))
+        self._best.assign(ops.where(improved, x, best))
+        if self.compat == "optax":
+            new_scale, new_wait, new_cool = self._optax(improved, wait, cool, scale)
+        else:
+            new_scale, new_wait, new_cool = self._rule(improved, wait, cool, scale)
+        lowered = ops.less(new_scale, scale)
+        self.target.scale.assign(new_scale)
+        self._wait.assign(new_wait)
+        self._cooldown.assign(new_cool)
+        self._reductions.assign(self._reductions + ops.cast(lowered, "int64"))
+        return lowered
+
+    def _improves(self, x: Any, best: Any, sign: float) -> Any:
+        if self.compat == "keras":
+            return ops.less(x + self.min_delta, best)
+        if self.compat == "torch":
+            if self.rtol > 0.0:  # threshold_mode="rel": best * (1 - thr) in min, (1 + thr) in max
+                return ops.less(x, best * (1.0 - sign * self.rtol))
+            return ops.less(x, best - self.min_delta)
+        if self.compat == "optax":
+            return ops.less(x, (1.0 - self.rtol) * best - self.min_delta)
+        threshold = best - self.min_delta - self.rtol * ops.absolute(best)
+        return ops.logical_or(ops.equal(best, math.inf), ops.less(x, threshold))
+
+    def _rule(self, improved: Any, wait: Any, cool: Any, scale: Any) -> tuple[Any, Any, Any]:
+        """The default, Keras and torch rules: the new (scale, wait, cooldown)."""
+        not_improved = ops.logical_not(improved)
+        in_cooldown = ops.greater(cool, 0)
+        cool = ops.where(in_cooldown, cool - 1, cool)
+        if self.compat == "keras":  # cooldown zeroes wait first; its last update counts
+            wait = ops.where(in_cooldown, ops.zeros_like(wait), wait)
+            counted = ops.logical_and(not_improved, ops.less_equal(cool, 0))
+            wait = ops.where(improved, ops.zeros_like(wait), ops.where(counted, wait + 1, wait))
+            fire = ops.logical_and(counted, ops.greater_equal(wait, self.patience))
+        elif self.compat == "torch":  # count, then cooldown zeroes the count; num_bad > patience
+            wait = ops.where(improved, ops.zeros_like(wait), wait + 1)
+            wait = ops.where(in_cooldown, ops.zeros_like(wait), wait)
+            fire = ops.greater(wait, self.patience)
+        else:
+            counted = ops.logical_and(not_improved, ops.logical_not(in_cooldown))
+            wait = ops.where(counted, wait + 1, ops.zeros_like(wait))
+            fire = ops.logical_and(counted, ops.greater_equal(wait, self.patience))
+        schedule = ops.cast(self.target.schedule(self.target.clock.step), "float32")
+        positive = ops.greater(schedule, 0.0)
+        floor = ops.where(positive, self.min_value / ops.where(positive, schedule, 1.0), 0.0)
+        reduced = ops.where(scale * self.factor >= floor, scale * self.factor, floor)
+        reduced = ops.maximum(reduced, self.min_scale)
+        if self.compat is None:
+            apply = fire
+            new_scale = ops.where(fire, ops.minimum(scale, reduced), scale)
+        else:
+            old = schedule * scale
+            if self.compat == "keras":  # reduce only above the floor; otherwise nothing happens
+                apply = ops.logical_and(fire, ops.greater(old, self.min_value * _FLOOR_TOLERANCE))
+                fire = apply
+            else:  # torch: applied only when it lowers the value by more than eps
+                new = ops.maximum(old * self.factor, self.min_value)
+                apply = ops.logical_and(fire, ops.greater(old - new, self.eps))
+            new_scale = ops.where(apply, reduced, scale)
+        zero = ops.zeros_like(wait)
+        return (
+            new_scale,
+            ops.where(fire, zero, wait),
+            ops.where(fire, ops.full_like(cool, self.cooldown), cool),
+        )
+
+    def _optax(self, improved: Any, wait: Any, cool: Any, scale: Any) -> tuple[Any, Any, Any]:
+        """optax.contrib.reduce_on_plateau's ``_update_scale`` with ``accumulation_size=1``."""
+        in_cooldown = ops.greater(cool, 0)
+        count = ops.where(improved, ops.zeros_like(wait), wait + 1)
+        fire = ops.logical_and(ops.logical_not(in_cooldown), ops.equal(count, self.patience))
+        scaled = ops.maximum(ops.where(fire, scale * self.factor, scale), self.min_scale)
+        new_cool = ops.where(fire, ops.full_like(cool, self.cooldown), ops.zeros_like(cool))
+        return (
+            ops.where(in_cooldown, scale, scaled),
+            ops.where(ops.logical_or(in_cooldown, fire), ops.zeros_like(wait), count),
+            ops.where(in_cooldown, cool - 1, new_cool),
+        )
+
+    def _direction(self) -> float:
+        if self._sign is None and self._model is not None:
+            self._sign = _direction_from_model(self._model, self.monitor)
+            if self.compat == "optax" and self._sign == -1.0:
+                raise _optax_max_error(self.monitor, self.mode)
+        if self._sign is None:
+            raise InvalidArgumentError(
+                f"ReduceOnPlateau cannot tell whether monitor={self.monitor!r} should go down "
+                "or up. Pass mode='min' or mode='max'. Received: mode='auto'"
+            )
+        return self._sign
+
+    # ---- Keras callback -------------------------------------------------------------------------
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        logs = logs if logs is not None else {}
+        if self.monitor not in logs:
+            raise InvalidArgumentError(
+                f"ReduceOnPlateau(monitor={self.monitor!r}) found no {self.monitor!r} in the "
+                f"logs at the end of epoch {epoch}. Available keys: {sorted(logs)}. Pass "
+                "validation data to fit() (every epoch) or monitor one of these keys."
+            )
+        logs[self.target.name] = float(ops.convert_to_numpy(self.target.value))
+        reduced = self.update(logs[self.monitor])
+        if self.verbose and bool(ops.convert_to_numpy(reduced)):
+            value = float(ops.convert_to_numpy(self.target.value))
+            keras.utils.io_utils.print_msg(
+                f"\nEpoch {epoch + 1}: ReduceOnPlateau reducing {self.target.name} to {value:.6g}."
+            )
+
+    def __repr__(self) -> str:
+        return (
+            f"ReduceOnPlateau({self.target.name!r}, monitor={self.monitor!r}, "
+            f"factor={self.factor}, patience={self.patience}, cooldown={self.cooldown}, "
+            f"min_delta={self.min_delta}, min_value={self.min_value}, mode={self.mode!r}, "
+            f"compat={self.compat!r}, rtol={self.rtol}, min_scale={self.min_scale})"
+        )
+
+
+def _resolve_target(target: Any) -> Any:
+    hyperparameters = getattr(target, "hyperparameters", None)
+    if isinstance(hyperparameters, dict) and "learning_rate" in hyperparameters:
+        target = hyperparameters["learning_rate"]
+    missing = [
+        a
+        for a in ("scale", "add_state", "schedule", "clock", "name", "value")
+        if not hasattr(target, a)
+    ]
+    if missing:
+        raise InvalidTypeError(
+            "`ReduceOnPlateau(target=...)` must be a hs.Hyperparameter such as "
+            "opt.hyperparameters['learning_rate'] (or a hs.scheduled optimizer). "
+            f"Received: target of type {type(target).__name__} (no {', '.join(missing)})"
+        )
+    return target
+
+
+def _non_negative(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidArgumentError(
+            f"`ReduceOnPlateau({name}=...)` must be a number >= 0. {received(name, value)}"
+        )
+    if not math.isfinite(value):
+        raise InvalidArgumentError(
+            f"`ReduceOnPlateau({name}=...)` must be finite. {received(name, value)}"
+        )
+    return float(value)
+
+
+def _non_negative_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise InvalidArgumentError(
+            f"`ReduceOnPlateau({name}=...)` must be an integer >= 0. {received(name, value)}"
+        )
+    return int(value)
+
+
+def _check_compat(
+    compat: str | None, mode: str, min_delta: float, rtol: float, min_value: float
+) -> None:
+    if compat == "keras" and rtol > 0.0:
+        raise InvalidArgumentError(
+            "Keras's ReduceLROnPlateau has only an absolute threshold: with compat='keras' use "
+            f"min_delta and leave rtol=None. {received('rtol', rtol)}"
+        )
+    if compat == "torch" and rtol > 0.0 and min_delta > 0.0:
+        raise InvalidArgumentError(
+            "torch's ReduceLROnPlateau has one threshold: with compat='torch' give rtol "
+            "(threshold_mode='rel') or min_delta (threshold_mode='abs'), not both. "
+            f"Received: rtol={rtol}, min_delta={min_delta}"
+        )
+    if compat == "optax":
+        if mode == "max":
+            raise _optax_max_error("", mode)
+        if rtol == 0.0 and min_delta == 0.0:
+            raise InvalidArgumentError(
+                "optax's reduce_on_plateau needs rtol > 0 or min_delta (atol) > 0. "
+                f"Received: rtol={rtol}, min_delta={min_delta}"
+            )
+        if min_value > 0.0:
+            raise InvalidArgumentError(
+                "optax's reduce_on_plateau floors the scale, not the value: with "
+                f"compat='optax' use min_scale=... instead. {received('min_value', min_value)}"
+            )
+
+
+def _optax_max_error(monitor: str, mode: str) -> InvalidArgumentError:
+    what = f" monitor={monitor!r} is maximised;" if monitor else ""
+    return InvalidArgumentError(
+        "optax's reduce_on_plateau minimises only:" + what + " with compat='optax' negate the "
+        f"metric and use mode='min'. {received('mode', mode)}"
+    )
+
+
+def _direction_from_name(monitor: str, mode: str) -> float | None:
+    if mode != "auto":
+        return 1.0 if mode == "min" else -1.0
+    name = monitor.removeprefix("val_")
+    if name.endswith("loss") or name.endswith("error"):
+        return 1.0
+    if name.endswith(_INCREASING):
+        return -1.0
+    return None
+
+
+def _direction_from_model(model: Any, monitor: str) -> float | None:
+    name = monitor.removeprefix("val_")
+    for metric in _flat_metrics(getattr(model, "metrics", [])):
+        if getattr(metric, "name", None) == name and hasattr(metric, "_direction"):
+            return -1.0 if metric._direction == "up" else 1.0
+    return None
+
+
+def _flat_metrics(metrics: Any) -> list[Any]:
+    found: list[Any] = []
+    for metric in metrics:
+        inner = getattr(metric, "metrics", None)
+        found.extend(_flat_metrics(inner) if isinstance(inner, list) and inner else [metric])
+    return found
+
+
+def _concrete_float(value: Any) -> float | None:
+    """Return ``value`` as a Python float when it is concrete (not symbolic), else None."""
+    if isinstance(value, (int, float, np.number, np.ndarray)):
+        return float(np.asarray(value).reshape(()))
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        if not tf.executing_eagerly():
+            return None
+    try:
+        return float(np.asarray(ops.convert_to_numpy(value)).reshape(()))
+    except Exception:  # a tracer or a symbolic tensor: no warning possible
+        return None

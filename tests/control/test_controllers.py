@@ -1,0 +1,386 @@
+"""hs.ReduceOnPlateau: the default rule, the three compat rules against the real peers,
+NaN handling, graph mode, the Keras callback and state that survives fit() and restore."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hyperstep as hs
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError
+from hyperstep.schedules import as_schedule
+
+_spec = importlib.util.spec_from_file_location(
+    "plateau_peers", Path(__file__).with_name("plateau_peers.py")
+)
+assert _spec is not None and _spec.loader is not None
+peers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(peers)
+
+BASE = 0.1
+SEQUENCES = peers.sequences()
+
+
+# ---- a contract-following double, used until hs.Hyperparameter lands -------------------------
+class _Clock:
+    def __init__(self) -> None:
+        self.step = keras.Variable(0, dtype="int64", trainable=False)
+
+
+class _Hyperparameter:
+    def __init__(self, value: Any, clock: Any = None, name: str | None = None) -> None:
+        self.schedule = as_schedule(value)
+        self.clock = clock or _Clock()
+        self.name = name or "hyperparameter"
+        self.scale = keras.Variable(
+            1.0, dtype="float32", trainable=False, name=f"{self.name}_scale"
+        )
+        self.state: dict[str, Any] = {}
+
+    @property
+    def value(self) -> Any:
+        return self.schedule(self.clock.step) * self.scale
+
+    def at(self, step: Any) -> Any:
+        return self.schedule(step) * self.scale
+
+    def add_state(self, name: str, initial: float, dtype: str = "float32") -> Any:
+        self.state[name] = keras.Variable(initial, dtype=dtype, trainable=False, name=name)
+        return self.state[name]
+
+    @property
+    def variables(self) -> list[Any]:
+        return [self.scale, *self.state.values()]
+
+
+def _real_hyperparameter_landed() -> bool:
+    try:
+        hs.Hyperparameter(0.1)
+    except NotImplementedError:
+        return False
+    return True
+
+
+REAL = _real_hyperparameter_landed()
+
+
+def make_hp(value: Any = BASE, name: str = "learning_rate", clock: Any = None) -> Any:
+    if REAL:
+        return hs.Hyperparameter(value, clock=clock, name=name)
+    return _Hyperparameter(value, clock=clock, name=name)
+
+
+def ours(values: list[float], *, graph: bool = True, **kwargs: Any) -> list[float]:
+    """The effective values after each update; in one traced function unless graph=False."""
+    return ours_all({"values": values}, graph=graph, **kwargs)["values"]
+
+
+def ours_all(
+    sequences: dict[str, list[float]], *, graph: bool = True, **kwargs: Any
+) -> dict[str, list[float]]:
+    """``ours`` on each sequence, with one controller reset in between (one trace in all)."""
+    hp = make_hp(BASE)
+    plateau = hs.ReduceOnPlateau(hp, **kwargs)
+    update = tf.function(plateau.update) if graph else plateau.update
+    out: dict[str, list[float]] = {}
+    for name, values in sequences.items():
+        plateau.reset()
+        hp.scale.assign(1.0)
+        out[name] = []
+        for value in values:
+            update(tf.constant(value, tf.float32) if graph else value)
+            out[name].append(float(keras.ops.convert_to_numpy(hp.value)))
+    return out
+
+
+def assert_trajectories(got: dict[str, list[float]], expected: dict[str, list[float]]) -> None:
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-6, err_msg=name)
+
+
+# ---- compat rules against the real peers ------------------------------------------------------
+KERAS_CONFIGS = [
+    {"factor": 0.5, "patience": 2},
+    {"factor": 0.5, "patience": 0},
+    {"factor": 0.5, "patience": 2, "cooldown": 2},
+    {"factor": 0.5, "patience": 1, "cooldown": 1, "min_lr": 0.01},
+    {"factor": 0.2, "patience": 3, "cooldown": 1, "min_delta": 0.05},
+]
+
+
+@pytest.mark.parametrize("config", KERAS_CONFIGS, ids=str)
+def test_keras_compat_matches_keras_reduce_lr_on_plateau(config: dict[str, Any]) -> None:
+    mapped = {("min_value" if k == "min_lr" else k): v for k, v in config.items()}
+    expected = {name: peers.keras_trajectory(v, BASE, **config) for name, v in SEQUENCES.items()}
+    assert_trajectories(ours_all(SEQUENCES, compat="keras", **mapped), expected)
+
+
+def test_keras_compat_matches_keras_in_max_mode() -> None:
+    flipped = {name: [1.0 - v for v in values] for name, values in SEQUENCES.items()}
+    config = {"factor": 0.5, "patience": 1, "cooldown": 1, "mode": "max", "min_delta": 1e-3}
+    expected = {
+        name: peers.keras_trajectory(v, BASE, monitor="val_accuracy", **config)
+        for name, v in flipped.items()
+    }
+    got = ours_all(flipped, monitor="val_accuracy", compat="keras", **config)
+    assert_trajectories(got, expected)
+
+
+TORCH_CONFIGS = [
+    {"factor": 0.5, "patience": 2},
+    {"factor": 0.5, "patience": 0},
+    {"factor": 0.5, "patience": 1, "cooldown": 2},
+    {"factor": 0.5, "patience": 1, "cooldown": 1, "min_lr": 0.01},
+    {"factor": 0.3, "patience": 2, "threshold": 0.05, "threshold_mode": "abs"},
+    {"factor": 0.5, "patience": 1, "threshold": 1e-3, "mode": "max"},
+    {"factor": 0.5, "patience": 1, "threshold": 0.05, "threshold_mode": "abs", "mode": "max"},
+]
+
+
+def _torch_to_ours(config: dict[str, Any]) -> dict[str, Any]:
+    mapped = {k: v for k, v in config.items() if k not in ("threshold", "threshold_mode", "min_lr")}
+    mapped["min_value"] = config.get("min_lr", 0.0)
+    threshold = config.get("threshold", 1e-4)
+    if config.get("threshold_mode", "rel") == "rel":
+        mapped["rtol"] = threshold
+    else:
+        mapped["min_delta"] = threshold
+    mapped.setdefault("mode", "min")
+    return mapped
+
+
+@pytest.mark.parametrize("config", TORCH_CONFIGS, ids=str)
+def test_torch_compat_matches_torch_reduce_lr_on_plateau(config: dict[str, Any]) -> None:
+    expected = {name: peers.torch_trajectory(v, BASE, **config) for name, v in SEQUENCES.items()}
+    assert_trajectories(ours_all(SEQUENCES, compat="torch", **_torch_to_ours(config)), expected)
+
+
+OPTAX_CONFIGS = [
+    {"factor": 0.5, "patience": 2},
+    {"factor": 0.5, "patience": 0},
+    {"factor": 0.5, "patience": 1, "cooldown": 2},
+    {"factor": 0.5, "patience": 1, "min_scale": 0.1},
+    {"factor": 0.2, "patience": 2, "rtol": 0.0, "atol": 0.05, "cooldown": 1},
+]
+
+
+@pytest.mark.parametrize("config", OPTAX_CONFIGS, ids=str)
+def test_optax_compat_matches_optax_reduce_on_plateau(config: dict[str, Any]) -> None:
+    mapped = {("min_delta" if k == "atol" else k): v for k, v in config.items()}
+    expected = {name: peers.optax_trajectory(v, BASE, **config) for name, v in SEQUENCES.items()}
+    assert_trajectories(ours_all(SEQUENCES, compat="optax", **mapped), expected)
+
+
+def test_compat_defaults_are_each_peers_defaults() -> None:
+    values = SEQUENCES["small_steps"] + SEQUENCES["noisy"]
+    np.testing.assert_allclose(
+        ours(values, compat="torch", patience=2),
+        peers.torch_trajectory(values, BASE, patience=2),
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        ours(values, compat="optax", patience=2),
+        peers.optax_trajectory(values, BASE, patience=2),
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        ours(values, compat="keras", patience=2),
+        peers.keras_trajectory(values, BASE, patience=2),
+        rtol=1e-6,
+    )
+
+
+# ---- the default rule -------------------------------------------------------------------------
+DEFAULT_CONFIGS = [
+    {"factor": 0.5, "patience": 2},
+    {"factor": 0.5, "patience": 0},
+    {"factor": 0.5, "patience": 1, "cooldown": 2},
+    {"factor": 0.5, "patience": 1, "cooldown": 1, "min_value": 0.01},
+    {"factor": 0.3, "patience": 2, "min_delta": 0.0, "rtol": 1e-3},
+    {"factor": 0.5, "patience": 1, "cooldown": 1, "mode": "max"},
+]
+
+
+@pytest.mark.parametrize("config", DEFAULT_CONFIGS, ids=str)
+def test_default_rule_matches_independent_reference(config: dict[str, Any]) -> None:
+    expected = {name: peers.reference_default(v, BASE, **config) for name, v in SEQUENCES.items()}
+    assert_trajectories(ours_all(SEQUENCES, **config), expected)
+
+
+def test_default_rule_runs_eagerly_with_python_floats() -> None:
+    config = {"factor": 0.5, "patience": 1, "cooldown": 1, "min_value": 0.01}
+    values = SEQUENCES["cooldown_improvements"] + SEQUENCES["floor"][:8]
+    expected = peers.reference_default(values, BASE, **config)
+    np.testing.assert_allclose(ours(values, graph=False, **config), expected, rtol=1e-6)
+
+
+def test_default_rule_equals_keras_without_cooldown_or_floor() -> None:
+    expected = {
+        name: peers.keras_trajectory(v, BASE, factor=0.5, patience=2)
+        for name, v in SEQUENCES.items()
+    }
+    assert_trajectories(ours_all(SEQUENCES, factor=0.5, patience=2), expected)
+
+
+def test_min_value_floors_the_effective_value_of_a_decaying_schedule() -> None:
+    hp = make_hp(hs.schedules.Constant(0.1) * 0.5 ** (hs.schedules.Step() / 10))
+    hp.clock.step.assign(10)  # schedule value 0.05 here
+    plateau = hs.ReduceOnPlateau(hp, factor=0.1, patience=0, min_value=0.02)
+    plateau.update(1.0)
+    plateau.update(2.0)
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(hp.value)), 0.02, rtol=1e-6)
+    assert plateau.reductions == 1
+    plateau.update(3.0)  # at the floor: the scale never rises and stays put
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(hp.scale)), 0.4, rtol=1e-6)
+    assert plateau.reductions == 1
+
+
+# ---- NaN and inf ------------------------------------------------------------------------------
+def test_non_finite_values_count_as_no_improvement_and_never_become_best() -> None:
+    hp = make_hp()
+    plateau = hs.ReduceOnPlateau(hp, factor=0.5, patience=2)
+    plateau.update(1.0)
+    with pytest.warns(RuntimeWarning, match=r"non-finite value \(nan\)"):
+        plateau.update(float("nan"))
+    assert plateau.best == 1.0 and plateau.wait == 1
+    with pytest.warns(RuntimeWarning, match=r"non-finite value \(-inf\)"):
+        plateau.update(-math.inf)
+    assert plateau.best == 1.0 and plateau.reductions == 1 and plateau.wait == 0
+    plateau.update(0.5)  # still able to improve: the state was not poisoned
+    assert plateau.best == 0.5
+    values = [1.0, math.nan, -math.inf, 0.5, math.inf, math.nan, 0.4]
+    with pytest.warns(RuntimeWarning):
+        got = ours(values, graph=False, factor=0.5, patience=2)
+    np.testing.assert_allclose(got, peers.reference_default(values, BASE, factor=0.5, patience=2))
+
+
+def test_nan_in_graph_is_counted_silently() -> None:
+    hp = make_hp()
+    plateau = hs.ReduceOnPlateau(hp, factor=0.5, patience=1)
+    update = tf.function(plateau.update)
+    for value in [1.0, math.nan, math.nan]:
+        update(tf.constant(value))
+    assert plateau.best == 1.0 and plateau.reductions == 2
+
+
+# ---- graph mode -------------------------------------------------------------------------------
+def test_update_inside_tf_function_is_traced_once() -> None:
+    hp = make_hp()
+    plateau = hs.ReduceOnPlateau(hp, factor=0.5, patience=1, cooldown=1, min_value=1e-4)
+    traces = []
+
+    @tf.function
+    def step(value: tf.Tensor) -> tf.Tensor:
+        traces.append(1)
+        return plateau.update(value)
+
+    values = SEQUENCES["noisy"] + SEQUENCES["floor"]
+    for value in values:
+        step(tf.constant(value, tf.float32))
+    assert len(traces) == 1
+    assert plateau.reductions >= 5
+    expected = peers.reference_default(
+        values, BASE, factor=0.5, patience=1, cooldown=1, min_value=1e-4
+    )
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(hp.value)), expected[-1], rtol=1e-6)
+
+
+# ---- arguments --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"factor": 1.0}, r"0 < factor < 1.*Received: factor=1.0"),
+        ({"factor": 0.0}, r"Received: factor=0.0"),
+        ({"patience": -1}, r"patience.*integer >= 0.*Received: patience=-1"),
+        ({"cooldown": 1.5}, r"Received: cooldown=1.5"),
+        ({"min_delta": -0.1}, r"Received: min_delta=-0.1"),
+        ({"min_value": math.nan}, r"Received: min_value=nan"),
+        ({"rtol": 2.0}, r"at most 1.*Received: rtol=2.0"),
+        ({"mode": "up"}, r"one of \['auto', 'min', 'max'\].*Received: mode='up'"),
+        ({"compat": "pytorch"}, r"Received: compat='pytorch'"),
+        ({"compat": "keras", "rtol": 0.1}, r"absolute threshold.*Received: rtol=0.1"),
+        ({"compat": "torch", "rtol": 0.1, "min_delta": 0.1}, r"not both.*Received: rtol=0.1"),
+        ({"compat": "optax", "mode": "max"}, r"minimises only.*Received: mode='max'"),
+        (
+            {"compat": "optax", "monitor": "val_accuracy"},
+            r"'val_accuracy' is maximised.*mode='auto'",
+        ),
+        ({"compat": "optax", "min_value": 0.01}, r"min_scale.*Received: min_value=0.01"),
+        ({"compat": "optax", "rtol": 0.0}, r"rtol > 0 or min_delta.*Received: rtol=0.0"),
+        ({"monitor": ""}, r"Received: monitor=''"),
+    ],
+)
+def test_invalid_arguments_are_rejected_at_construction(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=match):
+        hs.ReduceOnPlateau(make_hp(), **kwargs)
+
+
+def test_target_must_be_a_hyperparameter() -> None:
+    with pytest.raises(
+        InvalidTypeError, match=r"hs.Hyperparameter.*Received: target of type float"
+    ):
+        hs.ReduceOnPlateau(0.1)  # type: ignore[arg-type]
+
+
+def test_auto_mode_without_a_direction_asks_for_mode() -> None:
+    plateau = hs.ReduceOnPlateau(make_hp(), monitor="val_perplexity_of_x")
+    with pytest.raises(
+        InvalidArgumentError, match=r"mode='min' or mode='max'. Received: mode='auto'"
+    ):
+        plateau.update(1.0)
+
+
+def test_auto_mode_infers_direction_from_name() -> None:
+    assert hs.ReduceOnPlateau(make_hp(), monitor="val_loss")._direction() == 1.0
+    assert hs.ReduceOnPlateau(make_hp(), monitor="val_accuracy", name="b")._direction() == -1.0
+
+
+# ---- the Keras callback -----------------------------------------------------------------------
+def test_callback_missing_monitor_lists_available_keys() -> None:
+    plateau = hs.ReduceOnPlateau(make_hp(), monitor="val_loss")
+    with pytest.raises(
+        InvalidArgumentError, match=r"no 'val_loss'.*epoch 3.*\['accuracy', 'loss'\]"
+    ):
+        plateau.on_epoch_end(3, {"loss": 0.5, "accuracy": 0.9})
+
+
+def test_callback_writes_the_value_in_force_into_logs_like_keras() -> None:
+    values = [1.0, 0.9, 0.95, 0.96, 0.97, 0.98]
+    plateau = hs.ReduceOnPlateau(make_hp(), factor=0.5, patience=1)
+    keras_callback = keras.callbacks.ReduceLROnPlateau(factor=0.5, patience=1)
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(BASE), loss="mse")
+    keras_callback.set_model(model)
+    for epoch, value in enumerate(values):
+        ours_logs = {"val_loss": value}
+        keras_logs = {"val_loss": value}
+        plateau.on_epoch_end(epoch, ours_logs)
+        keras_callback.on_epoch_end(epoch, keras_logs)
+        np.testing.assert_allclose(
+            ours_logs["learning_rate"], keras_logs["learning_rate"], rtol=1e-6
+        )
+
+
+def test_on_train_begin_does_not_reset_state() -> None:
+    plateau = hs.ReduceOnPlateau(make_hp(), factor=0.5, patience=3)
+    for value in [1.0, 2.0, 2.0]:
+        plateau.update(value)
+    plateau.on_train_begin()
+    assert plateau.wait == 2 and plateau.best == 1.0
+    plateau.reset()
+    assert plateau.wait == 0 and plateau.best == math.inf
+
+
+def test_repr_shows_the_arguments() -> None:
+    plateau = hs.ReduceOnPlateau(make_hp(), factor=0.5, patience=3, compat="torch")
+    assert repr(plateau).startswith(
+        "ReduceOnPlateau('learning_rate', monitor='val_loss', factor=0.5"
+    )
+    assert "compat='torch', rtol=0.0001" in repr(plateau)
