@@ -1,15 +1,73 @@
-"""The doctor: why each variable does or does not train (PLACEHOLDER; see issue 5)."""
+"""The doctor: why each variable does or does not train, in ``fit()`` and in custom loops.
 
+TensorFlow only (it reads traced graphs): under another Keras backend :func:`doctor`
+raises :class:`hyperstep.errors.BackendError`; importing this package does not need
+TensorFlow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from hyperstep.doctor.callback import Doctor
+from hyperstep.doctor.report import CODES, Diagnosis, DoctorError, DoctorWarning, Finding
 
-class Finding:
-    pass
-
-
-class Diagnosis:
-    pass
+__all__ = ["CODES", "Diagnosis", "Doctor", "DoctorError", "DoctorWarning", "Finding", "doctor"]
 
 
-def doctor(model: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError("being written")
+def doctor(
+    model: Any,
+    data: Any,
+    *,
+    loss_fn: Callable[[Any, Any], Any] | None = None,
+    optimizer: Any = None,
+    var_list: Sequence[Any] | None = None,
+) -> Diagnosis:
+    """Explain, from evidence, why each variable of ``model`` does or does not train.
+
+    ``doctor(model, data) = Diagnosis(findings)``, one :class:`Finding` per problem, each
+    with a stable code (:data:`CODES`), the variable's path, and what to type instead.
+    The evidence is one eager forward and backward pass of the loss on one batch (which
+    variables get a gradient, and whether it is exactly zero), the loss traced as a graph
+    when a gradient is missing or zero (which op stops it, and where in your code), the
+    layers' attributes compared with ``model.variables``, and the optimizer's state.
+    Nothing changes: every variable of the model and the optimizer ends bit for bit as it
+    started (BatchNormalization statistics and seed generators are put back).
+
+    Args:
+        model: A Keras model (or layer). Compiled with a loss for ``fit()`` style, or any
+            model together with ``loss_fn`` for custom loops.
+        data: One batch: ``(x, y)``, ``(x, y, sample_weight)``, ``x`` or a dict; or a
+            ``tf.data.Dataset``, ``keras.utils.PyDataset`` or iterator, of which the first
+            batch is used.
+        loss_fn: ``loss_fn(model, batch) -> scalar loss`` for custom loops. Default: the
+            loss ``fit()`` uses (``model.compute_loss`` on ``model(x, training=True)``).
+        optimizer: The optimizer that trains the model. Default: ``model.optimizer``.
+        var_list: The variables a custom loop passes to the optimizer. Default: all
+            trainable variables.
+
+    Returns:
+        A :class:`Diagnosis`; ``diagnosis.ok`` is ``True`` when there are no findings.
+
+    Raises:
+        BackendError: Keras does not run on TensorFlow.
+        InvalidTypeError: ``model`` is not a Keras layer or model.
+        InvalidArgumentError: there is no loss (not compiled and no ``loss_fn``), or the
+            loss cannot be computed on ``data``.
+
+    Example:
+        >>> import keras, numpy as np
+        >>> import hyperstep as hs
+        >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 3), "float32"), np.zeros((4, 1), "float32")
+        >>> hs.doctor(model, (x, y)).ok
+        True
+    """
+    from hyperstep._backend import require_tensorflow
+
+    require_tensorflow("hs.doctor")
+    from hyperstep.doctor.diagnose import diagnose
+
+    return diagnose(model, data, loss_fn=loss_fn, optimizer=optimizer, var_list=var_list)

@@ -1,0 +1,108 @@
+"""``Doctor``: a Keras callback that runs the doctor once, on the first batch of ``fit()``."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import keras
+
+from hyperstep.doctor.report import Diagnosis, DoctorError, DoctorWarning
+from hyperstep.errors import InvalidTypeError, received
+
+
+class Doctor(keras.callbacks.Callback):
+    """Diagnose the model on the first batch ``fit()`` trains on, and warn with the findings.
+
+    The first call of ``model.train_function`` is intercepted: its first batch is taken
+    from the iterator, :func:`hyperstep.doctor.doctor` runs on it with the compiled loss
+    and ``model.optimizer``, and the same batch is then trained on as usual (the doctor
+    changes no variable, so training is exactly what it would have been). Findings are
+    reported with ``warnings.warn(..., DoctorWarning)``, or raised as :class:`DoctorError`.
+
+    Args:
+        raise_on_findings: Raise :class:`DoctorError` instead of warning.
+        data: A batch to diagnose instead of the first batch of ``fit()``.
+
+    Attributes:
+        diagnosis: The :class:`Diagnosis`, once it has run (``None`` before).
+
+    Example:
+        >>> import keras, numpy as np
+        >>> import hyperstep as hs
+        >>> from hyperstep.doctor import Doctor
+        >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> check = Doctor()
+        >>> _ = model.fit(np.ones((4, 3)), np.zeros((4, 1)), verbose=0, callbacks=[check])
+        >>> check.diagnosis.ok
+        True
+    """
+
+    def __init__(self, raise_on_findings: bool = False, data: Any = None) -> None:
+        super().__init__()
+        if not isinstance(raise_on_findings, bool):
+            raise InvalidTypeError(
+                "`Doctor(raise_on_findings=...)` must be True or False. "
+                + received("raise_on_findings", raise_on_findings)
+            )
+        from hyperstep._backend import require_tensorflow
+
+        require_tensorflow("hs.callbacks.Doctor")
+        self.raise_on_findings = raise_on_findings
+        self.data = data
+        self.diagnosis: Diagnosis | None = None
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        if self.diagnosis is not None:
+            return
+        model = self.model
+        original = model.train_function
+        if original is None:  # pragma: no cover - fit() always makes it first
+            model.make_train_function()
+            original = model.train_function
+
+        def first_step(iterator: Any) -> Any:
+            model.train_function = original
+            batch, iterator = _peek(iterator)
+            self._diagnose(batch if self.data is None else self.data)
+            return original(iterator)
+
+        model.train_function = first_step
+
+    def _diagnose(self, batch: Any) -> None:
+        from hyperstep.doctor import doctor
+
+        self.diagnosis = doctor(self.model, _local(batch))
+        if self.diagnosis.ok:
+            return
+        if self.raise_on_findings:
+            raise DoctorError(self.diagnosis)
+        warnings.warn(str(self.diagnosis), DoctorWarning, stacklevel=2)
+
+
+def _peek(iterator: Any) -> tuple[Any, Iterator[Any]]:
+    """Take the first batch and return it with an iterator that yields it again first."""
+    get_next = getattr(iterator, "get_next", None)
+    if get_next is not None:
+        first = get_next()
+        return first, itertools.chain([first], iterator)
+    iterator = iter(iterator)
+    first = next(iterator)
+    return first, itertools.chain([first], iterator)
+
+
+def _local(batch: Any) -> Any:
+    """The first replica's part of a distributed batch (the batch itself otherwise)."""
+    import tensorflow as tf
+
+    strategy = tf.distribute.get_strategy()
+
+    def first(value: Any) -> Any:
+        if isinstance(value, tf.distribute.DistributedValues):
+            return strategy.experimental_local_results(value)[0]
+        return value
+
+    return tf.nest.map_structure(first, batch)

@@ -1,0 +1,423 @@
+"""One function per doctor code; each reads the facts of :mod:`hyperstep.doctor.probe`.
+
+Each check returns ``(key, Finding)`` pairs, where ``key`` identifies the variable, so
+that :func:`prune` can drop findings that a root cause already explains (a raw
+``tf.Variable`` is ``untracked``; saying also that it is ``not-in-optimizer`` adds noise).
+
+The rules, all from evidence:
+
+* ``untracked``: found in a layer's attributes but not in ``model.variables``.
+* ``stale-in-optimizer``: the optimizer or a cached ``model.train_function`` holds a
+  variable whose path now names a different object on the model.
+* ``non-float-dtype``: marked trainable but not floating.
+* ``not-trainable``: not trainable, floating, the loss has a gradient for it, its layer is
+  trainable and the layer is the user's own class (Keras's own non-trainable state, such as
+  BatchNormalization statistics, is non-trainable by design; so is anything under a layer
+  with ``trainable=False``).
+* ``not-in-optimizer``: trainable with a gradient, but missing from the ``var_list`` the
+  custom loop passes, or from a built optimizer.
+* ``unused`` / ``blocked``: no gradient; the traced graph has no path from the variable to
+  the loss, or every path stops at a non-differentiable op (named, with the source line).
+* ``zero-gradient``: the gradient exists and is exactly zero on the batch, and the graph
+  shows a differentiable path (else the variable is ``blocked``, e.g. by ``Sign``).
+* ``zero-learning-rate``: ``optimizer.learning_rate`` is 0 at the current step and, for a
+  schedule, at the next step too (a warmup that starts at 0 is not a finding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from hyperstep.doctor import probe
+from hyperstep.doctor.probe import Facts, VariableFact
+from hyperstep.doctor.report import Finding
+
+Found = list[tuple[int | None, Finding]]
+
+
+def _weight_call(fact: VariableFact, name: str) -> str:
+    variable = probe.underlying(fact.variable)
+    value = np.asarray(variable.numpy())
+    shape = tuple(int(d) for d in value.shape)
+    if value.size and np.all(value == 0):
+        init = '"zeros"'
+    elif value.size and np.all(value == 1):
+        init = '"ones"'
+    elif value.size and np.all(value == value.flat[0]):
+        init = f"keras.initializers.Constant({value.flat[0].item()!r})"
+    else:
+        init = '"glorot_uniform"'
+    extra = "" if variable.dtype.name == "float32" else f', dtype="{variable.dtype.name}"'
+    extra += "" if fact.trainable else ", trainable=False"
+    return f'self.add_weight(shape={shape}, initializer={init}{extra}, name="{name}")'
+
+
+def check_untracked(facts: Facts) -> Found:
+    found: Found = []
+    rebound_paths = {b.path for b in facts.rebound.values()}
+    for fact in facts.variables:
+        if fact.origin != "attribute" or fact.binding is None:
+            continue
+        binding = fact.binding
+        first, *rest = binding.attribute.split("/")
+        kind = (
+            "keras.Variable" if isinstance(fact.variable, probe.keras.Variable) else "tf.Variable"
+        )
+        where = {
+            "attribute": f"attribute `{first}`",
+            "list": f"list attribute `{first}` (item {'/'.join(rest)})",
+            "dict": f"dict attribute `{first}` (key {'/'.join(rest)})",
+            "module": f"`{binding.attribute}` inside an object Keras does not track",
+        }[binding.container]
+        reads = {
+            "nonzero": "The loss reads it (its gradient is non-zero), so it should be training.",
+            "zero": "The loss reads it (its gradient exists).",
+            "none": "The loss on this batch does not depend on it either.",
+        }.get(fact.gradient, "")
+        name = (
+            "_".join([first, *rest])
+            if binding.container in ("list", "dict")
+            else (rest or [first])[-1]
+        )
+        call = _weight_call(fact, name)
+        if binding.path in rebound_paths:
+            fix = (
+                f"assign instead of rebinding: self.{first}.assign(new_value) "
+                f"(not self.{first} = tf.Variable(new_value))"
+            )
+        elif binding.container == "attribute":
+            fix = (
+                f"in {type(binding.owner).__name__}.__init__ or build(): "
+                f'self.{first} = {call}  (or keras.Variable(value, name="{first}"))'
+            )
+        elif binding.container in ("list", "dict"):
+            fix = (
+                f"hold keras variables instead: self.{first} = [{call}, ...] "
+                "(Keras 3 tracks lists and dicts of keras.Variable, not of tf.Variable)"
+            )
+        else:
+            fix = (
+                f"create it on the layer: self.{name} = {call}, or make its container "
+                "a keras.layers.Layer so that Keras tracks it"
+            )
+        found.append(
+            (
+                fact.key,
+                Finding(
+                    fact.path,
+                    "untracked",
+                    f"{kind} in {where} of {probe.describe_owner(binding)} is not tracked",
+                    "Keras 3 tracks only variables made with add_weight() or keras.Variable and "
+                    "held directly or in lists/dicts: this one is missing from "
+                    "model.trainable_variables, so fit() and a tape over "
+                    "model.trainable_variables never train it and save_weights() drops it. "
+                    + reads,
+                    fix,
+                ),
+            )
+        )
+    return found
+
+
+def check_stale_in_optimizer(facts: Facts) -> Found:
+    found: Found = []
+    for stale in facts.stale:
+        holders = " and ".join(stale.holders)
+        found.append(
+            (
+                probe.key(stale.old),
+                Finding(
+                    stale.path,
+                    "stale-in-optimizer",
+                    f"{holders} still hold(s) the old variable `{stale.path}`; the model now "
+                    "reads a different object under that path",
+                    "the variable was rebound (a new object assigned to the attribute) after "
+                    "the optimizer was built or fit() traced its step: every update goes to "
+                    "the old object, which the model no longer reads, and nothing says so.",
+                    "assign new values instead of rebinding: variable.assign(new_value). If the "
+                    "variable really must be replaced, make a new optimizer and compile again "
+                    "(model.compile(optimizer=..., loss=...)) so the step is traced anew.",
+                ),
+            )
+        )
+    return found
+
+
+def check_non_float_dtype(facts: Facts) -> Found:
+    found: Found = []
+    for fact in facts.variables:
+        if not fact.trainable or fact.is_float:
+            continue
+        dtype = probe.underlying(fact.variable).dtype.name
+        found.append(
+            (
+                fact.key,
+                Finding(
+                    fact.path,
+                    "non-float-dtype",
+                    f"trainable variable of dtype {dtype}",
+                    "gradients exist only for floating dtypes, so the optimizer can never "
+                    "update it (Keras warns 'Gradients do not exist', which hides the cause).",
+                    f'make it non-trainable: self.add_weight(..., dtype="{dtype}", '
+                    f'trainable=False) or keras.Variable(value, dtype="{dtype}", '
+                    'trainable=False); if it should learn, make it float: dtype="float32".',
+                ),
+            )
+        )
+    return found
+
+
+def check_not_trainable(facts: Facts) -> Found:
+    found: Found = []
+    for fact in facts.variables:
+        if fact.trainable or not fact.is_float or fact.gradient not in ("nonzero", "zero"):
+            continue
+        owner = fact.owner
+        if owner is None or not getattr(owner, "trainable", True) or probe.is_keras_class(owner):
+            continue
+        found.append(
+            (
+                fact.key,
+                Finding(
+                    fact.path,
+                    "not-trainable",
+                    f"non-trainable variable on the loss's gradient path, created by "
+                    f"{type(owner).__name__}",
+                    "the loss has a gradient for it, but it is marked trainable=False, so it "
+                    "is left out of model.trainable_variables and never updated. If it is a "
+                    "constant on purpose, ignore this or freeze its layer (layer.trainable = "
+                    "False).",
+                    "create it trainable: self.add_weight(..., trainable=True), or set "
+                    f"variable.trainable = True for `{fact.path}` before compile() (then "
+                    "compile again so the optimizer includes it).",
+                ),
+            )
+        )
+    return found
+
+
+def _expected_to_train(fact: VariableFact, facts: Facts) -> bool:
+    if not fact.trainable or not fact.is_float:
+        return False
+    if fact.origin == "model" and facts.var_list_keys is not None:
+        return fact.key in facts.var_list_keys
+    return True
+
+
+def check_not_in_optimizer(facts: Facts) -> Found:
+    found: Found = []
+    for fact in facts.variables:
+        if not fact.trainable or not fact.is_float or fact.gradient not in ("nonzero", "zero"):
+            continue
+        if facts.var_list_keys is not None and fact.key not in facts.var_list_keys:
+            what = "has a gradient but is not in the var_list the loop passes to the optimizer"
+            why = "the optimizer updates only the variables it is given, so this one stays put."
+            fix = (
+                "pass it: grads = tape.gradient(loss, model.trainable_variables); "
+                "optimizer.apply_gradients(zip(grads, model.trainable_variables)); or, if it "
+                "is frozen on purpose, set its layer's trainable = False."
+            )
+        elif facts.optimizer_keys is not None and fact.key not in facts.optimizer_keys:
+            what = "has a gradient but the optimizer was built without it"
+            why = (
+                "the optimizer was built (optimizer.build or the first step) before this "
+                "variable existed or became trainable; it keeps no state for it and never "
+                "updates it."
+            )
+            fix = (
+                "make a new optimizer and compile again: model.compile(optimizer=..., "
+                "loss=...); in a custom loop build it after the last change: "
+                "optimizer.build(model.trainable_variables)."
+            )
+        else:
+            continue
+        found.append((fact.key, Finding(fact.path, "not-in-optimizer", what, why, fix)))
+    return found
+
+
+_BLOCK_FIXES = {
+    "StopGradient": "remove tf.stop_gradient around it (or, if it is fixed on purpose, make "
+    "it trainable=False)",
+    "ArgMax": "argmax has no gradient: use a soft version, e.g. keras.ops.softmax(logits / t), "
+    "or a straight-through estimator: y = soft + tf.stop_gradient(hard - soft)",
+    "Round": "use a straight-through estimator: y = x + tf.stop_gradient(tf.round(x) - x)",
+    "Cast": "keep the value floating (cast to an integer type has no gradient), or use a "
+    "straight-through estimator: y = x + tf.stop_gradient(hard(x) - x)",
+    "EagerPyFunc": "compute it with TensorFlow ops inside tf.py_function (numpy code has no "
+    "gradient), or give it one with @tf.custom_gradient",
+}
+for _name in ("ArgMin",):
+    _BLOCK_FIXES[_name] = _BLOCK_FIXES["ArgMax"]
+for _name in ("Floor", "Ceil", "Sign", "Rint"):
+    _BLOCK_FIXES[_name] = _BLOCK_FIXES["Round"].replace("tf.round", f"tf.math.{_name.lower()}")
+for _name in ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"):
+    _BLOCK_FIXES[_name] = (
+        "a comparison has no gradient: compare softly, e.g. keras.ops.sigmoid((a - b) / t)"
+    )
+for _name in ("PyFunc", "PyFuncStateless"):
+    _BLOCK_FIXES[_name] = "tf.numpy_function has no gradient: " + _BLOCK_FIXES["EagerPyFunc"]
+
+
+def _blocked(fact: VariableFact, path: probe.PathFact) -> Finding:
+    if path.blockers:
+        first = path.blockers[0]
+        named = first.describe()
+        others = [op.describe() for op in path.blockers[1:4]]
+        fix = _BLOCK_FIXES.get(
+            first.type,
+            f"route the variable to the loss through differentiable ops, not {first.type}",
+        )
+    else:
+        named, others = "an op inside a nested function (no gradient came out of it)", []
+        fix = "check custom gradients, tf.cond/tf.while_loop bodies and nested tf.functions"
+    why = f"every path from the variable to the loss goes through {named}, where the gradient stops"
+    if others:
+        why += "; also through " + ", ".join(others)
+    return Finding(fact.path, "blocked", f"gradient blocked by {named}", why + ".", fix + ".")
+
+
+def check_unused(facts: Facts) -> Found:
+    found: Found = []
+    for fact in facts.variables:
+        if fact.gradient != "none" or not _expected_to_train(fact, facts):
+            continue
+        path = facts.path(fact.variable)
+        if path is not None and path.kind != "unused":
+            continue
+        evidence = (
+            "the traced loss has no path from it to the loss"
+            if path is not None
+            else f"the loss has no gradient for it (tracing failed: {facts.trace_error})"
+        )
+        found.append(
+            (
+                fact.key,
+                Finding(
+                    fact.path,
+                    "unused",
+                    "the loss does not depend on it",
+                    f"{evidence}, so its gradient is None and the optimizer skips it (Keras "
+                    "says only 'Gradients do not exist').",
+                    "use it in call() (e.g. return x * self.scale) or in the loss, or delete it; "
+                    "if another loss trains it, diagnose that loss.",
+                ),
+            )
+        )
+    return found
+
+
+def check_blocked(facts: Facts) -> Found:
+    found: Found = []
+    for fact in facts.variables:
+        if fact.gradient not in ("none", "zero") or not _expected_to_train(fact, facts):
+            continue
+        path = facts.path(fact.variable)
+        if path is None or path.kind == "unused":
+            continue
+        if path.kind == "open":
+            if fact.gradient == "zero":
+                continue
+            path = facts.path(fact.variable, opaque=True)
+            if path is None or path.kind == "unused":
+                continue
+            if path.kind == "open":
+                path = probe.PathFact("blocked")
+        found.append((fact.key, _blocked(fact, path)))
+    return found
+
+
+def check_zero_gradient(facts: Facts) -> Found:
+    found: Found = []
+    for fact in facts.variables:
+        if fact.gradient != "zero" or not _expected_to_train(fact, facts):
+            continue
+        path = facts.path(fact.variable)
+        if path is not None and path.kind != "open":
+            continue
+        found.append(
+            (
+                fact.key,
+                Finding(
+                    fact.path,
+                    "zero-gradient",
+                    "the gradient is exactly 0 on this batch",
+                    "a differentiable path to the loss exists, but every element of the "
+                    "gradient is 0: e.g. every unit after it is an inactive ReLU (dead ReLU), "
+                    "or it is multiplied by 0, so this step does not move it.",
+                    "check what multiplies it and the activations after it: for dead ReLUs use "
+                    "keras.activations.leaky_relu or a He initializer and a smaller learning "
+                    "rate; check factors that are 0.",
+                ),
+            )
+        )
+    return found
+
+
+def check_zero_learning_rate(facts: Facts) -> Found:
+    rate = facts.learning_rate
+    if rate is None or rate.current != 0 or (rate.following not in (None, 0.0)):
+        return []
+    name = type(facts.optimizer).__name__
+    return [
+        (
+            None,
+            Finding(
+                rate.path,
+                "zero-learning-rate",
+                f"{name}'s learning rate is 0 at step {rate.step}",
+                "every update is multiplied by the learning rate, so no variable this optimizer "
+                "updates moves"
+                + (" (the schedule is 0 at the next step too)." if rate.following == 0 else "."),
+                f"pass a positive rate, e.g. keras.optimizers.{name}(learning_rate=1e-3), or a "
+                "schedule that is positive at this step.",
+            ),
+        )
+    ]
+
+
+CHECKS: tuple[Callable[[Facts], Found], ...] = (
+    check_untracked,
+    check_stale_in_optimizer,
+    check_non_float_dtype,
+    check_not_trainable,
+    check_not_in_optimizer,
+    check_unused,
+    check_blocked,
+    check_zero_gradient,
+    check_zero_learning_rate,
+)
+
+# A finding of the key's code makes these codes for the same variable redundant.
+_EXPLAINS = {
+    "non-float-dtype": {"not-trainable", "not-in-optimizer", "unused", "blocked", "zero-gradient"},
+    "untracked": {"not-in-optimizer", "unused"},
+    "stale-in-optimizer": {"unused", "not-in-optimizer"},
+}
+
+
+def prune(found: Found, facts: Facts) -> list[Finding]:
+    """Drop findings that a root cause for the same variable already explains."""
+    codes: dict[int, set[str]] = {}
+    for k, finding in found:
+        if k is not None:
+            codes.setdefault(k, set()).add(finding.code)
+    for k in facts.rebound:
+        codes.setdefault(k, set()).add("stale-in-optimizer")
+    kept = []
+    for k, finding in found:
+        redundant: set[str] = set()
+        for code in codes.get(k, set()) if k is not None else ():
+            redundant |= _EXPLAINS.get(code, set())
+        if finding.code not in redundant:
+            kept.append(finding)
+    return kept
+
+
+def run_checks(facts: Facts) -> list[Finding]:
+    """Run every check and return the pruned findings."""
+    found: Found = []
+    for check in CHECKS:
+        found.extend(check(facts))
+    return prune(found, facts)

@@ -1,0 +1,668 @@
+"""Facts about a model's variables, gathered from evidence, never guessed.
+
+The doctor's checks read only what this module measures:
+
+* **bindings**: every ``keras.Variable`` and raw ``tf.Variable`` reachable from a layer's
+  attributes (and lists, tuples, dicts and ``tf.Module`` objects inside them), each named
+  ``<layer.path>/<attribute>``; compared by identity with ``model.variables`` they show
+  untracked and rebound variables;
+* **gradients**: one eager forward and backward pass of the loss on the given batch,
+  watching every floating variable explicitly (trainable or not), gives for each
+  variable "no gradient", "exactly zero" or "non-zero";
+* **graph paths** (:class:`GraphFacts`, traced only when some gradient is missing or zero):
+  the loss traced with ``tf.function(...).get_concrete_function`` and walked from the
+  variable's captured handle to the loss, naming the op where every path stops;
+* **optimizer**: the variables a built optimizer tracks, the variables captured by a cached
+  ``model.train_function``, and the learning rate at the current and the next step.
+
+Every pass that could change state (``training=True`` updates BatchNormalization
+statistics and advances seed generators) runs between :func:`snapshot` and
+:func:`restore`, so the model and the optimizer end bit for bit as they started.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sysconfig
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import ops as tf_ops
+
+#: Ops through which no useful gradient flows (the registered gradient is None or zero).
+NON_DIFFERENTIABLE = frozenset(
+    {
+        "StopGradient",
+        "ArgMax",
+        "ArgMin",
+        "Round",
+        "Rint",
+        "Floor",
+        "Ceil",
+        "Sign",
+        "FloorDiv",
+        "TruncateDiv",
+        "Equal",
+        "NotEqual",
+        "Less",
+        "LessEqual",
+        "Greater",
+        "GreaterEqual",
+        "IsNan",
+        "IsInf",
+        "IsFinite",
+        "EagerPyFunc",
+        "PyFunc",
+        "PyFuncStateless",
+    }
+)
+#: Ops whose bodies live in other graphs: assumed to pass gradients unless nothing else explains.
+OPAQUE = frozenset(
+    {
+        "PartitionedCall",
+        "StatefulPartitionedCall",
+        "If",
+        "StatelessIf",
+        "While",
+        "StatelessWhile",
+        "Case",
+        "StatelessCase",
+        "IdentityN",
+    }
+)
+_SHAPE_LIKE = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastArgs"})
+_GRADIENT_DTYPES = (tf.resource, tf.variant)
+# Keras bookkeeping attributes that hold no user state worth walking.
+_SKIP_ATTRIBUTES = frozenset(
+    {
+        "_tracker",
+        "_trainable_variables",
+        "_non_trainable_variables",
+        "_layers",
+        "_metrics",
+        "_seed_generators",
+        "_loss_tracker",
+        "_compile_loss",
+        "_compile_metrics",
+        "_inbound_nodes",
+        "_outbound_nodes",
+        "_losses",
+        "optimizer",
+        "_optimizer",
+        "train_function",
+        "test_function",
+        "predict_function",
+        "_functional",
+        "_operations",
+        "_inputs_struct",
+        "_outputs_struct",
+        "_nodes",
+        "_nodes_by_depth",
+        "_operations_by_depth",
+    }
+)
+_MAX_DEPTH = 4
+
+
+def underlying(variable: Any) -> tf.Variable:
+    """Return the ``tf.Variable`` behind a ``keras.Variable`` (or the variable itself)."""
+    value = variable.value if isinstance(variable, keras.Variable) else variable
+    return value
+
+
+def key(variable: Any) -> int:
+    """Identity of a variable: the id of the ``tf.Variable`` that holds its value."""
+    return id(underlying(variable))
+
+
+def is_float(variable: Any) -> bool:
+    """Whether gradients can flow into the variable (floating or complex dtype)."""
+    dtype = tf.as_dtype(underlying(variable).dtype)
+    return bool(dtype.is_floating or dtype.is_complex)
+
+
+@dataclasses.dataclass
+class Binding:
+    """A variable found in a layer's attributes.
+
+    Attributes:
+        path: ``<layer.path>/<attribute>[/<index or key>...]``.
+        variable: The ``keras.Variable`` or ``tf.Variable`` found there.
+        owner: The layer whose attribute holds it.
+        attribute: The attribute chain below the layer, e.g. ``scale`` or ``scales/0``.
+        container: ``"attribute"``, ``"list"``, ``"dict"`` or ``"module"`` (a ``tf.Module``
+            or other plain object that Keras does not look inside).
+    """
+
+    path: str
+    variable: Any
+    owner: Any
+    attribute: str
+    container: str
+
+
+def layers_of(model: Any) -> list[Any]:
+    """Every layer of the model (the model first), as Keras tracks them."""
+    flatten = getattr(model, "_flatten_layers", None)
+    if flatten is not None:
+        return list(flatten(include_self=True, recursive=True))
+    return [model]
+
+
+def layer_path(layer: Any) -> str:
+    return str(getattr(layer, "path", None) or layer.name)
+
+
+def bindings(model: Any) -> list[Binding]:
+    """Every variable reachable from the attributes of the model's layers."""
+    found: list[Binding] = []
+    seen: set[int] = set()
+    for layer in layers_of(model):
+        base = layer_path(layer)
+        for name, value in _attributes(layer):
+            found.extend(_scan(value, base, layer, name, "attribute", 0, seen))
+    return found
+
+
+def _attributes(obj: Any) -> list[tuple[str, Any]]:
+    """The object's attributes worth walking, public first (so a variable is named after
+    the attribute users wrote, not after TensorFlow's checkpoint bookkeeping)."""
+    items = [
+        (name, value)
+        for name, value in vars(obj).items()
+        if name not in _SKIP_ATTRIBUTES and not name.startswith("_self_")
+    ]
+    return sorted(items, key=lambda item: item[0].startswith("_"))
+
+
+def _scan(
+    value: Any, base: str, owner: Any, attribute: str, container: str, depth: int, seen: set[int]
+) -> Iterator[Binding]:
+    if isinstance(value, (keras.Variable, tf.Variable)):
+        yield Binding(f"{base}/{attribute}", value, owner, attribute, container)
+        return
+    if depth >= _MAX_DEPTH or id(value) in seen:
+        return
+    if isinstance(value, (str, bytes, int, float, np.ndarray, tf.Tensor)) or value is None:
+        return
+    if isinstance(value, (keras.layers.Layer, keras.optimizers.Optimizer, keras.metrics.Metric)):
+        return
+    seen.add(id(value))
+    if isinstance(value, dict):
+        for k, item in list(value.items()):
+            yield from _scan(item, base, owner, f"{attribute}/{k}", "dict", depth + 1, seen)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for i, item in enumerate(value):
+            yield from _scan(item, base, owner, f"{attribute}/{i}", "list", depth + 1, seen)
+    elif isinstance(value, tf.Module):
+        for k, item in _attributes(value):
+            yield from _scan(item, base, owner, f"{attribute}/{k}", "module", depth + 1, seen)
+
+
+def first_batch(data: Any) -> Any:
+    """Return one batch: the first element of a ``tf.data.Dataset``, ``PyDataset`` or iterator,
+    or ``data`` itself (an array, a tuple ``(x, y[, sample_weight])`` or a dict)."""
+    if isinstance(data, tf.data.Dataset):
+        return next(iter(data))
+    if isinstance(data, keras.utils.PyDataset):
+        return data[0]
+    if isinstance(data, Iterator):
+        return next(data)
+    return data
+
+
+def loss_function(model: Any, loss_fn: Callable[..., Any] | None) -> Callable[[Any], Any]:
+    """Return ``batch -> loss``: ``loss_fn(model, batch)``, or the compiled loss of ``fit()``."""
+    if loss_fn is not None:
+        return lambda batch: loss_fn(model, batch)
+
+    def compiled(batch: Any) -> Any:
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)
+        if getattr(model, "_call_has_training_arg", True):
+            y_pred = model(x, training=True)
+        else:
+            y_pred = model(x)
+        return model._compute_loss(
+            x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True
+        )
+
+    return compiled
+
+
+def snapshot(variables: Iterable[Any]) -> list[tuple[tf.Variable, tf.Tensor]]:
+    """Copy the value of every distinct variable, for :func:`restore`."""
+    saved: dict[int, tuple[tf.Variable, tf.Tensor]] = {}
+    for variable in variables:
+        handle = underlying(variable)
+        if id(handle) not in saved:
+            saved[id(handle)] = (handle, tf.identity(handle.read_value()))
+    return list(saved.values())
+
+
+def restore(saved: list[tuple[tf.Variable, tf.Tensor]]) -> None:
+    """Assign back the values copied by :func:`snapshot`."""
+    for handle, value in saved:
+        handle.assign(value)
+
+
+def gradient_kinds(
+    compute: Callable[[Any], Any], batch: Any, variables: list[Any]
+) -> tuple[float, dict[int, str]]:
+    """Run the loss and its gradient eagerly once.
+
+    Returns:
+        The loss value, and for each floating variable's :func:`key` one of ``"none"``
+        (no gradient), ``"zero"`` (exactly zero everywhere) or ``"nonzero"``.
+    """
+    handles = [underlying(v) for v in variables if is_float(v)]
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        for handle in handles:
+            tape.watch(handle)
+        loss = compute(batch)
+    if loss is None:
+        raise TypeError("the loss is None")
+    loss = tf.convert_to_tensor(loss)
+    grads = tape.gradient(loss, handles)
+    kinds: dict[int, str] = {}
+    for handle, grad in zip(handles, grads, strict=True):
+        if grad is None:
+            kinds[id(handle)] = "none"
+            continue
+        values = grad.values if isinstance(grad, tf.IndexedSlices) else grad
+        kinds[id(handle)] = "nonzero" if bool(tf.reduce_any(values != 0)) else "zero"
+    return float(tf.reduce_sum(tf.cast(loss, tf.float32))), kinds
+
+
+@dataclasses.dataclass(frozen=True)
+class OpFact:
+    """An op of the traced loss: its type, its name and the user's source line (if known)."""
+
+    type: str
+    name: str
+    source: str | None
+
+    def describe(self) -> str:
+        where = f", created at {self.source}" if self.source else ""
+        return f"{self.type} (op '{self.name}'{where})"
+
+
+@dataclasses.dataclass(frozen=True)
+class PathFact:
+    """How a variable reaches the loss in the traced graph.
+
+    Attributes:
+        kind: ``"unused"`` (no path), ``"blocked"`` (every path stops at a
+            non-differentiable op) or ``"open"`` (a differentiable path exists).
+        blockers: The ops where the paths stop, the most telling first.
+    """
+
+    kind: str
+    blockers: tuple[OpFact, ...] = ()
+
+
+_INTERNAL_DIRS = tuple(
+    os.path.normcase(os.path.realpath(p))
+    for p in {
+        sysconfig.get_paths()["stdlib"],
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    }
+)
+
+
+def _source(op: Any) -> str | None:
+    """The innermost frame of the op's creation stack that is the user's code."""
+    try:
+        frames = list(op.traceback)
+    except (AttributeError, TypeError):
+        return None
+    for frame in reversed(frames):
+        filename = os.path.normcase(os.path.realpath(frame.filename))
+        if "site-packages" in filename or filename.startswith(_INTERNAL_DIRS):
+            continue
+        if frame.filename.startswith("<"):
+            continue
+        line = (frame.line or "").strip()
+        text = f"{frame.filename}:{frame.lineno}"
+        return f"{text}: `{line}`" if line else text
+    return None
+
+
+def _stops_gradient(op: Any, opaque: bool) -> bool:
+    if op.type in NON_DIFFERENTIABLE or (opaque and op.type in OPAQUE):
+        return True
+    if op.type in OPAQUE:
+        return False
+    try:
+        return tf_ops.get_gradient_function(op) is None
+    except LookupError:
+        return True
+
+
+def _carries_gradient(tensor: Any) -> bool:
+    dtype = tensor.dtype
+    return bool(dtype.is_floating or dtype.is_complex or dtype in _GRADIENT_DTYPES)
+
+
+class GraphFacts:
+    """The loss traced once as a graph, answering :meth:`path` for any variable.
+
+    Args:
+        compute: ``batch -> loss``.
+        batch: The batch to trace with.
+    """
+
+    def __init__(self, compute: Callable[[Any], Any], batch: Any) -> None:
+        function = tf.function(compute)
+        self._concrete = function.get_concrete_function(batch)
+        graph = self._concrete.graph
+        self._captures = {id(external): internal for external, internal in graph.captures}
+        self._loss_op = self._concrete.outputs[0].op
+        # every op the loss depends on (data inputs only)
+        reach: set[Any] = set()
+        stack = [self._loss_op]
+        while stack:
+            op = stack.pop()
+            if op in reach:
+                continue
+            reach.add(op)
+            stack.extend(t.op for t in op.inputs)
+        self._reaches_loss = reach
+
+    def path(self, variable: Any, opaque: bool = False) -> PathFact:
+        """Classify the variable's paths to the loss (see :class:`PathFact`).
+
+        With ``opaque=True`` ops with nested graphs (``If``, ``While``, function calls,
+        custom gradients) also count as stops.
+        """
+        placeholder = self._captures.get(id(underlying(variable).handle))
+        if placeholder is None or placeholder.op not in self._reaches_loss:
+            return PathFact("unused")
+        blockers: list[Any] = []
+        seen: set[Any] = set()
+        stack = [placeholder]
+        while stack:
+            tensor = stack.pop()
+            for op in tensor.consumers():
+                if op in seen or op not in self._reaches_loss:
+                    continue
+                seen.add(op)
+                if op is self._loss_op:
+                    return PathFact("open")
+                if _stops_gradient(op, opaque):
+                    blockers.append(op)
+                    continue
+                for out in op.outputs:
+                    if _carries_gradient(out):
+                        stack.append(out)
+                    elif op not in blockers and any(
+                        c in self._reaches_loss for c in out.consumers()
+                    ):
+                        blockers.append(op)
+        blockers.sort(key=lambda op: op.type in _SHAPE_LIKE)
+        return PathFact("blocked", tuple(OpFact(op.type, op.name, _source(op)) for op in blockers))
+
+
+def optimizer_variables(optimizer: Any) -> list[Any] | None:
+    """The variables a built optimizer updates, or ``None`` when it is not built yet."""
+    inner = getattr(optimizer, "inner_optimizer", None)
+    if inner is not None:
+        optimizer = inner
+    if optimizer is None or not getattr(optimizer, "built", False):
+        return None
+    found = getattr(optimizer, "_trainable_variables", None)
+    return None if found is None else list(found)
+
+
+def train_function_variables(model: Any) -> list[tf.Variable]:
+    """The variables captured by the graphs of a cached ``model.train_function``."""
+    function = getattr(model, "train_function", None)
+    found: dict[int, tf.Variable] = {}
+    stack: list[tuple[Any, int]] = [(function, 0)]
+    visited: set[int] = set()
+    while stack:
+        obj, depth = stack.pop()
+        if obj is None or id(obj) in visited or depth > 4:
+            continue
+        visited.add(id(obj))
+        concrete = getattr(obj, "_list_all_concrete_functions", None)
+        if concrete is not None:
+            for cf in concrete():
+                for variable in cf.variables:
+                    found[id(variable)] = variable
+        for cell in getattr(obj, "__closure__", None) or ():
+            try:
+                stack.append((cell.cell_contents, depth + 1))
+            except ValueError:
+                continue
+        wrapped = getattr(obj, "__wrapped__", None) or getattr(obj, "_python_function", None)
+        if wrapped is not None:
+            stack.append((wrapped, depth + 1))
+    return list(found.values())
+
+
+@dataclasses.dataclass(frozen=True)
+class LearningRate:
+    """An optimizer's learning rate now and at the next step (``None`` when not a schedule)."""
+
+    path: str
+    step: int
+    current: float
+    following: float | None
+
+
+def learning_rate(optimizer: Any) -> LearningRate | None:
+    """Read ``optimizer.learning_rate`` at its current iteration (no state is changed)."""
+    if optimizer is None:
+        return None
+    try:
+        current = float(np.asarray(keras.ops.convert_to_numpy(optimizer.learning_rate)))
+        step = int(keras.ops.convert_to_numpy(optimizer.iterations))
+    except Exception:
+        return None
+    inner = getattr(optimizer, "inner_optimizer", None) or optimizer
+    schedule = getattr(inner, "_learning_rate", None)
+    following = None
+    if isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule):
+        following = float(np.asarray(keras.ops.convert_to_numpy(schedule(step + 1))))
+    path = (
+        getattr(schedule, "path", None)
+        or f"{getattr(optimizer, 'name', 'optimizer')}/learning_rate"
+    )
+    return LearningRate(str(path), step, current, following)
+
+
+def describe_owner(binding: Binding) -> str:
+    return f"{type(binding.owner).__name__} `{layer_path(binding.owner)}`"
+
+
+def is_keras_class(obj: Any) -> bool:
+    """Whether the object's class is Keras's own (its design decides what trains)."""
+    return type(obj).__module__.split(".")[0] in ("keras", "tf_keras")
+
+
+@dataclasses.dataclass
+class VariableFact:
+    """Everything the checks need to know about one variable.
+
+    Attributes:
+        path: Keras ``variable.path``, or the binding's path for raw attributes, or the
+            variable's name for variables that come only from ``var_list``.
+        variable: The variable.
+        origin: ``"model"`` (in ``model.variables``), ``"attribute"`` (found in an
+            attribute but not tracked) or ``"var_list"`` (passed only in ``var_list``).
+        binding: Where it was found among the attributes (``None`` if not found there).
+        owner: The layer that owns it (``None`` when unknown).
+        trainable: Whether the training loop sees it as trainable.
+        gradient: ``"none"``, ``"zero"``, ``"nonzero"``, or ``"skipped"`` (not measured).
+    """
+
+    path: str
+    variable: Any
+    origin: str
+    binding: Binding | None
+    owner: Any
+    trainable: bool
+    gradient: str = "skipped"
+
+    @property
+    def key(self) -> int:
+        return key(self.variable)
+
+    @property
+    def is_float(self) -> bool:
+        return is_float(self.variable)
+
+
+@dataclasses.dataclass(frozen=True)
+class StaleFact:
+    """A variable that something still updates although the model now reads another one."""
+
+    path: str
+    old: Any
+    current: Any
+    holders: tuple[str, ...]
+
+
+@dataclasses.dataclass
+class Facts:
+    """The evidence about one model, one loss and one batch (see the module docstring)."""
+
+    model: Any
+    variables: list[VariableFact]
+    loss: float
+    custom_loop: bool
+    var_list_keys: set[int] | None
+    optimizer: Any
+    optimizer_keys: set[int] | None
+    rebound: dict[int, Binding]
+    stale: list[StaleFact]
+    learning_rate: LearningRate | None
+    compute: Callable[[Any], Any]
+    batch: Any
+    _graph: GraphFacts | None = None
+    trace_error: str | None = None
+
+    def path(self, variable: Any, opaque: bool = False) -> PathFact | None:
+        """The variable's paths to the loss in the traced graph (``None`` if tracing failed)."""
+        if self._graph is None and self.trace_error is None:
+            try:
+                self._graph = GraphFacts(self.compute, self.batch)
+            except Exception as error:  # the eager pass worked; a graph is a bonus
+                self.trace_error = f"{type(error).__name__}: {error}"
+        return None if self._graph is None else self._graph.path(variable, opaque)
+
+
+def _owners(model: Any) -> dict[int, Any]:
+    owners: dict[int, Any] = {}
+    for layer in layers_of(model):
+        own = list(getattr(layer, "_trainable_variables", [])) + list(
+            getattr(layer, "_non_trainable_variables", [])
+        )
+        for variable in own:
+            owners.setdefault(key(variable), layer)
+    return owners
+
+
+def _holders(
+    model: Any, optimizer: Any
+) -> tuple[dict[int, tuple[Any, list[str]]], set[int] | None]:
+    held: dict[int, tuple[Any, list[str]]] = {}
+    in_optimizer = optimizer_variables(optimizer)
+    for variable in in_optimizer or ():
+        held.setdefault(key(variable), (variable, []))[1].append("the optimizer")
+    for variable in train_function_variables(model):
+        held.setdefault(key(variable), (variable, []))[1].append("the cached model.train_function")
+    keys = None if in_optimizer is None else {key(v) for v in in_optimizer}
+    return held, keys
+
+
+def collect(
+    model: Any,
+    batch: Any,
+    compute: Callable[[Any], Any],
+    optimizer: Any,
+    var_list: list[Any] | None,
+    custom_loop: bool,
+) -> Facts:
+    """Gather the facts. Runs the model once (callers snapshot and restore around it)."""
+    tracked = list(model.variables)
+    trainable = {key(v) for v in model.trainable_variables}
+    owners = _owners(model)
+    found = bindings(model)
+    by_path = {v.path: v for v in tracked}
+    var_list_keys = None if var_list is None else {key(v) for v in var_list}
+
+    facts: dict[int, VariableFact] = {}
+    rebound: dict[int, Binding] = {}
+    for variable in tracked:
+        facts[key(variable)] = VariableFact(
+            variable.path,
+            variable,
+            "model",
+            None,
+            owners.get(key(variable)),
+            key(variable) in trainable,
+        )
+    for binding in found:
+        fact = facts.get(key(binding.variable))
+        if fact is not None:
+            fact.binding = fact.binding or binding
+            continue
+        facts[key(binding.variable)] = VariableFact(
+            binding.path,
+            binding.variable,
+            "attribute",
+            binding,
+            binding.owner,
+            bool(binding.variable.trainable),
+        )
+        old = by_path.get(binding.path)
+        if old is not None:
+            rebound[key(old)] = binding
+    for variable in var_list or ():
+        if key(variable) not in facts:
+            name = getattr(variable, "path", None) or underlying(variable).name.split(":")[0]
+            facts[key(variable)] = VariableFact(
+                str(name), variable, "var_list", None, None, bool(variable.trainable)
+            )
+
+    held, optimizer_keys = _holders(model, optimizer)
+    stale = []
+    for k, (variable, names) in held.items():
+        if k in rebound:
+            stale.append(
+                StaleFact(rebound[k].path, facts[k].variable, rebound[k].variable, tuple(names))
+            )
+        elif k not in facts:
+            path = getattr(variable, "path", None)
+            if path in by_path:
+                stale.append(StaleFact(str(path), variable, by_path[path], tuple(names)))
+
+    measured = [
+        f.variable
+        for f in facts.values()
+        if f.trainable or f.origin != "model" or not (f.owner is None or is_keras_class(f.owner))
+    ]
+    loss, kinds = gradient_kinds(compute, batch, measured)
+    for fact in facts.values():
+        fact.gradient = kinds.get(fact.key, "skipped")
+    return Facts(
+        model=model,
+        variables=list(facts.values()),
+        loss=loss,
+        custom_loop=custom_loop,
+        var_list_keys=var_list_keys,
+        optimizer=optimizer,
+        optimizer_keys=optimizer_keys,
+        rebound=rebound,
+        stale=stale,
+        learning_rate=learning_rate(optimizer),
+        compute=compute,
+        batch=batch,
+    )

@@ -1,0 +1,322 @@
+"""One test per doctor code: the smallest model with exactly that problem, in fit() style
+(compiled loss) and custom-loop style (loss_fn and var_list) where both apply."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hyperstep as hs
+
+X = np.linspace(-1.0, 1.0, 12, dtype="float32").reshape(4, 3)
+Y = np.ones((4, 1), "float32")
+
+
+def mse(model, batch):
+    x, y = batch
+    return keras.ops.mean((model(x, training=True) - y) ** 2)
+
+
+class Scaled(keras.Model):
+    """Dense(1) times a scalar `scale`, through `transform` (identity by default)."""
+
+    def __init__(self, transform=None, trainable_scale=True, **kwargs):
+        super().__init__(**kwargs)
+        self.transform = transform or (lambda s: s)
+        self.dense = keras.layers.Dense(1)
+        self.scale = self.add_weight(
+            shape=(), initializer="ones", name="scale", trainable=trainable_scale
+        )
+
+    def call(self, x):
+        return self.dense(x) * self.transform(self.scale)
+
+
+def compiled(model, optimizer="sgd"):
+    model.compile(optimizer=optimizer, loss="mse")
+    return model
+
+
+def only(diagnosis, code):
+    found = [f for f in diagnosis.findings if f.code == code]
+    assert found, f"no {code} finding in:\n{diagnosis}"
+    return found
+
+
+def assert_findings(diagnosis, expected):
+    assert sorted((f.code, f.path) for f in diagnosis.findings) == sorted(expected), str(diagnosis)
+
+
+def test_healthy_scaled_model_has_no_findings_in_both_styles():
+    model = compiled(Scaled(name="m"))
+    assert hs.doctor(model, (X, Y)).ok
+    assert hs.doctor(Scaled(name="c"), (X, Y), loss_fn=mse).ok
+
+
+# --- untracked -----------------------------------------------------------------------
+
+
+class RawScale(keras.Model):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = keras.layers.Dense(1)
+        self.scale = tf.Variable(2.0)
+
+    def call(self, x):
+        return self.dense(x) * self.scale
+
+
+def test_raw_tf_variable_attribute_is_untracked_in_fit_style():
+    diagnosis = hs.doctor(compiled(RawScale(name="m")), (X, Y))
+    assert_findings(diagnosis, [("untracked", "m/scale")])
+    finding = diagnosis.findings[0]
+    assert "self.add_weight(shape=(), initializer=keras.initializers.Constant(2.0)" in finding.fix
+    assert "non-zero" in finding.why
+
+
+def test_raw_tf_variable_attribute_is_untracked_in_a_custom_loop():
+    model = RawScale(name="c")
+    model(X)
+    diagnosis = hs.doctor(model, (X, Y), loss_fn=mse, var_list=model.trainable_variables)
+    assert_findings(diagnosis, [("untracked", "c/scale")])
+
+
+class Hidden(keras.layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.scales = [tf.Variable(1.0), tf.Variable(3.0)]
+        self.module = tf.Module()
+        self.module.offset = tf.Variable(0.5)
+
+    def call(self, x):
+        return x * self.scales[0] * self.scales[1] + self.module.offset
+
+
+def test_variables_in_untracked_containers_are_untracked_with_their_container_path():
+    model = compiled(keras.Sequential([keras.Input((3,)), Hidden(name="h")], name="s"))
+    diagnosis = hs.doctor(model, (X, np.ones((4, 3), "float32")))
+    assert_findings(
+        diagnosis,
+        [
+            ("untracked", "s/h/scales/0"),
+            ("untracked", "s/h/scales/1"),
+            ("untracked", "s/h/module/offset"),
+        ],
+    )
+    what = {f.path: f.what for f in diagnosis.findings}
+    assert "list attribute `scales`" in what["s/h/scales/0"]
+    assert "inside an object Keras does not track" in what["s/h/module/offset"]
+
+
+# --- stale-in-optimizer --------------------------------------------------------------
+
+
+def test_rebinding_after_fit_is_stale_in_the_optimizer_and_the_cached_train_function():
+    model = compiled(Scaled(name="m"))
+    model.fit(X, Y, verbose=0)
+    model.scale = tf.Variable(5.0)  # the rebinding mistake: should be model.scale.assign(5.0)
+    diagnosis = hs.doctor(model, (X, Y))
+    assert_findings(diagnosis, [("stale-in-optimizer", "m/scale"), ("untracked", "m/scale")])
+    stale = only(diagnosis, "stale-in-optimizer")[0]
+    assert "the optimizer" in stale.what and "train_function" in stale.what
+    assert "assign" in only(diagnosis, "untracked")[0].fix
+
+
+def test_rebinding_after_building_the_optimizer_is_stale_in_a_custom_loop():
+    model = Scaled(name="c")
+    model(X)
+    optimizer = keras.optimizers.SGD(0.1)
+    optimizer.build(model.trainable_variables)
+    model.scale = tf.Variable(5.0)
+    diagnosis = hs.doctor(model, (X, Y), loss_fn=mse, optimizer=optimizer)
+    stale = only(diagnosis, "stale-in-optimizer")
+    assert [f.path for f in stale] == ["c/scale"]
+    assert "the optimizer" in stale[0].what and "train_function" not in stale[0].what
+
+
+# --- non-float-dtype -----------------------------------------------------------------
+
+
+class Counter(Scaled):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.count = self.add_weight(shape=(), initializer="zeros", dtype="int32", name="count")
+
+
+@pytest.mark.parametrize("style", ["fit", "loop"])
+def test_trainable_integer_variable_is_non_float_dtype(style):
+    model = Counter(name="m")
+    kwargs = {"loss_fn": mse} if style == "loop" else {}
+    diagnosis = hs.doctor(compiled(model) if style == "fit" else model, (X, Y), **kwargs)
+    assert_findings(diagnosis, [("non-float-dtype", "m/count")])
+    assert "trainable=False" in diagnosis.findings[0].fix
+
+
+# --- not-trainable -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("style", ["fit", "loop"])
+def test_user_variable_on_the_loss_path_marked_non_trainable_is_not_trainable(style):
+    model = Scaled(trainable_scale=False, name="m")
+    kwargs = {"loss_fn": mse} if style == "loop" else {}
+    diagnosis = hs.doctor(compiled(model) if style == "fit" else model, (X, Y), **kwargs)
+    assert_findings(diagnosis, [("not-trainable", "m/scale")])
+
+
+def test_frozen_layers_and_keras_own_state_are_not_findings():
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            keras.layers.Dense(4, name="frozen"),
+            keras.layers.BatchNormalization(),
+            keras.layers.Dropout(0.5),
+            keras.layers.Dense(1),
+        ]
+    )
+    model.get_layer("frozen").trainable = False
+    assert hs.doctor(compiled(model), (X, Y)).ok
+
+
+# --- not-in-optimizer ----------------------------------------------------------------
+
+
+def test_variable_left_out_of_the_loops_var_list_is_not_in_optimizer():
+    model = Scaled(name="c")
+    model(X)
+    var_list = model.dense.trainable_variables  # forgot model.scale
+    diagnosis = hs.doctor(model, (X, Y), loss_fn=mse, var_list=var_list)
+    assert_findings(diagnosis, [("not-in-optimizer", "c/scale")])
+    assert "var_list" in diagnosis.findings[0].what
+
+
+def test_layer_unfrozen_after_the_optimizer_was_built_is_not_in_optimizer():
+    model = compiled(
+        keras.Sequential(
+            [keras.Input((3,)), keras.layers.Dense(2, name="a"), keras.layers.Dense(1, name="b")],
+            name="s",
+        )
+    )
+    model.get_layer("a").trainable = False
+    model.fit(X, Y, verbose=0)
+    model.get_layer("a").trainable = True
+    diagnosis = hs.doctor(model, (X, Y))
+    assert_findings(
+        diagnosis, [("not-in-optimizer", "s/a/kernel"), ("not-in-optimizer", "s/a/bias")]
+    )
+    assert "built without it" in diagnosis.findings[0].what
+
+
+# --- unused --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("style", ["fit", "loop"])
+def test_variable_the_loss_never_reads_is_unused(style):
+    model = Scaled(transform=lambda s: 1.0, name="m")
+    kwargs = {"loss_fn": mse} if style == "loop" else {}
+    diagnosis = hs.doctor(compiled(model) if style == "fit" else model, (X, Y), **kwargs)
+    assert_findings(diagnosis, [("unused", "m/scale")])
+    assert "no path" in diagnosis.findings[0].why
+
+
+# --- blocked -------------------------------------------------------------------------
+
+BLOCKERS = {
+    "StopGradient": tf.stop_gradient,
+    "ArgMax": lambda s: tf.cast(tf.argmax(tf.stack([s * 1.0, 1.0 - s])), tf.float32),
+    "Round": tf.round,
+    "Floor": tf.floor,
+    "Ceil": tf.math.ceil,
+    "Sign": tf.sign,
+    "Cast": lambda s: tf.cast(tf.cast(s * 3.0, tf.int32), tf.float32),
+    "Greater": lambda s: tf.where(s > 0.5, 2.0, 1.0),
+    "EagerPyFunc": lambda s: tf.ensure_shape(
+        tf.py_function(lambda v: np.float32(v.numpy() * 2.0), [s], tf.float32), ()
+    ),
+}
+
+
+@pytest.mark.parametrize("op", sorted(BLOCKERS))
+def test_path_through_a_non_differentiable_op_is_blocked_and_names_the_op(op):
+    model = compiled(Scaled(transform=BLOCKERS[op], name="m"))
+    diagnosis = hs.doctor(model, (X, Y))
+    blocked = only(diagnosis, "blocked")
+    assert [f.path for f in blocked] == ["m/scale"]
+    assert f"by {op} (op '" in blocked[0].what
+    assert "test_codes.py:" in blocked[0].what  # the user's source line
+
+
+def test_blocked_in_a_custom_loop_names_the_op_in_the_loss_function():
+    model = Scaled(name="c")
+    model(X)
+
+    def loss_fn(model, batch):
+        x, y = batch
+        return keras.ops.mean((model.dense(x) * tf.round(model.scale) - y) ** 2)
+
+    diagnosis = hs.doctor(model, (X, Y), loss_fn=loss_fn)
+    assert_findings(diagnosis, [("blocked", "c/scale")])
+    assert "Round" in diagnosis.findings[0].what and "loss_fn" not in diagnosis.findings[0].what
+    assert "tf.stop_gradient(tf.round(x) - x)" in diagnosis.findings[0].fix
+
+
+# --- zero-gradient -------------------------------------------------------------------
+
+
+def dead_relu_model(name):
+    return keras.Sequential(
+        [
+            keras.Input((3,)),
+            keras.layers.Dense(
+                4,
+                activation="relu",
+                bias_initializer=keras.initializers.Constant(-100.0),
+                name="dead",
+            ),
+            keras.layers.Dense(1, name="out"),
+        ],
+        name=name,
+    )
+
+
+@pytest.mark.parametrize("style", ["fit", "loop"])
+def test_dead_relu_gives_zero_gradient(style):
+    model = dead_relu_model("m")
+    kwargs = {"loss_fn": mse} if style == "loop" else {}
+    diagnosis = hs.doctor(compiled(model) if style == "fit" else model, (X, Y), **kwargs)
+    assert_findings(
+        diagnosis,
+        [
+            ("zero-gradient", "m/dead/kernel"),
+            ("zero-gradient", "m/dead/bias"),
+            ("zero-gradient", "m/out/kernel"),
+        ],
+    )
+
+
+def test_multiplying_by_zero_gives_zero_gradient_for_the_scale():
+    model = compiled(Scaled(transform=lambda s: s * 0.0, name="m"))
+    codes = {(f.code, f.path) for f in hs.doctor(model, (X, Y)).findings}
+    assert ("zero-gradient", "m/scale") in codes
+
+
+# --- zero-learning-rate --------------------------------------------------------------
+
+
+def test_zero_learning_rate_names_the_optimizers_rate():
+    model = compiled(Scaled(name="m"), keras.optimizers.SGD(learning_rate=0.0, name="sgd_zero"))
+    diagnosis = hs.doctor(model, (X, Y))
+    assert_findings(diagnosis, [("zero-learning-rate", "sgd_zero/learning_rate")])
+    assert "at step 0" in diagnosis.findings[0].what
+
+
+def test_schedule_that_is_zero_now_and_next_step_is_zero_learning_rate_in_a_custom_loop():
+    schedule = keras.optimizers.schedules.PiecewiseConstantDecay([10], [0.0, 0.1])
+    optimizer = keras.optimizers.Adam(schedule)
+    diagnosis = hs.doctor(Scaled(name="c"), (X, Y), loss_fn=mse, optimizer=optimizer)
+    assert diagnosis.codes() == ["zero-learning-rate"]
+
+
+def test_warmup_from_zero_is_not_a_finding():
+    schedule = keras.optimizers.schedules.CosineDecay(0.0, 100, warmup_target=0.1, warmup_steps=10)
+    model = compiled(Scaled(name="m"), keras.optimizers.SGD(schedule))
+    assert hs.doctor(model, (X, Y)).ok
