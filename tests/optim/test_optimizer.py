@@ -235,7 +235,7 @@ def test_invalid_arguments_name_what_was_received() -> None:
     with pytest.raises(InvalidTypeError, match="Received: advance=1"):
         hs.StepOptimizer("sgd", advance=1)
     elsewhere = hs.Hyperparameter(0.1, clock=hs.Clock())
-    with pytest.raises(InvalidArgumentError, match="another clock.*Received: learning_rate="):
+    with pytest.raises(InvalidArgumentError, match=r"another clock.*Received: learning_rate="):
         hs.StepOptimizer("sgd", clock=hs.Clock(), learning_rate=elsewhere)
 
 

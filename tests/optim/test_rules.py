@@ -94,7 +94,9 @@ def test_builtin_rule_matches_keras_over_100_steps_in_a_custom_loop(name: str) -
     theirs = train_loop(keras_optimizer())
     ours = train_loop(hs.StepOptimizer(rule(), **hyperparameters))
     assert_same_weights(ours, theirs)
-    assert not all(np.array_equal(a, b) for a, b in zip(ours, make_model().get_weights()))
+    assert not all(
+        np.array_equal(a, b) for a, b in zip(ours, make_model().get_weights(), strict=True)
+    )
 
 
 @pytest.mark.parametrize(
@@ -191,7 +193,7 @@ def test_first_update_sees_step_zero_and_the_clock_advances_after() -> None:
 def test_values_read_by_attribute_and_by_key() -> None:
     values = hs.rules.Values({"learning_rate": 0.5})
     assert values.learning_rate == values["learning_rate"] == 0.5
-    with pytest.raises(AttributeError, match="'beta_1'.*available ones are \\['learning_rate'\\]"):
+    with pytest.raises(AttributeError, match=r"'beta_1'.*available ones are \['learning_rate'\]"):
         _ = values.beta_1
 
 
@@ -199,14 +201,14 @@ def test_rule_by_name_and_by_class() -> None:
     assert hs.rules.get_rule("AdamW") == hs.rules.AdamW()
     assert hs.rules.get_rule(hs.rules.Lion) == hs.rules.Lion()
     assert hs.rules.get_rule("hyperstep>SGD") == hs.rules.SGD()
-    with pytest.raises(InvalidArgumentError, match="Built-in rules: .*Received: rule='adamax'"):
+    with pytest.raises(InvalidArgumentError, match=r"Built-in rules: .*Received: rule='adamax'"):
         hs.rules.get_rule("adamax")
     with pytest.raises(InvalidTypeError, match="Received: rule=3"):
         hs.rules.get_rule(3)
 
 
 def test_rule_options_are_validated() -> None:
-    with pytest.raises(InvalidTypeError, match="nesterov.*Received: nesterov=1"):
+    with pytest.raises(InvalidTypeError, match=r"nesterov.*Received: nesterov=1"):
         hs.rules.SGD(nesterov=1)  # type: ignore[arg-type]
     with pytest.raises(InvalidTypeError, match="Received: cls=<class 'int'>"):
         hs.rules.register_rule(int)
