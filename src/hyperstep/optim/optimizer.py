@@ -117,6 +117,11 @@ class StepOptimizer(keras.optimizers.Optimizer):
                     "`StepOptimizer(groups=...)` takes `hs.Group` objects. "
                     + received("group", group)
                 )
+        names = [group.name for group in groups]
+        if len(set(names)) != len(names):
+            raise InvalidArgumentError(
+                f"Group names must be unique. Received: groups named {names}."
+            )
         reserved = sorted(_RESERVED & set(rule.hyperparameters))
         if reserved:
             raise InvalidArgumentError(
