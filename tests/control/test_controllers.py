@@ -3,7 +3,9 @@ NaN handling, graph mode, the Keras callback and state that survives fit() and r
 
 from __future__ import annotations
 
+import csv
 import importlib.util
+import itertools
 import math
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,6 @@ import tensorflow as tf
 
 import hyperstep as hs
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError
-from hyperstep.schedules import as_schedule
 
 _spec = importlib.util.spec_from_file_location(
     "plateau_peers", Path(__file__).with_name("plateau_peers.py")
@@ -28,53 +29,8 @@ BASE = 0.1
 SEQUENCES = peers.sequences()
 
 
-# ---- a contract-following double, used until hs.Hyperparameter lands -------------------------
-class _Clock:
-    def __init__(self) -> None:
-        self.step = keras.Variable(0, dtype="int64", trainable=False)
-
-
-class _Hyperparameter:
-    def __init__(self, value: Any, clock: Any = None, name: str | None = None) -> None:
-        self.schedule = as_schedule(value)
-        self.clock = clock or _Clock()
-        self.name = name or "hyperparameter"
-        self.scale = keras.Variable(
-            1.0, dtype="float32", trainable=False, name=f"{self.name}_scale"
-        )
-        self.state: dict[str, Any] = {}
-
-    @property
-    def value(self) -> Any:
-        return self.schedule(self.clock.step) * self.scale
-
-    def at(self, step: Any) -> Any:
-        return self.schedule(step) * self.scale
-
-    def add_state(self, name: str, initial: float, dtype: str = "float32") -> Any:
-        self.state[name] = keras.Variable(initial, dtype=dtype, trainable=False, name=name)
-        return self.state[name]
-
-    @property
-    def variables(self) -> list[Any]:
-        return [self.scale, *self.state.values()]
-
-
-def _real_hyperparameter_landed() -> bool:
-    try:
-        hs.Hyperparameter(0.1)
-    except NotImplementedError:
-        return False
-    return True
-
-
-REAL = _real_hyperparameter_landed()
-
-
 def make_hp(value: Any = BASE, name: str = "learning_rate", clock: Any = None) -> Any:
-    if REAL:
-        return hs.Hyperparameter(value, clock=clock, name=name)
-    return _Hyperparameter(value, clock=clock, name=name)
+    return hs.Hyperparameter(value, clock=clock, name=name)
 
 
 def ours(values: list[float], *, graph: bool = True, **kwargs: Any) -> list[float]:
@@ -384,3 +340,164 @@ def test_repr_shows_the_arguments() -> None:
         "ReduceOnPlateau('learning_rate', monitor='val_loss', factor=0.5"
     )
     assert "compat='torch', rtol=0.0001" in repr(plateau)
+
+
+# ---- in fit(): seed 002, repeated fit() calls, save and restore ------------------------------
+SPE, BATCH = 4, 16
+
+
+def regression_data(seed: int = 0) -> tuple[np.ndarray, ...]:
+    """Train targets a linear map; validation targets are noise, so val_loss plateaus/rises."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(SPE * BATCH, 4)).astype("float32")
+    y = (x @ rng.normal(size=(4, 1))).astype("float32")
+    x_val = rng.normal(size=(32, 4)).astype("float32")
+    y_val = rng.normal(size=(32, 1)).astype("float32")
+    return x, y, x_val, y_val
+
+
+class CountingSequential(keras.Sequential):
+    """Counts how often the train step is traced (a Python side effect runs only then)."""
+
+    traces = 0
+
+    def train_step(self, data: Any) -> Any:
+        self.traces += 1
+        return super().train_step(data)
+
+
+def fit_model(
+    optimizer: Any, callbacks: list[Any], epochs: int, model: Any = None, counting: bool = True
+) -> Any:
+    x, y, x_val, y_val = regression_data()
+    if model is None:
+        keras.utils.set_random_seed(0)
+        cls = CountingSequential if counting else keras.Sequential
+        model = cls([keras.Input((4,)), keras.layers.Dense(1)])
+        model.compile(optimizer=optimizer, loss="mse")
+    history = model.fit(
+        x, y, validation_data=(x_val, y_val), epochs=epochs, batch_size=BATCH,
+        callbacks=callbacks, verbose=0, shuffle=False,
+    )  # fmt: skip
+    return model, history
+
+
+def reference_seed002(
+    val_losses: list[float], *, factor: float, patience: int, cooldown: int, min_delta: float
+) -> tuple[list[float], list[float]]:
+    """Per-step LR ``0.1 * 0.9 ** floor(step / (5 * SPE)) * scale`` and the scale in force
+    during each epoch, the scale changing at epoch ends by the documented default rule."""
+    scale, best, wait, cool = 1.0, math.inf, 0, 0
+    lrs, scales = [], []
+    for epoch, loss in enumerate(val_losses):
+        scales.append(scale)
+        lrs += [0.1 * 0.9 ** ((epoch * SPE + b) // (5 * SPE)) * scale for b in range(SPE)]
+        if loss < best - min_delta:
+            best, wait = loss, 0
+            cool = max(cool - 1, 0)
+        elif cool > 0:
+            cool, wait = cool - 1, 0
+        else:
+            wait += 1
+            if wait >= patience:
+                scale, wait, cool = scale * factor, 0, cooldown
+    return lrs, scales
+
+
+def test_seed002_staircase_exponential_with_plateau_runs_in_fit(tmp_path: Path) -> None:
+    config = {"factor": 0.5, "patience": 2, "cooldown": 1, "min_delta": 1e-3}
+    schedule = hs.schedules.exponential(0.1, 0.9, every=5 * SPE, staircase=True)
+    optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate=schedule)
+    plateau = hs.ReduceOnPlateau(optimizer, monitor="val_loss", **config)
+    log = hs.callbacks.LogHyperparameters(optimizer, csv_path=tmp_path / "hp.csv")
+    epochs = 16
+    model, history = fit_model(optimizer, [log, plateau], epochs)
+    val_losses = history.history["val_loss"]
+    expected, scales = reference_seed002(val_losses, **config)
+    with open(tmp_path / "hp.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["step"]) for r in rows] == list(range(epochs * SPE))
+    np.testing.assert_allclose([float(r["learning_rate"]) for r in rows], expected, rtol=1e-6)
+    assert plateau.reductions == sum(b < a for a, b in itertools.pairwise(scales)) >= 3
+    # History: the value in force at each epoch end (next step's schedule, this epoch's scale)
+    at_end = [0.1 * 0.9 ** ((e + 1) // 5) * s for e, s in enumerate(scales)]
+    np.testing.assert_allclose(history.history["learning_rate"], at_end, rtol=1e-6)
+    assert model.traces == 1
+
+
+def test_keras_reduce_lr_on_plateau_raises_in_the_same_setup() -> None:
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 5 * SPE, 0.9, staircase=True)
+    callback = keras.callbacks.ReduceLROnPlateau(factor=0.5, patience=2, cooldown=1, min_delta=1e-3)
+    with pytest.raises(TypeError, match="not settable"):
+        fit_model(keras.optimizers.SGD(learning_rate=schedule), [callback], epochs=6)
+
+
+def test_state_survives_two_fit_calls_and_the_plateau_fires_across_them() -> None:
+    optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
+    plateau = hs.ReduceOnPlateau(optimizer, factor=0.5, patience=4, min_delta=1e3)
+    model, _ = fit_model(optimizer, [plateau], epochs=3)  # improves once, then 2 bad epochs
+    assert (plateau.wait, plateau.reductions) == (2, 0)
+    _, history = fit_model(optimizer, [plateau], epochs=3, model=model)
+    assert plateau.reductions == 1  # bad epochs 3 and 4 of the run: a reset would give none
+    np.testing.assert_allclose(history.history["learning_rate"], [0.1, 0.1, 0.05], rtol=1e-6)
+
+
+def _drive(plateau: Any, values: list[float]) -> list[float]:
+    out = []
+    for value in values:
+        plateau.update(value)
+        out.append(float(keras.ops.convert_to_numpy(plateau.target.value)))
+    return out
+
+
+def _state(plateau: Any) -> tuple[Any, ...]:
+    scale = float(keras.ops.convert_to_numpy(plateau.target.scale))
+    return plateau.best, plateau.wait, plateau.cooldown_counter, plateau.reductions, scale
+
+
+def test_state_is_restored_by_tf_train_checkpoint(tmp_path: Path) -> None:
+    config = {"factor": 0.5, "patience": 1, "cooldown": 1}
+    values = SEQUENCES["cooldown_improvements"]
+    holder = tf.Module()
+    holder.learning_rate = make_hp()
+    plateau = hs.ReduceOnPlateau(holder.learning_rate, **config)
+    _drive(plateau, values[:9])
+    path = tf.train.Checkpoint(holder=holder).write(str(tmp_path / "ckpt"))
+    saved = _state(plateau)
+    uninterrupted = _drive(plateau, values[9:])
+
+    restored = tf.Module()
+    restored.learning_rate = make_hp()
+    plateau_before = hs.ReduceOnPlateau(restored.learning_rate, **config)
+    tf.train.Checkpoint(holder=restored).read(path).assert_consumed()
+    assert _state(plateau_before) == saved != _state(make_plateau_fresh(config))
+    assert _drive(plateau_before, values[9:]) == uninterrupted
+
+    late = tf.Module()
+    late.learning_rate = make_hp()
+    status = tf.train.Checkpoint(holder=late).read(path)
+    plateau_after = hs.ReduceOnPlateau(late.learning_rate, **config)  # created after restore
+    status.assert_consumed()
+    assert _state(plateau_after) == saved
+    assert _drive(plateau_after, values[9:]) == uninterrupted
+
+
+def make_plateau_fresh(config: dict[str, Any]) -> Any:
+    return hs.ReduceOnPlateau(make_hp(), **config)
+
+
+def test_state_is_saved_with_the_model_and_its_scheduled_optimizer(tmp_path: Path) -> None:
+    config = {"factor": 0.5, "patience": 1, "cooldown": 1, "min_delta": 1e-3}
+    optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
+    plateau = hs.ReduceOnPlateau(optimizer, **config)
+    model, _ = fit_model(optimizer, [plateau], epochs=4, counting=False)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.models.load_model(tmp_path / "model.keras")
+    plateau_loaded = hs.ReduceOnPlateau(loaded.optimizer, **config)
+    assert _state(plateau_loaded) == _state(plateau) and plateau.reductions >= 1
+    _, history = fit_model(optimizer, [plateau], epochs=4, model=model)
+    _, history_loaded = fit_model(loaded.optimizer, [plateau_loaded], epochs=4, model=loaded)
+    np.testing.assert_allclose(
+        history_loaded.history["learning_rate"], history.history["learning_rate"], rtol=1e-6
+    )
+    assert _state(plateau_loaded) == _state(plateau)

@@ -66,6 +66,13 @@ def collect(hyperparameters: Any, owner: str = "LogHyperparameters") -> dict[str
     return found
 
 
+def infer_steps_per_epoch(clock: Any, params: Mapping[str, Any] | None) -> None:
+    """Set ``clock.steps_per_epoch`` from ``fit``'s ``params["steps"]`` if it is not known."""
+    steps = (params or {}).get("steps")
+    if getattr(clock, "steps_per_epoch", 0) is None and isinstance(steps, int) and steps > 0:
+        clock.steps_per_epoch = steps
+
+
 def read_all(hyperparameters: Any) -> dict[str, float]:
     """Return every effective value as a Python float, ``{name: value}``, in one transfer.
 
@@ -200,6 +207,8 @@ class LogHyperparameters(keras.callbacks.Callback):
     # ---- Keras callback -----------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         self._batches = 0
+        for hp in self.hyperparameters.values():
+            infer_steps_per_epoch(hp.clock, self.params)
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch = epoch

@@ -17,6 +17,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from hyperstep.control.callbacks import infer_steps_per_epoch
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 COMPATS = (None, "keras", "torch", "optax")
@@ -320,6 +321,10 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         return self._sign
 
     # ---- Keras callback -------------------------------------------------------------------------
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        """Learn ``steps_per_epoch`` from ``fit`` if the clock lacks it; keep all state."""
+        infer_steps_per_epoch(self.target.clock, self.params)
+
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         logs = logs if logs is not None else {}
         if self.monitor not in logs:
