@@ -53,13 +53,46 @@ def test_tf1_plateau_halves_the_rate_several_times(seed002, plateau):
     assert np.sum(ratios == 0.5) >= 3
 
 
-def test_tf1_plateau_matches_keras_reduce_lr_on_plateau(seed002, data, plateau):
+def test_tf1_plateau_rule_is_keras_reduce_lr_on_plateau(seed002, data, plateau):
     import keras
 
     callback = keras.callbacks.ReduceLROnPlateau(
         factor=seed002.PLATEAU_FACTOR, patience=seed002.PLATEAU_PATIENCE, min_delta=0.0, min_lr=0
     )
-    result = seed002.keras_fit(data, keras.optimizers.SGD(0.1), callbacks=[callback])
+    result = seed002.keras_fit(
+        data, keras.optimizers.SGD(0.1), [callback], epochs=seed002.PLATEAU_EPOCHS
+    )
+    assert_bitwise_equal(result.learning_rates, plateau.learning_rates)
+    assert_bitwise_equal(result.kernel, plateau.kernel)
+    assert_bitwise_equal(result.bias, plateau.bias)
+
+
+def test_hs_expression_decay_matches_tf1_bit_for_bit(seed002, data, step_decay):
+    # "0.1 * 0.9 ** floor(epoch / 5)" computes float32 0.1 * 0.9 ** k, which equals the seed's
+    # repeated float32 multiplication for every k used here (k <= 5).
+    result = seed002.hs_step_decay(data, form="expression")
+    assert_bitwise_equal(result.learning_rates, step_decay.learning_rates)
+    assert_bitwise_equal(result.kernel, step_decay.kernel)
+    assert_bitwise_equal(result.bias, step_decay.bias)
+
+
+def test_hs_exponential_decay_matches_tf1_to_float32_rounding(seed002, data, step_decay):
+    # Not bit for bit, by design of `hs.schedules.exponential`: it computes
+    # float32(0.1) * 0.9 ** k with a correction for the float32 rounding of 0.9
+    # (`exp(k * log(0.9 / float32(0.9)))`), while the seed's loop (and Keras's
+    # ExponentialDecay) multiply by float32(0.9) k times, accumulating that rounding. They
+    # agree for k <= 2 (epochs 0-14) and differ by one or two ulps for k = 3, 4, 5; those
+    # learning rates then move the weights by a few float32 roundings.
+    result = seed002.hs_step_decay(data, form="schedule")
+    first = 3 * seed002.DECAY_EPOCHS
+    assert_bitwise_equal(result.learning_rates[:first], step_decay.learning_rates[:first])
+    np.testing.assert_array_max_ulp(result.learning_rates, step_decay.learning_rates, maxulp=2)
+    np.testing.assert_allclose(result.kernel, step_decay.kernel, rtol=2e-6, atol=0)
+    np.testing.assert_allclose(result.bias, step_decay.bias, rtol=2e-6, atol=0)
+
+
+def test_hs_reduce_on_plateau_matches_tf1_bit_for_bit(seed002, data, plateau):
+    result = seed002.hs_plateau(data)
     assert_bitwise_equal(result.learning_rates, plateau.learning_rates)
     assert_bitwise_equal(result.kernel, plateau.kernel)
     assert_bitwise_equal(result.bias, plateau.bias)
