@@ -1,0 +1,218 @@
+"""hs.scheduled against Keras's own optimizers: bit-identical constants, per-step references."""
+
+import contextlib
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hyperstep as hs
+from hyperstep.schedules.base import Step
+
+K = keras.optimizers
+X = np.random.default_rng(0).normal(size=(16, 4)).astype("float32")
+Y = np.random.default_rng(1).normal(size=(16, 2)).astype("float32")
+
+#: every optimizer in keras.optimizers (except the wrappers), with settings that exercise
+#: its optional branches (momentum, nesterov, centered, amsgrad, clipping, EMA, accumulation)
+OPTIMIZERS = {
+    "SGD": lambda: K.SGD(0.1),
+    "SGD-momentum-nesterov": lambda: K.SGD(0.1, momentum=0.9, nesterov=True),
+    "RMSprop": lambda: K.RMSprop(),
+    "RMSprop-momentum-centered": lambda: K.RMSprop(momentum=0.5, centered=True),
+    "Adam": lambda: K.Adam(),
+    "Adam-amsgrad-decay": lambda: K.Adam(amsgrad=True, weight_decay=0.01),
+    "AdamW": lambda: K.AdamW(),
+    "Adamax": lambda: K.Adamax(),
+    "Nadam": lambda: K.Nadam(),
+    "Adagrad": lambda: K.Adagrad(),
+    "Adadelta": lambda: K.Adadelta(),
+    "Ftrl": lambda: K.Ftrl(
+        l1_regularization_strength=0.01,
+        l2_regularization_strength=0.01,
+        l2_shrinkage_regularization_strength=0.01,
+        beta=0.1,
+    ),
+    "Lion": lambda: K.Lion(),
+    "Lamb": lambda: K.Lamb(),
+    "Muon": lambda: K.Muon(),
+    "Adafactor": lambda: K.Adafactor(),
+    "ScheduleFreeAdamW": lambda: K.ScheduleFreeAdamW(),
+    "Adam-clipnorm": lambda: K.Adam(clipnorm=0.1),
+    "Adam-global-clipnorm": lambda: K.Adam(global_clipnorm=0.1),
+    "SGD-clipvalue": lambda: K.SGD(clipvalue=0.01),
+    "Adam-ema": lambda: K.Adam(use_ema=True, ema_overwrite_frequency=2),
+    "Adam-accumulation": lambda: K.Adam(gradient_accumulation_steps=2),
+}
+
+#: for each optimizer, one hyperparameter besides the learning rate to put on a schedule
+SCHEDULED = {
+    "SGD-momentum-nesterov": "momentum",
+    "RMSprop-momentum-centered": "rho",
+    "Adam": "beta_1",
+    "AdamW": "weight_decay",
+    "Adamax": "beta_2",
+    "Nadam": "beta_1",
+    "Adagrad": "epsilon",
+    "Adadelta": "rho",
+    "Ftrl": "l2_regularization_strength",
+    "Lion": "beta_1",
+    "Lamb": "beta_2",
+    "Muon": "momentum",
+    "Adafactor": "clip_threshold",
+    "ScheduleFreeAdamW": "beta_2",
+}
+
+
+def test_the_optimizer_table_covers_every_keras_optimizer():
+    names = {
+        n
+        for n in dir(K)
+        if isinstance(getattr(K, n), type) and issubclass(getattr(K, n), K.Optimizer)
+    }
+    covered = {key.split("-")[0] for key in OPTIMIZERS}
+    assert names - covered == {"Optimizer", "LossScaleOptimizer", "MultiOptimizer"}
+
+
+def _model():
+    keras.utils.set_random_seed(0)
+    return keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(3, activation="tanh"), keras.layers.Dense(2)]
+    )
+
+
+def _train(optimizer, steps, compiled, before_step=None):
+    model = _model()
+    optimizer.build(model.trainable_variables)  # slots created eagerly, outside any trace
+
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(X) - Y))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply(grads, model.trainable_variables)
+
+    run = tf.function(step) if compiled else step
+    for i in range(steps):
+        if before_step is not None:
+            before_step(i)
+        run()
+    return [v.numpy() for v in model.trainable_variables]
+
+
+@contextlib.contextmanager
+def _no_arithmetic_rewrites():
+    # Grappler rewrites Keras's constant expressions (pow(x, 0.5) -> sqrt(x), x / c ->
+    # x * (1 / c)) when they are Python floats, but not when they are read from variables.
+    tf.config.optimizer.set_experimental_options({"arithmetic_optimization": False})
+    try:
+        yield
+    finally:
+        tf.config.optimizer.set_experimental_options({"arithmetic_optimization": True})
+
+
+#: the optimizers also checked inside tf.function (tracing is slow; eager covers all)
+COMPILED = ["SGD-momentum-nesterov", "AdamW", "Nadam", "Ftrl", "Adam-ema", "Adam-accumulation"]
+CASES = [(name, False) for name in OPTIMIZERS] + [(name, True) for name in COMPILED]
+
+
+@pytest.mark.parametrize(("name", "compiled"), CASES)
+def test_constant_values_give_bit_identical_weights(name, compiled):
+    make = OPTIMIZERS[name]
+    with _no_arithmetic_rewrites():
+        expected = _train(make(), 5, compiled)
+        actual = _train(hs.scheduled(make()), 5, compiled)
+    for a, e in zip(actual, expected, strict=True):
+        np.testing.assert_array_equal(a, e)
+
+
+def _schedules(name, optimizer):
+    other = SCHEDULED[name]
+    initial = float(optimizer.get_config()[other])
+    lr = float(optimizer.get_config()["learning_rate"])
+    return {
+        "learning_rate": lr * 0.7 ** (Step() / 2),
+        other: initial * (1 - Step() / 20),
+    }
+
+
+@pytest.mark.parametrize("name", list(SCHEDULED))
+def test_schedules_match_setting_the_plain_optimizer_before_each_step(name):
+    make = OPTIMIZERS[name]
+    schedules = _schedules(name, make())
+    reference = make()
+
+    def set_values(step):
+        for key, schedule in schedules.items():
+            setattr(reference, key, float(schedule(step)))
+
+    expected = _train(reference, 6, compiled=False, before_step=set_values)
+    actual = _train(hs.scheduled(make(), **schedules), 6, compiled=False)
+    for a, e in zip(actual, expected, strict=True):
+        np.testing.assert_array_equal(a, e)
+    if name in ("AdamW", "Nadam", "SGD-momentum-nesterov"):  # and traced, for a few
+        with _no_arithmetic_rewrites():
+            compiled = _train(hs.scheduled(make(), **schedules), 6, compiled=True)
+        for a, e in zip(compiled, expected, strict=True):
+            np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-7)
+
+
+def test_hyperparameters_lists_every_numeric_one_and_keeps_unset_features_off():
+    opt = hs.scheduled(K.Adam(beta_1=0.8))
+    assert set(opt.hyperparameters) == {
+        "learning_rate",
+        "beta_1",
+        "beta_2",
+        "epsilon",
+        "ema_momentum",
+    }
+    assert opt.weight_decay is None and opt.clipnorm is None
+    assert float(opt.beta_1) == pytest.approx(0.8)
+    decayed = hs.scheduled(K.Adam(), weight_decay=0.01)
+    assert "weight_decay" in decayed.hyperparameters
+    assert isinstance(decayed.hyperparameters["weight_decay"], hs.Hyperparameter)
+
+
+def test_values_at_step_t_are_used_before_the_clock_advances():
+    # SGD without momentum: w_{t+1} = w_t - lr(t) * g_t, and lr(t) = t + 1 is exact in float32
+    opt = hs.scheduled(K.SGD(), learning_rate=Step() + 1.0)
+    w = keras.Variable(np.zeros(3, "float32"))
+    seen = []
+    for _ in range(4):
+        before = w.numpy().copy()
+        opt.apply([tf.ones(3)], [w])
+        seen.append(float(before[0] - w.numpy()[0]))
+    assert seen == [1.0, 2.0, 3.0, 4.0]
+    assert int(opt.clock.step) == 4
+
+
+def test_setting_attributes_overrides_the_hyperparameter():
+    opt = hs.scheduled(K.Adam(), learning_rate=0.01 * 0.5 ** (Step() / 10))
+    opt.learning_rate = 0.5
+    opt.beta_1 = 0.25
+    assert bool(opt.hyperparameters["learning_rate"].is_set)
+    assert float(opt.learning_rate) == 0.5 and float(opt.beta_1) == 0.25
+
+
+def test_learning_rate_from_a_keras_schedule_on_the_wrapped_optimizer_is_kept():
+    keras_schedule = K.schedules.ExponentialDecay(0.1, decay_steps=10, decay_rate=0.5)
+    opt = hs.scheduled(K.SGD(learning_rate=keras_schedule))
+    steps = np.array([0, 5, 10, 33])
+    np.testing.assert_allclose(
+        opt.hyperparameters["learning_rate"].at(steps),
+        [float(keras_schedule(s)) for s in steps],
+        rtol=1e-6,
+    )
+
+
+def test_families_and_expressions_are_accepted():
+    opt = hs.scheduled(
+        K.AdamW(),
+        learning_rate=hs.schedules.warmup(hs.schedules.cosine(1e-3, steps=100), steps=10),
+        weight_decay=hs.schedules.linear(0.0, 0.05, steps=100),
+        beta_1="0.95 - 0.1 * min(step / 100, 1)",
+    )
+    hps = opt.hyperparameters
+    np.testing.assert_allclose(float(hps["weight_decay"].at(50)), 0.025, rtol=1e-6)
+    np.testing.assert_allclose(float(hps["beta_1"].at(50)), 0.9, rtol=1e-6)
+    np.testing.assert_allclose(float(hps["learning_rate"].at(10)), 1e-3, rtol=1e-6)

@@ -1,0 +1,119 @@
+"""Tests for hs.Clock: the step variable, epochs, ownership and saving."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hyperstep as hs
+
+
+def test_clock_starts_at_zero_and_advance_adds_one():
+    clock = hs.Clock()
+    assert int(clock.step) == 0
+    for expected in range(1, 6):
+        clock.advance()
+        assert int(clock.step) == expected
+
+
+def test_step_variable_is_int64_non_trainable_first_replica_only():
+    clock = hs.Clock()
+    assert clock.step.dtype == "int64"
+    assert not clock.step.trainable
+    assert clock.step.aggregation == "only_first_replica"
+    assert clock.variables == [clock.step]
+
+
+def test_epoch_is_step_floor_divided_by_steps_per_epoch():
+    clock = hs.Clock(steps_per_epoch=7)
+    for step in [0, 6, 7, 8, 69, 70, 1000]:
+        clock.step.assign(step)
+        assert int(clock.epoch) == np.floor_divide(step, 7)
+
+
+def test_epoch_without_steps_per_epoch_names_the_argument():
+    with pytest.raises(ValueError, match=r"steps_per_epoch.*Received: steps_per_epoch=None"):
+        _ = hs.Clock().epoch
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5])
+def test_invalid_steps_per_epoch_is_rejected_at_construction(bad):
+    with pytest.raises(ValueError, match=rf"steps_per_epoch.*Received: steps_per_epoch={bad}"):
+        hs.Clock(steps_per_epoch=bad)
+
+
+def test_steps_per_epoch_can_be_set_once():
+    clock = hs.Clock()
+    clock.steps_per_epoch = 10
+    clock.steps_per_epoch = 10  # the same value again is fine (fit() called twice)
+    clock.step.assign(25)
+    assert int(clock.epoch) == 2
+    with pytest.raises(ValueError, match=r"cannot change.*Received: steps_per_epoch=20"):
+        clock.steps_per_epoch = 20
+
+
+def test_advance_inside_tf_function_counts_every_call():
+    clock = hs.Clock()
+    advance = tf.function(clock.advance)
+    for _ in range(10):
+        advance()
+    assert int(clock.step) == 10
+    assert advance.experimental_get_tracing_count() == 1
+
+
+def test_config_round_trips_through_json():
+    clock = hs.Clock(steps_per_epoch=12, name="train_clock")
+    config = json.loads(json.dumps(keras.saving.serialize_keras_object(clock)))
+    restored = keras.saving.deserialize_keras_object(config)
+    assert isinstance(restored, hs.Clock)
+    assert (restored.steps_per_epoch, restored.name) == (12, "train_clock")
+    assert repr(restored) == "Clock(steps_per_epoch=12, name='train_clock')"
+
+
+class _WithClock(keras.Model):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = keras.layers.Dense(2)
+        self.clock = hs.Clock(steps_per_epoch=5)
+
+    def call(self, x):
+        return self.dense(x)
+
+
+def _model_with_clock_at(step):
+    model = _WithClock()
+    model(np.zeros((1, 3), "float32"))
+    model.clock.step.assign(step)
+    return model
+
+
+def test_clock_attached_to_a_model_is_saved_by_save_weights(tmp_path):
+    model = _model_with_clock_at(37)
+    model.save_weights(tmp_path / "m.weights.h5")
+    other = _model_with_clock_at(0)
+    other.load_weights(tmp_path / "m.weights.h5")
+    assert int(other.clock.step) == 37
+
+
+def test_clock_attached_to_a_model_is_saved_by_tf_checkpoint(tmp_path):
+    model = _model_with_clock_at(41)
+    path = tf.train.Checkpoint(model=model).save(str(tmp_path / "ckpt"))
+    other = _model_with_clock_at(0)
+    tf.train.Checkpoint(model=other).restore(path).assert_existing_objects_matched()
+    assert int(other.clock.step) == 41
+
+
+def test_claim_gives_the_clock_to_the_first_claimant_only():
+    clock = hs.Clock()
+    first, second = object.__new__(_Owner), object.__new__(_Owner)
+    assert clock.claim(first, None) is True
+    assert clock.claim(second, None) is False
+    assert clock.claim(first, None) is True
+    with pytest.raises(ValueError, match=r"already advanced.*Received: advance=True"):
+        clock.claim(second, True)
+
+
+class _Owner:
+    pass
