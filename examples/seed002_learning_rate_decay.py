@@ -244,11 +244,18 @@ def hs_plateau(data: Data) -> Result:
     return keras_fit(data, optimizer, [plateau], read, epochs=PLATEAU_EPOCHS)
 
 
+def _same(a: Result, b: Result) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
 if __name__ == "__main__":
     data = make_data()
-    pairs = [("step decay", tf1_step_decay, hs_step_decay), ("plateau", tf1_plateau, hs_plateau)]
-    for name, old, new in pairs:
-        a, b = old(data), new(data)
-        same = all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
-        print(f"{name}: learning rates by epoch {np.unique(a.learning_rates)[::-1]}")
-        print(f"{name}: TF1 and hyperstep agree bit for bit: {same}")
+    old = tf1_step_decay(data)
+    print(f"step decay, learning rates by epoch: {np.unique(old.learning_rates)[::-1]}")
+    expression, schedule = hs_step_decay(data, "expression"), hs_step_decay(data, "schedule")
+    print(f"  TF1 == hs expression {EXPRESSION!r}, bit for bit: {_same(old, expression)}")
+    gap = np.max(np.abs(schedule.kernel - old.kernel) / np.abs(old.kernel))
+    print(f"  TF1 vs hs.schedules.exponential: kernel relative difference {gap:.1e}")
+    old, new = tf1_plateau(data), hs_plateau(data)
+    print(f"plateau, learning rates by epoch: {np.unique(old.learning_rates)[::-1]}")
+    print(f"  TF1 == hs.ReduceOnPlateau, bit for bit: {_same(old, new)}")

@@ -87,8 +87,8 @@ def test_hs_exponential_decay_matches_tf1_to_float32_rounding(seed002, data, ste
     first = 3 * seed002.DECAY_EPOCHS
     assert_bitwise_equal(result.learning_rates[:first], step_decay.learning_rates[:first])
     np.testing.assert_array_max_ulp(result.learning_rates, step_decay.learning_rates, maxulp=2)
-    np.testing.assert_allclose(result.kernel, step_decay.kernel, rtol=2e-6, atol=0)
-    np.testing.assert_allclose(result.bias, step_decay.bias, rtol=2e-6, atol=0)
+    np.testing.assert_allclose(result.kernel, step_decay.kernel, rtol=1e-6, atol=0)
+    np.testing.assert_allclose(result.bias, step_decay.bias, rtol=1e-6, atol=0)
 
 
 def test_hs_reduce_on_plateau_matches_tf1_bit_for_bit(seed002, data, plateau):
