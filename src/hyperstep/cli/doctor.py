@@ -129,9 +129,9 @@ def arguments(returned: Any, target: str = "FUNCTION") -> dict[str, Any]:
                     "be a Keras optimizer or a loss function loss_fn(model, batch)"
                 )
         return found
-    shape = f"a {type(returned).__name__}"
+    shape = f"{type(returned).__name__} {returned!r}"[:80]
     if isinstance(returned, (tuple, list)):
-        shape += f" of length {len(returned)}"
+        shape = f"a {type(returned).__name__} of length {len(returned)}"
     raise UsageError(f"{target} returned {shape}; it must return {_SHAPES}")
 
 

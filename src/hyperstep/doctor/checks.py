@@ -19,7 +19,10 @@ The rules, all from evidence:
 * ``unused`` / ``blocked``: no gradient; the traced graph has no path from the variable to
   the loss, or every path stops at a non-differentiable op (named, with the source line).
 * ``zero-gradient``: the gradient exists and is exactly zero on the batch, and the graph
-  shows a differentiable path (else the variable is ``blocked``, e.g. by ``Sign``).
+  shows a differentiable path (else the variable is ``blocked``, e.g. by ``Sign``) that
+  does not pass through a normalization (every path through the centred input of a
+  BatchNormalization in training mode makes a shift's gradient zero by design: the beta of
+  a BatchNormalization followed by a linear layer and another BatchNormalization).
 * ``zero-learning-rate``: ``optimizer.learning_rate`` is 0 at the current step and, for a
   schedule, at the next step too (a warmup that starts at 0 is not a finding).
 """
@@ -335,6 +338,9 @@ def check_zero_gradient(facts: Facts) -> Found:
             continue
         path = facts.path(fact.variable)
         if path is not None and path.kind != "open":
+            continue
+        graph = facts.graph()
+        if graph is not None and graph.normalized(fact.variable):
             continue
         found.append(
             (

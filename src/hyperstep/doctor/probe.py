@@ -373,6 +373,38 @@ class GraphFacts:
             reach.add(op)
             stack.extend(t.op for t in op.inputs)
         self._reaches_loss = reach
+        # tensors that a batch/layer normalization centres (inputs of tf.nn.moments)
+        self._normalized = {
+            op.inputs[0].ref()
+            for op in graph.get_operations()
+            if op.type == "Mean" and op.name.endswith("moments/mean")
+        }
+
+    def normalized(self, variable: Any) -> bool:
+        """Whether every differentiable path from the variable to the loss passes through a
+        tensor that a normalization centres (the inputs of ``moments``).
+
+        A zero gradient there is the normalization's invariance (a per-channel shift before
+        BatchNormalization in training mode cancels), not a defect.
+        """
+        placeholder = self._captures.get(id(underlying(variable).handle))
+        if placeholder is None:
+            return False
+        seen: set[Any] = set()
+        stack = [placeholder]
+        while stack:
+            tensor = stack.pop()
+            if tensor.ref() in self._normalized:
+                continue
+            for op in tensor.consumers():
+                if op in seen or op not in self._reaches_loss:
+                    continue
+                seen.add(op)
+                if op is self._loss_op:
+                    return False
+                if not _stops_gradient(op, False):
+                    stack.extend(out for out in op.outputs if _carries_gradient(out))
+        return True
 
     def path(self, variable: Any, opaque: bool = False) -> PathFact:
         """Classify the variable's paths to the loss (see :class:`PathFact`).
@@ -548,14 +580,19 @@ class Facts:
     _graph: GraphFacts | None = None
     trace_error: str | None = None
 
-    def path(self, variable: Any, opaque: bool = False) -> PathFact | None:
-        """The variable's paths to the loss in the traced graph (``None`` if tracing failed)."""
+    def graph(self) -> GraphFacts | None:
+        """The traced loss, traced on first use (``None`` if tracing failed)."""
         if self._graph is None and self.trace_error is None:
             try:
                 self._graph = GraphFacts(self.compute, self.batch)
             except Exception as error:  # the eager pass worked; a graph is a bonus
                 self.trace_error = f"{type(error).__name__}: {error}"
-        return None if self._graph is None else self._graph.path(variable, opaque)
+        return self._graph
+
+    def path(self, variable: Any, opaque: bool = False) -> PathFact | None:
+        """The variable's paths to the loss in the traced graph (``None`` if tracing failed)."""
+        graph = self.graph()
+        return None if graph is None else graph.path(variable, opaque)
 
 
 def _owners(model: Any) -> dict[int, Any]:

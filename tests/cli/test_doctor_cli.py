@@ -1,0 +1,124 @@
+"""`hyperstep doctor MODULE:FUNCTION [--json]`: exit 0 healthy, 1 findings, 2 usage errors."""
+
+import json
+import textwrap
+
+import pytest
+
+from hyperstep.cli.main import main
+
+TARGET = textwrap.dedent(
+    """
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    X, Y = np.ones((4, 3), "float32"), np.zeros((4, 1), "float32")
+
+
+    def dense():
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)], name="s")
+        model.compile(optimizer="sgd", loss="mse")
+        return model
+
+
+    class RawScale(keras.Model):
+        def __init__(self):
+            super().__init__(name="m")
+            self.dense = keras.layers.Dense(1)
+            self.scale = tf.Variable(2.0)
+
+        def call(self, x):
+            return self.dense(x) * self.scale
+
+
+    def healthy():
+        return dense(), (X, Y)
+
+
+    def broken():
+        model = RawScale()
+        model.compile(optimizer="sgd", loss="mse")
+        return model, (X, Y)
+
+
+    def with_optimizer():
+        return dense(), (X, Y), keras.optimizers.SGD(learning_rate=0.0)
+
+
+    def as_dict():
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        return {"model": model, "data": (X, Y),
+                "loss_fn": lambda m, b: keras.ops.mean((m(b[0]) - b[1]) ** 2)}
+
+
+    def not_compiled():
+        return keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)]), (X, Y)
+
+
+    def wrong():
+        return 42
+
+
+    def raises():
+        raise RuntimeError("no data here")
+
+
+    CONSTANT = 3
+    """
+)
+
+
+@pytest.fixture
+def target(tmp_path, monkeypatch):
+    (tmp_path / "doctor_target.py").write_text(TARGET)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path / "doctor_target.py"
+
+
+def test_healthy_model_exits_0_and_prints_no_findings(target, capsys):
+    assert main(["doctor", "doctor_target:healthy"]) == 0
+    assert "no findings" in capsys.readouterr().out
+
+
+def test_findings_exit_1_with_the_table(target, capsys):
+    assert main(["doctor", "doctor_target:broken"]) == 1
+    out = capsys.readouterr().out
+    assert "m/scale" in out and "untracked" in out and "self.add_weight(" in out
+
+
+def test_json_output_is_the_diagnosis_dict(target, capsys):
+    assert main(["doctor", f"{target}:broken", "--json"]) == 1  # a file path works too
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False
+    assert [(f["code"], f["path"]) for f in data["findings"]] == [("untracked", "m/scale")]
+    assert set(data["findings"][0]) == {"path", "code", "what", "why", "fix"}
+
+
+def test_third_item_optimizer_and_dict_form_are_accepted(target, capsys):
+    assert main(["doctor", "doctor_target:with_optimizer", "--json"]) == 1
+    codes = [f["code"] for f in json.loads(capsys.readouterr().out)["findings"]]
+    assert codes == ["zero-learning-rate"]
+    assert main(["doctor", "doctor_target:as_dict"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        ("doctor_target", "expected MODULE:FUNCTION"),
+        ("no_such_module_xyz:f", "could not import 'no_such_module_xyz': ModuleNotFoundError"),
+        ("missing.py:f", "no such file: 'missing.py'"),
+        ("doctor_target:nothing", "has no attribute 'nothing'"),
+        ("doctor_target:CONSTANT", "is not a function: it is a int"),
+        ("doctor_target:wrong", "returned int 42; it must return (model, batch)"),
+        ("doctor_target:raises", "raised RuntimeError: no data here"),
+        ("doctor_target:not_compiled", "needs a loss"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_message_and_no_traceback(target, capsys, argument, message):
+    assert main(["doctor", argument]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err
+    assert captured.err.startswith("hyperstep doctor: error:")
+    assert "Traceback" not in captured.err and captured.out == ""

@@ -1,0 +1,159 @@
+"""No false alarms on healthy models, and the doctor changes no state at all."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hyperstep as hs
+
+
+def images(n, size, classes=10):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, size, size, 3)).astype("float32")
+    return x, (np.arange(n) % classes).astype("int32")
+
+
+@pytest.fixture(scope="module")
+def resnet50():
+    model = keras.applications.ResNet50(weights=None, input_shape=(32, 32, 3), classes=10)
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    return model
+
+
+def test_resnet50_has_no_findings(resnet50):
+    diagnosis = hs.doctor(resnet50, images(2, 32))
+    assert diagnosis.ok, str(diagnosis)
+    assert diagnosis.variables == len(resnet50.variables)
+
+
+def test_mobilenet_v2_has_no_findings():
+    model = keras.applications.MobileNetV2(
+        weights=None, input_shape=(32, 32, 3), classes=10, alpha=0.35
+    )
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    assert hs.doctor(model, images(2, 32)).ok
+
+
+def transformer_block(name="block"):
+    inputs = keras.Input((6, 8))
+    attended = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)(inputs, inputs)
+    x = keras.layers.LayerNormalization()(inputs + attended)
+    hidden = keras.layers.Dense(16, activation="gelu")(x)
+    x = keras.layers.LayerNormalization()(x + keras.layers.Dense(8)(hidden))
+    outputs = keras.layers.Dense(1)(keras.layers.GlobalAveragePooling1D()(x))
+    return keras.Model(inputs, outputs, name=name)
+
+
+def test_transformer_block_has_no_findings_in_fit_and_in_a_custom_loop():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(4, 6, 8)).astype("float32")
+    y = rng.normal(size=(4, 1)).astype("float32")
+    model = transformer_block()
+    model.compile(optimizer="adamw", loss="mse")
+    assert hs.doctor(model, (x, y)).ok
+
+    def loss_fn(model, batch):
+        features, target = batch
+        return keras.ops.mean((model(features, training=True) - target) ** 2)
+
+    loop = transformer_block("loop")
+    assert hs.doctor(loop, (x, y), loss_fn=loss_fn, var_list=loop.trainable_variables).ok
+
+
+def test_gan_pair_each_with_its_own_loss_has_no_findings():
+    generator = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(2)],
+        name="generator",
+    )
+    discriminator = keras.Sequential(
+        [keras.Input((2,)), keras.layers.Dense(8, activation="leaky_relu"), keras.layers.Dense(1)],
+        name="discriminator",
+    )
+    bce = keras.losses.BinaryCrossentropy(from_logits=True)
+    rng = np.random.default_rng(2)
+    noise = rng.normal(size=(8, 4)).astype("float32")
+    real = rng.normal(size=(8, 2)).astype("float32")
+    g_opt, d_opt = keras.optimizers.Adam(1e-3), keras.optimizers.Adam(1e-3)
+
+    def generator_loss(g, z):
+        fake_logits = discriminator(g(z, training=True), training=True)
+        return bce(tf.ones_like(fake_logits), fake_logits)
+
+    def discriminator_loss(d, batch):
+        z, x = batch
+        real_logits, fake_logits = d(x, training=True), d(generator(z), training=True)
+        return bce(tf.ones_like(real_logits), real_logits) + bce(
+            tf.zeros_like(fake_logits), fake_logits
+        )
+
+    g = hs.doctor(
+        generator,
+        noise,
+        loss_fn=generator_loss,
+        optimizer=g_opt,
+        var_list=generator.trainable_variables,
+    )
+    d = hs.doctor(
+        discriminator,
+        (noise, real),
+        loss_fn=discriminator_loss,
+        optimizer=d_opt,
+        var_list=discriminator.trainable_variables,
+    )
+    assert g.ok, str(g)
+    assert d.ok, str(d)
+
+
+def bn_model():
+    return keras.Sequential(
+        [
+            keras.Input((5,)),
+            keras.layers.Dense(8),
+            keras.layers.BatchNormalization(),
+            keras.layers.Activation("relu"),
+            keras.layers.Dropout(0.3),
+            keras.layers.Dense(1),
+        ],
+        name="bn",
+    )
+
+
+def test_batch_normalization_statistics_are_not_flagged():
+    model = bn_model()
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.random.default_rng(3).normal(size=(8, 5)).astype("float32")
+    diagnosis = hs.doctor(model, (x, np.ones((8, 1), "float32")))
+    assert diagnosis.ok, str(diagnosis)
+
+
+def state(model, optimizer):
+    variables = [*model.variables, *model.metrics_variables, *optimizer.variables]
+    return {id(v): (v.path, keras.ops.convert_to_numpy(v).tobytes()) for v in variables}
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_doctor_changes_no_variable_and_no_optimizer_state(broken):
+    model = bn_model()
+    optimizer = keras.optimizers.Adam(1e-2)
+    model.compile(optimizer=optimizer, loss="mse")
+    x = np.random.default_rng(4).normal(size=(8, 5)).astype("float32")
+    y = np.ones((8, 1), "float32")
+    model.fit(x, y, verbose=0)  # builds the optimizer: moments, iterations are non-zero
+    if broken:  # rebinding adds an untracked variable and a trace of the loss graph
+        model.get_layer(index=0).extra = tf.Variable(1.0)
+        model.get_layer(index=0).trainable = False
+    before = state(model, optimizer)
+    diagnosis = hs.doctor(model, (x, y))
+    assert diagnosis.ok is not broken
+    assert state(model, optimizer) == before
+
+
+def test_unbuilt_model_is_built_without_changing_its_initial_values():
+    model = bn_model()
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.random.default_rng(5).normal(size=(8, 5)).astype("float32")
+    diagnosis = hs.doctor(model, (x, np.ones((8, 1), "float32")))
+    assert diagnosis.ok
+    moving = model.layers[1].moving_mean
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(moving), np.zeros(8))
