@@ -1,0 +1,218 @@
+"""StepOptimizer with the Adam rule against keras.optimizers.Adam: time per update.
+
+CPU (default): 10M parameters in several variables, with and without ``jit_compile``,
+interleaved repeats; prints min/median/max step times, the ratio ours / Keras (target
+<= 1.05) and the achieved bytes/s against the machine's memory bandwidth measured with a
+numpy copy of a large array.
+
+GPU (``--gpu``): 100M parameters on the first GPU; prints the GPU's name and the achieved
+fraction of its peak memory bandwidth (target >= 70%), the peak taken from a table of known
+GPUs or, for an unknown one, measured by a large device-to-device copy.
+
+An Adam update reads the gradient, the variable and two slots and writes the variable and
+two slots: at least 7 * 4 bytes per float32 parameter. Bytes/s below counts that minimum.
+
+Usage: python benchmarks/update_rules.py [--gpu] [--repeats N] [--steps N] [--params N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import hyperstep as hs
+
+BYTES_PER_PARAMETER = 7 * 4  # Adam: read g, w, m, v; write w, m, v (float32)
+
+#: peak memory bandwidth (bytes/s) of known GPUs, matched by substring of the device name
+PEAK_BANDWIDTH = [
+    ("H200", 4.8e12),
+    ("H100 NVL", 3.9e12),
+    ("H100 PCIe", 2.0e12),
+    ("H100", 3.35e12),  # SXM
+    ("GH200", 4.0e12),
+    ("B200", 8.0e12),
+    ("A100-SXM4-80GB", 2.039e12),
+    ("A100 80GB PCIe", 1.935e12),
+    ("A100", 1.555e12),  # 40GB
+    ("L40S", 0.864e12),
+    ("L40", 0.864e12),
+    ("L4", 0.3e12),
+    ("A10G", 0.6e12),
+    ("A10", 0.6e12),
+    ("V100", 0.9e12),
+    ("T4", 0.32e12),
+    ("RTX 4090", 1.008e12),
+    ("RTX 3090", 0.936e12),
+]
+
+
+def shapes_for(parameters: int) -> list[tuple[int, ...]]:
+    """Five variables of unequal sizes (40%, 30%, 20%, 9.99%, the rest): ``parameters`` in all."""
+    sizes = [int(parameters * f) for f in (0.4, 0.3, 0.2, 0.0999)]
+    sizes.append(parameters - sum(sizes))
+    return [(size // 1000, 1000) if size % 1000 == 0 else (size,) for size in sizes]
+
+
+def make_variant(name: str, shapes: list[tuple[int, ...]], jit_compile: bool) -> tuple:  # type: ignore[type-arg]
+    # created by ops under the caller's tf.device, so they live on that device (a tf.constant
+    # made from numpy would stay in host memory and be copied to the GPU at every step)
+    variables = [
+        keras.Variable(tf.random.stateless_normal(s, seed=[0, i])) for i, s in enumerate(shapes)
+    ]
+    grads = [tf.random.stateless_normal(s, seed=[1, i]) * 1e-2 for i, s in enumerate(shapes)]
+    if name == "keras":
+        optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+    else:
+        optimizer = hs.StepOptimizer(hs.rules.Adam(), learning_rate=1e-3)
+    optimizer.build(variables)
+
+    @tf.function(jit_compile=jit_compile)
+    def step() -> None:
+        optimizer.apply(grads, variables)
+
+    step()  # trace and compile
+    sync(variables)
+    return step, variables
+
+
+def sync(variables: list) -> float:  # type: ignore[type-arg]
+    """Wait for queued updates by reading one element back to the host."""
+    return float(tf.reshape(variables[-1].value, [-1])[0].numpy())
+
+
+def time_steps(step, variables, steps: int) -> float:  # type: ignore[no-untyped-def]
+    sync(variables)
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sync(variables)
+    return (time.perf_counter() - start) / steps
+
+
+def host_bandwidth(size_bytes: int = 512 * 2**20, repeats: int = 5) -> float:
+    """Bytes/s of a numpy copy (read + write) of a ``size_bytes`` array, best of ``repeats``."""
+    src = np.ones(size_bytes // 4, dtype="float32")
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - start)
+    return 2 * size_bytes / best
+
+
+def device_bandwidth(size_bytes: int = 2 * 2**30, repeats: int = 10) -> float:
+    """Bytes/s of a device-to-device copy (read + write) of ``size_bytes``, best of ``repeats``."""
+    source = tf.Variable(tf.ones([size_bytes // 4], "float32"))
+    target = tf.Variable(tf.zeros([size_bytes // 4], "float32"))
+
+    @tf.function(jit_compile=True)
+    def copy() -> None:
+        target.assign(source)
+
+    copy()
+    best = float("inf")
+    for _ in range(repeats):
+        _ = float(target[0].numpy())
+        start = time.perf_counter()
+        for _ in range(5):
+            copy()
+        _ = float(target[0].numpy())
+        best = min(best, (time.perf_counter() - start) / 5)
+    return 2 * size_bytes / best
+
+
+def gpu_name() -> str:
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        sys.exit("--gpu: TensorFlow sees no GPU (tf.config.list_physical_devices('GPU') is empty).")
+    details = tf.config.experimental.get_device_details(gpus[0])
+    return str(details.get("device_name", gpus[0].name))
+
+
+def peak_for(name: str) -> tuple[float | None, str]:
+    for key, peak in PEAK_BANDWIDTH:
+        if key in name:
+            return peak, f"table entry {key!r}"
+    return None, "not in the table"
+
+
+def summarize(times: list[float]) -> str:
+    ms = [1e3 * t for t in times]
+    return f"min {min(ms):8.2f}  median {statistics.median(ms):8.2f}  max {max(ms):8.2f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpu", action="store_true", help="100M parameters on the first GPU")
+    parser.add_argument("--params", type=int, default=None, help="parameters (10M; 100M --gpu)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=None, help="updates per timing (5; 100 --gpu)")
+    args = parser.parse_args()
+    parameters = args.params or (100_000_000 if args.gpu else 10_000_000)
+    steps = args.steps or (100 if args.gpu else 5)
+    shapes = shapes_for(parameters)
+    device = "/GPU:0" if args.gpu else "/CPU:0"
+    print(f"TensorFlow {tf.__version__}, Keras {keras.__version__}, hyperstep {hs.__version__}")
+    if args.gpu:
+        name = gpu_name()
+        peak, source = peak_for(name)
+        measured = device_bandwidth()
+        shown = "unknown" if peak is None else f"{peak / 1e9:.0f} GB/s"
+        print(
+            f"GPU: {name}; peak bandwidth {shown} ({source}); "
+            f"device copy measured {measured / 1e9:.0f} GB/s (read + write)"
+        )
+        reference, reference_label = (peak, "of peak") if peak else (measured, "of measured copy")
+    else:
+        reference = host_bandwidth()
+        reference_label = "of numpy copy"
+        print(f"CPU: numpy copy bandwidth {reference / 1e9:.1f} GB/s (read + write)")
+    print(
+        f"{parameters:,} parameters in {len(shapes)} variables {shapes}; "
+        f"{steps} updates per timing, {args.repeats} interleaved repeats\n"
+    )
+    fractions: dict[bool, float] = {}
+    with tf.device(device):
+        for jit_compile in (False, True):
+            variants = {n: make_variant(n, shapes, jit_compile) for n in ("keras", "hyperstep")}
+            times: dict[str, list[float]] = {n: [] for n in variants}
+            for _ in range(args.repeats):
+                for n, (step, variables) in variants.items():
+                    times[n].append(time_steps(step, variables, steps))
+            for n, ts in times.items():
+                rate = parameters * BYTES_PER_PARAMETER / statistics.median(ts)
+                if n == "hyperstep":
+                    fractions[jit_compile] = rate / reference
+                print(
+                    f"jit_compile={jit_compile!s:5}  {n:9}  {summarize(ts)}  "
+                    f"{rate / 1e9:7.1f} GB/s = {100 * rate / reference:5.1f}% {reference_label}"
+                )
+            ratio = statistics.median(times["hyperstep"]) / statistics.median(times["keras"])
+            print(
+                f"jit_compile={jit_compile!s:5}  ratio hyperstep / keras (median): {ratio:.3f}"
+                f"  target <= 1.05: {'ok' if ratio <= 1.05 else 'MISSED'}\n"
+            )
+            del variants
+    if args.gpu:
+        jit_compile = max(fractions, key=lambda k: fractions[k])
+        best = fractions[jit_compile]
+        print(
+            f"GPU: hyperstep reaches {100 * best:.1f}% {reference_label} "
+            f"(jit_compile={jit_compile}); target >= 70%: {'ok' if best >= 0.7 else 'MISSED'}"
+        )
+
+
+if __name__ == "__main__":
+    main()
