@@ -10,6 +10,8 @@ untracked: not in ``model.trainable_variables``, never trained by ``fit`` or by 
 ``model.trainable_variables``, and dropped by ``save_weights`` -- with no warning
 (``untracked_*`` below).
 
+``hs.doctor(model, data=...)`` names the cause (finding ``untracked``) and the fix (``diagnose``).
+
 Fixed: create it with ``self.add_weight(...)`` (a ``keras.Variable``); it then trains with
 ``fit`` and with a ``GradientTape`` loop alike (``fixed_fit``, ``fixed_tape``).
 
@@ -188,6 +190,16 @@ def keras_two_optimizers(data: Data, var_learning_rate: Any = VAR_LEARNING_RATE)
     return Result(np.array(values, np.float32), _weights(model))
 
 
+# --- new: be told why a variable does not train ---------------------------------------------
+
+
+def diagnose(model_class: type, data: Data) -> Any:
+    """``hs.doctor`` on a compiled model of ``model_class``: the seed's model gets `untracked`."""
+    model = model_class(data.kernel)
+    model.compile(optimizer=keras.optimizers.SGD(LEARNING_RATE), loss="mse")
+    return hs.doctor(model, data=(data.x[:BATCH], data.y[:BATCH]))
+
+
 # --- new: one optimizer, var in its own group ------------------------------------------------
 
 
@@ -229,6 +241,7 @@ if __name__ == "__main__":
     in_list = any(v is model.var for v in model.trainable_variables)
     print(f"seed model: var in trainable_variables: {in_list}; var after fit: {old.var[-1]}")
     print(f"seed model: var after save_weights(2.0) + load_weights: {untracked_save_weights(data)}")
+    print(diagnose(SeedModel, data))
     fit, tape = fixed_fit(data), fixed_tape(data)
     same = all(np.array_equal(a, b) for a, b in zip(fit.weights, tape.weights, strict=True))
     print(f"add_weight: var after fit {fit.var[-1]:.6f}, after a tape {tape.var[-1]:.6f}")

@@ -87,3 +87,10 @@ def test_group_with_its_own_schedule_matches_keras_exponential_decay(seed001, da
     result = seed001.hs_group_fit(data, hs.schedules.exponential(0.1, 0.5, every=20))
     np.testing.assert_array_equal(result.var, reference.var)
     assert_bitwise_equal(result.weights, reference.weights)
+
+
+def test_doctor_names_the_untracked_variable_and_nothing_on_the_fixed_model(seed001, data):
+    report = seed001.diagnose(seed001.SeedModel, data)
+    assert [(f.code, f.path.split("/")[-1]) for f in report.findings] == [("untracked", "var")]
+    assert "add_weight" in report.findings[0].fix
+    assert seed001.diagnose(seed001.FixedModel, data).findings == []
