@@ -52,9 +52,9 @@ class Warmup(Schedule):
         self.start = check_number("warmup", "start", start)
 
     def value(self, step: Any) -> Any:
-        s = ops.clip(step, 0.0, self.steps)
-        peak = self.schedule.value(ops.zeros_like(step))
-        ramp = self.start * ((self.steps - s) / self.steps) + peak * (s / self.steps)
+        peak = self.schedule.value(ops.zeros((), dtype="float32"))  # one scalar, broadcast
+        ramp = self.start + (peak - self.start) * (step / self.steps)
+        # the wrapped schedule never sees a negative step, even where its value is unused
         after = self.schedule.value(ops.maximum(step - self.steps, 0.0))
         return ops.where(step < self.steps, ramp, after)
 
