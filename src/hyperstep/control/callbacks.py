@@ -18,6 +18,7 @@ import numpy as np
 from keras import ops
 
 from hyperstep._backend import require_tensorflow
+from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 FIELDS = ("value", "schedule", "scale", "override")
@@ -237,7 +238,7 @@ class LogHyperparameters(keras.callbacks.Callback):
 
 
 def _is_hyperparameter(value: Any) -> bool:
-    return all(hasattr(value, a) for a in ("scale", "value", "read", "clock", "name"))
+    return isinstance(value, Hyperparameter)
 
 
 def _cell(value: float) -> str:

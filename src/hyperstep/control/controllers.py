@@ -18,6 +18,7 @@ import numpy as np
 from keras import ops
 
 from hyperstep.control.callbacks import infer_steps_per_epoch
+from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 COMPATS = (None, "keras", "torch", "optax")
@@ -350,20 +351,15 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         )
 
 
-def _resolve_target(target: Any) -> Any:
+def _resolve_target(target: Any) -> Hyperparameter:
     hyperparameters = getattr(target, "hyperparameters", None)
     if isinstance(hyperparameters, dict) and "learning_rate" in hyperparameters:
         target = hyperparameters["learning_rate"]
-    missing = [
-        a
-        for a in ("scale", "add_state", "schedule", "clock", "name", "value")
-        if not hasattr(target, a)
-    ]
-    if missing:
+    if not isinstance(target, Hyperparameter):
         raise InvalidTypeError(
             "`ReduceOnPlateau(target=...)` must be a hs.Hyperparameter such as "
             "opt.hyperparameters['learning_rate'] (or a hs.scheduled optimizer). "
-            f"Received: target of type {type(target).__name__} (no {', '.join(missing)})"
+            f"Received: target of type {type(target).__name__}"
         )
     return target
 
