@@ -73,7 +73,6 @@ class ScheduledOptimizer:
     gradient_accumulation_steps: Any
     _iterations: Any
     _learning_rate: Any
-    _untrack_variable: Any
     _hs_base: type
 
     def __init__(
@@ -114,8 +113,9 @@ class ScheduledOptimizer:
         raw = dict(state.raw)
         learning_rate = self._learning_rate
         if isinstance(learning_rate, keras.Variable):
+            # Keras's own variable stays in `variables` (untracking it would break
+            # tf.train.Checkpoint's append-only lists) but is no longer read.
             raw["learning_rate"] = float(learning_rate.numpy())
-            self._untrack_variable(learning_rate)
         else:
             raw["learning_rate"] = learning_rate
         for name in _introspect.numeric_names(self._hs_base):
