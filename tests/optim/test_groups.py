@@ -148,13 +148,16 @@ def test_groups_survive_keras_save_and_load(tmp_path) -> None:  # type: ignore[n
     )
     model.compile(optimizer=opt, loss="mse")
     model.fit(X, Y, batch_size=8, shuffle=False, verbose=0)
-    opt.groups["temperature"].hyperparameters["learning_rate"].scale.assign(0.25)
+    target = opt.groups["temperature"].hyperparameters["learning_rate"]
+    target.scale.assign(0.25)  # what a plateau controller on this group does, with its state:
+    target.add_state("plateau_best", 0.0).assign(7.0)
     model.save(tmp_path / "m.keras")
     loaded = keras.models.load_model(tmp_path / "m.keras")
     group = loaded.optimizer.groups["temperature"]
     assert group.match == ["tempered/temperature"]
     hp = group.hyperparameters["learning_rate"]
     assert float(hp.scale) == 0.25
+    assert float(hp.add_state("plateau_best", 0.0)) == 7.0  # state added after construction
     steps = np.array([0, 4, 19, 20, 100])
     np.testing.assert_array_equal(
         hp.at(steps), opt.groups["temperature"].hyperparameters["learning_rate"].at(steps)

@@ -339,11 +339,9 @@ def _evaluate(hp: Any) -> tuple[Any, Any]:
     value = hp.value
     if not isinstance(hp.schedule, Constant):
         return value, None
-    constant = hp.schedule.value_
-    exact = ops.convert_to_tensor(1.0 - constant, "float32")  # rounded once, as Keras does
-    # = exact while the value is the constant (not scaled or overridden); else 1 - value,
-    # within one rounding
-    return value, exact + (ops.convert_to_tensor(constant, "float32") - value)
+    exact = ops.convert_to_tensor(1.0 - hp.schedule.value_, "float32")  # rounded once, as Keras
+    plain = ops.logical_and(ops.logical_not(hp.is_set), ops.equal(hp.scale, 1.0))
+    return value, ops.where(plain, exact, 1.0 - value)
 
 
 def _native(variable: Any) -> Any:

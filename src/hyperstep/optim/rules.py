@@ -75,8 +75,7 @@ class Values(dict):  # type: ignore[type-arg]
 
         For a constant hyperparameter (not scaled or overridden) this is
         ``float32(1 - value)`` computed in double precision from the Python number, as Keras
-        optimizers compute ``1 - self.beta_1``; otherwise it is ``1 - self[name]`` within one
-        float32 rounding.
+        optimizers compute ``1 - self.beta_1``; otherwise it is ``1 - self[name]`` in float32.
         The two differ by one float32 rounding (``1 - float32(0.9)`` is ``0.100000024``),
         which over 100 Adam steps is a 1e-5 relative difference in the weights.
 
@@ -335,6 +334,8 @@ class Lion(Rule):
 
 
 BUILTIN: dict[str, type[Rule]] = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "lion": Lion}
+
+__all__ = ["SGD", "Adam", "AdamW", "Lion", "Rule", "Values", "get_rule", "register_rule"]
 
 
 def _check_bool(owner: str, name: str, value: Any) -> bool:
