@@ -320,3 +320,16 @@ def test_warmup_from_zero_is_not_a_finding():
     schedule = keras.optimizers.schedules.CosineDecay(0.0, 100, warmup_target=0.1, warmup_steps=10)
     model = compiled(Scaled(name="m"), keras.optimizers.SGD(schedule))
     assert hs.doctor(model, (X, Y)).ok
+
+
+def test_optimizer_built_for_a_previous_model_with_the_same_paths_is_stale():
+    def make():
+        return keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, name="d")], name="s")
+
+    optimizer = keras.optimizers.SGD(0.1)
+    optimizer.build(make().trainable_variables)
+    rebuilt = make()  # e.g. re-created after loading, still handed the old optimizer
+    diagnosis = hs.doctor(rebuilt, (X, Y), loss_fn=mse, optimizer=optimizer)
+    assert_findings(
+        diagnosis, [("stale-in-optimizer", "s/d/kernel"), ("stale-in-optimizer", "s/d/bias")]
+    )

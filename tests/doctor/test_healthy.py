@@ -136,7 +136,7 @@ def state(model, optimizer):
 def test_doctor_changes_no_variable_and_no_optimizer_state(broken):
     model = bn_model()
     optimizer = keras.optimizers.Adam(1e-2)
-    model.compile(optimizer=optimizer, loss="mse")
+    model.compile(optimizer=optimizer, loss="mse", run_eagerly=True)  # no tracing: fast
     x = np.random.default_rng(4).normal(size=(8, 5)).astype("float32")
     y = np.ones((8, 1), "float32")
     model.fit(x, y, verbose=0)  # builds the optimizer: moments, iterations are non-zero

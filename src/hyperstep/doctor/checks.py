@@ -134,7 +134,8 @@ def check_stale_in_optimizer(facts: Facts) -> Found:
                 Finding(
                     stale.path,
                     "stale-in-optimizer",
-                    f"{holders} still hold(s) the old variable `{stale.path}`; the model now "
+                    f"{holders} still {'hold' if len(stale.holders) > 1 else 'holds'} the old "
+                    f"variable `{stale.path}`; the model now "
                     "reads a different object under that path",
                     "the variable was rebound (a new object assigned to the attribute) after "
                     "the optimizer was built or fit() traced its step: every update goes to "
@@ -411,8 +412,11 @@ def prune(found: Found, facts: Facts) -> list[Finding]:
             codes.setdefault(k, set()).add(finding.code)
     for k in facts.rebound:
         codes.setdefault(k, set()).add("stale-in-optimizer")
+    stale_paths = {f.path for _, f in found if f.code == "stale-in-optimizer"}
     kept = []
     for k, finding in found:
+        if finding.code == "not-in-optimizer" and finding.path in stale_paths:
+            continue  # the new object under a stale path: the stale finding says it all
         redundant: set[str] = set()
         for code in codes.get(k, set()) if k is not None else ():
             redundant |= _EXPLAINS.get(code, set())
