@@ -501,3 +501,60 @@ def test_state_is_saved_with_the_model_and_its_scheduled_optimizer(tmp_path: Pat
         history_loaded.history["learning_rate"], history.history["learning_rate"], rtol=1e-6
     )
     assert _state(plateau_loaded) == _state(plateau)
+
+
+def test_custom_loop_with_schedules_overrides_and_reductions_is_traced_once() -> None:
+    clock = hs.Clock()
+    optimizer = hs.scheduled(
+        keras.optimizers.AdamW(),
+        clock=clock,
+        learning_rate=hs.schedules.cosine(0.01, steps=1000),
+        weight_decay="0.01 * step / 300",
+        beta_1="0.9 - 0.05 * min(step / 100, 1)",
+    )
+    lr, beta_1 = optimizer.hyperparameters["learning_rate"], optimizer.hyperparameters["beta_1"]
+    # only the first loss improves by min_delta: a reduction every 15 updates
+    plateau = hs.ReduceOnPlateau(lr, monitor="loss", factor=0.7, patience=14, min_delta=10.0)
+    weights = keras.Variable(np.zeros(3, "float32"))
+    optimizer.build([weights])
+    traces = []
+
+    @tf.function
+    def train_step() -> tf.Tensor:
+        traces.append(1)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum((weights - 1.0) ** 2)
+        optimizer.apply([tape.gradient(loss, weights)], [weights])
+        plateau.update(loss)
+        return loss
+
+    for step in range(150):
+        if step % 5 == 0:  # 30 overrides
+            beta_1.set(0.8)
+        elif step % 5 == 1:
+            beta_1.clear()
+        train_step()
+    assert len(traces) == 1
+    assert int(clock.step) == 150 and plateau.reductions == 10
+    expected = 0.01 * 0.5 * (1 + math.cos(math.pi * 150 / 1000)) * 0.7**10
+    np.testing.assert_allclose(float(lr.value), expected, rtol=1e-5)
+
+
+def test_verbose_callback_prints_each_reduction(capsys: pytest.CaptureFixture[str]) -> None:
+    plateau = hs.ReduceOnPlateau(make_hp(), factor=0.5, patience=1, verbose=1)
+    for epoch, value in enumerate([1.0, 1.0, 0.5]):
+        plateau.on_epoch_end(epoch, {"val_loss": value})
+    assert capsys.readouterr().out.strip() == (
+        "Epoch 2: ReduceOnPlateau reducing learning_rate to 0.05."
+    )
+
+
+def test_reductions_under_an_override_show_once_it_is_cleared() -> None:
+    hp = make_hp()
+    plateau = hs.ReduceOnPlateau(hp, factor=0.5, patience=0)
+    hp.set(0.3)
+    for value in [1.0, 2.0]:
+        plateau.update(value)
+    np.testing.assert_allclose(float(hp.value), 0.3)
+    hp.clear()
+    np.testing.assert_allclose(float(hp.value), BASE * 0.5, rtol=1e-6)

@@ -21,6 +21,8 @@ from hyperstep._backend import require_tensorflow
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
+__all__ = ["LogHyperparameters", "collect", "infer_steps_per_epoch", "read_all"]
+
 FIELDS = ("value", "schedule", "scale", "override")
 
 

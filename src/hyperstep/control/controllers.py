@@ -21,6 +21,8 @@ from hyperstep.control.callbacks import infer_steps_per_epoch
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
+__all__ = ["ReduceOnPlateau"]
+
 COMPATS = (None, "keras", "torch", "optax")
 MODES = ("auto", "min", "max")
 # default (min_delta, rtol) of each rule: Keras's absolute 1e-4, torch's and optax's relative 1e-4
@@ -47,6 +49,8 @@ class ReduceOnPlateau(keras.callbacks.Callback):
       reduction (the schedule itself may later go lower) and the scale never rises.
     * NaN or +-inf metrics count as "no improvement" and never become ``best`` (a warning
       when the value is concrete); the state stays finite.
+    * while an override is set (``target.set(v)``) reductions still multiply the scale;
+      they show once the override is cleared (floors use ``schedule * scale``).
 
     ``compat`` reproduces a peer's rule exactly (see PRIOR_ART.md §3.9):
 
@@ -338,7 +342,7 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         reduced = self.update(logs[self.monitor])
         if self.verbose and bool(ops.convert_to_numpy(reduced)):
             value = float(ops.convert_to_numpy(self.target.value))
-            keras.utils.io_utils.print_msg(
+            print(
                 f"\nEpoch {epoch + 1}: ReduceOnPlateau reducing {self.target.name} to {value:.6g}."
             )
 
