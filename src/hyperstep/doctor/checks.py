@@ -34,6 +34,7 @@ from collections.abc import Callable
 import numpy as np
 
 from hyperstep.doctor import probe
+from hyperstep.doctor.graph import PathFact
 from hyperstep.doctor.probe import Facts, VariableFact
 from hyperstep.doctor.report import Finding
 
@@ -264,7 +265,7 @@ for _name in ("PyFunc", "PyFuncStateless"):
     _BLOCK_FIXES[_name] = "tf.numpy_function has no gradient: " + _BLOCK_FIXES["EagerPyFunc"]
 
 
-def _blocked(fact: VariableFact, path: probe.PathFact) -> Finding:
+def _blocked(fact: VariableFact, path: PathFact) -> Finding:
     if path.blockers:
         first = path.blockers[0]
         named = first.describe()
@@ -327,7 +328,7 @@ def check_blocked(facts: Facts) -> Found:
             if path is None or path.kind == "unused":
                 continue
             if path.kind == "open":
-                path = probe.PathFact("blocked")
+                path = PathFact("blocked")
         found.append((fact.key, _blocked(fact, path)))
     return found
 

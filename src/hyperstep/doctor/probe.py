@@ -9,9 +9,8 @@ The doctor's checks read only what this module measures:
 * **gradients**: one eager forward and backward pass of the loss on the given batch,
   watching every floating variable explicitly (trainable or not), gives for each
   variable "no gradient", "exactly zero" or "non-zero";
-* **graph paths** (:class:`GraphFacts`, traced only when some gradient is missing or zero):
-  the loss traced with ``tf.function(...).get_concrete_function`` and walked from the
-  variable's captured handle to the loss, naming the op where every path stops;
+* **graph paths** (:class:`hyperstep.doctor.graph.GraphFacts`, traced only when some
+  gradient is missing or zero): which op stops the gradient, and where in the user's code;
 * **optimizer**: the variables a built optimizer tracks, the variables captured by a cached
   ``model.train_function``, and the learning rate at the current and the next step.
 
@@ -23,59 +22,15 @@ statistics and advances seed generators) runs between :func:`snapshot` and
 from __future__ import annotations
 
 import dataclasses
-import os
-import sysconfig
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.framework import ops as tf_ops
 
-#: Ops through which no useful gradient flows (the registered gradient is None or zero).
-NON_DIFFERENTIABLE = frozenset(
-    {
-        "StopGradient",
-        "ArgMax",
-        "ArgMin",
-        "Round",
-        "Rint",
-        "Floor",
-        "Ceil",
-        "Sign",
-        "FloorDiv",
-        "TruncateDiv",
-        "Equal",
-        "NotEqual",
-        "Less",
-        "LessEqual",
-        "Greater",
-        "GreaterEqual",
-        "IsNan",
-        "IsInf",
-        "IsFinite",
-        "EagerPyFunc",
-        "PyFunc",
-        "PyFuncStateless",
-    }
-)
-#: Ops whose bodies live in other graphs: assumed to pass gradients unless nothing else explains.
-OPAQUE = frozenset(
-    {
-        "PartitionedCall",
-        "StatefulPartitionedCall",
-        "If",
-        "StatelessIf",
-        "While",
-        "StatelessWhile",
-        "Case",
-        "StatelessCase",
-        "IdentityN",
-    }
-)
-_SHAPE_LIKE = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastArgs"})
-_GRADIENT_DTYPES = (tf.resource, tf.variant)
+from hyperstep.doctor.graph import GraphFacts, PathFact
+
 # Keras bookkeeping attributes that hold no user state worth walking.
 _SKIP_ATTRIBUTES = frozenset(
     {
@@ -275,169 +230,6 @@ def gradient_kinds(
         values = grad.values if isinstance(grad, tf.IndexedSlices) else grad
         kinds[id(handle)] = "nonzero" if bool(tf.reduce_any(values != 0)) else "zero"
     return float(tf.reduce_sum(tf.cast(loss, tf.float32))), kinds
-
-
-@dataclasses.dataclass(frozen=True)
-class OpFact:
-    """An op of the traced loss: its type, its name and the user's source line (if known)."""
-
-    type: str
-    name: str
-    source: str | None
-
-    def describe(self) -> str:
-        where = f", created at {self.source}" if self.source else ""
-        return f"{self.type} (op '{self.name}'{where})"
-
-
-@dataclasses.dataclass(frozen=True)
-class PathFact:
-    """How a variable reaches the loss in the traced graph.
-
-    Attributes:
-        kind: ``"unused"`` (no path), ``"blocked"`` (every path stops at a
-            non-differentiable op) or ``"open"`` (a differentiable path exists).
-        blockers: The ops where the paths stop, the most telling first.
-    """
-
-    kind: str
-    blockers: tuple[OpFact, ...] = ()
-
-
-_INTERNAL_DIRS = tuple(
-    os.path.normcase(os.path.realpath(p))
-    for p in {
-        sysconfig.get_paths()["stdlib"],
-        sysconfig.get_paths()["purelib"],
-        sysconfig.get_paths()["platlib"],
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    }
-)
-
-
-def _source(op: Any) -> str | None:
-    """The innermost frame of the op's creation stack that is the user's code."""
-    try:
-        frames = list(op.traceback)
-    except (AttributeError, TypeError):
-        return None
-    for frame in reversed(frames):
-        filename = os.path.normcase(os.path.realpath(frame.filename))
-        if "site-packages" in filename or filename.startswith(_INTERNAL_DIRS):
-            continue
-        if frame.filename.startswith("<"):
-            continue
-        line = (frame.line or "").strip()
-        text = f"{frame.filename}:{frame.lineno}"
-        return f"{text}: `{line}`" if line else text
-    return None
-
-
-def _stops_gradient(op: Any, opaque: bool) -> bool:
-    if op.type in NON_DIFFERENTIABLE or (opaque and op.type in OPAQUE):
-        return True
-    if op.type in OPAQUE:
-        return False
-    try:
-        return tf_ops.get_gradient_function(op) is None
-    except LookupError:
-        return True
-
-
-def _carries_gradient(tensor: Any) -> bool:
-    dtype = tensor.dtype
-    return bool(dtype.is_floating or dtype.is_complex or dtype in _GRADIENT_DTYPES)
-
-
-class GraphFacts:
-    """The loss traced once as a graph, answering :meth:`path` for any variable.
-
-    Args:
-        compute: ``batch -> loss``.
-        batch: The batch to trace with.
-    """
-
-    def __init__(self, compute: Callable[[Any], Any], batch: Any) -> None:
-        function = tf.function(compute)
-        self._concrete = function.get_concrete_function(batch)
-        graph = self._concrete.graph
-        self._captures = {id(external): internal for external, internal in graph.captures}
-        self._loss_op = self._concrete.outputs[0].op
-        # every op the loss depends on (data inputs only)
-        reach: set[Any] = set()
-        stack = [self._loss_op]
-        while stack:
-            op = stack.pop()
-            if op in reach:
-                continue
-            reach.add(op)
-            stack.extend(t.op for t in op.inputs)
-        self._reaches_loss = reach
-        # tensors that a batch/layer normalization centres (inputs of tf.nn.moments)
-        self._normalized = {
-            op.inputs[0].ref()
-            for op in graph.get_operations()
-            if op.type == "Mean" and op.name.endswith("moments/mean")
-        }
-
-    def normalized(self, variable: Any) -> bool:
-        """Whether every differentiable path from the variable to the loss passes through a
-        tensor that a normalization centres (the inputs of ``moments``).
-
-        A zero gradient there is the normalization's invariance (a per-channel shift before
-        BatchNormalization in training mode cancels), not a defect.
-        """
-        placeholder = self._captures.get(id(underlying(variable).handle))
-        if placeholder is None:
-            return False
-        seen: set[Any] = set()
-        stack = [placeholder]
-        while stack:
-            tensor = stack.pop()
-            if tensor.ref() in self._normalized:
-                continue
-            for op in tensor.consumers():
-                if op in seen or op not in self._reaches_loss:
-                    continue
-                seen.add(op)
-                if op is self._loss_op:
-                    return False
-                if not _stops_gradient(op, False):
-                    stack.extend(out for out in op.outputs if _carries_gradient(out))
-        return True
-
-    def path(self, variable: Any, opaque: bool = False) -> PathFact:
-        """Classify the variable's paths to the loss (see :class:`PathFact`).
-
-        With ``opaque=True`` ops with nested graphs (``If``, ``While``, function calls,
-        custom gradients) also count as stops.
-        """
-        placeholder = self._captures.get(id(underlying(variable).handle))
-        if placeholder is None or placeholder.op not in self._reaches_loss:
-            return PathFact("unused")
-        blockers: list[Any] = []
-        seen: set[Any] = set()
-        stack = [placeholder]
-        while stack:
-            tensor = stack.pop()
-            for op in tensor.consumers():
-                if op in seen or op not in self._reaches_loss:
-                    continue
-                seen.add(op)
-                if op is self._loss_op:
-                    return PathFact("open")
-                if _stops_gradient(op, opaque):
-                    blockers.append(op)
-                    continue
-                for out in op.outputs:
-                    if _carries_gradient(out):
-                        stack.append(out)
-                    elif op not in blockers and any(
-                        c in self._reaches_loss for c in out.consumers()
-                    ):
-                        blockers.append(op)
-        blockers.sort(key=lambda op: op.type in _SHAPE_LIKE)
-        return PathFact("blocked", tuple(OpFact(op.type, op.name, _source(op)) for op in blockers))
 
 
 def optimizer_variables(optimizer: Any) -> list[Any] | None:
