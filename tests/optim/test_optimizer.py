@@ -244,3 +244,24 @@ def test_a_hyperparameter_passed_in_lends_its_clock() -> None:
     rate = hs.Hyperparameter(0.1, clock=clock, name="rate")
     opt = hs.StepOptimizer("sgd", learning_rate=rate)
     assert opt.clock is clock and opt.hyperparameters["learning_rate"] is rate
+
+
+@hs.rules.register_rule(package="test_optimizer")
+class SignDescent(hs.rules.Rule):
+    hyperparameters = {"learning_rate": 0.1}  # noqa: RUF012
+
+    def update(self, variable, gradient, slots, hp, step):  # type: ignore[no-untyped-def]
+        return variable - hp.learning_rate * keras.ops.sign(gradient)
+
+
+def test_custom_registered_rule_is_saved_by_name() -> None:
+    opt = hs.StepOptimizer(SignDescent(), learning_rate="0.1 / (1 + step)")
+    config = json.loads(json.dumps(keras.saving.serialize_keras_object(opt)))
+    assert config["config"]["rule"]["registered_name"] == "test_optimizer>SignDescent"
+    again = keras.saving.deserialize_keras_object(config)
+    assert isinstance(again.rule, SignDescent)
+    w = keras.Variable([1.0, -1.0])
+    for _ in range(3):
+        again.apply([keras.ops.convert_to_tensor([2.0, -3.0])], [w])
+    step = 1 / 1 + 1 / 2 + 1 / 3
+    np.testing.assert_allclose(w.numpy(), [1.0 - 0.1 * step, -1.0 + 0.1 * step], rtol=1e-6)

@@ -38,6 +38,9 @@ KERAS_ARGUMENTS = (
 _RESERVED = {"rule", "groups", "clock", "advance", "name", *KERAS_ARGUMENTS}
 
 
+__all__ = ["KERAS_ARGUMENTS", "StepOptimizer"]
+
+
 def _no_learning_rate() -> float:  # the base class wants one; StepOptimizer overrides it
     return 0.0
 
