@@ -13,8 +13,8 @@ from typing import Any
 from keras import ops
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules._common import check_boundaries, check_steps
 from hyperstep.schedules.base import Schedule, ScheduleLike, as_schedule, check_number, register
-from hyperstep.schedules.families import check_boundaries, check_steps
 
 
 @register

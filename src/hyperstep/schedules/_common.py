@@ -1,0 +1,126 @@
+"""Validation and float32 helpers shared by the schedule families and combinators.
+
+The ``check_*`` functions validate constructor arguments and word their errors as
+STYLE.md rule 4 asks: the call, what was expected, and ``Received: name=value``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from keras import ops
+
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules.base import _is_scalar_number, check_number
+
+HALF_PI = math.pi / 2
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and (
+        isinstance(value, (int, float)) or _is_scalar_number(value)
+    )
+
+
+def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) -> int | float:
+    """Return a positive (or, with ``allow_zero``, non-negative) finite number of steps.
+
+    Integral values come back as ``int`` so that ``repr`` writes ``steps=100``.
+    """
+    what = "a non-negative number of steps" if allow_zero else "a positive number of steps"
+    if not _is_number(value):
+        raise InvalidTypeError(f"`{owner}({name}=...)` must be {what}. {received(name, value)}")
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
+        raise InvalidArgumentError(f"`{owner}({name}=...)` must be {what}. {received(name, value)}")
+    return int(number) if number.is_integer() else number
+
+
+def check_positive(owner: str, name: str, value: Any) -> float:
+    """Return ``value`` as a float > 0, or raise naming the argument and the value."""
+    number = check_number(owner, name, value)
+    if number <= 0:
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` must be a number > 0. {received(name, value)}"
+        )
+    return number
+
+
+def check_flag(owner: str, name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool, or raise naming the argument and the value."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidTypeError(
+            f"`{owner}({name}=...)` must be True or False. {received(name, value)}"
+        )
+    return bool(value)
+
+
+def check_choice(owner: str, name: str, value: Any, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``choices``, or raise listing them."""
+    if not isinstance(value, str) or value not in choices:
+        options = ", ".join(repr(c) for c in choices)
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` must be one of {options}. {received(name, value)}"
+        )
+    return value
+
+
+def check_numbers(owner: str, name: str, value: Any) -> list[float]:
+    """Return a list of finite floats from a list or tuple, naming the first bad element."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise InvalidTypeError(
+            f"`{owner}({name}=...)` must be a list of numbers. {received(name, value)}"
+        )
+    for item in value:
+        if not _is_number(item) or not math.isfinite(float(item)):
+            raise InvalidArgumentError(
+                f"`{owner}({name}=...)` must be a list of finite numbers; found {item!r}. "
+                f"{received(name, value)}"
+            )
+    return [float(v) for v in value]
+
+
+def check_boundaries(owner: str, name: str, value: Any) -> list[int | float]:
+    """Return non-negative, strictly increasing step boundaries (integral ones as ints)."""
+    numbers = check_numbers(owner, name, value)
+    for b in numbers:
+        if b < 0:
+            raise InvalidArgumentError(
+                f"`{owner}({name}=...)` must be non-negative steps; found {b:g}. "
+                f"{received(name, value)}"
+            )
+    for a, b in itertools.pairwise(numbers):
+        if b <= a:
+            raise InvalidArgumentError(
+                f"`{owner}({name}=...)` must be sorted and unique; found {a:g} before {b:g}. "
+                f"{received(name, value)} Write them in increasing order, each once."
+            )
+    return [int(b) if b.is_integer() else b for b in numbers]
+
+
+def _f32(value: float) -> Any:
+    return ops.convert_to_tensor(value, dtype="float32")
+
+
+def _power(base: float, exponent: Any) -> Any:
+    """``base ** exponent`` for a Python ``base > 0``, corrected for its float32 rounding.
+
+    ``float32(base) ** p`` is off by ``p * (relative rounding of base)``, up to 6e-8 * p;
+    the factor ``exp(p * log(base / float32(base)))`` removes that error. Bases exactly
+    representable in float32 (0.5, 2.0, ...) skip the correction and stay exact.
+    """
+    base32 = float(np.float32(base))
+    result = ops.power(_f32(base32), exponent)
+    correction = math.log(base / base32)
+    if correction != 0.0:
+        result = result * ops.exp(exponent * correction)
+    return result
+
+
+def _cosine_weight(left: Any) -> Any:
+    """``(1 + cos(pi * (1 - left))) / 2``, written as ``sin(pi / 2 * left) ** 2``."""
+    return ops.square(ops.sin(HALF_PI * left))

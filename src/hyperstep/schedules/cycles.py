@@ -1,0 +1,216 @@
+"""Cyclical schedules: ``cyclic`` (torch ``CyclicLR``) and ``one_cycle`` (torch
+``OneCycleLR``, optax ``cosine_onecycle_schedule``).
+
+Like the other families they are pure float32 functions of the step written with
+``keras.ops``; ``one_cycle(compat=...)`` picks torch's or optax's phase ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from keras import ops
+
+from hyperstep.errors import InvalidArgumentError, received
+from hyperstep.schedules._common import (
+    _cosine_weight,
+    _f32,
+    _power,
+    check_choice,
+    check_flag,
+    check_positive,
+    check_steps,
+)
+from hyperstep.schedules.base import Schedule, check_number, register
+
+
+@register
+class Cyclic(Schedule):
+    """Cyclical (triangular) schedule between ``low`` and ``high`` (torch ``CyclicLR``).
+
+    ``value(step) = low + (high - low) * x * f``: ``x`` rises linearly from 0 to 1 over
+    ``steps_up`` steps and falls back over ``steps_down``; ``f = 1`` (``"triangular"``),
+    ``0.5 ** k`` in cycle ``k = floor(step / (steps_up + steps_down))``
+    (``"triangular2"``), or ``gamma ** step`` (``"exp_range"``).
+
+    Matches torch ``CyclicLR(base_lr=low, max_lr=high, step_size_up, step_size_down,
+    mode, gamma)``.
+
+    Args:
+        low: Value at the start of each cycle.
+        high: Value at the top of the first cycle.
+        steps_up: Steps from ``low`` to the top, a positive number.
+        steps_down: Steps back down; default None (same as ``steps_up``).
+        mode: ``"triangular"`` (default), ``"triangular2"`` or ``"exp_range"``.
+        gamma: Per-step amplitude factor for ``"exp_range"``, a number > 0; default 1.0.
+
+    Edge cases: ``low`` at step 0 and at every cycle start; the top at ``steps_up`` (plus
+    whole cycles); never ends.
+
+    Example:
+        >>> s = cyclic(0.1, 1.0, steps_up=10)
+        >>> [round(float(v), 6) for v in s([0, 5, 10])]
+        [0.1, 0.55, 1.0]
+    """
+
+    keyword = "cyclic"
+    positional = 2
+
+    def __init__(
+        self,
+        low: float,
+        high: float,
+        steps_up: float,
+        steps_down: float | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+    ) -> None:
+        self.low = check_number("cyclic", "low", low)
+        self.high = check_number("cyclic", "high", high)
+        self.steps_up = check_steps("cyclic", "steps_up", steps_up)
+        self.steps_down = (
+            None if steps_down is None else check_steps("cyclic", "steps_down", steps_down)
+        )
+        self.mode = check_choice("cyclic", "mode", mode, ("triangular", "triangular2", "exp_range"))
+        self.gamma = check_positive("cyclic", "gamma", gamma)
+
+    def value(self, step: Any) -> Any:
+        up = self.steps_up
+        down = up if self.steps_down is None else self.steps_down
+        total = up + down
+        k = ops.floor(step / total)
+        s = step - total * k  # position within the cycle, exact for integer steps
+        x = ops.where(s <= up, s / up, (total - s) / down)
+        if self.mode == "triangular2":
+            x = x * ops.power(_f32(0.5), k)
+        elif self.mode == "exp_range":
+            x = x * _power(self.gamma, step)
+        return self.low + (self.high - self.low) * x
+
+    def arguments(self) -> dict[str, Any]:
+        return {
+            "low": self.low,
+            "high": self.high,
+            "steps_up": self.steps_up,
+            "steps_down": self.steps_down,
+            "mode": self.mode,
+            "gamma": self.gamma,
+        }
+
+
+@register
+class OneCycle(Schedule):
+    """One-cycle: up from ``peak / div_factor`` to ``peak``, then down to the minimum.
+
+    ``value(step) = anneal(a, b, (step - s) / (e - s))`` in each phase ``[s, e]``, with
+    ``anneal = b + (a - b) * (1 + cos(pi * t)) / 2`` (``"cos"``) or ``a + (b - a) * t``;
+    phases ``peak / div_factor -> peak -> peak / div_factor / final_div_factor``.
+
+    ``compat="torch"`` (default) places the peak at step ``pct_start * steps - 1`` and the
+    minimum at ``steps - 1``, the last of ``steps`` updates, like torch ``OneCycleLR``.
+    ``compat="optax"`` is one step later: peak at ``int(pct_start * steps)``, minimum at
+    ``steps``, like optax ``cosine_onecycle_schedule``. ``three_phase`` (torch) adds a
+    symmetric way down to ``peak / div_factor`` before the final anneal.
+
+    Args:
+        peak: The highest value.
+        steps: Total length, a positive number of steps.
+        pct_start: Fraction of ``steps`` spent rising, in (0, 1); default 0.3.
+        div_factor: ``peak / start``, a number > 0; default 25.0.
+        final_div_factor: ``start / minimum``, a number > 0; default 1e4.
+        anneal: ``"cos"`` (default) or ``"linear"``.
+        three_phase: torch's three-phase variant; default False.
+        compat: ``"torch"`` (default) or ``"optax"``: where the phases end (see above).
+
+    Edge cases: ``peak / div_factor`` at step 0; ``peak`` at the first phase end; the
+    minimum at the last phase end and after it (torch extrapolates at ``steps`` and
+    refuses later steps; hyperstep holds the minimum).
+
+    Example:
+        >>> s = one_cycle(1.0, steps=100)
+        >>> [round(float(v), 6) for v in s([0, 29, 99])]
+        [0.04, 1.0, 4e-06]
+    """
+
+    keyword = "one_cycle"
+    positional = 1
+
+    def __init__(
+        self,
+        peak: float,
+        steps: float,
+        pct_start: float = 0.3,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        anneal: str = "cos",
+        three_phase: bool = False,
+        compat: str = "torch",
+    ) -> None:
+        self.peak = check_number("one_cycle", "peak", peak)
+        self.steps = check_steps("one_cycle", "steps", steps)
+        self.pct_start = check_number("one_cycle", "pct_start", pct_start)
+        if not 0 < self.pct_start < 1:
+            raise InvalidArgumentError(
+                f"`one_cycle(pct_start=...)` must be a number in (0, 1). "
+                f"{received('pct_start', pct_start)}"
+            )
+        self.div_factor = check_positive("one_cycle", "div_factor", div_factor)
+        self.final_div_factor = check_positive("one_cycle", "final_div_factor", final_div_factor)
+        self.anneal = check_choice("one_cycle", "anneal", anneal, ("cos", "linear"))
+        self.three_phase = check_flag("one_cycle", "three_phase", three_phase)
+        self.compat = check_choice("one_cycle", "compat", compat, ("torch", "optax"))
+        self._phases = self._make_phases()
+
+    def _make_phases(self) -> list[tuple[float, float, float, float]]:
+        """Return ``(start_step, end_step, start_value, end_value)`` for each phase."""
+        rise = self.pct_start * self.steps
+        if self.compat == "torch":
+            ends = [rise - 1, 2 * rise - 2, self.steps - 1]
+        else:
+            ends = [float(int(rise)), float(2 * int(rise)), float(self.steps)]
+        low = self.peak / self.div_factor
+        lowest = low / self.final_div_factor
+        if self.three_phase:
+            points = [(ends[0], low, self.peak), (ends[1], self.peak, low), (ends[2], low, lowest)]
+        else:
+            points = [(ends[0], low, self.peak), (ends[2], self.peak, lowest)]
+        phases, begin = [], 0.0
+        for end_step, a, b in points:
+            if end_step <= begin:
+                raise InvalidArgumentError(
+                    f"`one_cycle(...)` has an empty phase: with steps={self.steps!r}, "
+                    f"pct_start={self.pct_start!r}, three_phase={self.three_phase}, "
+                    f"compat={self.compat!r} a phase would end at step {end_step:g}, not "
+                    f"after step {begin:g}. Use more steps or another pct_start. "
+                    f"{received('pct_start', self.pct_start)}"
+                )
+            phases.append((begin, end_step, a, b))
+            begin = end_step
+        return phases
+
+    def value(self, step: Any) -> Any:
+        result = ops.full_like(step, self._phases[-1][3])
+        for begin, end, a, b in reversed(self._phases):
+            left = ops.clip((end - step) / (end - begin), 0.0, 1.0)  # 1 - t
+            if self.anneal == "cos":
+                v = b + (a - b) * _cosine_weight(left)
+            else:
+                v = b + (a - b) * left
+            result = ops.where(step <= end, v, result)
+        return result
+
+    def arguments(self) -> dict[str, Any]:
+        return {
+            "peak": self.peak,
+            "steps": self.steps,
+            "pct_start": self.pct_start,
+            "div_factor": self.div_factor,
+            "final_div_factor": self.final_div_factor,
+            "anneal": self.anneal,
+            "three_phase": self.three_phase,
+            "compat": self.compat,
+        }
+
+
+cyclic = Cyclic
+one_cycle = OneCycle
