@@ -11,6 +11,7 @@ innermost frame of its creation stack that is the user's own code.
 from __future__ import annotations
 
 import dataclasses
+import linecache
 import os
 import sysconfig
 from collections.abc import Callable
@@ -114,7 +115,7 @@ def _source(op: Any) -> str | None:
             continue
         if frame.filename.startswith("<"):
             continue
-        line = (frame.line or "").strip()
+        line = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
         text = f"{frame.filename}:{frame.lineno}"
         return f"{text}: `{line}`" if line else text
     return None
