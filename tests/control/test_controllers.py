@@ -8,6 +8,7 @@ import importlib.util
 import itertools
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import keras
@@ -558,3 +559,18 @@ def test_reductions_under_an_override_show_once_it_is_cleared() -> None:
     np.testing.assert_allclose(float(hp.value), 0.3)
     hp.clear()
     np.testing.assert_allclose(float(hp.value), BASE * 0.5, rtol=1e-6)
+
+
+def test_auto_mode_reads_the_direction_of_a_keras_metric() -> None:
+    plateau = hs.ReduceOnPlateau(make_hp(), monitor="val_auroc", factor=0.5, patience=0)
+    plateau.set_model(SimpleNamespace(metrics=[keras.metrics.AUC(name="auroc")]))
+    for epoch, value in enumerate([0.6, 0.7, 0.65]):  # rising is good: one reduction at 0.65
+        plateau.on_epoch_end(epoch, {"val_auroc": value})
+    assert plateau.best == pytest.approx(0.7) and plateau.reductions == 1
+
+
+def test_fit_without_the_monitored_key_fails_with_the_log_keys() -> None:
+    optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
+    plateau = hs.ReduceOnPlateau(optimizer, monitor="val_auc", mode="max")
+    with pytest.raises(InvalidArgumentError, match=r"no 'val_auc'.*\['loss', 'val_loss'\]"):
+        fit_model(optimizer, [plateau], epochs=1, counting=False)
