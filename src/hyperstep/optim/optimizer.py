@@ -144,7 +144,6 @@ class StepOptimizer(keras.optimizers.Optimizer):
         self.clock = _pick_clock(
             clock, [hyperparameters, *(g.hyperparameters for g in groups)], f"{self.name}_clock"
         )
-        self.advance = self.clock.claim(self, advance)
         own = {
             key: self._hyperparameter(key, hyperparameters.get(key, default))
             for key, default in rule.hyperparameters.items()
@@ -168,6 +167,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
         ]:
             if not self._tracker.is_in_store("variables", variable):
                 self._track_variable(variable)
+        self.advance = self.clock.claim(self, advance)  # last: a failed construction claims nothing
 
     # ---- construction helpers ---------------------------------------------------------
     def _hyperparameter(self, name: str, value: Any) -> Any:
