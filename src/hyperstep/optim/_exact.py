@@ -43,16 +43,34 @@ class ExactScalar:
         static: The value Python-level comparisons see (``None`` for "a positive number").
     """
 
-    __slots__ = ("static", "tensor")
+    __slots__ = ("_memo", "static", "tensor")
 
     def __init__(self, tensor: Any, static: float | None) -> None:
         self.tensor = tensor
         self.static = static
+        self._memo: dict[Any, tuple[Any, Any]] = {}
+
+    def memo(self, key: Any, make: Callable[[], Any]) -> Any:
+        """Return ``make()``, built once per key and graph (Keras re-reads values per variable)."""
+        graph = tf.compat.v1.get_default_graph()
+        found = self._memo.get(key)
+        if found is not None and found[0] is graph:
+            return found[1]
+        value = make()
+        self._memo[key] = (graph, value)
+        return value
 
     def _number(self) -> float:
         return math.inf if self.static is None else self.static
 
     def _binary(self, other: Any, name: str, swap: bool) -> Any:
+        if isinstance(other, (int, float)) and not isinstance(other, bool):
+            return self.memo((name, float(other), swap), lambda: self._compute(other, name, swap))
+        if isinstance(other, ExactScalar):
+            return self.memo((name, id(other), swap), lambda: self._compute(other, name, swap))
+        return self._compute(other, name, swap)
+
+    def _compute(self, other: Any, name: str, swap: bool) -> Any:
         tensor_op, python_op = _OPS[name]
         if isinstance(other, ExactScalar):
             a, b = self.tensor, other.tensor
@@ -153,7 +171,8 @@ class ExactScalar:
 
 def _convert(value: ExactScalar, dtype: Any = None, name: Any = None, as_ref: bool = False) -> Any:
     """Tensor conversion: to the requested dtype, else to float32 (Keras's floatx)."""
-    return tf.cast(value.tensor, dtype if dtype is not None else tf.float32)
+    dtype = tf.as_dtype(dtype) if dtype is not None else tf.float32
+    return value.memo(("convert", dtype), lambda: tf.cast(value.tensor, dtype))
 
 
 tf.register_tensor_conversion_function(ExactScalar, _convert)

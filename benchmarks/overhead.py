@@ -1,0 +1,208 @@
+"""Overhead of ``hs.scheduled`` against plain Keras: time per training step.
+
+MLP 784-256-256-10, batch 128, Adam, float32, CPU. Four variants, measured interleaved
+(each repeat runs every variant once, in a rotating order) in a custom ``tf.function``
+loop and in ``fit``:
+
+* ``keras``           plain ``keras.optimizers.Adam(1e-3)`` (the baseline);
+* ``keras-schedule``  Adam with ``keras.optimizers.schedules.ExponentialDecay``;
+* ``python-assign``   plain Adam, ``optimizer.learning_rate.assign(value)`` from Python
+                      before every step (the seed-002 recipe);
+* ``hyperstep``       ``hs.scheduled(Adam(), learning_rate=..., weight_decay=...,
+                      beta_1=...)`` with all three on schedules, plus ``hs.ReduceOnPlateau``
+                      on the learning rate updated once per block (epoch).
+
+Prints min/median/max milliseconds per step, the median ratio to ``keras`` and the median
+of ratios paired within each repeat; the target is a median ratio <= 1.02 for
+``hyperstep``, and the script says whether it was met. On a loaded machine the spread
+between blocks is larger than the overhead: read ``paired`` and rerun.
+
+Usage: python benchmarks/overhead.py [--repeats N] [--steps N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import hyperstep as hs
+
+BATCH = 128
+TARGET = 1.02
+VARIANTS = ("keras", "keras-schedule", "python-assign", "hyperstep")
+
+
+def _model() -> keras.Model:
+    keras.utils.set_random_seed(0)
+    return keras.Sequential(
+        [
+            keras.Input((784,)),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
+
+
+def _optimizer(variant: str) -> tuple[keras.optimizers.Optimizer, object]:
+    """Return the optimizer and a per-block hook (a plateau controller for hyperstep)."""
+    if variant == "keras-schedule":
+        decay = keras.optimizers.schedules.ExponentialDecay(1e-3, 1000, 0.5)
+        return keras.optimizers.Adam(decay), None
+    if variant == "hyperstep":
+        opt = hs.scheduled(
+            keras.optimizers.Adam(),
+            learning_rate=hs.schedules.exponential(1e-3, 0.5, every=1000),
+            weight_decay=hs.schedules.linear(0.0, 1e-4, steps=10_000),
+            beta_1="0.95 - 0.1 * min(step / 1000, 1)",
+        )
+        plateau = hs.ReduceOnPlateau(
+            opt.hyperparameters["learning_rate"], monitor="loss", factor=0.9, patience=0
+        )
+        return opt, plateau
+    return keras.optimizers.Adam(1e-3), None
+
+
+class _EpochTimer(keras.callbacks.Callback):
+    """Times the epoch itself, without fit()'s per-call set-up."""
+
+    elapsed = 0.0
+
+    def on_epoch_begin(self, epoch: int, logs: object = None) -> None:
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch: int, logs: object = None) -> None:
+        self.elapsed = time.perf_counter() - self._start
+
+
+class _Runner:
+    """One variant: its model, optimizer and compiled step or fit loop."""
+
+    def __init__(self, variant: str, data: tuple[np.ndarray, np.ndarray], use_fit: bool):
+        self.variant = variant
+        self.model = _model()
+        self.opt, self.plateau = _optimizer(variant)
+        self.opt.build(self.model.trainable_variables)
+        self.x, self.y = (tf.constant(a) for a in data)
+        self.use_fit = use_fit
+        self.loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        if use_fit:
+            self.model.compile(self.opt, self.loss_fn)
+        else:
+            self.step = tf.function(self._step)
+        self.t = 0
+
+    def _step(self, x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            loss = self.loss_fn(y, self.model(x, training=True))
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.opt.apply(grads, self.model.trainable_variables)
+        return loss
+
+    def block(self, steps: int) -> float:
+        """Run ``steps`` steps; return seconds per step."""
+        if self.use_fit:
+            n = steps * BATCH
+            timer = _EpochTimer()
+            history = self.model.fit(
+                self.x[:n],
+                self.y[:n],
+                batch_size=BATCH,
+                epochs=1,
+                verbose=0,
+                shuffle=False,
+                callbacks=[timer],
+            )
+            elapsed = timer.elapsed
+            loss = history.history["loss"][-1]
+        else:
+            start = time.perf_counter()
+            for _ in range(steps):
+                if self.variant == "python-assign":
+                    self.opt.learning_rate.assign(1e-3 * 0.5 ** (self.t / 1000))
+                loss = self.step(self.x[:BATCH], self.y[:BATCH])
+                self.t += 1
+            loss = float(loss)
+            elapsed = time.perf_counter() - start
+        if self.plateau is not None:
+            self.plateau.update(loss)  # one controller update per block ("epoch")
+        return elapsed / steps
+
+
+def _measure(use_fit: bool, repeats: int, steps: int) -> dict[str, list[float]]:
+    rng = np.random.default_rng(0)
+    data = (
+        rng.normal(size=(steps * BATCH, 784)).astype("float32"),
+        rng.integers(0, 10, size=(steps * BATCH,)).astype("int32"),
+    )
+    runners = [_Runner(v, data, use_fit) for v in VARIANTS]
+    for runner in runners:  # warm up: trace, build, first epoch
+        runner.block(max(steps // 4, 5))
+    if not use_fit:  # a load-independent view: how many ops each traced step has
+        counts = {
+            r.variant: len(
+                r.step.get_concrete_function(r.x[:BATCH], r.y[:BATCH]).graph.get_operations()
+            )
+            for r in runners
+        }
+        print("ops in the traced step: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    for r in range(repeats):
+        order = runners[r % len(runners) :] + runners[: r % len(runners)]
+        for runner in order:
+            times[runner.variant].append(runner.block(steps))
+    return times
+
+
+def _report(title: str, times: dict[str, list[float]]) -> bool:
+    """Print the table; return whether hyperstep met the target.
+
+    ``ratio`` is median(variant) / median(keras); ``paired`` is the median over repeats of
+    variant / keras within the same repeat (the two blocks ran back to back), which cancels
+    slow changes in the machine's load.
+    """
+    base = statistics.median(times["keras"])
+    print(f"\n{title}")
+    print(f"{'variant':<16}{'min ms':>9}{'median ms':>11}{'max ms':>9}{'ratio':>8}{'paired':>8}")
+    paired = {}
+    for variant, values in times.items():
+        median = statistics.median(values)
+        paired[variant] = statistics.median(
+            v / k for v, k in zip(values, times["keras"], strict=True)
+        )
+        print(
+            f"{variant:<16}{min(values) * 1e3:>9.3f}{median * 1e3:>11.3f}"
+            f"{max(values) * 1e3:>9.3f}{median / base:>8.3f}{paired[variant]:>8.3f}"
+        )
+    ratio = statistics.median(times["hyperstep"]) / base
+    met = ratio <= TARGET
+    print(
+        f"hyperstep / keras: median ratio {ratio:.3f}, paired {paired['hyperstep']:.3f} "
+        f"(target <= {TARGET}: {'met' if met else 'NOT met'})"
+    )
+    return met
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=15)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    print(f"TF {tf.__version__}, Keras {keras.__version__}, batch {BATCH}, MLP 784-256-256-10")
+    _report("custom tf.function loop", _measure(False, args.repeats, args.steps))
+    _report("model.fit", _measure(True, args.repeats, args.steps))
+    print(f"\ntotal {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
