@@ -265,3 +265,29 @@ def test_custom_registered_rule_is_saved_by_name() -> None:
         again.apply([keras.ops.convert_to_tensor([2.0, -3.0])], [w])
     step = 1 / 1 + 1 / 2 + 1 / 3
     np.testing.assert_allclose(w.numpy(), [1.0 - 0.1 * step, -1.0 + 0.1 * step], rtol=1e-6)
+
+
+def test_save_weights_restores_clock_and_hyperparameter_state(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    def setup() -> keras.Model:
+        model = make_model()
+        opt = hs.StepOptimizer(
+            "adam", groups=[hs.Group("kernels", match="*kernel", learning_rate=0.1)]
+        )
+        model.compile(optimizer=opt, loss="mse")
+        opt.build(model.trainable_variables)
+        return model
+
+    model = setup()
+    model.fit(X, Y, batch_size=8, shuffle=False, verbose=0)
+    model.optimizer.hyperparameters["kernels/learning_rate"].scale.assign(0.3)
+    model.save_weights(tmp_path / "w.weights.h5")
+    again = setup()
+    again.load_weights(tmp_path / "w.weights.h5")
+    assert int(again.optimizer.clock.step) == 4
+    assert float(again.optimizer.groups["kernels"].hyperparameters["learning_rate"].scale) == (
+        pytest.approx(0.3)
+    )
+    for m in (model, again):
+        m.fit(X, Y, batch_size=8, shuffle=False, verbose=0)
+    for a, b in zip(weights(model), weights(again), strict=True):
+        np.testing.assert_array_equal(a, b)
