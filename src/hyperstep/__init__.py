@@ -8,9 +8,8 @@ from hyperstep._backend import check_backend as _check_backend
 
 _check_backend()
 
-from hyperstep import errors, schedules  # noqa: E402
+from hyperstep import callbacks, errors, schedules  # noqa: E402
 from hyperstep.clock import Clock  # noqa: E402
-from hyperstep.control import callbacks  # noqa: E402
 from hyperstep.control.controllers import ReduceOnPlateau  # noqa: E402
 from hyperstep.control.hyperparameter import Hyperparameter  # noqa: E402
 from hyperstep.doctor import Diagnosis, Finding, doctor  # noqa: E402

@@ -1,0 +1,17 @@
+"""Keras callbacks, gathered in one namespace: ``hs.callbacks.X``.
+
+- :class:`ReduceOnPlateau`: metric-driven control that multiplies a hyperparameter's scale.
+- :class:`LogHyperparameters`: every hyperparameter's value in ``fit``'s logs, per-step CSV
+  and TensorBoard scalars.
+- :class:`Doctor`: a pre-flight diagnosis on the first batch of ``fit()``.
+- :func:`read_all`: every hyperparameter's value in one call, for custom loops.
+
+The classes live in the rooms that own them (``control``, ``doctor``); this module only
+re-exports them.
+"""
+
+from hyperstep.control.callbacks import LogHyperparameters, read_all
+from hyperstep.control.controllers import ReduceOnPlateau
+from hyperstep.doctor.callback import Doctor
+
+__all__ = ["Doctor", "LogHyperparameters", "ReduceOnPlateau", "read_all"]
