@@ -184,3 +184,12 @@ def test_integer_and_float_step_dtypes_give_the_same_values():
     c = s(np.arange(100, dtype=np.float64))
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize(("name", "kwargs", "end", "boundaries"), CASES, ids=IDS)
+def test_family_repr_parses_back_to_an_equal_schedule(name, kwargs, end, boundaries):
+    s = getattr(hs, name)(**kwargs)
+    back = hs.parse(repr(s))
+    assert repr(back) == repr(s)
+    steps = ref.grid(end, *boundaries)
+    np.testing.assert_array_equal(back(steps), s(steps))

@@ -189,15 +189,16 @@ class OneCycle(Schedule):
         return phases
 
     def value(self, step: Any) -> Any:
-        result = ops.full_like(step, self._phases[-1][3])
-        for begin, end, a, b in reversed(self._phases):
-            left = ops.clip((end - step) / (end - begin), 0.0, 1.0)  # 1 - t
-            if self.anneal == "cos":
-                v = b + (a - b) * _cosine_weight(left)
-            else:
-                v = b + (a - b) * left
-            result = ops.where(step <= end, v, result)
-        return result
+        # pick each step's phase first (cheap selects of constants), then anneal once
+        begin, end, a, b = (_f32(x) for x in self._phases[-1])
+        for phase in reversed(self._phases[:-1]):
+            inside = step <= phase[1]
+            begin, end, a, b = (
+                ops.where(inside, x, y) for x, y in zip(phase, (begin, end, a, b), strict=True)
+            )
+        left = ops.clip((end - step) / (end - begin), 0.0, 1.0)  # 1 - t; 0 past the end
+        weight = _cosine_weight(left) if self.anneal == "cos" else left
+        return b + (a - b) * weight
 
     def arguments(self) -> dict[str, Any]:
         return {
