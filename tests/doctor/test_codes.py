@@ -335,3 +335,13 @@ def test_optimizer_built_for_a_previous_model_with_the_same_paths_is_stale():
     assert_findings(
         diagnosis, [("stale-in-optimizer", "s/d/kernel"), ("stale-in-optimizer", "s/d/bias")]
     )
+
+
+def test_raw_tf_variable_behind_stop_gradient_is_untracked_and_blocked():
+    class RawBlocked(RawScale):
+        def call(self, x):
+            return self.dense(x) * tf.stop_gradient(self.scale)
+
+    diagnosis = hs.doctor(compiled(RawBlocked(name="m")), (X, Y))
+    assert_findings(diagnosis, [("untracked", "m/scale"), ("blocked", "m/scale")])
+    assert "StopGradient" in only(diagnosis, "blocked")[0].what

@@ -35,6 +35,19 @@ def doctor(
     Nothing changes: every variable of the model and the optimizer ends bit for bit as it
     started (BatchNormalization statistics and seed generators are put back).
 
+    The codes: ``untracked`` (a raw ``tf.Variable`` on a layer, or a variable in a
+    container Keras does not track), ``stale-in-optimizer`` (the optimizer or a cached
+    ``model.train_function`` holds a variable that was since rebound), ``non-float-dtype``
+    (trainable but not floating), ``not-trainable`` (``trainable=False`` although the loss
+    has a gradient for it; only for your own layers' variables, never under a layer with
+    ``trainable=False`` nor for Keras's own state such as BatchNormalization statistics),
+    ``not-in-optimizer``, ``unused`` (no path to the loss), ``blocked`` (every path stops
+    at ``stop_gradient`` or a non-differentiable op, which is named with your source
+    line), ``zero-gradient`` (exactly 0 on this batch, e.g. dead ReLUs) and
+    ``zero-learning-rate`` (0 at this step and, for a schedule, at the next). The rules
+    are in :mod:`hyperstep.doctor.checks`. A model whose ``train_step`` is overridden is
+    diagnosed with the compiled loss; pass ``loss_fn`` to diagnose your own step.
+
     Args:
         model: A Keras model (or layer). Compiled with a loss for ``fit()`` style, or any
             model together with ``loss_fn`` for custom loops.

@@ -17,6 +17,7 @@ import sysconfig
 from collections.abc import Callable
 from typing import Any
 
+import keras
 import tensorflow as tf
 from tensorflow.python.framework import ops as tf_ops
 
@@ -229,5 +230,7 @@ class GraphFacts:
 
 
 def _handle(variable: Any) -> Any:
-    value = getattr(variable, "value", variable)  # keras.Variable -> tf.Variable
-    return value.handle
+    """The resource handle of a ``keras.Variable``'s ``tf.Variable`` (or a ``tf.Variable``'s)."""
+    if isinstance(variable, keras.Variable):
+        variable = variable.value
+    return variable.handle
