@@ -293,7 +293,7 @@ class BinaryOp(Schedule):
     Example:
         >>> s = Step() / 1000 + 0.01
         >>> s
-        step / 1000 + 0.01
+        step / 1000.0 + 0.01
         >>> [round(float(v), 4) for v in s([0, 500, 1000])]
         [0.01, 0.51, 1.01]
     """
@@ -382,7 +382,7 @@ class Function(Schedule):
     Example:
         >>> s = Function("min", [Step() / 10, 1.0])
         >>> s
-        min(step / 10, 1.0)
+        min(step / 10.0, 1.0)
         >>> [float(v) for v in s([0, 5, 20])]
         [0.0, 0.5, 1.0]
     """
@@ -456,7 +456,7 @@ def as_schedule(value: ScheduleLike, name: str = "schedule") -> Schedule:
         >>> as_schedule(0.5)
         constant(0.5)
         >>> as_schedule("step / 1000 + 0.01")
-        step / 1000 + 0.01
+        step / 1000.0 + 0.01
     """
     if isinstance(value, Schedule):
         return value
