@@ -129,3 +129,13 @@ def test_keras_optimizer_with_a_schedule_survives_get_config_round_trip():
     np.testing.assert_array_equal(
         back._learning_rate(np.arange(200)), optimizer._learning_rate(np.arange(200))
     )
+
+
+def test_schedule_drives_the_learning_rate_inside_model_fit():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    schedule = hs.warmup(hs.cosine(0.1, steps=20, end=0.01), steps=4)
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=schedule), loss="mse")
+    x, y = np.ones((16, 2), np.float32), np.zeros((16, 1), np.float32)
+    model.fit(x, y, batch_size=4, epochs=2, verbose=0)
+    assert int(model.optimizer.iterations) == 8
+    assert float(model.optimizer.learning_rate) == pytest.approx(float(schedule(8)))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -113,7 +114,7 @@ def _power(base: float, exponent: Any) -> Any:
     the factor ``exp(p * log(base / float32(base)))`` removes that error. Bases exactly
     representable in float32 (0.5, 2.0, ...) skip the correction and stay exact.
     """
-    base32 = float(np.float32(base))
+    base32 = struct.unpack("f", struct.pack("f", base))[0]  # float32(base), no numpy
     result = ops.power(_f32(base32), exponent)
     correction = math.log(base / base32)
     if correction != 0.0:
