@@ -157,3 +157,27 @@ def test_unbuilt_model_is_built_without_changing_its_initial_values():
     assert diagnosis.ok
     moving = model.layers[1].moving_mean
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(moving), np.zeros(8))
+
+
+def test_zero_gradient_from_batch_normalization_invariance_is_not_a_finding():
+    # bn1's beta shifts a channel that Dense and bn2 (training mode) then centre away:
+    # its gradient is exactly 0 by design, not a dead unit
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            keras.layers.Dense(2),
+            keras.layers.BatchNormalization(name="bn1"),
+            keras.layers.Dense(2),
+            keras.layers.BatchNormalization(name="bn2"),
+            keras.layers.Activation("relu"),
+            keras.layers.Dense(1),
+        ]
+    )
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.random.default_rng(0).normal(size=(2, 3)).astype("float32")
+    y = np.ones((2, 1), "float32")
+    with tf.GradientTape() as tape:
+        loss = model.compute_loss(x=x, y=y, y_pred=model(x, training=True))
+    beta_gradient = tape.gradient(loss, model.get_layer("bn1").beta)
+    assert not np.any(keras.ops.convert_to_numpy(beta_gradient))  # the premise holds
+    assert hs.doctor(model, (x, y)).ok
