@@ -262,3 +262,15 @@ def test_wrappers_applied_optimizers_and_wrong_types_are_refused():
         hs.scheduled(K.SGD(), clock=5)
     with pytest.raises(TypeError, match=r"Received: learning_rate=\[0.1\]"):
         hs.scheduled(K.SGD(), learning_rate=[0.1])
+
+
+def test_a_scheduled_optimizer_inside_a_loss_scale_optimizer_trains_and_saves(tmp_path):
+    model = _model()
+    inner = hs.scheduled(K.Adam(), learning_rate="0.01 * 0.5 ** (step / 4)")
+    model.compile(K.LossScaleOptimizer(inner), "mse")
+    model.fit(X, Y, batch_size=8, epochs=2, verbose=0)
+    assert int(inner.clock.step) == int(inner.iterations) == 8
+    np.testing.assert_allclose(float(inner.learning_rate), 0.0025, rtol=1e-6)
+    model.save(tmp_path / "m.keras")
+    restored = keras.models.load_model(tmp_path / "m.keras").optimizer.inner_optimizer
+    assert int(restored.clock.step) == 8
