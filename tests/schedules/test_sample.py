@@ -82,12 +82,18 @@ def test_accepts_numbers_expressions_and_keras_schedules() -> None:
             {"steps": 10, "num": 0},
             r"sample\(num=\.\.\.\)` must be a positive integer. Received: num=0",
         ),
-        ({"steps": 2**40}, r"at most 2\*\*31.*Received: steps=1099511627776"),
+        ({"steps": 2**40}, r"at most 100,000,000; pass e.g. `num=10_000`.*steps=1099511627776"),
     ],
 )
 def test_bad_arguments_name_the_argument_and_the_value(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         sample("step", **kwargs)
+
+
+def test_num_samples_any_number_of_steps() -> None:
+    steps, values = sample("step", 2**40, num=3)
+    assert steps.tolist() == [0, 2**39, 2**40 - 1]
+    np.testing.assert_allclose(values, steps.astype(np.float32), rtol=1e-6)
 
 
 def test_bad_schedule_is_refused_with_its_name() -> None:

@@ -8,6 +8,9 @@ from keras import ops
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules.base import ScheduleLike, as_schedule, check_positive_int
 
+#: the most points sampled in one call
+MAX_POINTS = 100_000_000
+
 
 def sample(
     schedule: ScheduleLike, steps: int, num: int | None = None
@@ -28,7 +31,8 @@ def sample(
         ``(steps, values)``: an int64 array of steps and a float32 array of values.
 
     Raises:
-        ValueError: If ``steps`` or ``num`` is not a positive integer.
+        ValueError: If ``steps`` or ``num`` is not a positive integer, or if ``num`` is
+            ``None`` and ``steps`` is above ``MAX_POINTS`` (100,000,000).
 
     Example:
         >>> x, y = sample("step / 10", steps=5)
@@ -40,10 +44,10 @@ def sample(
     steps = check_positive_int("sample", "steps", steps)
     if num is not None:
         num = check_positive_int("sample", "num", num)
-    if steps > 2**31:
+    if num is None and steps > MAX_POINTS:
         raise InvalidArgumentError(
-            f"`sample(steps=...)` must be at most 2**31 = {2**31}; pass `num=` to sample fewer "
-            f"points. {received('steps', steps)}"
+            f"`sample(steps=...)` without `num=` evaluates every step, at most {MAX_POINTS:,}; "
+            f"pass e.g. `num=10_000` to sample fewer points. {received('steps', steps)}"
         )
     schedule = as_schedule(schedule, name="schedule")
     if num is None or num >= steps:
