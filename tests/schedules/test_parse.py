@@ -541,3 +541,41 @@ def test_nesting_just_under_the_limit_parses() -> None:
     expected = -1.0 if (MAX_DEPTH - 2) % 2 else 1.0
     np.testing.assert_allclose(values(parse(text)), expected * STEPS)
     assert math.isclose(float(parse("1" + " + 1" * 90)(0)), 91.0)
+
+
+class Ramp(base.Schedule):
+    """A stand-in family with every kind of argument: ``value = slope * step + offset``."""
+
+    keyword = "ramp"
+
+    def __init__(
+        self, slope: float, offset: float = 0.0, *, label: str = "", flag: bool = False
+    ) -> None:
+        self.slope = base.check_number("ramp", "slope", slope)
+        self.offset, self.label, self.flag = offset, label, flag
+
+    def value(self, step):  # type: ignore[no-untyped-def]
+        return step * self.slope + self.offset
+
+    def arguments(self) -> dict:
+        return {"slope": self.slope, "offset": self.offset, "label": self.label, "flag": self.flag}
+
+
+def test_arguments_are_matched_from_the_class_signature(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        sys.modules["hyperstep.schedules.parse"], "vocabulary", lambda: {"ramp": Ramp}
+    )
+    s = parse("ramp(2, 1, label='x', flag=True)")
+    assert (s.slope, s.offset, s.label, s.flag) == (2.0, 1, "x", True)
+    np.testing.assert_allclose(values(s), 2 * STEPS + 1)
+    with pytest.raises(ScheduleSyntaxError, match=r"at most 2 positional arguments; got 3"):
+        parse("ramp(1, 2, 'x')")  # label is keyword-only
+    with pytest.raises(
+        ScheduleSyntaxError,
+        match=r"unexpected keyword 'lable'; did you mean 'label'\? Its "
+        r"arguments are slope, offset, label, flag",
+    ):
+        parse("ramp(1, lable='x')")
+    with pytest.raises(ScheduleSyntaxError, match=r"Received: slope='steep'") as info:
+        parse("ramp(offset=1, slope='steep')")
+    assert info.value.column == len("ramp(offset=1, slope=")
