@@ -7,14 +7,14 @@ exactly one thing advances it per training step (see :class:`Clock` for the rule
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import Any
 
 import keras
 from keras import ops
 
-from hyperstep.errors import InvalidArgumentError, received
-from hyperstep.schedules.base import check_positive_int
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
@@ -87,7 +87,7 @@ class Clock(keras.layers.Layer):
 
     @steps_per_epoch.setter
     def steps_per_epoch(self, value: int) -> None:
-        value = check_positive_int("Clock", "steps_per_epoch", value)
+        value = _positive_int(value)
         if self._steps_per_epoch is not None and self._steps_per_epoch != value:
             raise InvalidArgumentError(
                 f"`Clock(name={self.name!r})` already counts {self._steps_per_epoch} steps "
@@ -140,3 +140,16 @@ class Clock(keras.layers.Layer):
 
     def __repr__(self) -> str:
         return f"Clock(steps_per_epoch={self._steps_per_epoch!r}, name={self.name!r})"
+
+
+def _positive_int(value: Any) -> int:
+    """Return ``value`` as an int > 0, or raise naming ``steps_per_epoch``."""
+    message = "`Clock(steps_per_epoch=...)` must be a positive integer. " + received(
+        "steps_per_epoch", value
+    )
+    if isinstance(value, bool) or not hasattr(value, "__float__"):
+        raise InvalidTypeError(message)
+    number = float(value)
+    if not math.isfinite(number) or number != int(number) or number <= 0:
+        raise InvalidArgumentError(message)
+    return int(number)

@@ -47,6 +47,12 @@ class Hyperparameter(keras.layers.Layer):
 
     Schedules that use ``epoch`` are bound to ``clock.steps_per_epoch`` when it is known.
 
+    Sharing survives ``save_weights``/``load_weights`` and ``tf.train.Checkpoint`` (you
+    rebuild the objects in code). A ``.keras`` file stores each object's config, so after
+    ``keras.models.load_model`` a model's free hyperparameter and the optimizer have
+    separate clocks (each restored to its saved step); re-link them with
+    ``model.kl_beta.clock = model.optimizer.clock``.
+
     Args:
         value: A number, a hyperstep schedule, a Keras ``LearningRateSchedule`` or an
             expression string such as ``"0.1 * 0.5 ** (step / 100)"``.
@@ -88,6 +94,7 @@ class Hyperparameter(keras.layers.Layer):
         self._raw_schedule: Schedule = as_schedule(value, name="value")
         self._uses_epoch = uses_epoch(self._raw_schedule)
         self._bound_schedule: Schedule | None = None
+        self._bound_steps: int | None = None
         self.clock = clock if clock is not None else Clock(name=f"{self.name}_clock")
         self.scale = self._new_state("scale", 1.0, "float32")
         self.override = self._new_state("override", 0.0, "float32")
@@ -103,8 +110,9 @@ class Hyperparameter(keras.layers.Layer):
         steps = self.clock.steps_per_epoch
         if not self._uses_epoch or steps is None:
             return self._raw_schedule
-        if self._bound_schedule is None:
+        if self._bound_schedule is None or self._bound_steps != steps:
             self._bound_schedule = bind_epochs(self._raw_schedule, steps)
+            self._bound_steps = steps  # a re-linked clock may count other epochs
         return self._bound_schedule
 
     # ---- values -------------------------------------------------------------------------
