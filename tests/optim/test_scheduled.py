@@ -216,3 +216,21 @@ def test_families_and_expressions_are_accepted():
     np.testing.assert_allclose(float(hps["weight_decay"].at(50)), 0.025, rtol=1e-6)
     np.testing.assert_allclose(float(hps["beta_1"].at(50)), 0.9, rtol=1e-6)
     np.testing.assert_allclose(float(hps["learning_rate"].at(10)), 1e-3, rtol=1e-6)
+
+
+@pytest.mark.parametrize("build_first", [True, False])
+def test_a_momentum_schedule_starting_at_zero_still_gets_momentum_slots(build_first):
+    # Keras creates SGD's momentum slots only `if self.momentum != 0`; a schedule counts as
+    # nonzero whether the optimizer is built explicitly or by its first `apply`.
+    opt = hs.scheduled(K.SGD(0.1), momentum=hs.schedules.linear(0.0, 0.9, steps=10))
+    w = keras.Variable(np.zeros(2, "float32"))
+    if build_first:
+        opt.build([w])
+    for _ in range(3):
+        opt.apply([tf.ones(2)], [w])
+    assert len(opt.momentums) == 1
+    # m_t = momentum(t) * m_{t-1} - 0.1 * g with momentum(t) = 0.09 t
+    m = 0.0
+    for t in range(3):
+        m = np.float32(0.09 * t) * np.float32(m) - np.float32(0.1)
+    np.testing.assert_allclose(opt.momentums[0].numpy(), [m, m], rtol=1e-6)

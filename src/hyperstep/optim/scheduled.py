@@ -186,6 +186,18 @@ class ScheduledOptimizer:
                 self.clock.advance()
         return result
 
+    def build(self, variables: Any) -> Any:
+        # Keras decides which slots to create from Python checks on hyperparameters
+        # (`if self.momentum != 0`): they see the same values as inside `apply`.
+        state = _state(self)
+        if state.step is not None:  # built by `apply`
+            return super().build(variables)  # type: ignore[misc]
+        state.step, state.cache = self.clock.step.value, {}
+        try:
+            return super().build(variables)  # type: ignore[misc]
+        finally:
+            state.step, state.cache = None, {}
+
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> Any:
         state = _state(self)
         outer = state.variable
@@ -312,7 +324,7 @@ def scheduled(
             f"it instead, e.g. `{cls.__name__}(hs.scheduled(keras.optimizers.Adam(), ...))`. "
             f"{received('optimizer', optimizer)}"
         )
-    if optimizer.built or int(optimizer.iterations) != 0:
+    if optimizer.built or int(ops.convert_to_numpy(optimizer.iterations)) != 0:
         raise InvalidArgumentError(
             "`hs.scheduled(optimizer=...)` needs a fresh optimizer (its slots are rebuilt); "
             f"this one was already applied. {received('optimizer', optimizer)}"
