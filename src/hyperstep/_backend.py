@@ -44,6 +44,21 @@ def check_backend() -> None:
     )
 
 
+def integer_dtype() -> str:
+    """Return the dtype of integer state: ``"int64"``, or ``"int32"`` on JAX without x64.
+
+    JAX stores 32-bit integers unless ``jax_enable_x64`` is on (``JAX_ENABLE_X64=1``); asking
+    it for int64 warns and truncates. A clock in int32 counts up to 2**31 - 1 steps.
+    """
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return "int64"
+    import jax
+
+    return "int64" if jax.config.read("jax_enable_x64") else "int32"
+
+
 def require_tensorflow(feature: str) -> None:
     """Raise :class:`hyperstep.errors.BackendError` unless Keras runs on TensorFlow."""
     import keras

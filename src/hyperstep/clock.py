@@ -14,6 +14,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep._backend import integer_dtype
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 
@@ -21,7 +22,8 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 class Clock(keras.layers.Layer):
     """The training step, shared by everything that depends on it.
 
-    ``step`` = number of updates already applied (int64, starts at 0);
+    ``step`` = number of updates already applied (int64, starts at 0; int32 on JAX unless
+    ``jax_enable_x64`` is on);
     ``epoch = step // steps_per_epoch``.
 
     The update at step ``t`` uses hyperparameter values computed from ``t``; then the
@@ -70,7 +72,7 @@ class Clock(keras.layers.Layer):
             self.steps_per_epoch = steps_per_epoch
         self.step = self.add_weight(
             shape=(),
-            dtype="int64",
+            dtype=integer_dtype(),
             initializer="zeros",
             trainable=False,
             aggregation="only_first_replica",

@@ -13,6 +13,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep._backend import integer_dtype
 from hyperstep.clock import Clock
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import (
@@ -205,6 +206,8 @@ class Hyperparameter(keras.layers.Layer):
         return variable
 
     def _new_state(self, name: str, initial: Any, dtype: str) -> Any:
+        if dtype == "int64":  # int32 on JAX without x64 (see hyperstep._backend.integer_dtype)
+            dtype = integer_dtype()
         variable = self.add_weight(
             shape=(),
             dtype=dtype,
