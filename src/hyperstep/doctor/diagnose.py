@@ -6,11 +6,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
-import tensorflow as tf
 
-from hyperstep.doctor import checks, probe
-from hyperstep.doctor.report import Diagnosis
-from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep._backend import require_tensorflow
+
+require_tensorflow("hyperstep.doctor.diagnose (the doctor's graph analysis)")
+
+import tensorflow as tf  # noqa: E402
+
+from hyperstep.doctor import checks, probe  # noqa: E402
+from hyperstep.doctor.report import Diagnosis  # noqa: E402
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received  # noqa: E402
 
 
 def _short(value: Any) -> str:

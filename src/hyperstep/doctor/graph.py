@@ -18,8 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 import keras
-import tensorflow as tf
-from tensorflow.python.framework import ops as tf_ops
+
+from hyperstep._backend import require_tensorflow
+
+require_tensorflow("hyperstep.doctor.graph (the doctor's graph analysis)")
+
+import tensorflow as tf  # noqa: E402
+from tensorflow.python.framework import ops as tf_ops  # noqa: E402
 
 #: Ops through which no useful gradient flows (the registered gradient is None or zero).
 NON_DIFFERENTIABLE = frozenset(

@@ -27,9 +27,14 @@ from typing import Any
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-from hyperstep.doctor.graph import GraphFacts, PathFact
+from hyperstep._backend import require_tensorflow
+
+require_tensorflow("hyperstep.doctor.probe (the doctor's graph analysis)")
+
+import tensorflow as tf  # noqa: E402
+
+from hyperstep.doctor.graph import GraphFacts, PathFact  # noqa: E402
 
 # Keras bookkeeping attributes that hold no user state worth walking.
 _SKIP_ATTRIBUTES = frozenset(

@@ -23,8 +23,12 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-import tensorflow as tf
-from keras import ops
+from hyperstep._backend import require_tensorflow
+
+require_tensorflow("hyperstep.optim._exact (Python-float rounding in TF graphs)")
+
+import tensorflow as tf  # noqa: E402
+from keras import ops  # noqa: E402
 
 _OPS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[float, float], float]]] = {
     "add": (ops.add, operator.add),
