@@ -5,6 +5,9 @@ MLP 784-256-256-10, batch 128, Adam, float32, CPU. Four variants, measured inter
 loop and in ``fit``:
 
 * ``keras``           plain ``keras.optimizers.Adam(1e-3)`` (the baseline);
+* ``keras-decay``     plain Adam with a constant ``weight_decay`` (the same arithmetic as
+                      ``hyperstep`` does, without schedules: ``hyperstep / keras-decay``
+                      is the cost of scheduling itself);
 * ``keras-schedule``  Adam with ``keras.optimizers.schedules.ExponentialDecay``;
 * ``python-assign``   plain Adam, ``optimizer.learning_rate.assign(value)`` from Python
                       before every step (the seed-002 recipe);
@@ -17,7 +20,10 @@ of ratios paired within each repeat; the target is a median ratio <= 1.02 for
 ``hyperstep``, and the script says whether it was met. On a loaded machine the spread
 between blocks is larger than the overhead: read ``paired`` and rerun.
 
-Usage: python benchmarks/overhead.py [--repeats N] [--steps N]
+``--cpu-time`` runs TensorFlow on one thread and times process CPU time instead of wall
+time: steadier when other processes share the machine.
+
+Usage: python benchmarks/overhead.py [--repeats N] [--steps N] [--cpu-time]
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ import hyperstep as hs
 
 BATCH = 128
 TARGET = 1.02
-VARIANTS = ("keras", "keras-schedule", "python-assign", "hyperstep")
+VARIANTS = ("keras", "keras-decay", "keras-schedule", "python-assign", "hyperstep")
+TIMER = time.perf_counter  # --cpu-time: time.process_time with one TensorFlow thread
 
 
 def _model() -> keras.Model:
@@ -55,6 +62,8 @@ def _model() -> keras.Model:
 
 def _optimizer(variant: str) -> tuple[keras.optimizers.Optimizer, object]:
     """Return the optimizer and a per-block hook (a plateau controller for hyperstep)."""
+    if variant == "keras-decay":
+        return keras.optimizers.Adam(1e-3, weight_decay=1e-4), None
     if variant == "keras-schedule":
         decay = keras.optimizers.schedules.ExponentialDecay(1e-3, 1000, 0.5)
         return keras.optimizers.Adam(decay), None
@@ -78,10 +87,10 @@ class _EpochTimer(keras.callbacks.Callback):
     elapsed = 0.0
 
     def on_epoch_begin(self, epoch: int, logs: object = None) -> None:
-        self._start = time.perf_counter()
+        self._start = TIMER()
 
     def on_epoch_end(self, epoch: int, logs: object = None) -> None:
-        self.elapsed = time.perf_counter() - self._start
+        self.elapsed = TIMER() - self._start
 
 
 class _Runner:
@@ -125,14 +134,14 @@ class _Runner:
             elapsed = timer.elapsed
             loss = history.history["loss"][-1]
         else:
-            start = time.perf_counter()
+            start = TIMER()
             for _ in range(steps):
                 if self.variant == "python-assign":
                     self.opt.learning_rate.assign(1e-3 * 0.5 ** (self.t / 1000))
                 loss = self.step(self.x[:BATCH], self.y[:BATCH])
                 self.t += 1
             loss = float(loss)
-            elapsed = time.perf_counter() - start
+            elapsed = TIMER() - start
         if self.plateau is not None:
             self.plateau.update(loss)  # one controller update per block ("epoch")
         return elapsed / steps
@@ -189,16 +198,30 @@ def _report(title: str, times: dict[str, list[float]]) -> bool:
         f"hyperstep / keras: median ratio {ratio:.3f}, paired {paired['hyperstep']:.3f} "
         f"(target <= {TARGET}: {'met' if met else 'NOT met'})"
     )
+    decay = statistics.median(times["hyperstep"]) / statistics.median(times["keras-decay"])
+    print(f"hyperstep / keras-decay (same arithmetic, scheduling cost only): {decay:.3f}")
     return met
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--steps", type=int, default=15)
+    parser.add_argument("--repeats", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="one TensorFlow thread, timed by process CPU time (steadier on a shared machine)",
+    )
     args = parser.parse_args()
+    if args.cpu_time:
+        global TIMER
+        TIMER = time.process_time
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
     start = time.perf_counter()
+    timing = "process CPU time, 1 thread" if args.cpu_time else "wall time"
     print(f"TF {tf.__version__}, Keras {keras.__version__}, batch {BATCH}, MLP 784-256-256-10")
+    print(f"timing: {timing}")
     _report("custom tf.function loop", _measure(False, args.repeats, args.steps))
     _report("model.fit", _measure(True, args.repeats, args.steps))
     print(f"\ntotal {time.perf_counter() - start:.0f} s")

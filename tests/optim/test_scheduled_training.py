@@ -274,3 +274,17 @@ def test_a_scheduled_optimizer_inside_a_loss_scale_optimizer_trains_and_saves(tm
     model.save(tmp_path / "m.keras")
     restored = keras.models.load_model(tmp_path / "m.keras").optimizer.inner_optimizer
     assert int(restored.clock.step) == 8
+
+
+def test_keras_reduce_lr_on_plateau_sets_the_override_instead_of_raising():
+    # plain Keras raises "learning rate is not settable" with a schedule (DESIGN fact 1)
+    model = _model()
+    opt = hs.scheduled(K.Adam(), learning_rate=0.01 * 0.5 ** (Step() / 100))
+    model.compile(opt, "mse")
+    plateau = keras.callbacks.ReduceLROnPlateau(
+        monitor="loss", factor=0.5, patience=0, min_delta=10
+    )
+    model.fit(X, Y, batch_size=8, epochs=3, verbose=0, callbacks=[plateau])
+    lr = opt.hyperparameters["learning_rate"]
+    assert bool(lr.is_set)
+    np.testing.assert_allclose(float(lr.override), 0.01 * 0.5 ** (8 / 100) * 0.25, rtol=1e-5)

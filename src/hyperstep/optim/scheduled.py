@@ -14,7 +14,21 @@ Inside ``apply``:
 3. the clock advances to ``t + 1`` if this optimizer owns it (see :class:`hyperstep.Clock`).
 
 Keras's ``iterations`` keeps counting this optimizer's own updates (Adam's bias correction
-uses it), so with constant values the updates are bit-identical to the wrapped optimizer.
+uses it), so with constant values the updates are bit-identical to the wrapped optimizer
+(on TensorFlow, values reach Keras's code as :class:`~hyperstep.optim._exact.ExactScalar`,
+which rounds like a Python float).
+
+Reading ``opt.beta_1`` outside ``apply`` gives the current effective value (a float32
+tensor); assigning ``opt.beta_1 = 0.5`` or ``opt.learning_rate = 0.5`` (as Keras's
+``ReduceLROnPlateau`` and ``LearningRateScheduler`` do) sets the hyperparameter's override.
+Keras's own ``learning_rate`` variable stays in ``opt.variables`` but is no longer read.
+
+Saving: ``opt.clock`` and every ``opt.hyperparameters[name]`` are Keras layers reachable
+from the optimizer, so ``.keras``/``save_weights`` store them under the optimizer and
+``tf.train.Checkpoint`` names them ``clock`` and ``hyperparameter_<name>``; their
+variables are not in ``opt.variables`` (whose count Keras checks on load), so state that
+controllers add later never breaks loading. The config stores the schedules, the clock's
+config and ``advance``; ``from_config`` gives a new clock (sharing is not in a config).
 """
 
 from __future__ import annotations
