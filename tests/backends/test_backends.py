@@ -1,0 +1,162 @@
+"""The same hyperstep on Keras's TensorFlow, JAX and PyTorch backends.
+
+``worker.py`` runs once per backend in its own process (``KERAS_BACKEND`` is fixed when Keras
+is imported); the three processes start together and print JSON, compared here: schedule
+values equal up to float32 rounding, per-step hyperparameter traces equal across backends,
+final weights within 1e-5 of the TensorFlow run, plateau state surviving ``.keras``, the
+compiled JAX step traced once across run-time changes, and one clear ``BackendError`` for
+every TensorFlow-only feature.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+WORKER = Path(__file__).with_name("worker.py")
+BACKENDS = ("tensorflow", "jax", "torch")
+OTHERS = ("jax", "torch")
+TIMEOUT = 240
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, Any]:
+    """Run the worker under every backend, all at once; return ``{backend: result}``."""
+    processes = {}
+    for backend in BACKENDS:
+        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
+        env.pop("JAX_ENABLE_X64", None)
+        processes[backend] = subprocess.Popen(
+            [sys.executable, str(WORKER)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    found = {}
+    for backend, process in processes.items():
+        try:
+            out, err = process.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+        assert process.returncode == 0 and lines, f"{backend} worker failed:\n{err[-4000:]}"
+        found[backend] = json.loads(lines[-1].removeprefix("RESULT "))
+    return found
+
+
+def test_each_worker_ran_on_its_backend(results: dict[str, Any]) -> None:
+    assert {b: results[b]["backend"] for b in BACKENDS} == {b: b for b in BACKENDS}
+
+
+@pytest.mark.parametrize("backend", OTHERS)
+def test_hyperstep_does_not_import_tensorflow_on_other_backends(
+    results: dict[str, Any], backend: str
+) -> None:
+    assert results[backend]["tensorflow_after_import"] is False
+    assert results[backend]["tensorflow_at_end"] is False
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_hyperstep_or_dtype_warning(results: dict[str, Any], backend: str) -> None:
+    assert results[backend]["warnings"] == []
+
+
+@pytest.mark.parametrize("backend", OTHERS)
+def test_schedule_values_match_tensorflow_up_to_float32_rounding(
+    results: dict[str, Any], backend: str
+) -> None:
+    expected, got = results["tensorflow"]["schedules"], results[backend]["schedules"]
+    assert list(got) == list(expected)
+    for text in expected:
+        np.testing.assert_allclose(got[text], expected[text], rtol=1e-6, atol=1e-12, err_msg=text)
+
+
+@pytest.mark.parametrize("backend", OTHERS)
+@pytest.mark.parametrize("how", ["fit", "loop"])
+def test_hyperparameter_traces_match_tensorflow(
+    results: dict[str, Any], backend: str, how: str
+) -> None:
+    expected, got = results["tensorflow"][how]["traces"], results[backend][how]["traces"]
+    assert [row["step"] for row in got] == [row["step"] for row in expected] == list(range(12))
+    for name in ("learning_rate", "beta_1", "weight_decay"):
+        np.testing.assert_allclose(
+            [row[name] for row in got], [row[name] for row in expected], rtol=1e-6, err_msg=name
+        )
+
+
+def test_traces_show_the_schedule_the_override_and_the_plateau(results: dict[str, Any]) -> None:
+    """The traces compared above do change: warmup, a set/clear and a reduction."""
+    rows = results["tensorflow"]["fit"]["traces"]
+    lr = [row["learning_rate"] for row in rows]
+    decay = [row["weight_decay"] for row in rows]
+    assert lr[0] == 0.0 and lr[3] == pytest.approx(0.05)
+    assert decay[5:9] == [pytest.approx(0.05)] * 4 and decay[9] == pytest.approx(0.01 * 9 / 12)
+    # min_delta=10: epoch 1 improves on +inf, epoch 2 does not -> the lr halves at step 8
+    cosine = 0.025 * (1 + np.cos(np.pi * (8 - 3) / 12))
+    assert lr[8] == pytest.approx(0.5 * cosine, rel=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("how", ["fit", "loop", "step_optimizer"])
+def test_weights_within_1e_5_of_tensorflow_fit(
+    results: dict[str, Any], backend: str, how: str
+) -> None:
+    reference = "step_optimizer" if how == "step_optimizer" else "fit"
+    expected = results["tensorflow"][reference]["weights"]
+    got = results[backend][how]["weights"]
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-5, rtol=0)
+    initial = np.random.default_rng(3)  # the weights moved: the comparison is not vacuous
+    assert not np.allclose(got[0], initial.normal(size=(3, 4)).ravel(), atol=1e-3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_clock_counts_every_update(results: dict[str, Any], backend: str) -> None:
+    assert results[backend]["fit"]["saved"]["step"] == 12
+    assert results[backend]["loop"]["plateau"]["step"] == 12
+    assert results[backend]["step_optimizer"]["step"] == 12
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_plateau_state_survives_keras_save_and_load(results: dict[str, Any], backend: str) -> None:
+    fit = results[backend]["fit"]
+    assert fit["loaded"] == fit["saved"]
+    assert fit["saved"]["reductions"] >= 1 and fit["saved"]["scale"] < 1.0
+    assert fit["saved"] == results["tensorflow"]["fit"]["saved"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_custom_loop_plateau_matches_fit(results: dict[str, Any], backend: str) -> None:
+    loop, fit = results[backend]["loop"]["plateau"], results[backend]["fit"]["saved"]
+    assert {k: loop[k] for k in ("wait", "reductions", "scale", "step")} == {
+        k: fit[k] for k in ("wait", "reductions", "scale", "step")
+    }
+    assert loop["best"] == pytest.approx(fit["best"], rel=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_compiled_step_traced_once_across_run_time_changes(
+    results: dict[str, Any], backend: str
+) -> None:
+    # 12 steps with a warmup, an override set and cleared and a plateau reduction
+    assert results[backend]["loop"]["traced"] == 1
+
+
+@pytest.mark.parametrize("backend", OTHERS)
+def test_tensorflow_only_features_raise_one_backend_error(
+    results: dict[str, Any], backend: str
+) -> None:
+    for feature, message in results[backend]["tensorflow_only"].items():
+        assert message.startswith("hyperstep.errors.BackendError: "), (feature, message)
+        assert "needs the TensorFlow backend" in message, (feature, message)
+        assert f"running on '{backend}'" in message, (feature, message)
+        assert "KERAS_BACKEND=tensorflow" in message, (feature, message)
