@@ -8,7 +8,7 @@ schedules, overrides and controllers change them without retracing.
 
 Inside ``apply``:
 
-1. the clock's step ``t`` is read once;
+1. the clock's step ``t`` is read once (as float32, like every schedule reads it);
 2. Keras's own update runs; every hyperparameter it reads is evaluated at ``t`` (once per
    update, cached), through :meth:`ScheduledOptimizer.resolve`;
 3. the clock advances to ``t + 1`` if this optimizer owns it (see :class:`hyperstep.Clock`).
@@ -186,7 +186,7 @@ class ScheduledOptimizer:
         if len(grads) == 0:
             return super().apply(grads, trainable_variables)  # type: ignore[misc]
         outer = (state.step, state.cache)
-        state.step, state.cache = self.clock.step.value, {}
+        state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
         try:
             result = super().apply(grads, trainable_variables)  # type: ignore[misc]
         finally:
@@ -206,7 +206,7 @@ class ScheduledOptimizer:
         state = _state(self)
         if state.step is not None:  # built by `apply`
             return super().build(variables)  # type: ignore[misc]
-        state.step, state.cache = self.clock.step.value, {}
+        state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
         try:
             return super().build(variables)  # type: ignore[misc]
         finally:
