@@ -1,45 +1,227 @@
-"""hyperstep demo: a short real training run with a hyperstep schedule."""
+"""hyperstep demo: every file of the run directory, the doctor's verdict, Ctrl-C and resume.
+
+One uninterrupted 2-epoch run (module fixture) is checked file by file against closed
+forms of its schedules; a second run is stopped with a real SIGINT mid-epoch, resumed by
+the same command, and must end with the same per-step CSV, metrics and bit-identical
+weights. The SIGKILL test (a separate process) is in ``test_demo_resume.py``.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import json
+import math
+import struct
 from pathlib import Path
+from typing import Any
 
+import h5py
 import numpy as np
 import pytest
 
-import hyperstep as hs
-from hyperstep.cli import demo
+from hyperstep.cli import demo, demo_model
 from hyperstep.cli.main import main
 
+EPOCHS, SPE = 2, 45  # 1,437 training images in batches of 32
+STEPS = EPOCHS * SPE
+HYPERPARAMETERS = [
+    "learning_rate",
+    "beta_1",
+    "beta_2",
+    "epsilon",
+    "weight_decay",
+    "temperature/learning_rate",
+    "temperature/weight_decay",
+]
 
-def test_demo_trains_and_writes_its_outputs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+
+def run_demo(*args: str) -> tuple[int, str]:
+    """Run ``hyperstep demo ARGS`` in this process; return the status and what it printed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        status = main(["demo", *args])
+    return status, printed.getvalue()
+
+
+def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def weights(path: Path) -> dict[str, np.ndarray]:
+    """Every array in a ``.weights.h5`` file (model and optimizer), by its HDF5 path."""
+    found: dict[str, np.ndarray] = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(
+            lambda name, item: (
+                found.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None
+            )
+        )
+    return found
+
+
+def closed_forms(step: np.ndarray) -> dict[str, np.ndarray]:
+    """The demo's schedules for a 2-epoch run, written out (float64)."""
+    peak, total = demo_model.PEAK_LEARNING_RATE, STEPS
+    start = end = peak / 100
+    t = np.clip((step - SPE) / (total - SPE), 0.0, 1.0)
+    cosine = end + (peak - end) * (1 + np.cos(np.pi * t)) / 2
+    return {
+        "learning_rate": np.where(step < SPE, start + (peak - start) * step / SPE, cosine),
+        "weight_decay": 0.05 * step / total,
+        "temperature/learning_rate": 0.02 * (1 + np.cos(np.pi * step / total)) / 2,
+        "beta_1": np.full(step.shape, 0.9),
+        "beta_2": np.full(step.shape, 0.999),
+        "epsilon": np.full(step.shape, 1e-7),
+        "temperature/weight_decay": np.zeros(step.shape),
+    }
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("demo") / "run"
+    status, printed = run_demo("--out", str(out), "--epochs", str(EPOCHS))
+    assert status == 0, printed[-3000:]
+    return out, printed
+
+
+def test_per_step_csv_has_every_hyperparameter_field_matching_the_schedules(
+    finished: tuple[Path, str],
 ) -> None:
-    out = tmp_path / "demo"
-    assert main(["demo", "--out", str(out), "--epochs", "2", "--seed", "1"]) == 0
-    printed = capsys.readouterr().out
-    assert "validation accuracy:" in printed and "after 2 epochs" in printed
-    assert (out / "schedule.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["epochs"] == 2 and metrics["steps"] == 2 * 45
-    assert 0.5 < metrics["val_accuracy"] <= 1.0  # chance is 0.1
-    schedule = hs.parse(metrics["schedule"])
-    assert float(schedule(0)) == 0.0
+    out, _ = finished
+    header, rows = read_rows(out / "hyperparameters.csv")
+    fields = ["", "/schedule", "/scale", "/override"]
+    assert header == ["step", "epoch"] + [f"{n}{f}" for n in HYPERPARAMETERS for f in fields]
+    step = np.array([int(r["step"]) for r in rows])
+    np.testing.assert_array_equal(step, np.arange(STEPS))
+    assert [int(r["epoch"]) for r in rows] == list(step // SPE)
+    for name, expected in closed_forms(step).items():
+        value = np.array([float(r[name]) for r in rows])
+        np.testing.assert_allclose(value, expected, rtol=2e-6, atol=1e-9, err_msg=name)
+        schedule = np.array([float(r[f"{name}/schedule"]) for r in rows])
+        np.testing.assert_array_equal(value, schedule)  # no plateau reduction in 2 epochs
+        assert {r[f"{name}/scale"] for r in rows} == {"1.0"}
+        assert {r[f"{name}/override"] for r in rows} == {""}
 
 
-def test_learning_rate_warms_up_for_an_epoch_then_decays_to_zero() -> None:
-    schedule = demo.learning_rate(steps_per_epoch=45, epochs=20)
-    steps = np.array([0, 45, 900])
-    np.testing.assert_allclose(
-        np.asarray(schedule(steps)), [0.0, demo.PEAK_LEARNING_RATE, 0.0], atol=1e-9
+def test_metrics_csv_has_keras_metrics_temperature_and_hyperparameters_per_epoch(
+    finished: tuple[Path, str],
+) -> None:
+    out, _ = finished
+    header, rows = read_rows(out / "metrics.csv")
+    expected = {"epoch", "accuracy", "loss", "val_accuracy", "val_loss", "temperature"}
+    assert set(header) == expected | set(HYPERPARAMETERS)
+    assert [int(r["epoch"]) for r in rows] == list(range(EPOCHS))
+    ends = closed_forms(np.arange(1, EPOCHS + 1) * SPE)  # the value the next update uses
+    for name in ("learning_rate", "weight_decay", "temperature/learning_rate"):
+        logged = [float(r[name]) for r in rows]
+        np.testing.assert_allclose(logged, ends[name], rtol=2e-6, atol=1e-9, err_msg=name)
+    assert all(0.0 < float(r["loss"]) < 10.0 and math.isfinite(float(r["val_loss"])) for r in rows)
+    assert all(float(r["temperature"]) != 1.0 for r in rows)  # it trains
+
+
+def test_tensorboard_has_every_hyperparameter_as_a_per_step_scalar(
+    finished: tuple[Path, str],
+) -> None:
+    import tensorflow as tf
+
+    out, _ = finished
+    (events,) = (out / "tensorboard" / "hyperparameters").glob("events.out.tfevents.*")
+    seen: dict[str, list[int]] = {}
+    for event in tf.compat.v1.train.summary_iterator(str(events)):
+        for value in event.summary.value:
+            seen.setdefault(value.tag, []).append(event.step)
+    assert sorted(seen) == sorted(HYPERPARAMETERS)
+    assert all(steps == list(range(STEPS)) for steps in seen.values())
+    assert list((out / "tensorboard" / "train").glob("events.out.tfevents.*"))
+    assert list((out / "tensorboard" / "validation").glob("events.out.tfevents.*"))
+
+
+def test_report_is_a_png_of_sensible_size(finished: tuple[Path, str]) -> None:
+    out, _ = finished
+    data = (out / "report.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (1500, 860)
+    assert len(data) > 50_000  # six panels of curves, not an empty canvas
+
+
+def test_summary_records_a_clean_doctor_and_the_accuracy(finished: tuple[Path, str]) -> None:
+    out, printed = finished
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "complete" and summary["resumed_from"] is None
+    assert summary["doctor"]["ok"] is True and summary["doctor"]["findings"] == []
+    assert summary["doctor"]["variables"] == 7
+    assert summary["config"] == {"epochs": EPOCHS, "seed": 0, "batch_size": 32}
+    assert (summary["epochs"], summary["steps"], summary["steps_per_epoch"]) == (2, 90, 45)
+    assert 0.8 < summary["val_accuracy"] <= 1.0  # chance is 0.1
+    assert set(summary["files"]) == {
+        "metrics",
+        "hyperparameters",
+        "tensorboard",
+        "report",
+        "summary",
+        "weights",
+    }
+    assert all(Path(path).exists() for path in summary["files"].values())
+    assert not (out / "checkpoint").exists()  # a finished run keeps model.weights.h5 only
+    assert "pre-flight check: hs.doctor: 7 variables examined" in printed
+    assert "no findings" in printed and "validation accuracy" in printed
+    assert str(out / "report.png") in printed and "Epoch 2/2" in printed  # the progress bar
+
+
+def test_a_finished_run_is_reported_not_retrained_and_other_arguments_are_refused(
+    finished: tuple[Path, str],
+) -> None:
+    out, _ = finished
+    before = (out / "hyperparameters.csv").read_bytes()
+    status, printed = run_demo("--out", str(out), "--epochs", str(EPOCHS))
+    assert status == 0 and "holds a finished run (add --fresh" in printed
+    assert "Epoch 1/" not in printed and (out / "hyperparameters.csv").read_bytes() == before
+    status, printed = run_demo("--out", str(out), "--epochs", "3")
+    assert status == 2
+    assert "'epochs': 2" in printed and "'epochs': 3" in printed and "--fresh" in printed
+
+
+def test_ctrl_c_leaves_a_consistent_run_that_resumes_to_identical_results(
+    finished: tuple[Path, str], tmp_path: Path
+) -> None:
+    reference, _ = finished
+    out = tmp_path / "run"
+    args = ["--out", str(out), "--epochs", str(EPOCHS)]
+    status, printed = run_demo(*args, "--kill-at-step", "50", "--kill-signal", "SIGINT")
+    assert status == demo.INTERRUPTED, printed[-3000:]
+    assert "Traceback" not in printed
+    assert f"interrupted. {out} holds epochs 1-1 (step 45)" in printed
+    assert f"run `hyperstep demo --out {out} --epochs 2` again to resume" in printed
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["status"], summary["epoch"], summary["step"]) == ("interrupted", 1, 45)
+    _, rows = read_rows(out / "hyperparameters.csv")  # cut back to the checkpoint
+    assert [int(r["step"]) for r in rows] == list(range(45))
+    assert len(read_rows(out / "metrics.csv")[1]) == 1
+
+    status, printed = run_demo(*args)
+    assert status == 0 and "resuming from epoch 1 / step 45" in printed
+    for name in ("hyperparameters.csv", "metrics.csv"):
+        assert (out / name).read_text() == (reference / name).read_text(), name
+    resumed, uninterrupted = (
+        weights(out / "model.weights.h5"),
+        weights(reference / "model.weights.h5"),
     )
-    ramp = np.asarray(schedule(np.arange(46)))
-    assert np.all(np.diff(ramp) > 0)
+    assert resumed.keys() == uninterrupted.keys() and len(resumed) > 10
+    for key, value in uninterrupted.items():
+        np.testing.assert_array_equal(resumed[key], value, err_msg=key)
 
 
-def test_data_is_the_bundled_digits_split_80_20() -> None:
+def test_data_is_the_bundled_digits_split_80_20_in_a_fixed_order_per_epoch() -> None:
     data = demo.load_data(seed=0)
     assert data.x_train.shape == (1437, 64) and data.x_val.shape == (360, 64)
     assert data.x_train.min() >= 0.0 and data.x_train.max() <= 1.0
     assert set(np.unique(data.y_train)) == set(range(10))
+    first: Any = demo_model.epoch_order(0, 3, 1437)
+    np.testing.assert_array_equal(first, demo_model.epoch_order(0, 3, 1437))
+    assert sorted(first) == list(range(1437))
+    assert not np.array_equal(first, demo_model.epoch_order(0, 4, 1437))

@@ -1,155 +1,159 @@
-"""``hyperstep demo``: a short real training run driven by a hyperstep schedule.
+"""``hyperstep demo``: a real training run that uses every piece of hyperstep, resumable.
 
-Trains a small Keras MLP on scikit-learn's bundled 8x8 digits (nothing is downloaded)
-with ``Adam(learning_rate=warmup(cosine(...)))``, prints the validation accuracy and
-writes the schedule's plot to ``OUT/schedule.png`` (default ``runs/demo``).
+An MLP learns scikit-learn's bundled 8x8 digits (1,797 images; nothing is downloaded),
+its logits divided by a trainable ``temperature``. One :class:`hyperstep.StepOptimizer`
+(AdamW) on one :class:`hyperstep.Clock` runs:
+
+* ``learning_rate = warmup(cosine(...))`` times the scale :class:`hyperstep.ReduceOnPlateau`
+  lowers when ``val_loss`` stalls (the schedule keeps running underneath);
+* ``weight_decay = linear(0, 0.05)`` over the run;
+* the group ``temperature`` (the temperature variable) with its own learning rate
+  schedule and no weight decay.
+
+Before training :func:`hyperstep.doctor` checks that every variable trains. Keras's
+progress bar shows the run; ``OUT`` (default ``runs/demo``) receives ``metrics.csv``
+(per epoch), ``hyperparameters.csv`` (per step, from
+:class:`hyperstep.callbacks.LogHyperparameters`), TensorBoard events, ``report.png``,
+``model.weights.h5`` and ``summary.json``.
+
+Stopping the run (Ctrl-C, or a kill) and typing the same command again resumes after the
+last complete epoch and ends with the same trajectories and bit-identical weights as an
+uninterrupted run: the data order is a fixed permutation per epoch, ops are deterministic,
+and the clock, hyperparameters and plateau state are optimizer variables saved with the
+weights (:mod:`hyperstep.cli.demo_state`). A finished run is not trained again; ``--fresh``
+starts over.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import time
-from dataclasses import dataclass
+import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from hyperstep.cli.demo_model import (
+    DEFAULT_EPOCHS,
+    TARGET_ACCURACY,
+    build_model,
+    build_training,
+    load_data,
+    schedules,
+)
+from hyperstep.cli.demo_state import FILES
+from hyperstep.cli.demo_train import train
 
-#: the validation accuracy the default run reaches
-TARGET_ACCURACY = 0.95
-PEAK_LEARNING_RATE = 3e-3
-BATCH_SIZE = 32
+#: exit status of a run stopped with Ctrl-C (128 + SIGINT, as shells report it)
+INTERRUPTED = 130
 
 
 def register(subparsers: Any) -> None:
     """Add the ``demo`` subcommand."""
     parser = subparsers.add_parser(
         "demo",
-        help="train a small model with a hyperstep schedule",
-        description="Train a small MLP on scikit-learn's 8x8 digits with Adam and a "
-        "warmup + cosine learning rate; print the validation accuracy and write the "
-        "schedule's plot.",
+        help="train a small model with schedules, a plateau controller and the doctor",
+        description="Train an MLP on scikit-learn's 8x8 digits with AdamW: a warmup + cosine "
+        "learning rate under ReduceOnPlateau, a scheduled weight decay, and a trainable "
+        "temperature with its own learning rate; the doctor checks the model first. Writes "
+        "metrics.csv, hyperparameters.csv, TensorBoard events, report.png and summary.json. "
+        "Interrupted (Ctrl-C or kill), the same command resumes where it stopped.",
     )
-    parser.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
-    parser.add_argument("--epochs", type=_positive_int, default=20, help="epochs (default 20)")
+    parser.add_argument("--out", default="runs/demo", help="run directory (default runs/demo)")
+    parser.add_argument(
+        "--epochs", type=_positive_int, default=DEFAULT_EPOCHS, help="epochs (default 20)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start over, discarding a finished or interrupted run in --out",
+    )
+    # for the resume test: SIGKILL this process when the clock reaches this step
+    parser.add_argument("--kill-at-step", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--kill-signal", default="SIGKILL", help=argparse.SUPPRESS)
+    # for the resume test: a plateau threshold that makes reductions depend on saved state
+    parser.add_argument("--plateau-min-delta", type=float, default=None, help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
-
-
-@dataclass
-class Data:
-    """The digits, scaled to [0, 1] and split 80/20 into training and validation."""
-
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_val: np.ndarray
-    y_val: np.ndarray
-
-
-def load_data(seed: int) -> Data:
-    """Return scikit-learn's bundled 8x8 digits (1,797 images), shuffled with ``seed``."""
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    x = (digits.data / 16.0).astype("float32")
-    y = digits.target.astype("int64")
-    order = np.random.default_rng(seed).permutation(len(x))
-    split = int(0.8 * len(x))
-    train, val = order[:split], order[split:]
-    return Data(x[train], y[train], x[val], y[val])
-
-
-def build_model() -> Any:
-    """Return the MLP: 64 -> 128 relu -> 64 relu -> 10 softmax."""
-    import keras
-
-    return keras.Sequential(
-        [
-            keras.Input(shape=(64,)),
-            keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dense(64, activation="relu"),
-            keras.layers.Dense(10, activation="softmax"),
-        ]
-    )
-
-
-def learning_rate(steps_per_epoch: int, epochs: int) -> Any:
-    """Return the schedule: one epoch of linear warmup, then cosine decay to 0 at the end."""
-    from hyperstep import schedules
-
-    total = steps_per_epoch * epochs
-    warm = min(steps_per_epoch, max(1, total // 2))
-    return schedules.warmup(schedules.cosine(PEAK_LEARNING_RATE, steps=total - warm), steps=warm)
-
-
-def train(out: str | Path, epochs: int = 20, seed: int = 0, verbose: int | str = "auto") -> dict:
-    """Train the demo model; write ``schedule.png`` and ``metrics.json`` into ``out``.
-
-    Returns:
-        The metrics: ``val_accuracy``, ``epochs``, ``steps``, ``seconds`` and ``schedule``
-        (the schedule's expression).
-    """
-    import keras
-
-    from hyperstep.cli.plot import write_png
-    from hyperstep.schedules.sample import sample
-
-    started = time.perf_counter()
-    keras.utils.set_random_seed(seed)
-    data = load_data(seed)
-    steps_per_epoch = -(-len(data.x_train) // BATCH_SIZE)
-    schedule = learning_rate(steps_per_epoch, epochs)
-    model = build_model()
-    model.compile(
-        optimizer=keras.optimizers.Adam(learning_rate=schedule),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-    )
-    print(f"learning rate: {schedule!r}")
-    model.fit(
-        data.x_train,
-        data.y_train,
-        batch_size=BATCH_SIZE,
-        epochs=epochs,
-        validation_data=(data.x_val, data.y_val),
-        verbose=verbose,
-    )
-    _, accuracy = model.evaluate(data.x_val, data.y_val, verbose=0)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    total = steps_per_epoch * epochs
-    steps, values = sample(schedule, total)
-    write_png(
-        [(repr(schedule), steps, values)],
-        out / "schedule.png",
-        title="learning rate of the demo run",
-        steps_per_epoch=steps_per_epoch,
-    )
-    metrics = {
-        "val_accuracy": float(accuracy),
-        "epochs": epochs,
-        "steps": total,
-        "seconds": round(time.perf_counter() - started, 2),
-        "schedule": repr(schedule),
-    }
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    return metrics
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo from parsed command-line arguments; return the exit status."""
-    metrics = train(args.out, epochs=args.epochs, seed=args.seed)
-    met = "target met" if metrics["val_accuracy"] >= TARGET_ACCURACY else "below target"
-    print(
-        f"validation accuracy: {metrics['val_accuracy']:.1%} ({met}: >= {TARGET_ACCURACY:.0%}) "
-        f"after {metrics['epochs']} epochs, {metrics['steps']} steps, {metrics['seconds']} s"
-    )
-    print(f"wrote {Path(args.out) / 'schedule.png'} and {Path(args.out) / 'metrics.json'}")
+    from hyperstep.errors import HyperstepError
+
+    out = Path(args.out)
+    try:
+        summary = train(
+            out,
+            args.epochs,
+            args.seed,
+            fresh=args.fresh,
+            kill_at_step=args.kill_at_step,
+            kill_signal=args.kill_signal,
+            plateau_min_delta=args.plateau_min_delta,
+        )
+    except HyperstepError as error:
+        print(f"hyperstep demo: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # before training started: nothing to keep
+        print("\nhyperstep demo: interrupted before training started.", file=sys.stderr)
+        return INTERRUPTED
+    command = _command(args)
+    if summary["status"] == "interrupted":
+        if summary["epoch"] == 0:
+            print(f"\nhyperstep demo: interrupted in the first epoch; `{command}` starts over.")
+        else:
+            print(
+                f"\nhyperstep demo: interrupted. {out} holds epochs 1-{summary['epoch']} "
+                f"(step {summary['step']}); run `{command}` again to resume from there."
+            )
+        return INTERRUPTED
+    if summary["status"] == "already-complete":
+        print(f"{out} holds a finished run (add --fresh to train again):")
+    _print_summary(summary)
     return 0
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    accuracy = summary["val_accuracy"]
+    met = "target met" if accuracy >= TARGET_ACCURACY else "BELOW TARGET"
+    reductions = summary["plateau_reductions"]
+    print(
+        f"validation accuracy {accuracy:.1%} ({met}: >= {TARGET_ACCURACY:.0%}) after "
+        f"{summary['epochs']} epochs ({summary['steps']} steps) in {summary['seconds']} s; "
+        f"temperature {summary['temperature']:.3f}; ReduceOnPlateau lowered the learning "
+        f"rate {len(reductions)} time{'s' * (len(reductions) != 1)}"
+        + (f" (steps {', '.join(str(r['step']) for r in reductions)})" if reductions else "")
+    )
+    doctor = "no findings" if summary["doctor"]["ok"] else "FINDINGS (see summary.json)"
+    print(f"pre-flight doctor: {doctor}")
+    width = max(len(role) for role in summary["files"])
+    for role, path in summary["files"].items():
+        print(f"  {role:<{width}}  {path}")
+    print(f"  view with: tensorboard --logdir {summary['files']['tensorboard']}")
+
+
+def _command(args: argparse.Namespace) -> str:
+    parts = ["hyperstep demo", f"--out {args.out}"]
+    if args.epochs != DEFAULT_EPOCHS:
+        parts.append(f"--epochs {args.epochs}")
+    if args.seed != 0:
+        parts.append(f"--seed {args.seed}")
+    return " ".join(parts)
 
 
 def _positive_int(text: str) -> int:
     from hyperstep.cli.plot import _positive_int as check
 
     return check(text)
+
+
+__all__ = [
+    "FILES",
+    "TARGET_ACCURACY",
+    "build_model",
+    "build_training",
+    "load_data",
+    "register",
+    "run",
+    "schedules",
+    "train",
+]

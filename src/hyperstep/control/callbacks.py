@@ -106,8 +106,10 @@ class LogHyperparameters(keras.callbacks.Callback):
     from the shared clock), ``epoch``, and for each hyperparameter ``name`` (the effective
     value), ``name/schedule``, ``name/scale`` and ``name/override`` (empty when not set);
     and a TensorBoard scalar ``name`` at that step (TensorBoard needs the TensorFlow
-    backend). The CSV is written anew by the first ``fit`` and appended to by later ones.
-    In a custom loop call :meth:`record` before each update and :meth:`close` at the end.
+    backend). The CSV is written anew by the first ``fit`` (with ``append=True``: appended
+    to, without a second header, if it exists, e.g. when resuming an interrupted run) and
+    appended to by later ones. In a custom loop call :meth:`record` before each update and
+    :meth:`close` at the end.
 
     Args:
         hyperparameters: A hyperparameter, a list or dict of them, or a scheduled
@@ -115,6 +117,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         csv_path: File for the per-step rows, or None.
         log_dir: TensorBoard directory for per-step scalars, or None.
         every: Write a row every this many batches (a positive integer).
+        append: Append to an existing ``csv_path`` instead of writing it anew.
 
     Raises:
         InvalidArgumentError: On ``every < 1``, or per-step logging of hyperparameters that do
@@ -128,6 +131,21 @@ class LogHyperparameters(keras.callbacks.Callback):
         >>> LogHyperparameters([lr]).on_epoch_end(0, logs)
         >>> round(logs["learning_rate"], 6)
         0.1
+
+        In ``fit``, one row per step (the values each update used) on the optimizer's clock:
+
+        >>> import csv, os, tempfile, keras, numpy as np
+        >>> opt = hs.StepOptimizer("sgd", learning_rate="0.1 * 0.5 ** step")
+        >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model.compile(opt, "mse")
+        >>> path = os.path.join(tempfile.mkdtemp(), "hyperparameters.csv")
+        >>> log = LogHyperparameters(opt, csv_path=path)
+        >>> _ = model.fit(np.ones((6, 2)), np.ones((6, 1)), batch_size=2, verbose=0,
+        ...               callbacks=[log])
+        >>> with open(path) as f:
+        ...     rows = list(csv.DictReader(f))
+        >>> [(int(r["step"]), round(float(r["learning_rate"]), 6)) for r in rows]
+        [(0, 0.1), (1, 0.05), (2, 0.025)]
     """
 
     def __init__(
@@ -136,6 +154,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         csv_path: str | os.PathLike[str] | None = None,
         log_dir: str | os.PathLike[str] | None = None,
         every: int = 1,
+        append: bool = False,
     ) -> None:
         super().__init__()
         self.hyperparameters = collect(hyperparameters)
@@ -147,6 +166,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         if log_dir is not None:
             require_tensorflow("LogHyperparameters(log_dir=...) (TensorBoard summaries)")
         self.csv_path, self.log_dir, self.every = csv_path, log_dir, every
+        self.append = bool(append)
         self.clock = next(iter(self.hyperparameters.values())).clock
         others = [n for n, hp in self.hyperparameters.items() if hp.clock is not self.clock]
         if others and (csv_path is not None or log_dir is not None):
@@ -161,15 +181,18 @@ class LogHyperparameters(keras.callbacks.Callback):
         self._started = False
         self._batches = 0
         self._epoch: int | None = None
+        self._read: Any = None
 
     # ---- custom loops -------------------------------------------------------------------------
     def record(self, epoch: int | None = None) -> dict[str, float]:
         """Write one row (CSV and TensorBoard) for the current step and return it."""
         epoch = self._epoch if epoch is None else epoch
         row: dict[str, float] = {"step": int(ops.convert_to_numpy(self.clock.step))}
-        for name, hp in self.hyperparameters.items():
-            read = hp.read()
-            row.update({name if f == "value" else f"{name}/{f}": float(read[f]) for f in FIELDS})
+        if self._read is None:  # built at first use, once fit has set steps_per_epoch
+            self._read = _compile(self._read_fields)
+        fields = iter(float(v) for v in ops.convert_to_numpy(self._read()))
+        for name in self.hyperparameters:
+            row.update({name if f == "value" else f"{name}/{f}": next(fields) for f in FIELDS})
         if self.csv_path is not None:
             self._csv().writerow(
                 [row["step"], "" if epoch is None else epoch]
@@ -185,6 +208,17 @@ class LogHyperparameters(keras.callbacks.Callback):
                     tf.summary.scalar(name, row[name], step=row["step"])
         return row
 
+    def _read_fields(self) -> Any:
+        """Every hyperparameter's ``value, schedule, scale, override`` (nan when not set),
+        stacked: one transfer per row instead of four per hyperparameter."""
+        step = self.clock.step.value
+        fields = []
+        for hp in self.hyperparameters.values():
+            schedule = ops.cast(ops.reshape(hp.schedule(step), ()), "float32")
+            override = ops.where(hp.is_set, hp.override.value, math.nan)
+            fields += [ops.reshape(hp.at(step), ()), schedule, hp.scale.value, override]
+        return ops.stack([ops.cast(f, "float32") for f in fields])
+
     def close(self) -> None:
         """Flush and close the CSV file and the TensorBoard writer."""
         if self._file is not None:
@@ -196,10 +230,12 @@ class LogHyperparameters(keras.callbacks.Callback):
     def _csv(self) -> Any:
         if self._writer is None:
             assert self.csv_path is not None
-            mode = "a" if self._started else "w"
+            resume = self.append and os.path.isfile(self.csv_path)
+            resume = resume and os.path.getsize(self.csv_path) > 0
+            mode = "a" if self._started or resume else "w"
             self._file = open(self.csv_path, mode, newline="")
             self._writer = csv.writer(self._file)
-            if not self._started:
+            if mode == "w":
                 header = ["step", "epoch"]
                 for name in self.hyperparameters:
                     header += [name if f == "value" else f"{name}/{f}" for f in FIELDS]
@@ -237,6 +273,16 @@ class LogHyperparameters(keras.callbacks.Callback):
             f"LogHyperparameters({list(self.hyperparameters)}, csv_path={self.csv_path!r}, "
             f"log_dir={self.log_dir!r}, every={self.every})"
         )
+
+
+def _compile(function: Any) -> Any:
+    """``tf.function(function)`` on the TensorFlow backend (it reads variables only, so it
+    traces once), else ``function`` itself."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(function, autograph=False)
+    return function
 
 
 def _is_hyperparameter(value: Any) -> bool:

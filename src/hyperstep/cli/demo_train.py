@@ -1,0 +1,248 @@
+"""The demo run: callbacks, determinism, resume and summary (see :mod:`hyperstep.cli.demo`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hyperstep.cli import demo_state
+from hyperstep.cli.demo_model import (
+    BATCH_SIZE,
+    DEFAULT_EPOCHS,
+    TARGET_ACCURACY,
+    build_training,
+    load_data,
+    training_batches,
+)
+from hyperstep.cli.demo_state import paths
+
+
+def _callbacks(
+    model: Any,
+    plateau: Any,
+    out: Path,
+    resume: bool,
+    config: dict[str, Any],
+    kill: tuple[int, int] | None,
+) -> list[Any]:
+    """The callbacks, in order: hyperparameters into the logs and per step, the plateau,
+    the temperature into the logs, CSVLogger, TensorBoard, then the checkpoint."""
+    import keras
+
+    import hyperstep as hs
+
+    files = paths(out)
+    optimizer = model.optimizer
+    clock = optimizer.clock
+
+    class LogTemperature(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+            if logs is not None:
+                logs["temperature"] = float(model.get_layer("temperature").temperature.numpy())
+
+    class Checkpoint(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+            step = int(clock.step.numpy())
+            demo_state.save_checkpoint(model, out, epoch + 1, step, config)
+
+    class KillAt(keras.callbacks.Callback):  # the resume test's "power cut"
+        def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+            if kill is not None and int(clock.step.numpy()) == kill[0]:
+                os.kill(os.getpid(), kill[1])
+
+    tail = [KillAt()] if kill is not None else []
+
+    return [
+        hs.callbacks.LogHyperparameters(
+            optimizer,
+            csv_path=files["hyperparameters"],
+            log_dir=files["tensorboard"] / "hyperparameters",
+            append=resume,
+        ),
+        plateau,
+        LogTemperature(),
+        keras.callbacks.CSVLogger(str(files["metrics"]), append=resume),
+        keras.callbacks.TensorBoard(str(files["tensorboard"]), write_graph=False),
+        Checkpoint(),
+        *tail,
+    ]
+
+
+@contextlib.contextmanager
+def deterministic(seed: int) -> Iterator[None]:
+    """Seed Keras, NumPy and Python, and make TensorFlow ops deterministic while inside."""
+    import keras
+    import tensorflow as tf
+    from tensorflow.python.framework import config as tf_config
+
+    was = tf_config.is_op_determinism_enabled()
+    keras.utils.set_random_seed(seed)
+    tf.config.experimental.enable_op_determinism()
+    try:
+        yield
+    finally:
+        if not was:  # leave the process as it was (the tests run in one process)
+            tf_config.disable_op_determinism()
+
+
+def train(
+    out: str | Path,
+    epochs: int = DEFAULT_EPOCHS,
+    seed: int = 0,
+    *,
+    fresh: bool = False,
+    verbose: int | str = "auto",
+    kill_at_step: int | None = None,
+    kill_signal: str = "SIGKILL",
+    plateau_min_delta: float | None = None,
+) -> dict[str, Any]:
+    """Train (or resume, or report a finished run) in ``out``; return the summary.
+
+    Returns:
+        The summary written to ``summary.json``: ``status`` (``"complete"``,
+        ``"interrupted"`` or ``"already-complete"`` when nothing was trained),
+        ``val_accuracy``, ``doctor``, ``plateau_reductions``, ``files``, ...
+
+    Raises:
+        InvalidArgumentError: If ``out`` holds a run made with other arguments (and not
+            ``fresh``).
+    """
+    from hyperstep.errors import InvalidArgumentError
+
+    out = Path(out)
+    config: dict[str, Any] = {"epochs": epochs, "seed": seed, "batch_size": BATCH_SIZE}
+    if plateau_min_delta is not None:
+        config["plateau_min_delta"] = plateau_min_delta
+    kill = None if kill_at_step is None else (kill_at_step, int(signal.Signals[kill_signal]))
+    if fresh:
+        demo_state.clear(out)
+    summary = demo_state.read_json(paths(out)["summary"])
+    if summary is not None and summary.get("status") == "complete":
+        if summary.get("config") != config:
+            raise InvalidArgumentError(
+                f"{out} holds a finished run made with {summary.get('config')}; this one asks "
+                f"for {config}. Pass --fresh to replace it, or another --out."
+            )
+        return {**summary, "status": "already-complete"}
+    checkpoint = demo_state.latest_checkpoint(out)
+    if checkpoint is not None and checkpoint.config != config:
+        raise InvalidArgumentError(
+            f"{out} holds an interrupted run made with {checkpoint.config}; this one asks for "
+            f"{config}. Run it with those arguments to resume, or pass --fresh to start over."
+        )
+    if checkpoint is None:
+        demo_state.clear(out)  # a run killed in its first epoch left nothing to resume
+    out.mkdir(parents=True, exist_ok=True)
+    with deterministic(seed):
+        return _train(out, config, checkpoint, verbose, kill)
+
+
+def _train(
+    out: Path,
+    config: dict[str, Any],
+    checkpoint: demo_state.Checkpoint | None,
+    verbose: int | str,
+    kill: tuple[int, int] | None,
+) -> dict[str, Any]:
+    import hyperstep as hs
+    from hyperstep.cli import demo_report
+
+    started = time.perf_counter()
+    files = paths(out)
+    epochs, seed = config["epochs"], config["seed"]
+    data = load_data(seed)
+    steps_per_epoch = -(-len(data.x_train) // BATCH_SIZE)
+    model, optimizer, plateau = build_training(
+        steps_per_epoch, epochs, config.get("plateau_min_delta")
+    )
+    expressions = {
+        name: repr(hp.schedule)
+        for name, hp in optimizer.hyperparameters.items()
+        if not isinstance(hp.schedule, hs.schedules.Constant)
+    }
+    print(
+        f"hyperstep demo: an MLP on scikit-learn's 8x8 digits ({len(data.x_train)} training, "
+        f"{len(data.x_val)} validation images), {epochs} epochs x {steps_per_epoch} steps, "
+        f"AdamW on one clock:"
+    )
+    for name, expression in expressions.items():
+        print(f"  {name:<26} {expression}")
+    print(f"  {'':<26} learning_rate x {plateau!r}")
+    first = 0
+    if checkpoint is not None:
+        model.load_weights(checkpoint.weights)
+        demo_state.truncate_logs(out, checkpoint.epoch, checkpoint.step)
+        first = checkpoint.epoch
+        print(f"resuming from epoch {checkpoint.epoch} / step {checkpoint.step} (saved in {out})")
+    diagnosis = hs.doctor(model, (data.x_train[:BATCH_SIZE], data.y_train[:BATCH_SIZE]))
+    print(f"pre-flight check: {diagnosis}")
+    callbacks = _callbacks(model, plateau, out, checkpoint is not None, config, kill)
+    base = {
+        "config": config,
+        "resumed_from": None
+        if checkpoint is None
+        else {"epoch": checkpoint.epoch, "step": checkpoint.step},
+        "doctor": {**diagnosis.to_dict(), "verdict": str(diagnosis)},
+        "schedules": expressions,
+    }
+    try:
+        if first < epochs:
+            model.fit(
+                training_batches(data, seed, first, epochs),
+                epochs=epochs,
+                initial_epoch=first,
+                steps_per_epoch=steps_per_epoch,
+                validation_data=(data.x_val, data.y_val),
+                validation_batch_size=len(data.x_val),
+                shuffle=False,  # the batches are already in each epoch's own order
+                verbose=verbose,
+                callbacks=callbacks,
+            )
+    except KeyboardInterrupt:
+        for callback in callbacks[0], callbacks[3], callbacks[4]:  # close files and writers
+            callback.on_train_end()
+        saved = demo_state.latest_checkpoint(out)
+        done = {"epoch": 0, "step": 0} if saved is None else vars(saved)
+        demo_state.truncate_logs(out, int(done["epoch"]), int(done["step"]))
+        summary = {"status": "interrupted", **base, "epoch": done["epoch"], "step": done["step"]}
+        demo_state.write_json(files["summary"], summary)
+        return summary
+    model.save_weights(files["weights"])
+    val_loss, val_accuracy = model.evaluate(
+        data.x_val, data.y_val, batch_size=len(data.x_val), verbose=0
+    )
+    history = demo_report.read_csv(files["metrics"])
+    steps = demo_report.read_csv(files["hyperparameters"])
+    reductions = demo_report.plateau_reductions(steps, steps_per_epoch)
+    notes = [
+        "",
+        f"final validation accuracy {float(val_accuracy):.1%}",
+        f"pre-flight doctor: {'no findings' if diagnosis.ok else 'FINDINGS'}",
+        "",
+        "schedules (hyperstep expressions):",
+        *(f"  {name}:\n    {expression}" for name, expression in expressions.items()),
+    ]
+    demo_report.write_report(files["report"], history, steps, reductions, steps_per_epoch, notes)
+    summary = {
+        "status": "complete",
+        **base,
+        "val_accuracy": float(val_accuracy),
+        "val_loss": float(val_loss),
+        "target_accuracy": TARGET_ACCURACY,
+        "epochs": epochs,
+        "steps": epochs * steps_per_epoch,
+        "steps_per_epoch": steps_per_epoch,
+        "temperature": float(model.get_layer("temperature").temperature.numpy()),
+        "learning_rate_scale": float(optimizer.hyperparameters["learning_rate"].scale.numpy()),
+        "plateau_reductions": reductions,
+        "seconds": round(time.perf_counter() - started, 1),
+        "files": {role: str(path) for role, path in files.items() if role != "checkpoint"},
+    }
+    demo_state.write_json(files["summary"], summary)
+    demo_state.remove_checkpoint(out)
+    return summary
