@@ -213,12 +213,19 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         self._cooldown.assign(0)
 
     # ---- the rule -----------------------------------------------------------------------------
-    def update(self, value: Any) -> Any:
+    def update(self, value: Any, reduce: str | None = "mean") -> Any:
         """Feed one metric value; return a bool tensor, True if the scale was lowered.
 
         Runs eagerly or inside ``tf.function`` (``value`` may be a tensor): the rule is
         written with ``keras.ops`` on the state variables, with no Python branch on a tensor.
+
+        Under ``tf.distribute`` the value is first reduced across replicas and workers
+        (``reduce="mean"`` or ``"sum"``; see :func:`hyperstep.control.distribute.reduce_metric`),
+        so every worker takes the same decision: inside ``strategy.run`` by ``all_reduce``,
+        outside it across workers (every worker must then call ``update``). ``reduce=None``
+        trusts the value to be equal everywhere already. Without a strategy it does nothing.
         """
+        value = _reduce(value, reduce, self.target.scale)
         sign = self._direction()
         concrete = _concrete_float(value)
         if concrete is not None and not math.isfinite(concrete):
@@ -353,6 +360,20 @@ class ReduceOnPlateau(keras.callbacks.Callback):
             f"min_delta={self.min_delta}, min_value={self.min_value}, mode={self.mode!r}, "
             f"compat={self.compat!r}, rtol={self.rtol}, min_scale={self.min_scale})"
         )
+
+
+def _reduce(value: Any, reduce: str | None, variable: Any) -> Any:
+    """``value`` reduced across replicas and workers (TensorFlow); checked elsewhere."""
+    if keras.backend.backend() != "tensorflow":
+        if reduce not in ("mean", "sum", None):
+            raise InvalidArgumentError(
+                "`ReduceOnPlateau.update(reduce=...)` must be 'mean', 'sum' or None. "
+                f"{received('reduce', reduce)}"
+            )
+        return value
+    from hyperstep.control.distribute import reduce_metric
+
+    return reduce_metric(value, reduce, variable)
 
 
 def _resolve_target(target: Any) -> Hyperparameter:

@@ -1,0 +1,147 @@
+"""One metric value for every replica and worker under ``tf.distribute`` (TensorFlow only).
+
+A controller such as :class:`hyperstep.ReduceOnPlateau` must take the same decision on
+every replica and every worker, or the hyperparameter state drifts apart. Its ``update``
+therefore reduces the metric first, with :func:`reduce_metric`:
+
+* inside ``strategy.run`` (a replica context): ``all_reduce`` across every replica of every
+  worker;
+* outside it (a cross-replica context, or no scope at all) with a per-replica value, as
+  ``strategy.run`` returns: ``strategy.reduce(..., axis=None)``;
+* outside it with a plain value under a strategy that spans several workers
+  (``MultiWorkerMirroredStrategy``): each worker's value counts once, reduced across workers
+  by a collective (so every worker must call it, in the same order);
+* otherwise (no strategy, or one worker and a plain value) the value is returned unchanged.
+
+The strategy is the one in scope, else the one that owns ``variable`` (a distributed
+variable of the controller), so a custom loop that calls ``strategy.run`` without entering
+``strategy.scope()`` is still reduced.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from hyperstep._backend import require_tensorflow
+from hyperstep.errors import InvalidArgumentError, received
+
+require_tensorflow("hyperstep.control.distribute (reducing metrics under tf.distribute)")
+
+import tensorflow as tf  # noqa: E402
+
+__all__ = ["REDUCTIONS", "check_reduce", "num_workers", "reduce_metric", "strategy_of"]
+
+#: The accepted ``reduce`` arguments; ``None`` keeps each replica's own value.
+REDUCTIONS = ("mean", "sum", None)
+_OPS = {"mean": tf.distribute.ReduceOp.MEAN, "sum": tf.distribute.ReduceOp.SUM}
+_ACROSS_WORKERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def check_reduce(owner: str, reduce: Any) -> str | None:
+    """Return ``reduce`` if it is one of :data:`REDUCTIONS`, else raise naming ``owner``."""
+    if reduce not in REDUCTIONS:
+        raise InvalidArgumentError(
+            f"`{owner}(reduce=...)` must be 'mean', 'sum' or None (each replica keeps its "
+            f"own value). {received('reduce', reduce)}"
+        )
+    return reduce  # type: ignore[no-any-return]
+
+
+def strategy_of(variable: Any = None) -> Any:
+    """Return the strategy in scope, else the one that owns ``variable``, else None."""
+    if tf.distribute.has_strategy():
+        return tf.distribute.get_strategy()
+    native = getattr(variable, "value", variable)
+    if isinstance(native, tf.distribute.DistributedValues):
+        return getattr(native, "distribute_strategy", None)
+    return None
+
+
+def num_workers(strategy: Any) -> int:
+    """Return how many workers ``strategy`` spans (1 for ``MirroredStrategy``)."""
+    try:
+        local = len(strategy.extended.worker_devices)
+    except (AttributeError, NotImplementedError, RuntimeError, ValueError):
+        return 1
+    return max(1, int(strategy.num_replicas_in_sync) // max(1, local))
+
+
+def reduce_metric(value: Any, reduce: str | None = "mean", variable: Any = None) -> Any:
+    """Return ``value`` reduced across replicas and workers (see the module docstring).
+
+    ``mean``: ``sum(values) / count``; ``sum``: ``sum(values)``; counted per replica
+    inside ``strategy.run`` and for per-replica values, per worker for a plain value.
+
+    Args:
+        value: A number, a tensor, or a per-replica value returned by ``strategy.run``.
+        reduce: ``"mean"``, ``"sum"`` or ``None`` (return ``value`` as given).
+        variable: A variable created under the strategy, used to find it outside its scope.
+
+    Returns:
+        A float32 scalar tensor equal on every replica and worker (or ``value`` itself when
+        nothing needs reducing).
+
+    Raises:
+        InvalidArgumentError: For another ``reduce``, or a per-replica value with
+            ``reduce=None``.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> float(reduce_metric(0.25))
+        0.25
+        >>> strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+        >>> per_replica = strategy.run(lambda: tf.constant(2.0))
+        >>> float(reduce_metric(per_replica, "sum", variable=None))
+        2.0
+    """
+    check_reduce("reduce_metric", reduce)
+    distributed = isinstance(value, tf.distribute.DistributedValues)
+    if reduce is None:
+        if distributed:
+            raise InvalidArgumentError(
+                "A per-replica value (as `strategy.run` returns) needs `reduce='mean'` or "
+                f"'sum' to become one value. {received('reduce', reduce)}"
+            )
+        return value
+    op = _OPS[reduce]
+    context = tf.distribute.get_replica_context()
+    if context is not None and context.num_replicas_in_sync > 1:  # inside strategy.run
+        return context.all_reduce(op, _scalar(value))
+    strategy = strategy_of(variable)
+    if distributed:
+        if strategy is None:
+            raise InvalidArgumentError(
+                "A per-replica value was given outside `strategy.scope()`, and no "
+                "distributed variable tells which strategy made it. Reduce it with "
+                "`strategy.reduce('MEAN', value, axis=None)` or call inside the scope. "
+                f"{received('value', value)}"
+            )
+        return strategy.reduce(op, value, axis=None)
+    if strategy is None or num_workers(strategy) == 1:
+        return value
+    total = _across_workers(strategy)(_scalar(value))
+    return total / float(num_workers(strategy)) if reduce == "mean" else total
+
+
+def _scalar(value: Any) -> Any:
+    return tf.reshape(tf.cast(tf.convert_to_tensor(value), tf.float32), ())
+
+
+def _across_workers(strategy: Any) -> Any:
+    """Return a (cached) tf.function: the sum over workers of each worker's value."""
+    function = _ACROSS_WORKERS.get(strategy)
+    if function is None:
+        local = float(len(strategy.extended.worker_devices))
+
+        def share(value: Any) -> Any:
+            context = tf.distribute.get_replica_context()
+            return context.all_reduce(tf.distribute.ReduceOp.SUM, value / local)
+
+        @tf.function(autograph=False)
+        def function(value: Any) -> Any:
+            results = strategy.run(share, args=(value,))
+            return strategy.experimental_local_results(results)[0]
+
+        _ACROSS_WORKERS[strategy] = function
+    return function
