@@ -27,8 +27,11 @@ Saving: ``opt.clock`` and every ``opt.hyperparameters[name]`` are Keras layers r
 from the optimizer, so ``.keras``/``save_weights`` store them under the optimizer and
 ``tf.train.Checkpoint`` names them ``clock`` and ``hyperparameter_<name>``; their
 variables are not in ``opt.variables`` (whose count Keras checks on load), so state that
-controllers add later never breaks loading. The config stores the schedules, the clock's
-config and ``advance``; ``from_config`` gives a new clock (sharing is not in a config).
+controllers add later never breaks loading. On JAX, the clock's step and each
+hyperparameter's ``scale``/``override``/``is_set`` are in ``opt.variables`` (stateless
+training passes only those through the jitted step); state added later is not. The
+config stores the schedules, the clock's config and ``advance``; ``from_config`` gives a
+new clock (sharing is not in a config).
 """
 
 from __future__ import annotations
@@ -143,6 +146,13 @@ class ScheduledOptimizer:
             schedule = hyperparameter.schedule
             state.static[name] = schedule.value_ if isinstance(schedule, Constant) else None
             _track(self, f"hyperparameter_{name}", hyperparameter)
+        if keras.backend.backend() == "jax":
+            # JAX trains statelessly: only `opt.variables` go into and out of the jitted
+            # step, so the clock and the hyperparameters' state must be among them.
+            hp_variables = [v for hp in state.hyperparameters.values() for v in hp.variables]
+            for variable in [clock.step, *hp_variables]:
+                if not self._tracker.is_in_store("variables", variable):
+                    self._track_variable(variable)
 
     # ---- reading values -----------------------------------------------------------------
     def _hs_value(self, name: str) -> Any:
