@@ -91,6 +91,8 @@ class ScheduledOptimizer:
     _iterations: Any
     _learning_rate: Any
     _hs_base: type
+    _tracker: Any
+    _track_variable: Any
 
     def __init__(
         self,
