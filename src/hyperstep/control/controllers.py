@@ -250,7 +250,7 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         self.target.scale.assign(new_scale)
         self._wait.assign(new_wait)
         self._cooldown.assign(new_cool)
-        self._reductions.assign(self._reductions + ops.cast(lowered, "int64"))
+        self._reductions.assign(self._reductions + ops.cast(lowered, self._reductions.dtype))
         return lowered
 
     def _improves(self, x: Any, best: Any, sign: float) -> Any:
