@@ -256,6 +256,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         if self.csv_path is None and self.log_dir is None:
             return
         if self._batches % self.every == 0:
+            _ = self.model  # on JAX, Keras puts the training state back into the variables
             self.record()
         self._batches += 1
 
