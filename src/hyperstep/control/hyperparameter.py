@@ -174,8 +174,10 @@ class Hyperparameter(keras.layers.Layer):
         return {
             "value": float(self.at(step)),
             "schedule": float(self.schedule(step)),
-            "scale": float(self.scale.value),
-            "override": float(self.override.value) if bool(self.is_set) else math.nan,
+            "scale": float(ops.convert_to_numpy(self.scale)),  # float() fails on a mirrored one
+            "override": float(ops.convert_to_numpy(self.override))
+            if bool(ops.convert_to_numpy(self.is_set))
+            else math.nan,
         }
 
     # ---- state --------------------------------------------------------------------------
