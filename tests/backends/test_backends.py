@@ -61,8 +61,9 @@ def test_each_worker_ran_on_its_backend(results: dict[str, Any]) -> None:
 def test_hyperstep_does_not_import_tensorflow_on_other_backends(
     results: dict[str, Any], backend: str
 ) -> None:
+    # (Keras's own `model.save` imports TensorFlow when it is installed: checked before it)
     assert results[backend]["tensorflow_after_import"] is False
-    assert results[backend]["tensorflow_at_end"] is False
+    assert results[backend]["fit"]["tensorflow_before_save"] is False
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -77,7 +78,12 @@ def test_schedule_values_match_tensorflow_up_to_float32_rounding(
     expected, got = results["tensorflow"]["schedules"], results[backend]["schedules"]
     assert list(got) == list(expected)
     for text in expected:
-        np.testing.assert_allclose(got[text], expected[text], rtol=1e-6, atol=1e-12, err_msg=text)
+        # a few float32 ulps of the schedule's scale: 1 - cos(small) cancels, and the
+        # backends' cos may differ in the last bit
+        scale = np.max(np.abs(expected[text]))
+        np.testing.assert_allclose(
+            got[text], expected[text], rtol=1e-6, atol=4 * 2.0**-23 * scale, err_msg=text
+        )
 
 
 @pytest.mark.parametrize("backend", OTHERS)
@@ -91,6 +97,18 @@ def test_hyperparameter_traces_match_tensorflow(
         np.testing.assert_allclose(
             [row[name] for row in got], [row[name] for row in expected], rtol=1e-6, err_msg=name
         )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_log_hyperparameters_writes_every_step_under_fit(
+    results: dict[str, Any], backend: str
+) -> None:
+    fit = results[backend]["fit"]
+    expected = [(row["step"], row["learning_rate"]) for row in fit["traces"]]
+    assert [step for step, _ in fit["logged"]] == [step for step, _ in expected]
+    np.testing.assert_allclose(
+        [v for _, v in fit["logged"]], [v for _, v in expected], rtol=1e-6, atol=0
+    )
 
 
 def test_traces_show_the_schedule_the_override_and_the_plateau(results: dict[str, Any]) -> None:
@@ -131,7 +149,9 @@ def test_plateau_state_survives_keras_save_and_load(results: dict[str, Any], bac
     fit = results[backend]["fit"]
     assert fit["loaded"] == fit["saved"]
     assert fit["saved"]["reductions"] >= 1 and fit["saved"]["scale"] < 1.0
-    assert fit["saved"] == results["tensorflow"]["fit"]["saved"]
+    reference = results["tensorflow"]["fit"]["saved"]
+    assert {**fit["saved"], "best": None} == {**reference, "best": None}
+    assert fit["saved"]["best"] == pytest.approx(reference["best"], rel=1e-5)  # a loss
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

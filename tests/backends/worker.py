@@ -14,6 +14,7 @@ Importing this module (pytest's doctest collection does) runs nothing.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import sys
@@ -140,14 +141,26 @@ def check_fit(tmp: str) -> dict[str, Any]:
 
     model.compile(optimizer, "mse")
     x, y = data()
-    callbacks = [Trace(), plateau]
+    log_path = os.path.join(tmp, "hyperparameters.csv")
+    log = hs.callbacks.LogHyperparameters(optimizer.hyperparameters, csv_path=log_path)
+    callbacks = [Trace(), log, plateau]
     model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0, callbacks=callbacks)
     before = plateau_state(plateau)
+    with open(log_path) as f:
+        logged = [(int(r["step"]), float(r["learning_rate"])) for r in csv.DictReader(f)]
+    imported = "tensorflow" in sys.modules  # Keras's own saving imports it when installed
     path = os.path.join(tmp, "model.keras")
     model.save(path)
     loaded = keras.models.load_model(path)
     after = plateau_state(hs.ReduceOnPlateau(loaded.optimizer, **PLATEAU))
-    return {"traces": traces, "weights": weights(model), "saved": before, "loaded": after}
+    return {
+        "traces": traces,
+        "weights": weights(model),
+        "saved": before,
+        "loaded": after,
+        "tensorflow_before_save": imported,
+        "logged": logged,
+    }
 
 
 def check_step_optimizer() -> dict[str, Any]:
@@ -335,12 +348,11 @@ def main() -> None:
         }
         with tempfile.TemporaryDirectory() as tmp:
             result["schedules"] = check_schedules()
-            result["fit"] = check_fit(tmp)
             result["step_optimizer"] = check_step_optimizer()
             result["loop"] = check_loop(backend)
             if backend != "tensorflow":
                 result["tensorflow_only"] = check_tensorflow_only()
-        result["tensorflow_at_end"] = "tensorflow" in sys.modules
+            result["fit"] = check_fit(tmp)  # last: it saves with Keras
     result["warnings"] = [
         f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})"
         for w in caught
