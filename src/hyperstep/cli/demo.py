@@ -72,6 +72,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--kill-signal", default="SIGKILL", help=argparse.SUPPRESS)
     # for the resume test: a plateau threshold that makes reductions depend on saved state
     parser.add_argument("--plateau-min-delta", type=float, default=None, help=argparse.SUPPRESS)
+    # for fast tests: train on the first N training images only
+    parser.add_argument("--train-size", type=_positive_int, default=None, help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 
@@ -89,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             kill_at_step=args.kill_at_step,
             kill_signal=args.kill_signal,
             plateau_min_delta=args.plateau_min_delta,
+            train_size=args.train_size,
         )
     except HyperstepError as error:
         print(f"hyperstep demo: error: {error}", file=sys.stderr)

@@ -26,8 +26,11 @@ class Data:
     y_val: np.ndarray
 
 
-def load_data(seed: int) -> Data:
-    """Return scikit-learn's bundled 8x8 digits (1,797 images), split with ``seed``."""
+def load_data(seed: int, train_size: int | None = None) -> Data:
+    """Return scikit-learn's bundled 8x8 digits (1,797 images), split with ``seed``.
+
+    ``train_size`` keeps only the first images of the training split (for fast tests).
+    """
     from sklearn.datasets import load_digits
 
     digits = load_digits()
@@ -35,7 +38,7 @@ def load_data(seed: int) -> Data:
     y = digits.target.astype("int64")
     order = np.random.default_rng(seed).permutation(len(x))
     split = int(0.8 * len(x))
-    train, val = order[:split], order[split:]
+    train, val = order[:split][:train_size], order[split:]
     return Data(x[train], y[train], x[val], y[val])
 
 

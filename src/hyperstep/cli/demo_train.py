@@ -100,6 +100,7 @@ def train(
     kill_at_step: int | None = None,
     kill_signal: str = "SIGKILL",
     plateau_min_delta: float | None = None,
+    train_size: int | None = None,
 ) -> dict[str, Any]:
     """Train (or resume, or report a finished run) in ``out``; return the summary.
 
@@ -118,6 +119,8 @@ def train(
     config: dict[str, Any] = {"epochs": epochs, "seed": seed, "batch_size": BATCH_SIZE}
     if plateau_min_delta is not None:
         config["plateau_min_delta"] = plateau_min_delta
+    if train_size is not None:
+        config["train_size"] = train_size
     kill = None if kill_at_step is None else (kill_at_step, int(signal.Signals[kill_signal]))
     if fresh:
         demo_state.clear(out)
@@ -155,7 +158,7 @@ def _train(
     started = time.perf_counter()
     files = paths(out)
     epochs, seed = config["epochs"], config["seed"]
-    data = load_data(seed)
+    data = load_data(seed, config.get("train_size"))
     steps_per_epoch = -(-len(data.x_train) // BATCH_SIZE)
     model, optimizer, plateau = build_training(
         steps_per_epoch, epochs, config.get("plateau_min_delta")

@@ -1,0 +1,92 @@
+"""hyperstep demo: SIGKILL mid-run, the same command again, and the uninterrupted result.
+
+A subprocess runs the demo and kills itself with SIGKILL in the middle of its second
+epoch (nothing gets to clean up: the per-step CSV holds rows past the last checkpoint).
+Rerunning the command in this process must resume from the checkpoint and end with the
+same ``hyperparameters.csv``, ``metrics.csv`` and bit-identical weights (model and
+optimizer) as an uninterrupted run. ``--plateau-min-delta 10`` makes every epoch after the
+first a non-improvement, so the plateau halves the learning rate's scale after the last
+epoch only if its ``best``/``wait`` state was saved before the kill and restored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from hyperstep.cli.main import main
+
+SPE = 8  # 256 training images in batches of 32
+ARGS = ["--epochs", "3", "--plateau-min-delta", "10", "--train-size", str(SPE * 32)]
+KILL_AT = SPE + 3  # in the second epoch
+
+
+def run_demo(*args: str) -> tuple[int, str]:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        status = main(["demo", *args])
+    return status, printed.getvalue()
+
+
+def weights(path: Path) -> dict[str, np.ndarray]:
+    found: dict[str, np.ndarray] = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(
+            lambda name, item: (
+                found.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None
+            )
+        )
+    return found
+
+
+def steps_in(path: Path) -> list[int]:
+    with open(path, newline="") as f:
+        return [int(row["step"]) for row in csv.DictReader(f) if row["step"]]
+
+
+def test_sigkill_then_the_same_command_ends_like_the_uninterrupted_run(tmp_path: Path) -> None:
+    out, reference = tmp_path / "killed", tmp_path / "uninterrupted"
+    command = [sys.executable, "-m", "hyperstep", "demo", "--out", str(out), *ARGS]
+    killed = subprocess.run(
+        [*command, "--kill-at-step", str(KILL_AT)],
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-2000:] + killed.stderr[-2000:]
+    state = json.loads((out / "checkpoint" / "state.json").read_text())
+    assert (state["epoch"], state["step"]) == (1, SPE)
+    assert not (out / "summary.json").exists()
+
+    status, printed = run_demo("--out", str(out), *ARGS)
+    assert status == 0, printed[-3000:]
+    assert f"resuming from epoch 1 / step {SPE}" in printed
+    assert "Epoch 2/3" in printed and "Epoch 1/3" not in printed
+    status, printed = run_demo("--out", str(reference), *ARGS)
+    assert status == 0, printed[-3000:]
+
+    assert steps_in(out / "hyperparameters.csv") == list(range(3 * SPE))
+    for name in ("hyperparameters.csv", "metrics.csv"):
+        assert (out / name).read_text() == (reference / name).read_text(), name
+    resumed, uninterrupted = (
+        weights(out / "model.weights.h5"),
+        weights(reference / "model.weights.h5"),
+    )
+    assert resumed.keys() == uninterrupted.keys() and len(resumed) > 10
+    for key, value in uninterrupted.items():
+        np.testing.assert_array_equal(resumed[key], value, err_msg=key)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resumed_from"] == {"epoch": 1, "step": SPE}
+    assert summary["learning_rate_scale"] == 0.5  # wait counted epochs 2 and 3: one before the kill
+    assert json.loads((reference / "summary.json").read_text())["learning_rate_scale"] == 0.5
