@@ -89,6 +89,8 @@ def scheduled_fit(strategy: Any, directory: str) -> dict[str, Any]:
         model.compile(opt, "mse")
     hps = {k: opt.hyperparameters[k] for k in ("learning_rate", "weight_decay")}
     trace = _Trace(hps)
+    csv_path = os.path.join(directory, "hyperparameters.csv")
+    log = hs.callbacks.LogHyperparameters(hps, csv_path=csv_path)
     history = model.fit(
         x,
         y,
@@ -96,14 +98,18 @@ def scheduled_fit(strategy: Any, directory: str) -> dict[str, Any]:
         epochs=4,
         shuffle=False,
         verbose=0,
-        callbacks=[plateau, trace],
+        callbacks=[plateau, trace, log],
     )
     path = tf.train.Checkpoint(model=model, optimizer=opt).write(os.path.join(directory, "ckpt"))
     fresh, fresh_opt, fresh_plateau = build()  # outside the scope: one device
     fresh_opt.build(fresh.trainable_variables)
     tf.train.Checkpoint(model=fresh, optimizer=fresh_opt).read(path).assert_consumed()
+    with open(csv_path) as f:
+        rows = f.read().splitlines()
     return {
         "trace": trace.rows,
+        "csv": rows,
+        "read": hps["learning_rate"].read(),
         "loss": [float(v) for v in history.history["loss"]],
         "step": int(opt.clock.step.numpy()),
         "iterations": int(opt.iterations.numpy()),
@@ -175,7 +181,9 @@ def plateau_per_replica(strategy: Any) -> dict[str, Any]:
 
     with strategy.scope():
         lr = hs.Hyperparameter(0.1, name="learning_rate")
-        plateau = hs.ReduceOnPlateau(lr, monitor="loss", factor=0.5, patience=1, mode="min")
+    # outside the scope, as callbacks often are: its state still follows the target's
+    plateau = hs.ReduceOnPlateau(lr, monitor="loss", factor=0.5, patience=1, mode="min")
+    copies = len(strategy.experimental_local_results(plateau.variables[0].value))
     replicas = strategy.num_replicas_in_sync
     # replica r sees base + d * (r - (replicas - 1) / 2): the mean over replicas is `base`
     bases = [1.0, 0.5, 0.7, 0.45, 0.6, 0.3, 0.3]
@@ -202,7 +210,7 @@ def plateau_per_replica(strategy: Any) -> dict[str, Any]:
     )
     plateau.update(per_replica if replicas > 1 else tf.constant(0.05))
     rows.append([float(lr.value), *_plateau_state(plateau)])
-    return {"rows": rows}
+    return {"rows": rows, "copies": copies}
 
 
 def _plateau_state(plateau: Any) -> list[float]:

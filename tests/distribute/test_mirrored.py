@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -83,6 +84,16 @@ def test_checkpoint_written_under_mirrored_restores_into_a_single_device_run(res
     assert _max_difference(mirrored["restored_weights"], mirrored["weights"]) == 0.0
 
 
+def test_logging_reads_one_value_per_hyperparameter_under_mirrored(results):
+    single, mirrored = results["scheduled_fit"]["single"], results["scheduled_fit"]["mirrored"]
+    assert mirrored["csv"] == single["csv"]  # LogHyperparameters: one row per step
+    assert len(mirrored["csv"]) == 1 + 16
+    read = mirrored["read"]  # Hyperparameter.read() on mirrored variables
+    assert math.isnan(read.pop("override"))
+    assert read == {k: v for k, v in single["read"].items() if k != "override"}
+    assert read["scale"] == 0.5 and read["value"] == pytest.approx(0.5 * read["schedule"])
+
+
 def test_step_optimizer_with_group_in_strategy_run_matches_single_device(results):
     single = results["step_optimizer_loop"]["single"]
     mirrored = results["step_optimizer_loop"]["mirrored"]
@@ -96,6 +107,8 @@ def test_plateau_update_inside_strategy_run_uses_the_mean_over_replicas(results)
     single = results["plateau_per_replica"]["single"]["rows"]
     mirrored = results["plateau_per_replica"]["mirrored"]["rows"]
     assert mirrored == single  # [value, scale, best, wait, cooldown, reductions] per update
+    # the controller, created outside strategy.scope(), has mirrored state like its target
+    assert results["plateau_per_replica"]["mirrored"]["copies"] == 2
     assert mirrored[-1][-1] == 3
 
 

@@ -9,6 +9,7 @@ calls.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from typing import Any
@@ -175,10 +176,11 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         if compat == "optax" and self._sign == -1.0:
             raise _optax_max_error(monitor, mode)
         # ``best`` is stored for minimisation: sign * value, so it always starts at +inf.
-        self._best = self.target.add_state(f"{name}_best", math.inf, "float32")
-        self._wait = self.target.add_state(f"{name}_wait", 0, "int64")
-        self._cooldown = self.target.add_state(f"{name}_cooldown", 0, "int64")
-        self._reductions = self.target.add_state(f"{name}_reductions", 0, "int64")
+        with _scope_of(self.target.scale):  # distributed like the target's own state
+            self._best = self.target.add_state(f"{name}_best", math.inf, "float32")
+            self._wait = self.target.add_state(f"{name}_wait", 0, "int64")
+            self._cooldown = self.target.add_state(f"{name}_cooldown", 0, "int64")
+            self._reductions = self.target.add_state(f"{name}_reductions", 0, "int64")
 
     # ---- state ------------------------------------------------------------------------------
     @property
@@ -374,6 +376,15 @@ def _reduce(value: Any, reduce: str | None, variable: Any) -> Any:
     from hyperstep.control.distribute import reduce_metric
 
     return reduce_metric(value, reduce, variable)
+
+
+def _scope_of(variable: Any) -> Any:
+    """The tf.distribute scope ``variable`` was created in, if none is entered (TensorFlow)."""
+    if keras.backend.backend() != "tensorflow":
+        return contextlib.nullcontext()
+    from hyperstep.control.distribute import scope_of
+
+    return scope_of(variable)
 
 
 def _resolve_target(target: Any) -> Hyperparameter:

@@ -20,6 +20,7 @@ variable of the controller), so a custom loop that calls ``strategy.run`` withou
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import Any
 
@@ -30,7 +31,14 @@ require_tensorflow("hyperstep.control.distribute (reducing metrics under tf.dist
 
 import tensorflow as tf  # noqa: E402
 
-__all__ = ["REDUCTIONS", "check_reduce", "num_workers", "reduce_metric", "strategy_of"]
+__all__ = [
+    "REDUCTIONS",
+    "check_reduce",
+    "num_workers",
+    "reduce_metric",
+    "scope_of",
+    "strategy_of",
+]
 
 #: The accepted ``reduce`` arguments; ``None`` keeps each replica's own value.
 REDUCTIONS = ("mean", "sum", None)
@@ -56,6 +64,17 @@ def strategy_of(variable: Any = None) -> Any:
     if isinstance(native, tf.distribute.DistributedValues):
         return getattr(native, "distribute_strategy", None)
     return None
+
+
+def scope_of(variable: Any) -> Any:
+    """Return the scope of the strategy that owns ``variable`` if no scope is entered.
+
+    A controller created outside ``strategy.scope()`` (as Keras callbacks usually are) for
+    a hyperparameter created inside it creates its state variables in this scope, so they
+    are distributed like the hyperparameter's own. Otherwise a null context.
+    """
+    strategy = None if tf.distribute.has_strategy() else strategy_of(variable)
+    return contextlib.nullcontext() if strategy is None else strategy.scope()
 
 
 def num_workers(strategy: Any) -> int:
