@@ -37,9 +37,14 @@ from typing import Any, NamedTuple
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-import hyperstep as hs
+from hyperstep._backend import require_tensorflow
+
+require_tensorflow("examples/seed000_step_in_formula.py (its tf.compat.v1 recipes)")
+
+import tensorflow as tf  # noqa: E402
+
+import hyperstep as hs  # noqa: E402
 
 STEPS = 100
 BATCH = 32

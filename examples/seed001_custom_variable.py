@@ -31,9 +31,14 @@ from typing import Any, NamedTuple
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-import hyperstep as hs
+from hyperstep._backend import require_tensorflow
+
+require_tensorflow("examples/seed001_custom_variable.py (its tf.compat.v1 recipes)")
+
+import tensorflow as tf  # noqa: E402
+
+import hyperstep as hs  # noqa: E402
 
 FEATURES = 4
 BATCH = 16

@@ -29,7 +29,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-import tensorflow as tf
+
+from hyperstep._backend import require_tensorflow
+
+require_tensorflow("examples/seed002_learning_rate_decay.py (its tf.compat.v1 recipes)")
+
+import tensorflow as tf  # noqa: E402
 
 FEATURES = 4
 BATCH = 16
