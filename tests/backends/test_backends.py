@@ -175,7 +175,9 @@ def test_compiled_step_traced_once_across_run_time_changes(
 def test_tensorflow_only_features_raise_one_backend_error(
     results: dict[str, Any], backend: str
 ) -> None:
-    for feature, message in results[backend]["tensorflow_only"].items():
+    found = results[backend]["tensorflow_only"]
+    assert len([name for name in found if name.startswith("examples/")]) == 3
+    for feature, message in found.items():
         assert message.startswith("hyperstep.errors.BackendError: "), (feature, message)
         assert "needs the TensorFlow backend" in message, (feature, message)
         assert f"running on '{backend}'" in message, (feature, message)

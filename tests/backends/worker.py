@@ -320,6 +320,10 @@ def check_tensorflow_only() -> dict[str, str]:
         "hyperstep.optim._exact",
     ]:
         attempts[module] = lambda module=module: importlib.import_module(module)
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    for name in sorted(os.listdir(examples)):
+        if name.startswith("seed") and name.endswith(".py"):
+            attempts[f"examples/{name}"] = lambda name=name: _run_file(os.path.join(examples, name))
     found = {}
     for name, attempt in attempts.items():
         try:
@@ -329,6 +333,14 @@ def check_tensorflow_only() -> dict[str, str]:
             found[name] = f"{type(error).__module__}.{type(error).__name__}: {error}"
     del np
     return found
+
+
+def _run_file(path: str) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("example", path)
+    assert spec is not None and spec.loader is not None
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 
 def main() -> None:
