@@ -45,6 +45,7 @@ from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter, _track
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
+from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.schedules.base import Constant, as_schedule
 
 _TENSORFLOW = keras.backend.backend() == "tensorflow"
@@ -66,6 +67,8 @@ class _State:
         self.cache: dict[Any, Any] = {}
         self.variable: Any = None  # the variable being updated, for `resolve`
         self.raw_mode = False
+        self.groups: list[Group] = []
+        self.owner: dict[int, str] = {}  # id(variable) -> group name, filled at build time
 
 
 def _state(optimizer: Any) -> _State:
@@ -100,28 +103,42 @@ class ScheduledOptimizer:
         hyperparameters: dict[str, Any] | None = None,
         clock: Any = None,
         advance: bool | None = None,
+        groups: Any = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self._hs_install(hyperparameters or {}, clock, advance)
+        self._hs_install(hyperparameters or {}, clock, advance, groups)
 
     # ---- public surface -----------------------------------------------------------------
     @property
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """Every numeric hyperparameter of this optimizer, by Keras argument name."""
+        """Every numeric hyperparameter, by Keras argument name; a group's own ones as
+        ``"group/name"``."""
         return dict(_state(self).hyperparameters)
+
+    @property
+    def groups(self) -> dict[str, Group]:
+        """The parameter groups, by name (each holding its own Hyperparameters)."""
+        return {group.name: group for group in _state(self).groups}
 
     def resolve(self, name: str, variable: Any = None) -> Any:
         """Return hyperparameter ``name`` for the update of ``variable`` at this step.
 
-        The default ignores ``variable``: one value per step for all variables. Override
-        to give groups of variables their own hyperparameters. Called only inside
-        ``apply`` (the step is fixed); values are computed once per update and graph.
+        A variable in a :class:`~hyperstep.Group` that sets ``name`` gets the group's
+        value, every other variable the optimizer's own. Called only inside ``apply``
+        (the step is fixed); values are computed once per update and graph.
         """
+        state = _state(self)
+        group = state.owner.get(id(variable)) if variable is not None else None
+        key = f"{group}/{name}"
+        if group is not None and key in state.hyperparameters:
+            return self._hs_value(key)
         return self._hs_value(name)
 
     # ---- installation -------------------------------------------------------------------
-    def _hs_install(self, given: dict[str, Any], clock: Any, advance: bool | None) -> None:
+    def _hs_install(
+        self, given: dict[str, Any], clock: Any, advance: bool | None, groups: Any = ()
+    ) -> None:
         state = _state(self)
         if isinstance(clock, dict):
             clock = keras.saving.deserialize_keras_object(clock)
@@ -148,6 +165,7 @@ class ScheduledOptimizer:
             schedule = hyperparameter.schedule
             state.static[name] = schedule.value_ if isinstance(schedule, Constant) else None
             _track(self, f"hyperparameter_{name}", hyperparameter)
+        self._hs_install_groups(groups, clock)
         if keras.backend.backend() == "jax":
             # JAX trains statelessly: only `opt.variables` go into and out of the jitted
             # step, so the clock and the hyperparameters' state must be among them.
@@ -155,6 +173,39 @@ class ScheduledOptimizer:
             for variable in [clock.step, *hp_variables]:
                 if not self._tracker.is_in_store("variables", variable):
                     self._track_variable(variable)
+
+    def _hs_install_groups(self, groups: Any, clock: Clock) -> None:
+        state = _state(self)
+        valid = set(state.hyperparameters)
+        for spec in groups:
+            if isinstance(spec, dict):
+                spec = Group.from_config(spec)
+            if not isinstance(spec, Group):
+                raise InvalidTypeError(
+                    f"`hs.scheduled(groups=...)` takes `hs.Group` objects. {received('groups', spec)}"
+                )
+            unknown = sorted(set(spec.hyperparameters) - valid)
+            if unknown:
+                raise InvalidArgumentError(
+                    f"Group {spec.name!r} sets {unknown}, which are not numeric "
+                    f"hyperparameters of {self._hs_base.__name__}. Valid: {sorted(valid)}."
+                )
+            bound: dict[str, Hyperparameter] = {}
+            for name, value in spec.hyperparameters.items():
+                if isinstance(value, dict):
+                    value = keras.saving.deserialize_keras_object(value)
+                hp = Hyperparameter(value, clock=clock, name=f"{spec.name}.{name}")
+                key = f"{spec.name}/{name}"
+                state.hyperparameters[key] = bound[name] = hp
+                schedule = hp.schedule
+                state.static[key] = schedule.value_ if isinstance(schedule, Constant) else None
+                _track(self, f"hyperparameter_{spec.name}.{name}", hp)
+            state.groups.append(Group(spec.name, spec.match, **bound))
+        names = [group.name for group in state.groups]
+        if len(set(names)) != len(names):
+            raise InvalidArgumentError(
+                f"Group names must be unique. Received: groups named {names}."
+            )
 
     # ---- reading values -----------------------------------------------------------------
     def _hs_value(self, name: str) -> Any:
@@ -216,6 +267,14 @@ class ScheduledOptimizer:
         # Keras decides which slots to create from Python checks on hyperparameters
         # (`if self.momentum != 0`): they see the same values as inside `apply`.
         state = _state(self)
+        if state.groups:
+            owners = assign_groups(state.groups, list(variables))
+            state.owner = {}
+            for variable, group in zip(variables, owners, strict=True):
+                if group is not None:
+                    # TF's update path passes the backing tf.Variable, not the Keras one
+                    inner = variable.value if _TENSORFLOW else variable
+                    state.owner[id(variable)] = state.owner[id(inner)] = group.name
         if state.step is not None:  # built by `apply`
             return super().build(variables)  # type: ignore[misc]
         state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
@@ -223,6 +282,18 @@ class ScheduledOptimizer:
             return super().build(variables)  # type: ignore[misc]
         finally:
             state.step, state.cache = None, {}
+
+    def _apply_weight_decay(self, variables: Any) -> Any:
+        state = _state(self)
+        if not state.owner:
+            return super()._apply_weight_decay(variables)  # type: ignore[misc]
+        outer = state.variable
+        try:
+            for variable in variables:  # each variable with its own group's values
+                state.variable = variable
+                super()._apply_weight_decay([variable])  # type: ignore[misc]
+        finally:
+            state.variable = outer
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> Any:
         state = _state(self)
@@ -246,10 +317,25 @@ class ScheduledOptimizer:
         config["hyperparameters"] = {
             name: keras.saving.serialize_keras_object(hp._raw_schedule)
             for name, hp in state.hyperparameters.items()
+            if "/" not in name  # a group's own are saved with the group
         }
         config["clock"] = keras.saving.serialize_keras_object(self.clock)
         config["advance"] = state.advance
+        config["groups"] = [
+            {
+                "name": group.name,
+                "match": group.get_config(self._hs_group_variables())["match"],
+                "hyperparameters": {
+                    name: keras.saving.serialize_keras_object(hp._raw_schedule)
+                    for name, hp in group.hyperparameters.items()
+                },
+            }
+            for group in state.groups
+        ]
         return config
+
+    def _hs_group_variables(self) -> list[Any]:
+        return list(getattr(self, "_trainable_variables", []) or [])
 
 
 _CLASSES: dict[type, type] = {}
@@ -295,6 +381,7 @@ def scheduled(
     optimizer: keras.optimizers.Optimizer,
     clock: Clock | None = None,
     advance: bool | None = None,
+    groups: Any = (),
     **hyperparameters: Any,
 ) -> keras.optimizers.Optimizer:
     """Return ``optimizer`` with its numeric hyperparameters read from variables each step.
@@ -314,6 +401,9 @@ def scheduled(
         clock: The :class:`~hyperstep.Clock` to read; ``None`` creates one.
         advance: Whether this optimizer advances the clock after each update. ``None``:
             yes if no other optimizer advances it already (see :class:`~hyperstep.Clock`).
+        groups: :class:`~hyperstep.Group` objects giving sets of variables their own
+            hyperparameters (``opt.hyperparameters["group/name"]``); checked when the
+            optimizer is built (a pattern matching nothing, a variable matched twice).
         **hyperparameters: ``name=value``, each value a number, a hyperstep or Keras
             schedule, or an expression string.
 
@@ -370,7 +460,9 @@ def scheduled(
     learning_rate = optimizer._learning_rate
     if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
         config["learning_rate"] = learning_rate
-    return scheduled_class(cls)(**config, hyperparameters=given, clock=clock, advance=advance)
+    return scheduled_class(cls)(
+        **config, hyperparameters=given, clock=clock, advance=advance, groups=list(groups)
+    )
 
 
 def _register_builtins() -> None:
