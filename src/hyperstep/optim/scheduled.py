@@ -182,7 +182,8 @@ class ScheduledOptimizer:
                 spec = Group.from_config(spec)
             if not isinstance(spec, Group):
                 raise InvalidTypeError(
-                    f"`hs.scheduled(groups=...)` takes `hs.Group` objects. {received('groups', spec)}"
+                    "`hs.scheduled(groups=...)` takes `hs.Group` objects. "
+                    f"{received('groups', spec)}"
                 )
             unknown = sorted(set(spec.hyperparameters) - valid)
             if unknown:
