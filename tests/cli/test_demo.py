@@ -195,7 +195,7 @@ def test_ctrl_c_leaves_a_consistent_run_that_resumes_to_identical_results(
     status, printed = run_demo(*args, "--kill-at-step", "50", "--kill-signal", "SIGINT")
     assert status == demo.INTERRUPTED, printed[-3000:]
     assert "Traceback" not in printed
-    assert f"interrupted. {out} holds epochs 1-1 (step 45)" in printed
+    assert f"interrupted. {out} holds the run after epoch 1 (step 45)" in printed
     assert f"run `hyperstep demo --out {out} --epochs 2` again to resume" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["status"], summary["epoch"], summary["step"]) == ("interrupted", 1, 45)

@@ -105,8 +105,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"\nhyperstep demo: interrupted in the first epoch; `{command}` starts over.")
         else:
             print(
-                f"\nhyperstep demo: interrupted. {out} holds epochs 1-{summary['epoch']} "
-                f"(step {summary['step']}); run `{command}` again to resume from there."
+                f"\nhyperstep demo: interrupted. {out} holds the run after epoch "
+                f"{summary['epoch']} (step {summary['step']}); run `{command}` again to resume "
+                "from there."
             )
         return INTERRUPTED
     if summary["status"] == "already-complete":
@@ -118,13 +119,16 @@ def run(args: argparse.Namespace) -> int:
 def _print_summary(summary: dict[str, Any]) -> None:
     accuracy = summary["val_accuracy"]
     met = "target met" if accuracy >= TARGET_ACCURACY else "BELOW TARGET"
+    resumed = summary.get("resumed_from")
+    session = f" (this session, resumed after epoch {resumed['epoch']})" if resumed else ""
     reductions = summary["plateau_reductions"]
+    steps = ", ".join(str(r["step"]) for r in reductions)
     print(
         f"validation accuracy {accuracy:.1%} ({met}: >= {TARGET_ACCURACY:.0%}) after "
-        f"{summary['epochs']} epochs ({summary['steps']} steps) in {summary['seconds']} s; "
-        f"temperature {summary['temperature']:.3f}; ReduceOnPlateau lowered the learning "
-        f"rate {len(reductions)} time{'s' * (len(reductions) != 1)}"
-        + (f" (steps {', '.join(str(r['step']) for r in reductions)})" if reductions else "")
+        f"{summary['epochs']} epochs ({summary['steps']} steps) in {summary['seconds']} s"
+        f"{session}; temperature {summary['temperature']:.3f}; ReduceOnPlateau lowered the "
+        f"learning rate {len(reductions)} time{'s' * (len(reductions) != 1)}"
+        + (f" (from steps {steps})" if reductions else "")
     )
     doctor = "no findings" if summary["doctor"]["ok"] else "FINDINGS (see summary.json)"
     print(f"pre-flight doctor: {doctor}")
