@@ -4,7 +4,7 @@ A subprocess trains with a schedule x plateau x override, saves after every upda
 ``tf.train.Checkpoint`` in a custom loop, or ``BackupAndRestore`` in ``fit``) and kills
 itself with SIGKILL. This process resumes from what was saved and must produce the same
 per-step learning rates and bit-identical final weights as an uninterrupted run.
-Each subprocess costs a TensorFlow import (~10 s), so two kill points are tested.
+Each subprocess costs a TensorFlow import (~10 s); five kill points are tested.
 """
 
 import os
@@ -122,7 +122,12 @@ def _worker(tmp_path):
     return path, namespace
 
 
-@pytest.mark.parametrize(("mode", "kill_at"), [("loop", 10), ("fit", 11)])
+@pytest.mark.parametrize(
+    ("mode", "kill_at"),
+    # five kill points: before, inside and after the override window (9..14), in a custom
+    # loop with tf.train.Checkpoint and in fit() with BackupAndRestore (epoch ends: 4k + 3)
+    [("loop", 2), ("loop", 10), ("loop", 17), ("fit", 7), ("fit", 11)],
+)
 def test_resume_after_sigkill_equals_the_uninterrupted_run(tmp_path, mode, kill_at):
     path, worker = _worker(tmp_path)
     directory = str(tmp_path / "state")
