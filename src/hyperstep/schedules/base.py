@@ -495,8 +495,8 @@ def check_number(owner: str, name: str, value: Any, *, finite: bool = True) -> f
 
 def check_positive_int(owner: str, name: str, value: Any) -> int:
     """Return ``value`` as an int > 0, or raise naming ``owner(name=...)`` and the value."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not _is_scalar_number(
-        value
+    if isinstance(value, bool) or (
+        not isinstance(value, (int, float)) and not _is_scalar_number(value)
     ):
         raise InvalidTypeError(
             f"`{owner}({name}=...)` must be a positive integer. {received(name, value)}"
@@ -531,7 +531,11 @@ def _inline(schedule: Schedule) -> str:
 
 def _wrap(schedule: Schedule, min_precedence: int) -> str:
     text = _inline(schedule)
-    if isinstance(schedule, Constant) and schedule.value_ < 0 and min_precedence > 40:
+    if (
+        isinstance(schedule, Constant)
+        and math.copysign(1.0, schedule.value_) < 0
+        and min_precedence > 40
+    ):
         return f"({text})"
     if schedule.precedence < min_precedence:
         return f"({text})"
