@@ -80,8 +80,9 @@ def test_group_gets_its_own_rate_and_schedule_like_two_keras_optimizers():
     for a, b in zip(mine, reference, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
     assert "temperature/learning_rate" in opt.hyperparameters
-    assert opt.groups["temperature"].hyperparameters["learning_rate"] is (
-        opt.hyperparameters["temperature/learning_rate"]
+    assert (
+        opt.groups["temperature"].hyperparameters["learning_rate"]
+        is (opt.hyperparameters["temperature/learning_rate"])
     )
     assert int(opt.clock.step) == 20
 

@@ -552,9 +552,12 @@ def _is_scalar_number(value: Any) -> bool:
 
 
 def _defaults(cls: type) -> dict[str, Any]:
+    init = cls.__dict__.get("__init__") or next(
+        k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__
+    )
     return {
         key: p.default
-        for key, p in inspect.signature(cls.__init__).parameters.items()
+        for key, p in inspect.signature(init).parameters.items()
         if p.default is not inspect.Parameter.empty
     }
 
