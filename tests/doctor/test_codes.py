@@ -324,6 +324,27 @@ def test_warmup_from_zero_is_not_a_finding():
     assert hs.doctor(model, (X, Y)).ok
 
 
+def test_a_groups_zero_learning_rate_is_named_and_the_rest_is_healthy():
+    optimizer = hs.StepOptimizer(
+        "sgd",
+        learning_rate=0.1,
+        groups=[hs.Group("frozen", match="*/scale", learning_rate=0.0)],
+        name="grouped",
+    )
+    diagnosis = hs.doctor(Scaled(name="g"), (X, Y), loss_fn=mse, optimizer=optimizer)
+    assert_findings(diagnosis, [("zero-learning-rate", "grouped/frozen/learning_rate")])
+    assert "group 'frozen'" in diagnosis.findings[0].what
+    assert "hs.Group('frozen'" in diagnosis.findings[0].fix
+
+
+def test_a_scheduled_warmup_from_zero_is_not_a_finding():
+    optimizer = hs.scheduled(
+        keras.optimizers.SGD(), learning_rate=hs.schedules.warmup(0.1, steps=10)
+    )
+    model = compiled(Scaled(name="m"), optimizer)
+    assert hs.doctor(model, (X, Y)).ok
+
+
 def test_optimizer_built_for_a_previous_model_with_the_same_paths_is_stale():
     def make():
         return keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, name="d")], name="s")

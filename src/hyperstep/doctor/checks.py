@@ -364,25 +364,37 @@ def check_zero_gradient(facts: Facts) -> Found:
 
 
 def check_zero_learning_rate(facts: Facts) -> Found:
-    rate = facts.learning_rate
-    if rate is None or rate.current != 0 or (rate.following not in (None, 0.0)):
-        return []
+    found: Found = []
     name = type(facts.optimizer).__name__
-    return [
-        (
-            None,
-            Finding(
-                rate.path,
-                "zero-learning-rate",
-                f"{name}'s learning rate is 0 at step {rate.step}",
-                "every update is multiplied by the learning rate, so no variable this optimizer "
-                "updates moves"
-                + (" (the schedule is 0 at the next step too)." if rate.following == 0 else "."),
-                f"pass a positive rate, e.g. keras.optimizers.{name}(learning_rate=1e-3), or a "
-                "schedule that is positive at this step.",
-            ),
+    for rate in facts.learning_rates:
+        if rate.current != 0 or (rate.following not in (None, 0.0)):
+            continue
+        group = rate.path.split("/")[-2] if rate.path.count("/") >= 2 else None
+        whose = f"group {group!r} of {name}" if group else name
+        found.append(
+            (
+                None,
+                Finding(
+                    rate.path,
+                    "zero-learning-rate",
+                    f"{whose}'s learning rate is 0 at step {rate.step}",
+                    "every update is multiplied by the learning rate, so no variable "
+                    + ("in this group" if group else "this optimizer updates")
+                    + " moves"
+                    + (
+                        " (the schedule is 0 at the next step too)." if rate.following == 0 else "."
+                    ),
+                    (
+                        f"give the group a positive rate: hs.Group({group!r}, ..., "
+                        "learning_rate=1e-3), or a schedule that is positive at this step."
+                        if group
+                        else f"pass a positive rate, e.g. keras.optimizers.{name}("
+                        "learning_rate=1e-3), or a schedule that is positive at this step."
+                    ),
+                ),
+            )
         )
-    ]
+    return found
 
 
 CHECKS: tuple[Callable[[Facts], Found], ...] = (

@@ -285,6 +285,33 @@ class LearningRate:
     following: float | None
 
 
+def learning_rates(optimizer: Any) -> list[LearningRate]:
+    """Every learning rate of ``optimizer``: its own and each parameter group's.
+
+    For a hyperstep optimizer (``opt.hyperparameters`` holding ``learning_rate`` and
+    ``"<group>/learning_rate"``) each is read now and at the next step of its clock; for any
+    other optimizer, ``optimizer.learning_rate`` (see :func:`learning_rate`).
+    """
+    hyperparameters = getattr(optimizer, "hyperparameters", None)
+    if not isinstance(hyperparameters, dict):
+        rate = learning_rate(optimizer)
+        return [] if rate is None else [rate]
+    found = []
+    for key, hp in hyperparameters.items():
+        if key != "learning_rate" and not key.endswith("/learning_rate"):
+            continue
+        try:
+            step = int(keras.ops.convert_to_numpy(hp.clock.step))
+            current = float(np.asarray(keras.ops.convert_to_numpy(hp.value)))
+            following: float | None = float(np.asarray(keras.ops.convert_to_numpy(hp.at(step + 1))))
+        except Exception:
+            continue
+        if bool(keras.ops.convert_to_numpy(hp.is_set)):
+            following = None  # an override holds until cleared: no schedule to look ahead on
+        found.append(LearningRate(f"{optimizer.name}/{key}", step, current, following))
+    return found
+
+
 def learning_rate(optimizer: Any) -> LearningRate | None:
     """Read ``optimizer.learning_rate`` at its current iteration (no state is changed)."""
     if optimizer is None:
@@ -371,7 +398,7 @@ class Facts:
     optimizer_keys: set[int] | None
     rebound: dict[int, Binding]
     stale: list[StaleFact]
-    learning_rate: LearningRate | None
+    learning_rates: list[LearningRate]
     compute: Callable[[Any], Any]
     batch: Any
     _graph: GraphFacts | None = None
@@ -496,7 +523,7 @@ def collect(
         optimizer_keys=optimizer_keys,
         rebound=rebound,
         stale=stale,
-        learning_rate=learning_rate(optimizer),
+        learning_rates=learning_rates(optimizer),
         compute=compute,
         batch=batch,
     )
