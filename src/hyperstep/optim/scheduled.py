@@ -160,11 +160,7 @@ class ScheduledOptimizer:
                 continue
             if isinstance(value, dict):
                 value = keras.saving.deserialize_keras_object(value)
-            hyperparameter = Hyperparameter(value, clock=clock, name=name)
-            state.hyperparameters[name] = hyperparameter
-            schedule = hyperparameter.schedule
-            state.static[name] = schedule.value_ if isinstance(schedule, Constant) else None
-            _track(self, f"hyperparameter_{name}", hyperparameter)
+            self._hs_add(name, Hyperparameter(value, clock=clock, name=name))
         self._hs_install_groups(groups, clock)
         if keras.backend.backend() == "jax":
             # JAX trains statelessly: only `opt.variables` go into and out of the jitted
@@ -173,6 +169,14 @@ class ScheduledOptimizer:
             for variable in [clock.step, *hp_variables]:
                 if not self._tracker.is_in_store("variables", variable):
                     self._track_variable(variable)
+
+    def _hs_add(self, key: str, hyperparameter: Hyperparameter) -> None:
+        """Register ``hyperparameter`` under ``key`` (``name`` or ``group/name``), tracked."""
+        state = _state(self)
+        state.hyperparameters[key] = hyperparameter
+        schedule = hyperparameter.schedule
+        state.static[key] = schedule.value_ if isinstance(schedule, Constant) else None
+        _track(self, f"hyperparameter_{key.replace('/', '.')}", hyperparameter)
 
     def _hs_install_groups(self, groups: Any, clock: Clock) -> None:
         state = _state(self)
@@ -195,12 +199,8 @@ class ScheduledOptimizer:
             for name, value in spec.hyperparameters.items():
                 if isinstance(value, dict):
                     value = keras.saving.deserialize_keras_object(value)
-                hp = Hyperparameter(value, clock=clock, name=f"{spec.name}.{name}")
-                key = f"{spec.name}/{name}"
-                state.hyperparameters[key] = bound[name] = hp
-                schedule = hp.schedule
-                state.static[key] = schedule.value_ if isinstance(schedule, Constant) else None
-                _track(self, f"hyperparameter_{spec.name}.{name}", hp)
+                bound[name] = Hyperparameter(value, clock=clock, name=f"{spec.name}.{name}")
+                self._hs_add(f"{spec.name}/{name}", bound[name])
             state.groups.append(Group(spec.name, spec.match, **bound))
         names = [group.name for group in state.groups]
         if len(set(names)) != len(names):
@@ -315,21 +315,15 @@ class ScheduledOptimizer:
             config = super().get_config()  # type: ignore[misc]
         finally:
             state.raw_mode = False
-        config["hyperparameters"] = {
-            name: keras.saving.serialize_keras_object(hp._raw_schedule)
-            for name, hp in state.hyperparameters.items()
-            if "/" not in name  # a group's own are saved with the group
-        }
+        own = {k: hp for k, hp in state.hyperparameters.items() if "/" not in k}
+        config["hyperparameters"] = _serialized(own)  # a group's own are saved with it
         config["clock"] = keras.saving.serialize_keras_object(self.clock)
         config["advance"] = state.advance
         config["groups"] = [
             {
                 "name": group.name,
                 "match": group.get_config(self._hs_group_variables())["match"],
-                "hyperparameters": {
-                    name: keras.saving.serialize_keras_object(hp._raw_schedule)
-                    for name, hp in group.hyperparameters.items()
-                },
+                "hyperparameters": _serialized(group.hyperparameters),
             }
             for group in state.groups
         ]
@@ -337,6 +331,13 @@ class ScheduledOptimizer:
 
     def _hs_group_variables(self) -> list[Any]:
         return list(getattr(self, "_trainable_variables", []) or [])
+
+
+def _serialized(hyperparameters: dict[str, Hyperparameter]) -> dict[str, Any]:
+    return {
+        name: keras.saving.serialize_keras_object(hp._raw_schedule)
+        for name, hp in hyperparameters.items()
+    }
 
 
 _CLASSES: dict[type, type] = {}
