@@ -45,6 +45,12 @@ class Clock(keras.layers.Layer):
     * with no scheduled optimizer (a free hyperparameter in a custom loop), call
       :meth:`advance` yourself after each update.
 
+    In stateless training (JAX) every optimizer on the clock, and a model holding a
+    hyperparameter on it, carries its own copy of ``step``; the advancing optimizer's copy
+    wins. ``model.fit`` hands it to the model's copy at every step; in a custom
+    ``jax.jit`` loop, :meth:`stateless_copy` hands it on (to the model's state and to the
+    other optimizers' states) after each update.
+
     A clock is a Keras layer: assigned as an attribute of a layer, a model or an optimizer
     it is saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``).
 
@@ -132,7 +138,77 @@ class Clock(keras.layers.Layer):
                     "`advance=False` to the others. Received: advance=True"
                 )
             self._owner = weakref.ref(owner)
+        if keras.backend.backend() == "jax":
+            _optimizer_copy_wins_in_jax_fit()  # the optimizer will hold a copy of `step`
         return bool(advance)
+
+    # ---- stateless training (JAX) -------------------------------------------------------
+    def stateless_copy(self, source: Any, target: Any) -> list[Any]:
+        """Return ``target``'s values with this clock's step taken from ``source``.
+
+        Stateless training (a ``jax.jit`` step with ``model.stateless_call`` and
+        ``optimizer.stateless_apply``) passes each owner's variables as a list of arrays.
+        A shared clock then has one copy of ``step`` per list: in the state of every
+        optimizer on it and, when a hyperparameter read in the forward pass uses it, in
+        the model's non-trainable state. Only the advancing optimizer's copy moves, so
+        copy it into the others after each update: the next forward pass and the next
+        update of every optimizer then read the same step. ``model.fit`` does this for
+        the model's copy itself (the optimizer's copy wins).
+
+        Args:
+            source: ``(variables, values)`` holding the current step, e.g.
+                ``(optimizer.variables, optimizer_variables)`` after ``stateless_apply``.
+            target: ``(variables, values)`` to update, e.g.
+                ``(model.non_trainable_variables, non_trainable_variables)`` or another
+                optimizer's ``(variables, values)``.
+
+        Returns:
+            A new list: ``target``'s values with the step replaced by ``source``'s.
+
+        Raises:
+            ValueError: If the clock's step is not among the variables of ``source`` or
+                ``target``, or a pair does not give one value per variable.
+            TypeError: If ``source`` or ``target`` is not a ``(variables, values)`` pair.
+
+        Example:
+            >>> clock = Clock()
+            >>> a, b = keras.Variable(1.0), keras.Variable(2.0)
+            >>> new = clock.stateless_copy(([clock.step, a], [7, 1.5]), ([b, clock.step], [2.5, 0]))
+            >>> [float(v) for v in new]
+            [2.5, 7.0]
+        """
+        source_variables, source_values = self._stateless_pair("source", source)
+        target_variables, target_values = self._stateless_pair("target", target)
+        step = source_values[self._stateless_index("source", source_variables)]
+        target_values[self._stateless_index("target", target_variables)] = step
+        return target_values
+
+    def _stateless_pair(self, argument: str, pair: Any) -> tuple[list[Any], list[Any]]:
+        call = f"`Clock(name={self.name!r}).stateless_copy({argument}=...)`"
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise InvalidTypeError(
+                f"{call} takes a pair `(variables, values)`, such as "
+                f"`(optimizer.variables, optimizer_variables)`. {received(argument, pair)}"
+            )
+        variables, values = list(pair[0]), list(pair[1])
+        if len(variables) != len(values):
+            raise InvalidArgumentError(
+                f"{call} needs one value per variable. Received: {len(variables)} variables "
+                f"and {len(values)} values."
+            )
+        return variables, values
+
+    def _stateless_index(self, argument: str, variables: list[Any]) -> int:
+        for index, variable in enumerate(variables):
+            if variable is self.step:
+                return index
+        raise InvalidArgumentError(
+            f"`Clock(name={self.name!r}).stateless_copy({argument}=...)`: the clock's step "
+            f"is not among the {len(variables)} variables given; pass the state of an "
+            "optimizer on this clock (`optimizer.variables`) or of a model holding a "
+            "hyperparameter on it (`model.non_trainable_variables`). Received: variables "
+            f"{[getattr(v, 'path', v) for v in variables]}"
+        )
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
@@ -142,6 +218,82 @@ class Clock(keras.layers.Layer):
 
     def __repr__(self) -> str:
         return f"Clock(steps_per_epoch={self._steps_per_epoch!r}, name={self.name!r})"
+
+
+def _optimizer_copy_wins_in_jax_fit() -> None:
+    """Teach Keras's JAX trainer that a variable may be in the model's and the optimizer's state.
+
+    Keras's JAX ``fit`` carries ``model.non_trainable_variables`` and
+    ``optimizer.variables`` as separate lists of arrays between jitted steps and writes
+    them back at the end of an epoch (optimizer last). A clock's step is in both lists when
+    a hyperparameter in the model runs on an optimizer's clock. Two changes, installed
+    once:
+
+    * before and after Keras's own ``train_step``, the model's copy of every variable the
+      optimizer also holds takes the optimizer's value: the forward pass reads the step the
+      optimizer is about to use, and the state handed on agrees (the optimizer also wins
+      in Keras's ``jax_state_sync``, which assigns its values last); decided while
+      tracing, it adds nothing to the compiled step;
+    * when the state is read from the variables, the model's copy gets its own buffer
+      (the jitted step donates its inputs, and XLA refuses one buffer donated twice).
+
+    A model whose ``train_step`` does not call ``super().train_step`` uses
+    :meth:`Clock.stateless_copy` itself.
+    """
+    from keras.src.backend.jax.trainer import JAXTrainer
+
+    keras_train_step = JAXTrainer.train_step
+    keras_get_jax_state = JAXTrainer._get_jax_state
+    if getattr(keras_train_step, "_hyperstep", False):
+        return
+
+    def train_step(self: Any, state: Any, data: Any) -> Any:
+        shared = _shared_in_fit(self)
+        if not shared or len(state) != 4:
+            return keras_train_step(self, state, data)
+        logs, state = keras_train_step(self, _optimizer_copy(state, shared), data)
+        return logs, _optimizer_copy(state, shared)
+
+    def _get_jax_state(self: Any, *args: Any, **kwargs: Any) -> Any:
+        state = keras_get_jax_state(self, *args, **kwargs)
+        if not (kwargs.get("non_trainable_variables") and kwargs.get("optimizer_variables")):
+            return state
+        shared = _shared_in_fit(self)
+        if shared:
+            import jax.numpy as jnp
+
+            index = 1 if kwargs.get("trainable_variables") else 0
+            non_trainable = list(state[index])
+            for i, _ in shared:
+                non_trainable[i] = jnp.array(non_trainable[i], copy=True)
+            state = (*state[:index], non_trainable, *state[index + 1 :])
+        return state
+
+    train_step.__doc__ = keras_train_step.__doc__
+    train_step._hyperstep = True  # type: ignore[attr-defined]
+    JAXTrainer.train_step = train_step  # type: ignore[method-assign]
+    JAXTrainer._get_jax_state = _get_jax_state  # type: ignore[method-assign]
+
+
+def _optimizer_copy(state: Any, shared: list[tuple[int, int]]) -> Any:
+    """Keras's JAX training state with the optimizer's value in the model's copies."""
+    trainable, non_trainable, optimizer_values, metrics = state
+    non_trainable = list(non_trainable)
+    for i, j in shared:
+        non_trainable[i] = optimizer_values[j]
+    return trainable, non_trainable, optimizer_values, metrics
+
+
+def _shared_in_fit(model: Any) -> list[tuple[int, int]]:
+    """``(i, j)`` for each variable at ``model.non_trainable_variables[i]`` and
+    ``model.optimizer.variables[j]``."""
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:
+        return []
+    where = {id(v): j for j, v in enumerate(optimizer.variables)}
+    return [
+        (i, where[id(v)]) for i, v in enumerate(model.non_trainable_variables) if id(v) in where
+    ]
 
 
 def _positive_int(value: Any) -> int:

@@ -230,15 +230,27 @@ class Hyperparameter(keras.layers.Layer):
 
     @property
     def variables(self) -> list[Any]:
-        """All state variables: ``scale``, ``override``, ``is_set``, then added state."""
+        """Every variable ``value`` reads: the clock's ``step``, then ``scale``,
+        ``override``, ``is_set``, then added state.
+
+        Keras collects ``model.variables`` (and ``non_trainable_variables``) from these, so a
+        hyperparameter assigned to a model carries its clock's step with the model's state:
+        JAX's stateless ``fit`` and ``model.stateless_call`` then read the step from that
+        state (see :meth:`hyperstep.Clock.stateless_copy` for a step shared with an
+        optimizer). Only ``scale``, ``override``, ``is_set`` and added state are saved with
+        the hyperparameter; the clock saves its step itself.
+        """
+        return [self.clock.step, *self._own_variables()]
+
+    def _own_variables(self) -> list[Any]:
         return [self.scale, self.override, self._is_set, *self._state.values()]
 
     def save_own_variables(self, store: Any) -> None:
-        for variable in self.variables:
+        for variable in self._own_variables():
             store[variable.name] = variable
 
     def load_own_variables(self, store: Any) -> None:
-        by_name = {v.name: v for v in self.variables}
+        by_name = {v.name: v for v in self._own_variables()}
         for key in store.keys():
             if key in by_name:
                 by_name[key].assign(store[key])
