@@ -291,3 +291,45 @@ def test_save_weights_restores_clock_and_hyperparameter_state(tmp_path) -> None:
         m.fit(X, Y, batch_size=8, shuffle=False, verbose=0)
     for a, b in zip(weights(model), weights(again), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def ancestors(tensor: tf.Tensor) -> set[tf.Operation]:
+    """Every op ``tensor`` waits for in its graph, through data and control edges."""
+    seen: set[tf.Operation] = set()
+    stack = [tensor.op]
+    while stack:
+        op = stack.pop()
+        if op not in seen:
+            seen.add(op)
+            stack.extend(t.op for t in op.inputs)
+            stack.extend(op.control_inputs)
+    return seen
+
+
+def test_gradients_reach_the_rule_after_the_hyperparameter_values() -> None:
+    # TensorFlow runs ready ops in any order: unless the gradients wait for the scalar
+    # hyperparameter values, the full-size ops of every variable may all run (and hold
+    # their temporaries) before the first scalar they are multiplied by is computed
+    seen = []
+
+    class Record(hs.rules.Rule):
+        hyperparameters = {"learning_rate": 0.1}  # noqa: RUF012
+
+        def update(self, variable, gradient, slots, hp, step):  # type: ignore[no-untyped-def]
+            seen.append((gradient, hp.learning_rate, step))
+            return variable - hp.learning_rate * gradient
+
+    variables = [keras.Variable(np.ones(3, "float32")), keras.Variable(np.ones((2, 2), "float32"))]
+    opt = hs.StepOptimizer(Record())
+    opt.build(variables)
+
+    @tf.function
+    def update() -> None:
+        opt.apply([tf.ones(3), tf.ones((2, 2))], variables)
+
+    update.get_concrete_function()
+    assert len(seen) == 2
+    for gradient, learning_rate, step in seen:
+        before = ancestors(gradient)
+        assert learning_rate.op in before
+        assert step.op in before
