@@ -16,17 +16,22 @@ Each repeat times both optimizers back to back, in alternating order. Besides mi
 each line shows the page faults per update (on CPU, freshly faulted temporaries are a large
 part of an update's cost, and vary from process to process with the allocator's state), and
 the ratio line adds the median of the per-repeat ratios (paired: both halves of a pair saw
-about the same load).
+about the same load). ``--processes N`` runs the whole comparison in N fresh processes (each
+starts with its own allocator state, which moves both optimizers' times by up to +-15% on a
+busy machine) and ends with the median of each ratio over them.
 
 Usage: python benchmarks/update_rules.py [--gpu] [--repeats N] [--steps N] [--params N]
+       [--processes N]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import statistics
+import subprocess
 import sys
 import time
 
@@ -167,13 +172,53 @@ def summarize(times: list[float]) -> str:
     return f"min {min(ms):8.2f}  median {statistics.median(ms):8.2f}  max {max(ms):8.2f} ms"
 
 
+RATIO_LINE = re.compile(
+    r"jit_compile=(\w+)\s+ratio hyperstep / keras: median ([\d.]+).*min ([\d.]+), paired ([\d.]+)"
+)
+
+
+def run_processes(args: argparse.Namespace) -> None:
+    """Run the comparison in ``args.processes`` fresh processes; print the median ratios."""
+    child = [sys.executable, __file__, "--repeats", str(args.repeats)]
+    for flag, value in (("--params", args.params), ("--steps", args.steps)):
+        if value is not None:
+            child += [flag, str(value)]
+    if args.gpu:
+        child.append("--gpu")
+    ratios: dict[str, list[tuple[float, float, float]]] = {}
+    for index in range(args.processes):
+        output = subprocess.run(child, capture_output=True, text=True, check=True).stdout
+        for line in output.splitlines():
+            if index == 0 and line and not line.startswith("jit_compile"):
+                print(line)
+            if line.startswith("GPU: hyperstep reaches"):
+                print(f"process {index + 1}: {line}")
+            match = RATIO_LINE.match(line)
+            if match:
+                jit, *values = match.groups()
+                ratios.setdefault(jit, []).append(tuple(float(v) for v in values))  # type: ignore[arg-type]
+                print(f"process {index + 1}: {line}")
+    print()
+    for jit, rows in ratios.items():
+        median, fastest, paired = (statistics.median(column) for column in zip(*rows, strict=True))
+        print(
+            f"jit_compile={jit:5}  over {len(rows)} processes, median of the ratios: median "
+            f"{median:.3f} (target <= 1.05: {'ok' if median <= 1.05 else 'MISSED'}), "
+            f"min {fastest:.3f}, paired {paired:.3f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", action="store_true", help="100M parameters on the first GPU")
     parser.add_argument("--params", type=int, default=None, help="parameters (10M; 100M --gpu)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=None, help="updates per timing (5; 100 --gpu)")
+    parser.add_argument("--processes", type=int, default=1, help="fresh processes to run it in")
     args = parser.parse_args()
+    if args.processes > 1:
+        run_processes(args)
+        return
     parameters = args.params or (100_000_000 if args.gpu else 10_000_000)
     steps = args.steps or (100 if args.gpu else 5)
     shapes = shapes_for(parameters)
