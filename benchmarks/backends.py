@@ -185,7 +185,7 @@ def _step_torch(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
             grads = [v.value.grad for v in model.trainable_variables]
             with torch.no_grad():
                 optimizer.apply(grads, model.trainable_variables)
-        float(loss)
+        float(loss.detach())
 
     return run
 
