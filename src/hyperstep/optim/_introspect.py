@@ -10,7 +10,9 @@ changing them at run time cannot work, so ``hs.scheduled`` refuses them by name.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
+import re
 from typing import Any
 
 import keras
@@ -78,6 +80,33 @@ def numeric_names(cls: type) -> list[str]:
             own.append(name)
     # the base-class arguments last, in one order for every optimizer
     return ["learning_rate", *own, *BASE_NUMERIC]
+
+
+@functools.cache
+def checked_in_python(cls: type) -> frozenset[str]:
+    """Return the numeric hyperparameters that ``cls``'s code tests in a Python ``if``.
+
+    Keras decides some structure while tracing: ``if self.momentum != 0`` (SGD),
+    ``if self.clipnorm and self.clipnorm > 0``, ``if self.weight_decay is None`` (every
+    optimizer). Found by reading the source of ``cls`` and its bases; a class without
+    source contributes nothing.
+
+    Example:
+        >>> K = keras.optimizers
+        >>> sorted(checked_in_python(K.SGD) - checked_in_python(K.Adam))
+        ['momentum']
+    """
+    names = numeric_names(cls)
+    found: set[str] = set()
+    for klass in cls.__mro__:
+        try:
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):
+            continue
+        for line in source.splitlines():
+            if re.match(r"\s*(el)?if\b", line):
+                found.update(n for n in names if re.search(rf"\bself\.{n}\b", line))
+    return frozenset(found)
 
 
 def check_names(optimizer: keras.optimizers.Optimizer, names: list[str]) -> None:

@@ -45,6 +45,7 @@ from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter, _track
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
+from hyperstep.optim._static import StaticScalar
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.schedules.base import Constant, as_schedule
 
@@ -53,6 +54,11 @@ if _TENSORFLOW:
     import tensorflow as tf
 
     from hyperstep.optim._exact import ExactScalar
+
+_JAX = keras.backend.backend() == "jax"
+_TORCH = keras.backend.backend() == "torch"
+if _TORCH:
+    import torch
 
 
 class _State:
@@ -217,10 +223,37 @@ class ScheduledOptimizer:
         if cached is not None and cached[0] is graph:
             return cached[1]
         hyperparameter = state.hyperparameters[name]
-        if name == "learning_rate" or not _TENSORFLOW:
+        if _TORCH:
+            value = _torch_at(hyperparameter, state.step)
+        elif _JAX and name.split("/")[-1] in _introspect.checked_in_python(self._hs_base):
+            # Keras tests it in Python (`if self.momentum != 0`): a tracer cannot answer
+            value = StaticScalar(hyperparameter.at(state.step), state.static[name])
+        elif name == "learning_rate" or not _TENSORFLOW:
             value = hyperparameter.at(state.step)
         else:
             value = ExactScalar(hyperparameter.exact_at(state.step), state.static[name])
+        state.cache[key] = (graph, value)
+        return value
+
+    @property
+    def iterations(self) -> Any:
+        """Keras's update counter; inside ``apply`` on TensorFlow, one read per update.
+
+        Keras's ``update_step`` reads ``self.iterations`` once per variable; returning the
+        same tensor (read when first needed, before the counter advances at the end of
+        ``apply``) gives the same values and lets TensorFlow's graph optimizer share the
+        per-variable scalar arithmetic derived from it (``beta_1 ** (t + 1)``, ...).
+        """
+        state = _state(self)
+        iterations = super().iterations  # type: ignore[misc]
+        if state.step is None or not _TENSORFLOW:
+            return iterations
+        graph = tf.compat.v1.get_default_graph()
+        key = ("iterations", id(graph))
+        cached = state.cache.get(key)
+        if cached is not None and cached[0] is graph:
+            return cached[1]
+        value = tf.convert_to_tensor(iterations)  # a read (keras.ops keeps a variable)
         state.cache[key] = (graph, value)
         return value
 
@@ -252,6 +285,8 @@ class ScheduledOptimizer:
         outer = (state.step, state.cache)
         state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
         try:
+            if _TENSORFLOW and not tf.executing_eagerly():
+                grads = self._hs_after_values(grads)
             result = super().apply(grads, trainable_variables)  # type: ignore[misc]
         finally:
             state.step, state.cache = outer
@@ -263,6 +298,25 @@ class ScheduledOptimizer:
             else:
                 self.clock.advance()
         return result
+
+    def _hs_after_values(self, grads: Any) -> list[Any]:
+        """``grads``, usable once the hyperparameter values of this update are computed.
+
+        TensorFlow's executor runs whichever ops are ready: without this, every variable's
+        first full-size ops (``g - m``, ``g ** 2``) run and then wait, allocated all at once,
+        for scalars such as ``1 - beta_1`` read from variables, costing page faults. The
+        values are cached, so Keras's update reuses them; ``tf.identity`` copies nothing.
+        """
+        state = _state(self)
+        use_ema = bool(getattr(self, "use_ema", False))
+        scalars = [state.step, self.iterations]
+        for key in state.hyperparameters:
+            if key.split("/")[-1] == "ema_momentum" and not use_ema:
+                continue  # read only by the moving average
+            value = self._hs_value(key)
+            scalars.append(value.tensor if isinstance(value, ExactScalar) else value)
+        with tf.control_dependencies(scalars):
+            return [tf.identity(g) if isinstance(g, tf.Tensor) else g for g in grads]
 
     def build(self, variables: Any) -> Any:
         # Keras decides which slots to create from Python checks on hyperparameters
@@ -283,6 +337,15 @@ class ScheduledOptimizer:
             return super().build(variables)  # type: ignore[misc]
         finally:
             state.step, state.cache = None, {}
+
+    def _clip_gradients(self, grads: Any) -> Any:
+        clipvalue = self.clipvalue if _JAX else None  # type: ignore[attr-defined]
+        if isinstance(clipvalue, StaticScalar):  # jnp.clip takes arrays only
+            if not clipvalue > 0:
+                return grads
+            v = clipvalue.value
+            return [ops.clip(g, -v, v) if g is not None else g for g in grads]
+        return super()._clip_gradients(grads)  # type: ignore[misc]
 
     def _apply_weight_decay(self, variables: Any) -> Any:
         state = _state(self)
@@ -333,11 +396,34 @@ class ScheduledOptimizer:
         return list(getattr(self, "_trainable_variables", []) or [])
 
 
+if _TORCH:  # Keras's own: torch.compile (dynamo) cannot trace `super()` in a property
+    del ScheduledOptimizer.iterations
+
+
 def _serialized(hyperparameters: dict[str, Hyperparameter]) -> dict[str, Any]:
     return {
         name: keras.saving.serialize_keras_object(hp._raw_schedule)
         for name, hp in hyperparameters.items()
     }
+
+
+def _torch_at(hyperparameter: Hyperparameter, step: Any) -> Any:
+    """``hyperparameter.at(step)`` on torch, in 2-3 torch calls: the same float32 value.
+
+    Each ``keras.ops`` call costs ~15 us of Python on eager torch, several times the kernel;
+    ``step`` is already the float32 tensor ``apply`` read, so the schedule's ``value`` is
+    called without ``__call__``'s casts, and a constant is made by ``torch.full`` (still
+    scaled and overridable: the variables are read as in ``at``).
+    """
+    schedule = hyperparameter.schedule
+    scale = hyperparameter.scale.value
+    if isinstance(schedule, Constant):
+        base = torch.full((), schedule.value_, dtype=torch.float32, device=scale.device)
+    else:
+        base = schedule.value(step)
+        if not isinstance(base, torch.Tensor) or base.dtype != torch.float32:
+            return hyperparameter.at(step)  # a schedule of another kind: the general path
+    return torch.where(hyperparameter.is_set, hyperparameter.override.value, base * scale)
 
 
 _CLASSES: dict[type, type] = {}

@@ -1,0 +1,50 @@
+"""Every Keras optimizer through ``hs.scheduled`` trains in ``fit`` on the JAX backend.
+
+Keras tests some hyperparameters in Python while tracing (``if self.momentum != 0`` in SGD
+and RMSprop, ``if self.clipvalue and self.clipvalue > 0`` in every optimizer); under
+``jax.jit`` a value read from variables cannot answer, so ``hs.scheduled`` hands those as
+:class:`hyperstep.optim._static.StaticScalar`. Each configuration trains the same model
+plainly and scheduled (constant values) in one JAX process; the weights must agree to
+float32 rounding and must have moved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+WORKER = Path(__file__).with_name("optimizers_worker.py")
+sys.path.insert(0, str(WORKER.parent))
+from optimizers_worker import CONFIGS  # noqa: E402
+
+sys.path.pop(0)
+
+
+@pytest.fixture(scope="module")
+def jax_results() -> dict[str, Any]:
+    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env.pop("JAX_ENABLE_X64", None)
+    done = subprocess.run(
+        [sys.executable, str(WORKER)], env=env, capture_output=True, text=True, timeout=600
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, f"worker failed:\n{done.stderr[-4000:]}"
+    result: dict[str, Any] = json.loads(lines[-1].removeprefix("RESULT "))
+    assert result["backend"] == "jax"
+    return result
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_scheduled_optimizer_trains_like_the_plain_one_under_jax_fit(
+    jax_results: dict[str, Any], name: str
+) -> None:
+    outcome = jax_results[name]
+    assert isinstance(outcome, dict), f"hs.scheduled failed under JAX fit: {outcome}"
+    assert outcome["moved"] > 1e-4  # the plain optimizer trained at all
+    assert outcome["difference"] <= 1e-5 * max(1.0, outcome["moved"])
