@@ -10,10 +10,6 @@ every TensorFlow-only feature.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,29 +23,9 @@ TIMEOUT = 240
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, Any]:
+def results(workers: Any) -> dict[str, Any]:
     """Run the worker under every backend, all at once; return ``{backend: result}``."""
-    processes = {}
-    for backend in BACKENDS:
-        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-        env.pop("JAX_ENABLE_X64", None)
-        processes[backend] = subprocess.Popen(
-            [sys.executable, str(WORKER)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    found = {}
-    for backend, process in processes.items():
-        try:
-            out, err = process.communicate(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            out, err = process.communicate()
-        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
-        assert process.returncode == 0 and lines, f"{backend} worker failed:\n{err[-4000:]}"
-        found[backend] = json.loads(lines[-1].removeprefix("RESULT "))
+    found: dict[str, Any] = workers(WORKER, BACKENDS, TIMEOUT)
     return found
 
 

@@ -10,9 +10,6 @@ float32 rounding and must have moved.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,15 +24,8 @@ sys.path.pop(0)
 
 
 @pytest.fixture(scope="module")
-def jax_results() -> dict[str, Any]:
-    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    env.pop("JAX_ENABLE_X64", None)
-    done = subprocess.run(
-        [sys.executable, str(WORKER)], env=env, capture_output=True, text=True, timeout=600
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, f"worker failed:\n{done.stderr[-4000:]}"
-    result: dict[str, Any] = json.loads(lines[-1].removeprefix("RESULT "))
+def jax_results(workers: Any) -> dict[str, Any]:
+    result: dict[str, Any] = workers(WORKER, ["jax"], 600)["jax"]
     assert result["backend"] == "jax"
     return result
 

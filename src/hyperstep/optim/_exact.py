@@ -18,7 +18,6 @@ state a changing value needs.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +29,8 @@ require_tensorflow("hyperstep.optim._exact (Python-float rounding in TF graphs)"
 import tensorflow as tf  # noqa: E402
 from keras import ops  # noqa: E402
 
+from hyperstep.optim._static import StaticNumber  # noqa: E402
+
 _OPS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[float, float], float]]] = {
     "add": (ops.add, operator.add),
     "sub": (ops.subtract, operator.sub),
@@ -39,7 +40,7 @@ _OPS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[float, float], float]
 }
 
 
-class ExactScalar:
+class ExactScalar(StaticNumber):
     """A float64 scalar tensor with Python-float semantics (see the module docstring).
 
     Args:
@@ -63,9 +64,6 @@ class ExactScalar:
         value = make()
         self._memo[key] = (graph, value)
         return value
-
-    def _number(self) -> float:
-        return math.inf if self.static is None else self.static
 
     def _binary(self, other: Any, name: str, swap: bool) -> Any:
         if isinstance(other, (int, float)) and not isinstance(other, bool):
@@ -135,36 +133,8 @@ class ExactScalar:
     def __abs__(self) -> ExactScalar:
         return ExactScalar(tf.abs(self.tensor), None if self.static is None else abs(self.static))
 
-    # Python-level checks made while tracing see the static number.
-    def __bool__(self) -> bool:
-        return self._number() != 0
-
-    def _compare(self, other: Any, op: Callable[[Any, Any], bool]) -> Any:
-        if isinstance(other, ExactScalar):
-            other = other._number()
-        if isinstance(other, (int, float)):
-            return op(self._number(), other)
+    def _compare_traced(self, other: Any, op: Callable[[Any, Any], Any]) -> Any:
         return op(tf.cast(self.tensor, ops.convert_to_tensor(other).dtype), other)
-
-    def __eq__(self, other: object) -> Any:  # type: ignore[override]
-        return self._compare(other, operator.eq)
-
-    def __ne__(self, other: object) -> Any:  # type: ignore[override]
-        return self._compare(other, operator.ne)
-
-    def __lt__(self, other: Any) -> Any:
-        return self._compare(other, operator.lt)
-
-    def __le__(self, other: Any) -> Any:
-        return self._compare(other, operator.le)
-
-    def __gt__(self, other: Any) -> Any:
-        return self._compare(other, operator.gt)
-
-    def __ge__(self, other: Any) -> Any:
-        return self._compare(other, operator.ge)
-
-    __hash__ = object.__hash__
 
     def __float__(self) -> float:
         return float(self.tensor)

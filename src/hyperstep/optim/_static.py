@@ -27,7 +27,56 @@ from collections.abc import Callable
 from typing import Any
 
 
-class StaticScalar:
+class StaticNumber:
+    """Python truth and comparisons with numbers answered by ``static``, not by the value.
+
+    The base of :class:`StaticScalar` (JAX) and :class:`~hyperstep.optim._exact.ExactScalar`
+    (TensorFlow). ``static`` is the constant a hyperparameter was built from, or ``None`` for
+    a schedule, read as ``+inf`` (a positive number). A comparison with anything but a number
+    compares the traced value (:meth:`_compare_traced`).
+    """
+
+    __slots__ = ()
+    static: float | None
+
+    def _number(self) -> float:
+        return math.inf if self.static is None else self.static
+
+    def _compare_traced(self, other: Any, op: Callable[[Any, Any], Any]) -> Any:
+        raise NotImplementedError
+
+    def __bool__(self) -> bool:
+        return self._number() != 0
+
+    def _compare(self, other: Any, op: Callable[[Any, Any], Any]) -> Any:
+        if isinstance(other, StaticNumber):
+            other = other._number()
+        if isinstance(other, (int, float)):
+            return op(self._number(), other)
+        return self._compare_traced(other, op)
+
+    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+        return self._compare(other, operator.eq)
+
+    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+        return self._compare(other, operator.ne)
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare(other, operator.ge)
+
+    __hash__ = object.__hash__
+
+
+class StaticScalar(StaticNumber):
     """A traced scalar ``value`` whose Python truth and comparisons use ``static``.
 
     Args:
@@ -43,9 +92,6 @@ class StaticScalar:
 
     def __jax_array__(self) -> Any:
         return self.value
-
-    def _number(self) -> float:
-        return math.inf if self.static is None else self.static
 
     # Arithmetic uses the traced value and returns plain arrays.
     def __add__(self, other: Any) -> Any:
@@ -84,36 +130,8 @@ class StaticScalar:
     def __abs__(self) -> Any:
         return abs(self.value)
 
-    # Python-level checks made while tracing see the static number.
-    def __bool__(self) -> bool:
-        return self._number() != 0
-
-    def _compare(self, other: Any, op: Callable[[Any, Any], Any]) -> Any:
-        if isinstance(other, StaticScalar):
-            other = other._number()
-        if isinstance(other, (int, float)):
-            return op(self._number(), other)
+    def _compare_traced(self, other: Any, op: Callable[[Any, Any], Any]) -> Any:
         return op(self.value, other)
-
-    def __eq__(self, other: object) -> Any:  # type: ignore[override]
-        return self._compare(other, operator.eq)
-
-    def __ne__(self, other: object) -> Any:  # type: ignore[override]
-        return self._compare(other, operator.ne)
-
-    def __lt__(self, other: Any) -> Any:
-        return self._compare(other, operator.lt)
-
-    def __le__(self, other: Any) -> Any:
-        return self._compare(other, operator.le)
-
-    def __gt__(self, other: Any) -> Any:
-        return self._compare(other, operator.gt)
-
-    def __ge__(self, other: Any) -> Any:
-        return self._compare(other, operator.ge)
-
-    __hash__ = object.__hash__
 
     def __float__(self) -> float:
         return float(self.value)
