@@ -24,6 +24,8 @@ from keras import ops
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
+_TORCH = keras.backend.backend() == "torch"
+
 PACKAGE = "hyperstep"
 Number = int | float
 ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an expression string
@@ -176,6 +178,11 @@ class Constant(Schedule):
         self.value_ = check_number("constant", "value", value)
 
     def value(self, step: Any) -> Any:
+        if _TORCH:  # the same tensor as ops.full, without its ~15 us of Python on torch
+            import torch
+
+            if isinstance(step, torch.Tensor):
+                return torch.full(step.shape, self.value_, dtype=torch.float32, device=step.device)
         return ops.full(ops.shape(step), self.value_, dtype="float32")
 
     def arguments(self) -> dict[str, Any]:
