@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from typing import Any
 
 _PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 _EXTRAS = {
@@ -70,3 +71,25 @@ def require_tensorflow(feature: str) -> None:
             f"{feature} needs the TensorFlow backend; Keras is running on "
             f"{keras.backend.backend()!r}. Set KERAS_BACKEND=tensorflow before importing keras."
         )
+
+
+def after(scalars: list[Any], tensors: list[Any]) -> list[Any]:
+    """``tensors``, usable only once ``scalars`` are computed (in a TensorFlow graph).
+
+    TensorFlow's executor runs whichever ops are ready, and the few cheap reads behind an
+    optimizer's hyperparameter values queue behind full-size ops: measured on Adam, every
+    variable's ``g - m`` and ``g**2`` ran first and waited, allocated all at once, for
+    ``1 - beta_1``, with more page faults. Gradients gated on the values let each variable's
+    update run from its first op to its assign while its temporaries are hot. ``tf.identity``
+    forwards the buffer: nothing is copied. Eagerly and on other backends: ``tensors``.
+    """
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return tensors
+    import tensorflow as tf
+
+    if tf.executing_eagerly():
+        return tensors
+    with tf.control_dependencies([s for s in scalars if tf.is_tensor(s)]):
+        return [tf.identity(t) if isinstance(t, tf.Tensor) else t for t in tensors]

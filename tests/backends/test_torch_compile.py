@@ -20,7 +20,8 @@ recompiles are dynamo's and the same for every backend; only code generation is 
 each step, the first one compiling).
 
 The worker also checks, eagerly, that ``hs.scheduled``'s torch evaluation of a value (torch
-calls instead of ``keras.ops``, see ``_torch_at``) gives the bits ``Hyperparameter.at`` gives.
+calls instead of ``keras.ops``, ``Hyperparameter._torch_at``) gives the bits of the general
+``keras.ops`` path (``Hyperparameter._at_ops``).
 """
 
 from __future__ import annotations
@@ -94,13 +95,12 @@ def _train(mode: str, backend: str) -> dict[str, Any]:
 
 
 def _fast_path_mismatches() -> list[str]:
-    """Where ``hs.scheduled``'s torch evaluation differs from ``Hyperparameter.at``, bitwise."""
+    """Where ``Hyperparameter.at``'s torch evaluation differs from the keras.ops path, bitwise."""
     import keras
     import torch
     from keras import ops
 
     import hyperstep as hs
-    from hyperstep.optim.scheduled import _torch_at
 
     sys.path.insert(0, str(Path(__file__).parent))
     from worker import EXPRESSIONS, GRID
@@ -117,7 +117,7 @@ def _fast_path_mismatches() -> list[str]:
                 hp.set(0.123)
             for step in GRID:
                 t = ops.cast(ops.convert_to_tensor(step), "float32")
-                got, expected = _torch_at(hp, t), hp.at(t)
+                got, expected = hp.at(t), hp._at_ops(t)
                 if got.dtype != expected.dtype or not torch.equal(got, expected):
                     found.append(f"{value!r} {change} step={step}: {got} != {expected}")
     return found

@@ -10,7 +10,8 @@ so TensorFlow orders them; there is no race as in seed 000's ``tf.group``).
 
 The hyperparameter values are computed once per update, before any variable's: in a
 TensorFlow graph the gradients wait for them, so no full-size temporary waits for a scalar
-(see ``_after``; the built-in rules then cost the same full-size ops as Keras's optimizers).
+(see ``hyperstep._backend.after``; the built-in rules then cost the same full-size ops as
+Keras's optimizers).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep._backend import after
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -230,7 +232,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
         # the gradients wait for these scalars, so that no full-size op waits for one
         scalars = [step, *(t for values, _ in tables for t in values.values())]
         scalars += [t for _, complements in tables for t in complements.values()]
-        grads = _after(scalars, grads)
+        grads = after(scalars, grads)
         super()._backend_update_step(grads, trainable_variables, (step, tables))
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
@@ -353,26 +355,6 @@ def _evaluate(hp: Any) -> tuple[Any, Any]:
     exact = ops.convert_to_tensor(1.0 - hp.schedule.value_, "float32")  # rounded once, as Keras
     plain = ops.logical_and(ops.logical_not(hp.is_set), ops.equal(hp.scale, 1.0))
     return value, ops.where(plain, exact, 1.0 - value)
-
-
-def _after(scalars: list[Any], grads: list[Any]) -> list[Any]:
-    """``grads``, usable only once ``scalars`` are computed (in a TensorFlow graph).
-
-    TensorFlow's executor runs whichever ops are ready, and the few cheap reads behind the
-    hyperparameter values queue behind full-size ops: measured on Adam, every variable's
-    ``g - m`` and ``g**2`` ran first and waited, allocated all at once, for ``1 - beta_1``,
-    with more page faults, and an update took 6-9% longer than Keras's. Gated, each
-    variable's update runs from its first op to its assign while its temporaries are hot.
-    ``tf.identity`` forwards the gradient's buffer: nothing is copied.
-    """
-    if keras.backend.backend() != "tensorflow":
-        return grads
-    import tensorflow as tf
-
-    if tf.executing_eagerly():
-        return grads
-    with tf.control_dependencies([s for s in scalars if tf.is_tensor(s)]):
-        return [tf.identity(g) for g in grads]
 
 
 def _native(variable: Any) -> Any:

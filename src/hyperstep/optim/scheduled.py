@@ -41,6 +41,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep._backend import after
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter, _track
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -56,9 +57,6 @@ if _TENSORFLOW:
     from hyperstep.optim._exact import ExactScalar
 
 _JAX = keras.backend.backend() == "jax"
-_TORCH = keras.backend.backend() == "torch"
-if _TORCH:
-    import torch
 
 
 class _State:
@@ -215,47 +213,46 @@ class ScheduledOptimizer:
             )
 
     # ---- reading values -----------------------------------------------------------------
-    def _hs_value(self, name: str) -> Any:
-        state = _state(self)
+    def _hs_cached(self, key: str, make: Any) -> Any:
+        """``make()``, computed once per update and graph (Keras reads values per variable)."""
+        cache = _state(self).cache
         graph = tf.compat.v1.get_default_graph() if _TENSORFLOW else None
-        key = (name, id(graph))
-        cached = state.cache.get(key)
-        if cached is not None and cached[0] is graph:
-            return cached[1]
-        hyperparameter = state.hyperparameters[name]
-        if _TORCH:
-            value = _torch_at(hyperparameter, state.step)
-        elif _JAX and name.split("/")[-1] in _introspect.checked_in_python(self._hs_base):
-            # Keras tests it in Python (`if self.momentum != 0`): a tracer cannot answer
-            value = StaticScalar(hyperparameter.at(state.step), state.static[name])
-        elif name == "learning_rate" or not _TENSORFLOW:
-            value = hyperparameter.at(state.step)
-        else:
-            value = ExactScalar(hyperparameter.exact_at(state.step), state.static[name])
-        state.cache[key] = (graph, value)
+        found = cache.get((key, id(graph)))
+        if found is not None and found[0] is graph:
+            return found[1]
+        value = make()
+        cache[(key, id(graph))] = (graph, value)
         return value
 
-    @property
-    def iterations(self) -> Any:
-        """Keras's update counter; inside ``apply`` on TensorFlow, one read per update.
+    def _hs_value(self, name: str) -> Any:
+        return self._hs_cached(name, lambda: self._hs_evaluate(name))
 
-        Keras's ``update_step`` reads ``self.iterations`` once per variable; returning the
-        same tensor (read when first needed, before the counter advances at the end of
-        ``apply``) gives the same values and lets TensorFlow's graph optimizer share the
-        per-variable scalar arithmetic derived from it (``beta_1 ** (t + 1)``, ...).
-        """
+    def _hs_evaluate(self, name: str) -> Any:
         state = _state(self)
-        iterations = super().iterations  # type: ignore[misc]
-        if state.step is None or not _TENSORFLOW:
-            return iterations
-        graph = tf.compat.v1.get_default_graph()
-        key = ("iterations", id(graph))
-        cached = state.cache.get(key)
-        if cached is not None and cached[0] is graph:
-            return cached[1]
-        value = tf.convert_to_tensor(iterations)  # a read (keras.ops keeps a variable)
-        state.cache[key] = (graph, value)
-        return value
+        hyperparameter = state.hyperparameters[name]
+        if _JAX and name.split("/")[-1] in _introspect.checked_in_python(self._hs_base):
+            # Keras tests it in Python (`if self.momentum != 0`): a tracer cannot answer
+            return StaticScalar(hyperparameter.at(state.step), state.static[name])
+        if name == "learning_rate" or not _TENSORFLOW:
+            return hyperparameter.at(state.step)  # on torch in a few direct torch calls
+        return ExactScalar(hyperparameter.exact_at(state.step), state.static[name])
+
+    if _TENSORFLOW:  # torch.compile (dynamo) cannot trace `super()` in a property
+
+        @property
+        def iterations(self) -> Any:
+            """Keras's update counter; inside ``apply``, one read per update.
+
+            Keras's ``update_step`` reads ``self.iterations`` once per variable; returning
+            the same tensor (read when first needed, before the counter advances at the end
+            of ``apply``) gives the same values and lets TensorFlow's graph optimizer share
+            the per-variable scalar arithmetic derived from it (``beta_1 ** (t + 1)``, ...).
+            """
+            iterations = super().iterations  # type: ignore[misc]
+            if _state(self).step is None:
+                return iterations
+            # a read (keras.ops.convert_to_tensor would keep the variable); "@" is no name
+            return self._hs_cached("@iterations", lambda: tf.convert_to_tensor(iterations))
 
     def _hs_get(self, name: str) -> Any:
         state = _state(self)
@@ -300,12 +297,9 @@ class ScheduledOptimizer:
         return result
 
     def _hs_after_values(self, grads: Any) -> list[Any]:
-        """``grads``, usable once the hyperparameter values of this update are computed.
+        """``grads``, gated on this update's hyperparameter values (see ``_backend.after``).
 
-        TensorFlow's executor runs whichever ops are ready: without this, every variable's
-        first full-size ops (``g - m``, ``g ** 2``) run and then wait, allocated all at once,
-        for scalars such as ``1 - beta_1`` read from variables, costing page faults. The
-        values are cached, so Keras's update reuses them; ``tf.identity`` copies nothing.
+        The values are cached, so Keras's update reuses them.
         """
         state = _state(self)
         use_ema = bool(getattr(self, "use_ema", False))
@@ -315,8 +309,7 @@ class ScheduledOptimizer:
                 continue  # read only by the moving average
             value = self._hs_value(key)
             scalars.append(value.tensor if isinstance(value, ExactScalar) else value)
-        with tf.control_dependencies(scalars):
-            return [tf.identity(g) if isinstance(g, tf.Tensor) else g for g in grads]
+        return after(scalars, grads)
 
     def build(self, variables: Any) -> Any:
         # Keras decides which slots to create from Python checks on hyperparameters
@@ -396,34 +389,11 @@ class ScheduledOptimizer:
         return list(getattr(self, "_trainable_variables", []) or [])
 
 
-if _TORCH:  # Keras's own: torch.compile (dynamo) cannot trace `super()` in a property
-    del ScheduledOptimizer.iterations
-
-
 def _serialized(hyperparameters: dict[str, Hyperparameter]) -> dict[str, Any]:
     return {
         name: keras.saving.serialize_keras_object(hp._raw_schedule)
         for name, hp in hyperparameters.items()
     }
-
-
-def _torch_at(hyperparameter: Hyperparameter, step: Any) -> Any:
-    """``hyperparameter.at(step)`` on torch, in 2-3 torch calls: the same float32 value.
-
-    Each ``keras.ops`` call costs ~15 us of Python on eager torch, several times the kernel;
-    ``step`` is already the float32 tensor ``apply`` read, so the schedule's ``value`` is
-    called without ``__call__``'s casts, and a constant is made by ``torch.full`` (still
-    scaled and overridable: the variables are read as in ``at``).
-    """
-    schedule = hyperparameter.schedule
-    scale = hyperparameter.scale.value
-    if isinstance(schedule, Constant):
-        base = torch.full((), schedule.value_, dtype=torch.float32, device=scale.device)
-    else:
-        base = schedule.value(step)
-        if not isinstance(base, torch.Tensor) or base.dtype != torch.float32:
-            return hyperparameter.at(step)  # a schedule of another kind: the general path
-    return torch.where(hyperparameter.is_set, hyperparameter.override.value, base * scale)
 
 
 _CLASSES: dict[type, type] = {}
