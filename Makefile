@@ -30,7 +30,7 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/mypy src
 
 bench: $(VENV)/.dev-installed
-	@for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	@for f in benchmarks/[!_]*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

@@ -36,25 +36,13 @@ import sys
 import time
 from typing import Any
 
+from _models import mlp  # benchmarks/_models.py (the script's folder is on sys.path)
+
 BATCH = 128
 TARGET = 1.02
 
 
 # ---- one backend, in its own process -------------------------------------------------------
-def _model() -> Any:
-    import keras
-
-    keras.utils.set_random_seed(0)
-    return keras.Sequential(
-        [
-            keras.Input((784,)),
-            keras.layers.Dense(256, activation="relu"),
-            keras.layers.Dense(256, activation="relu"),
-            keras.layers.Dense(10),
-        ]
-    )
-
-
 def _optimizer(variant: str) -> Any:
     import keras
 
@@ -214,9 +202,9 @@ def child(repeats: int, steps: int) -> dict[str, Any]:
     x = rng.normal(size=(BATCH, 784)).astype("float32")
     y = rng.integers(0, 10, size=(BATCH,)).astype("int32")
     make = {"tensorflow": _step_tensorflow, "jax": _step_jax, "torch": _step_torch}[backend]
-    runs = {v: make(_model(), _optimizer(v), x, y) for v in ("keras", "hyperstep")}
+    runs = {v: make(mlp(), _optimizer(v), x, y) for v in ("keras", "hyperstep")}
     if backend == "jax":
-        runs["optax"] = _step_optax(_model(), x, y)
+        runs["optax"] = _step_optax(mlp(), x, y)
     for run in runs.values():  # compile and warm up
         run(max(steps // 4, 5))
     names = list(runs)

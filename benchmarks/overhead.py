@@ -43,6 +43,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 import keras
 import numpy as np
 import tensorflow as tf
+from _models import mlp  # benchmarks/_models.py (the script's folder is on sys.path)
 
 import hyperstep as hs
 
@@ -50,18 +51,6 @@ BATCH = 128
 TARGET = 1.02
 VARIANTS = ("keras", "keras-decay", "keras-schedule", "python-assign", "hyperstep")
 TIMER = time.perf_counter  # --cpu-time: time.process_time with one TensorFlow thread
-
-
-def _model() -> keras.Model:
-    keras.utils.set_random_seed(0)
-    return keras.Sequential(
-        [
-            keras.Input((784,)),
-            keras.layers.Dense(256, activation="relu"),
-            keras.layers.Dense(256, activation="relu"),
-            keras.layers.Dense(10),
-        ]
-    )
 
 
 def _optimizer(variant: str) -> tuple[keras.optimizers.Optimizer, object]:
@@ -102,7 +91,7 @@ class _Runner:
 
     def __init__(self, variant: str, data: tuple[np.ndarray, np.ndarray], use_fit: bool):
         self.variant = variant
-        self.model = _model()
+        self.model = mlp()
         self.opt, self.plateau = _optimizer(variant)
         self.opt.build(self.model.trainable_variables)
         self.x, self.y = (tf.constant(a) for a in data)

@@ -17,7 +17,6 @@ import struct
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 import pytest
 
@@ -49,18 +48,6 @@ def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         return list(reader.fieldnames or []), list(reader)
-
-
-def weights(path: Path) -> dict[str, np.ndarray]:
-    """Every array in a ``.weights.h5`` file (model and optimizer), by its HDF5 path."""
-    found: dict[str, np.ndarray] = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(
-            lambda name, item: (
-                found.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None
-            )
-        )
-    return found
 
 
 def closed_forms(step: np.ndarray) -> dict[str, np.ndarray]:
@@ -187,7 +174,7 @@ def test_a_finished_run_is_reported_not_retrained_and_other_arguments_are_refuse
 
 
 def test_ctrl_c_leaves_a_consistent_run_that_resumes_to_identical_results(
-    finished: tuple[Path, str], tmp_path: Path
+    read_weights: Any, finished: tuple[Path, str], tmp_path: Path
 ) -> None:
     reference, _ = finished
     out = tmp_path / "run"
@@ -208,8 +195,8 @@ def test_ctrl_c_leaves_a_consistent_run_that_resumes_to_identical_results(
     for name in ("hyperparameters.csv", "metrics.csv"):
         assert (out / name).read_text() == (reference / name).read_text(), name
     resumed, uninterrupted = (
-        weights(out / "model.weights.h5"),
-        weights(reference / "model.weights.h5"),
+        read_weights(out / "model.weights.h5"),
+        read_weights(reference / "model.weights.h5"),
     )
     assert resumed.keys() == uninterrupted.keys() and len(resumed) > 10
     for key, value in uninterrupted.items():

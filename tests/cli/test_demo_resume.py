@@ -20,8 +20,8 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-import h5py
 import numpy as np
 
 from hyperstep.cli.main import main
@@ -38,23 +38,14 @@ def run_demo(*args: str) -> tuple[int, str]:
     return status, printed.getvalue()
 
 
-def weights(path: Path) -> dict[str, np.ndarray]:
-    found: dict[str, np.ndarray] = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(
-            lambda name, item: (
-                found.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None
-            )
-        )
-    return found
-
-
 def steps_in(path: Path) -> list[int]:
     with open(path, newline="") as f:
         return [int(row["step"]) for row in csv.DictReader(f) if row["step"]]
 
 
-def test_sigkill_then_the_same_command_ends_like_the_uninterrupted_run(tmp_path: Path) -> None:
+def test_sigkill_then_the_same_command_ends_like_the_uninterrupted_run(
+    tmp_path: Path, read_weights: Any
+) -> None:
     out, reference = tmp_path / "killed", tmp_path / "uninterrupted"
     command = [sys.executable, "-m", "hyperstep", "demo", "--out", str(out), *ARGS]
     killed = subprocess.run(
@@ -80,8 +71,8 @@ def test_sigkill_then_the_same_command_ends_like_the_uninterrupted_run(tmp_path:
     for name in ("hyperparameters.csv", "metrics.csv"):
         assert (out / name).read_text() == (reference / name).read_text(), name
     resumed, uninterrupted = (
-        weights(out / "model.weights.h5"),
-        weights(reference / "model.weights.h5"),
+        read_weights(out / "model.weights.h5"),
+        read_weights(reference / "model.weights.h5"),
     )
     assert resumed.keys() == uninterrupted.keys() and len(resumed) > 10
     for key, value in uninterrupted.items():
