@@ -54,6 +54,7 @@ _TENSORFLOW = keras.backend.backend() == "tensorflow"
 if _TENSORFLOW:
     import tensorflow as tf
 
+    from hyperstep.optim import _fused
     from hyperstep.optim._exact import ExactScalar
 
 _JAX = keras.backend.backend() == "jax"
@@ -340,8 +341,15 @@ class ScheduledOptimizer:
             return [ops.clip(g, -v, v) if g is not None else g for g in grads]
         return super()._clip_gradients(grads)  # type: ignore[misc]
 
+    def _hs_fused(self) -> bool:
+        """Whether updates take the one-pass forms of :mod:`hyperstep.optim._fused`: on
+        TensorFlow, once any value follows a schedule (all constant: Keras's own code)."""
+        return _TENSORFLOW and any(v is None for v in _state(self).static.values())
+
     def _apply_weight_decay(self, variables: Any) -> Any:
         state = _state(self)
+        if self._hs_fused() and _fused.decays_in_update(self):
+            return  # in `update_step`, just before each variable's update
         if not state.owner:
             return super()._apply_weight_decay(variables)  # type: ignore[misc]
         outer = state.variable
@@ -359,6 +367,11 @@ class ScheduledOptimizer:
         try:
             if "learning_rate" in state.hyperparameters:
                 learning_rate = self.resolve("learning_rate", variable)
+            if self._hs_fused():
+                if _fused.decays_in_update(self):
+                    _fused.decay(self, variable, learning_rate)
+                if _fused.adam_applies(self, gradient, variable):
+                    return _fused.adam(self, gradient, variable, learning_rate)
             return super().update_step(gradient, variable, learning_rate)  # type: ignore[misc]
         finally:
             state.variable = outer

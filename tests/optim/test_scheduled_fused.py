@@ -1,0 +1,123 @@
+"""hs.scheduled's one-pass updates on TensorFlow (hyperstep.optim._fused), used once a value
+follows a schedule: the fused Adam kernel and torch-form weight decay, against independent
+float32 references; Keras's own code when every value is constant."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hyperstep as hs
+from hyperstep.schedules.base import Step
+
+K = keras.optimizers
+TARGET = np.linspace(-1.0, 1.0, 6).astype("float32")
+START = np.linspace(0.5, -0.7, 6).astype("float32")
+
+
+def _lr(t):
+    return np.float32(0.05 * 0.9 ** (t / 3))
+
+
+def _beta_1(t):
+    return np.float32(0.9 - 0.02 * t)
+
+
+def _wd(t):
+    return np.float32(0.1 * (1 + t / 10))
+
+
+def _scheduled(cls=K.AdamW, **kwargs):
+    return hs.scheduled(
+        cls(**kwargs),
+        learning_rate=0.05 * 0.9 ** (Step() / 3),
+        beta_1=0.9 - 0.02 * Step(),
+        weight_decay=0.1 * (1 + Step() / 10),
+    )
+
+
+def _train(opt, steps, compiled):
+    w = keras.Variable(START.copy())
+    opt.build([w])
+
+    def step():
+        grad = w.value - TARGET  # loss 0.5 * |w - target|^2
+        opt.apply([grad], [w])
+
+    run = tf.function(step) if compiled else step
+    for _ in range(steps):
+        run()
+    return w.numpy()
+
+
+def _adamw_float32(steps, beta_2=0.999, epsilon=1e-7):
+    """AdamW in numpy float32, term for term as in ``hyperstep.optim._fused``."""
+    w, m, v = START.copy(), np.zeros(6, "float32"), np.zeros(6, "float32")
+    one, b2, eps = np.float32(1), np.float32(beta_2), np.float32(epsilon)
+    for t in range(steps):
+        lr, b1, wd = _lr(t), _beta_1(t), _wd(t)
+        g = w - TARGET
+        w = w * (one - lr * wd)
+        m = m + (g - m) * (one - b1)
+        v = v + (g * g - v) * (one - b2)
+        alpha = lr * np.sqrt(one - b2 ** np.float32(t + 1)) / (one - b1 ** np.float32(t + 1))
+        w = w - m * alpha / (np.sqrt(v) + eps)
+    return w
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_scheduled_adamw_is_adamw_in_float32(compiled):
+    np.testing.assert_allclose(
+        _train(_scheduled(), 12, compiled), _adamw_float32(12), rtol=1e-6, atol=1e-7
+    )
+
+
+def _op_types(opt):
+    w = keras.Variable(START.copy())
+    opt.build([w])
+    step = tf.function(lambda: opt.apply([w.value - TARGET], [w]))
+    return {op.type for op in step.get_concrete_function().graph.get_operations()}
+
+
+def test_the_kernel_runs_only_once_a_value_is_scheduled():
+    assert "ResourceApplyAdam" in _op_types(_scheduled())
+    assert "ResourceApplyAdam" in _op_types(hs.scheduled(K.Adam(), learning_rate=1e-3 * Step()))
+    # every value constant: Keras's own update (bit-identical, tests/optim/test_scheduled.py)
+    assert "ResourceApplyAdam" not in _op_types(hs.scheduled(K.AdamW()))
+    # amsgrad has no kernel here: Keras's update, with the one-pass decay
+    assert "ResourceApplyAdam" not in _op_types(_scheduled(amsgrad=True))
+
+
+def test_one_pass_weight_decay_for_other_optimizers():
+    # SGD: w <- w * (1 - lr * wd) - lr * g, with g taken before the decay
+    opt = hs.scheduled(
+        K.SGD(), learning_rate=0.05 * 0.9 ** (Step() / 3), weight_decay=0.1 * (1 + Step() / 10)
+    )
+    w = START.copy()
+    for t in range(8):
+        g = w - TARGET
+        w = w * (np.float32(1) - _lr(t) * _wd(t)) - _lr(t) * g
+    np.testing.assert_allclose(_train(opt, 8, compiled=False), w, rtol=1e-6)
+
+
+def test_sparse_gradients_take_keras_update():
+    # an Embedding's gradient is IndexedSlices: no kernel; Keras's sparse update, unchanged
+    def train(opt, before_step=None):
+        keras.utils.set_random_seed(0)
+        table = keras.layers.Embedding(10, 3)
+        table.build((None,))
+        ids = tf.constant([1, 4, 4, 7])
+        for t in range(5):
+            if before_step is not None:
+                before_step(t)
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.square(table(ids) - 1.0))
+            grads = tape.gradient(loss, table.trainable_variables)
+            assert isinstance(grads[0], tf.IndexedSlices)
+            opt.apply(grads, table.trainable_variables)
+        return table.embeddings.numpy()
+
+    reference = K.Adam()
+    expected = train(reference, lambda t: setattr(reference, "learning_rate", float(_lr(t))))
+    actual = train(hs.scheduled(K.Adam(), learning_rate=0.05 * 0.9 ** (Step() / 3)))
+    np.testing.assert_allclose(actual, expected, rtol=1e-6)
