@@ -16,7 +16,10 @@ Inside ``apply``:
 Keras's ``iterations`` keeps counting this optimizer's own updates (Adam's bias correction
 uses it), so with constant values the updates are bit-identical to the wrapped optimizer
 (on TensorFlow, values reach Keras's code as :class:`~hyperstep.optim._exact.ExactScalar`,
-which rounds like a Python float).
+which rounds like a Python float). Once any value follows a schedule, TensorFlow updates
+take fewer passes over the weights with the same formulas (:mod:`hyperstep.optim._fused`:
+Adam/AdamW through the fused ``ResourceApplyAdam`` kernel, weight decay as one multiply);
+they match a plain optimizer set before each step to float32 rounding of ``1 - beta``.
 
 Reading ``opt.beta_1`` outside ``apply`` gives the current effective value (a float32
 tensor); assigning ``opt.beta_1 = 0.5`` or ``opt.learning_rate = 0.5`` (as Keras's
