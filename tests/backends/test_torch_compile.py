@@ -156,10 +156,14 @@ def test_torch_evaluation_equals_hyperparameter_at_bitwise(results: dict[str, An
 
 @pytest.mark.parametrize("mode", ["compiled", "captured"])
 def test_compiled_training_matches_eager_step_by_step(results: dict[str, Any], mode: str) -> None:
+    # Eager torch hands Keras Python numbers (Hyperparameter.host_float), as a plain Keras
+    # optimizer has; compiled, values stay float32 tensors. Keras's `1 - beta_2` then rounds
+    # from a Python float in one and from float32 in the other (0.001 vs 0.00099998713):
+    # Adam's step differs by ~1e-5 relative, the losses after 8 steps by ~2e-6.
     eager, compiled = results["eager"], results[mode]
-    np.testing.assert_allclose(compiled["losses"], eager["losses"], rtol=1e-6)
+    np.testing.assert_allclose(compiled["losses"], eager["losses"], rtol=1e-5)
     for got, expected in zip(compiled["weights"], eager["weights"], strict=True):
-        np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
+        np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
     assert compiled["step"] == eager["step"] == STEPS
 
 

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 import keras
+import numpy as np
 from keras import ops
 
 from hyperstep._backend import integer_dtype
@@ -28,6 +29,8 @@ from hyperstep.schedules.base import (
 
 _BUILTIN_STATE = ("scale", "override", "is_set")
 _TORCH = keras.backend.backend() == "torch"
+#: steps per table of schedule values kept by :meth:`Hyperparameter.host_float`
+_TABLE_STEPS = 1024
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
@@ -103,6 +106,7 @@ class Hyperparameter(keras.layers.Layer):
         self._is_set = self._new_state("is_set", False, "bool")
         self._state: dict[str, Any] = {}
         self._pending: dict[str, Any] = {}
+        self._table: tuple[Schedule, int, list[float]] | None = None
         self.built = True
 
     # ---- the schedule -------------------------------------------------------------------
@@ -154,6 +158,37 @@ class Hyperparameter(keras.layers.Layer):
         if not isinstance(base, torch.Tensor) or base.dtype != torch.float32:
             return None  # a schedule of another kind (a wrapped Keras one): the general path
         return torch.where(self._is_set.value, self.override.value, base * self.scale.value)
+
+    def host_float(self, step: int) -> float | None:
+        """The effective value at integer ``step`` as a Python float, computed on the host.
+
+        ``override if is_set else schedule(step) * scale`` with the state read as Python
+        numbers and the schedule looked up in a table of its float32 values for
+        ``_TABLE_STEPS`` steps from ``step`` (one vectorized evaluation, refilled when the step
+        leaves it); a constant schedule gives its Python number exactly. The product of two
+        float32 numbers is exact in a Python float, so once rounded to float32 it equals
+        :meth:`at` (to the last bit for elementwise schedule arithmetic; a vectorized ``pow``
+        may round one bit differently from a scalar one). ``None`` for a schedule whose
+        vectorized value is not a float32 vector (a wrapped Keras schedule). Used by
+        ``hs.scheduled`` on eager torch, where each tensor op costs ~10 us of Python. Reads
+        variables eagerly: not for graphs or ``torch.compile``.
+        """
+        schedule = self.schedule
+        if bool(self._is_set.value):
+            return float(self.override.value)
+        if isinstance(schedule, Constant):
+            base = float(schedule.value_)
+        else:
+            table = self._table
+            if table is None or table[0] is not schedule or not 0 <= step - table[1] < _TABLE_STEPS:
+                steps = np.arange(step, step + _TABLE_STEPS, dtype="float32")
+                values = ops.convert_to_numpy(schedule(steps))
+                if values.dtype != np.float32 or values.shape != steps.shape:
+                    return None
+                table = self._table = (schedule, step, values.tolist())
+            base = table[2][step - table[1]]
+        scale = float(self.scale.value)
+        return base if scale == 1.0 else base * scale
 
     def exact_at(self, step: Any) -> Any:
         """Like :meth:`at` for a scalar step, in float64, with constants kept exact.

@@ -61,6 +61,21 @@ if _TENSORFLOW:
     from hyperstep.optim._exact import ExactScalar
 
 _JAX = keras.backend.backend() == "jax"
+_TORCH = keras.backend.backend() == "torch"
+
+
+def _host_step(clock: Clock) -> int | None:
+    """The clock's step as a Python int where reading it is free: eager torch, on the CPU.
+
+    Under ``torch.compile`` a Python number would be baked into the graph (a recompile per
+    value), and on a GPU reading it waits for the device: there values stay tensors.
+    """
+    import torch
+
+    step = clock.step.value
+    if step.device.type != "cpu" or torch.compiler.is_compiling():
+        return None
+    return int(step)
 
 
 class _State:
@@ -72,6 +87,7 @@ class _State:
         self.raw: dict[str, Any] = {}
         self.advance = False
         self.step: Any = None  # the step read at the start of `apply`, else None
+        self.host_step: int | None = None  # the same as a Python int, on eager CPU torch
         self.cache: dict[Any, Any] = {}
         self.variable: Any = None  # the variable being updated, for `resolve`
         self.raw_mode = False
@@ -234,6 +250,10 @@ class ScheduledOptimizer:
     def _hs_evaluate(self, name: str) -> Any:
         state = _state(self)
         hyperparameter = state.hyperparameters[name]
+        if state.host_step is not None:  # eager torch: Python numbers, as Keras's own are
+            value = hyperparameter.host_float(state.host_step)
+            if value is not None:
+                return value
         if _JAX and name.split("/")[-1] in _introspect.checked_in_python(self._hs_base):
             # Keras tests it in Python (`if self.momentum != 0`): a tracer cannot answer
             return StaticScalar(hyperparameter.at(state.step), state.static[name])
@@ -283,14 +303,15 @@ class ScheduledOptimizer:
         state = _state(self)
         if len(grads) == 0:
             return super().apply(grads, trainable_variables)  # type: ignore[misc]
-        outer = (state.step, state.cache)
+        outer = (state.step, state.cache, state.host_step)
         state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
+        state.host_step = _host_step(self.clock) if _TORCH else None
         try:
             if _TENSORFLOW and not tf.executing_eagerly():
                 grads = self._hs_after_values(grads)
             result = super().apply(grads, trainable_variables)  # type: ignore[misc]
         finally:
-            state.step, state.cache = outer
+            state.step, state.cache, state.host_step = outer
         if state.advance:
             steps = self.gradient_accumulation_steps
             if steps:  # the clock counts applied updates, not accumulated micro-steps
