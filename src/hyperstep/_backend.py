@@ -60,6 +60,13 @@ def integer_dtype() -> str:
     return "int64" if jax.config.read("jax_enable_x64") else "int32"
 
 
+def in_stateless_scope() -> bool:
+    """Whether Keras records assignments instead of making them (``keras.StatelessScope``)."""
+    from keras.src.backend.common.stateless_scope import in_stateless_scope as inside
+
+    return bool(inside())
+
+
 def require_tensorflow(feature: str) -> None:
     """Raise :class:`hyperstep.errors.BackendError` unless Keras runs on TensorFlow."""
     import keras

@@ -11,7 +11,9 @@ object, checked here:
 * ``scheduled``: ``AdamW`` with three schedules against the plain optimizer set before each
   step to the schedules' values (``float(schedule(step))``);
 * ``host``: ``host_float`` against ``at`` over 2,500 steps (two table refills, a jump back),
-  with a scale, an override and a cleared override: the steps where they differ, in ulps.
+  with a scale, an override and a cleared override: the steps where they differ, in ulps;
+* ``stateless``: the clock's advance inside ``keras.StatelessScope`` is recorded by the
+  scope, not made in place (the in-place add is for eager training only).
 """
 
 from __future__ import annotations
@@ -131,6 +133,20 @@ def _check_host() -> dict[str, list[list[float]]]:
     return found
 
 
+def _check_stateless() -> dict[str, int]:
+    """Inside ``keras.StatelessScope`` the clock's in-place fast advance must not run."""
+    import keras
+
+    import hyperstep as hs
+
+    clock = hs.Clock()
+    with keras.StatelessScope() as scope:
+        clock.advance()
+        recorded = int(scope.get_current_value(clock.step))
+    clock.advance()
+    return {"recorded": recorded, "after": int(clock.step.numpy())}
+
+
 def main() -> None:
     import keras
 
@@ -139,6 +155,7 @@ def main() -> None:
         "constant": _check_constant(),
         "scheduled": _check_scheduled(),
         "host": _check_host(),
+        "stateless": _check_stateless(),
     }
     print("RESULT " + json.dumps(result))
 
@@ -158,6 +175,10 @@ def test_constant_values_give_bit_identical_weights_on_torch(results: dict[str, 
 
 def test_schedules_match_the_plain_optimizer_set_before_each_step(results: dict[str, Any]):
     assert results["scheduled"] < 1e-6
+
+
+def test_advance_in_a_stateless_scope_is_recorded_not_made(results: dict[str, Any]):
+    assert results["stateless"] == {"recorded": 1, "after": 1}
 
 
 @pytest.mark.parametrize("key", list(SCHEDULES))

@@ -171,11 +171,13 @@ class Hyperparameter(keras.layers.Layer):
         may round one bit differently from a scalar one). ``None`` for a schedule whose
         vectorized value is not a float32 vector (a wrapped Keras schedule). Used by
         ``hs.scheduled`` on eager torch, where each tensor op costs ~10 us of Python. Reads
-        variables eagerly: not for graphs or ``torch.compile``.
+        the variables' own tensors (``_value``: Keras's ``value`` property costs ~5 us on
+        torch), so only eagerly and outside ``keras.StatelessScope``: not for graphs,
+        ``torch.compile`` or stateless calls.
         """
         schedule = self.schedule
-        if bool(self._is_set.value):
-            return float(self.override.value)
+        if bool(self._is_set._value):
+            return float(self.override._value)
         if isinstance(schedule, Constant):
             base = float(schedule.value_)
         else:
@@ -187,7 +189,7 @@ class Hyperparameter(keras.layers.Layer):
                     return None
                 table = self._table = (schedule, step, values.tolist())
             base = table[2][step - table[1]]
-        scale = float(self.scale.value)
+        scale = float(self.scale._value)
         return base if scale == 1.0 else base * scale
 
     def exact_at(self, step: Any) -> Any:

@@ -44,7 +44,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep._backend import after
+from hyperstep._backend import after, in_stateless_scope
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter, _track
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -65,15 +65,16 @@ _TORCH = keras.backend.backend() == "torch"
 
 
 def _host_step(clock: Clock) -> int | None:
-    """The clock's step as a Python int where reading it is free: eager torch, on the CPU.
+    """The clock's step as a Python int where reading it is free: eager torch, on the CPU,
+    outside ``keras.StatelessScope`` (see :meth:`Hyperparameter.host_float`).
 
     Under ``torch.compile`` a Python number would be baked into the graph (a recompile per
     value), and on a GPU reading it waits for the device: there values stay tensors.
     """
     import torch
 
-    step = clock.step.value
-    if step.device.type != "cpu" or torch.compiler.is_compiling():
+    step = clock.step._value
+    if step.device.type != "cpu" or torch.compiler.is_compiling() or in_stateless_scope():
         return None
     return int(step)
 
@@ -304,8 +305,11 @@ class ScheduledOptimizer:
         if len(grads) == 0:
             return super().apply(grads, trainable_variables)  # type: ignore[misc]
         outer = (state.step, state.cache, state.host_step)
-        state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
         state.host_step = _host_step(self.clock) if _TORCH else None
+        if state.host_step is not None:  # `at` takes a Python int too
+            state.step, state.cache = state.host_step, {}
+        else:
+            state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
         try:
             if _TENSORFLOW and not tf.executing_eagerly():
                 grads = self._hs_after_values(grads)
