@@ -10,7 +10,12 @@ the graph-break reasons, for
 * ``eager``: ``jit_compile=False``, the reference;
 * ``unchanged``: eager without the run-time changes (they must matter);
 * ``compiled``: ``jit_compile=True`` with dynamo's default settings;
-* ``captured``: the same with ``torch._dynamo.config.capture_scalar_outputs = True``.
+* ``captured``: the same with ``torch._dynamo.config.capture_scalar_outputs = True``;
+* ``loop`` and ``loop-compiled``: a hand-written step (``loss.backward()`` and
+  ``optimizer.apply``), eager and under ``torch.compile``;
+* ``SGD-eager``/``SGD-compiled`` and ``RMSprop-eager``/``RMSprop-compiled``: Keras's step
+  with ``SGD(momentum=0.9, nesterov=True)`` (``momentum`` on a schedule, scaled at step 5)
+  and ``RMSprop(momentum=0.5)`` (``rho`` scaled at step 5).
 
 Tracing Keras's train step takes dynamo 10-30 s on a loaded 2-core machine, and inductor
 (Keras's backend for ``torch.compile``) then 10 s to minutes more to generate code, so the
@@ -38,11 +43,25 @@ import numpy as np
 import pytest
 
 STEPS = 8
-TIMEOUT = 300
+TIMEOUT = 600
+#: the modes also run for SGD and RMSprop
+MORE = ("eager", "compiled")
 
 
 # ---- the worker (run under KERAS_BACKEND=torch) ---------------------------------------------
-def _train(mode: str, backend: str) -> dict[str, Any]:
+#: optimizer -> (its Keras class and arguments, the hyperparameter scaled at step 5)
+OPTIMIZERS = {
+    "AdamW": ("AdamW()", "beta_1"),
+    "SGD": ("SGD(momentum=0.9, nesterov=True)", "momentum"),
+    "RMSprop": ("RMSprop(momentum=0.5)", "rho"),
+}
+SECOND = {"beta_1": "0.9 - 0.01 * step", "momentum": "0.9 - 0.01 * step", "rho": "0.9"}
+
+
+def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
+    """Train 8 steps in ``mode``: ``eager``/``unchanged``/``compiled``/``captured`` through
+    Keras's ``train_on_batch``; ``loop``/``loop-compiled`` through a hand-written step
+    (``loss.backward()`` + ``optimizer.apply``), the latter under ``torch.compile``."""
     import keras
     import torch
     from torch._dynamo.utils import counters
@@ -57,15 +76,33 @@ def _train(mode: str, backend: str) -> dict[str, Any]:
     y = rng.normal(size=(16, 4)).astype("float32")
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+    text, second = OPTIMIZERS[name]
     optimizer = hs.scheduled(
-        keras.optimizers.AdamW(),
+        eval(f"keras.optimizers.{text}", {"keras": keras}),
         learning_rate="0.01 * 0.9 ** step",
-        beta_1="0.9 - 0.01 * step",
         weight_decay=0.01,
+        **{second: SECOND[second]},
     )
-    model.compile(optimizer=optimizer, loss="mse", jit_compile=mode in ("compiled", "captured"))
-    compiled = mode in ("compiled", "captured")
-    if compiled:
+    compiled = mode in ("compiled", "captured", "loop-compiled")
+    if mode.startswith("loop"):
+        optimizer.build(model.trainable_variables)
+        xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+
+        def loop_step() -> Any:
+            loss = torch.mean(torch.square(model(xt) - yt))
+            model.zero_grad()
+            loss.backward()
+            grads = [v.value.grad for v in model.trainable_variables]
+            with torch.no_grad():
+                optimizer.apply(grads, model.trainable_variables)
+            return loss
+
+        run = torch.compile(loop_step, backend=backend) if compiled else loop_step
+        one_step = lambda: float(run().detach())  # noqa: E731
+    else:
+        model.compile(optimizer=optimizer, loss="mse", jit_compile=compiled)
+        one_step = lambda: float(model.train_on_batch(x, y))  # noqa: E731
+    if compiled and not mode.startswith("loop"):
         original = torch.compile
         torch.compile = lambda fn, **kw: original(fn, **{"backend": backend, **kw})
     hps = optimizer.hyperparameters
@@ -77,16 +114,16 @@ def _train(mode: str, backend: str) -> dict[str, Any]:
                     hps["learning_rate"].set(0.05)
                 if step == 5:
                     hps["learning_rate"].clear()
-                    hps["beta_1"].scale.assign(0.5)
+                    hps[second].scale.assign(0.5)
                 if step == 6:
                     hps["weight_decay"].set(0.2)
             start = time.perf_counter()
-            result["losses"].append(float(model.train_on_batch(x, y)))
+            result["losses"].append(one_step())
             result["seconds"].append(time.perf_counter() - start)
             result["graphs"].append(counters["stats"]["unique_graphs"])
             result["frames"].append(counters["frames"]["total"])
     finally:
-        if compiled:
+        if compiled and not mode.startswith("loop"):
             torch.compile = original  # type: ignore[assignment]
     result["weights"] = [w.ravel().tolist() for w in model.get_weights()]
     result["step"] = int(optimizer.clock.step.value)
@@ -125,9 +162,11 @@ def _fast_path_mismatches() -> list[str]:
 
 def main() -> None:
     backend = "inductor" if "--inductor" in sys.argv else "eager"
-    modes = ("eager", "unchanged", "compiled", "captured")
+    modes = ("eager", "unchanged", "compiled", "captured", "loop", "loop-compiled")
     result: dict[str, Any] = {"fast_path_mismatches": _fast_path_mismatches()}
     result.update({mode: _train(mode, backend) for mode in modes})
+    for name in ("SGD", "RMSprop"):
+        result.update({f"{name}-{mode}": _train(mode, backend, name) for mode in MORE})
     print("RESULT " + json.dumps(result))
 
 
@@ -154,13 +193,23 @@ def test_torch_evaluation_equals_hyperparameter_at_bitwise(results: dict[str, An
     assert results["fast_path_mismatches"] == []
 
 
-@pytest.mark.parametrize("mode", ["compiled", "captured"])
+#: each compiled run and the eager run it must match
+PAIRS = {
+    "compiled": "eager",
+    "captured": "eager",
+    "loop-compiled": "loop",
+    "SGD-compiled": "SGD-eager",
+    "RMSprop-compiled": "RMSprop-eager",
+}
+
+
+@pytest.mark.parametrize("mode", list(PAIRS))
 def test_compiled_training_matches_eager_step_by_step(results: dict[str, Any], mode: str) -> None:
     # Eager torch hands Keras Python numbers (Hyperparameter.host_float), as a plain Keras
     # optimizer has; compiled, values stay float32 tensors. Keras's `1 - beta_2` then rounds
     # from a Python float in one and from float32 in the other (0.001 vs 0.00099998713):
     # Adam's step differs by ~1e-5 relative, the losses after 8 steps by ~2e-6.
-    eager, compiled = results["eager"], results[mode]
+    eager, compiled = results[PAIRS[mode]], results[mode]
     np.testing.assert_allclose(compiled["losses"], eager["losses"], rtol=1e-5)
     for got, expected in zip(compiled["weights"], eager["weights"], strict=True):
         np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
@@ -175,7 +224,11 @@ def test_run_time_changes_change_the_compiled_training(results: dict[str, Any]) 
     assert not np.allclose(changed["weights"][0], unchanged["weights"][0], atol=1e-4)
 
 
-@pytest.mark.parametrize("mode", ["compiled", "captured"])
+def test_the_hand_written_loop_matches_keras_train_on_batch(results: dict[str, Any]) -> None:
+    np.testing.assert_allclose(results["loop"]["losses"], results["eager"]["losses"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", list(PAIRS))
 def test_run_time_changes_do_not_recompile(results: dict[str, Any], mode: str) -> None:
     # the first two calls compile (the first builds the optimizer); steps 3, 5 and 6 change
     # an override, a scale and another override: no new graph, no new frame compiled
