@@ -85,17 +85,14 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
     )
     compiled = mode in ("compiled", "captured", "loop-compiled")
     if mode.startswith("loop"):
+        sys.path.insert(0, str(Path(__file__).parent))
+        from worker import torch_step
+
         optimizer.build(model.trainable_variables)
         xt, yt = torch.from_numpy(x), torch.from_numpy(y)
 
         def loop_step() -> Any:
-            loss = torch.mean(torch.square(model(xt) - yt))
-            model.zero_grad()
-            loss.backward()
-            grads = [v.value.grad for v in model.trainable_variables]
-            with torch.no_grad():
-                optimizer.apply(grads, model.trainable_variables)
-            return loss
+            return torch_step(model, optimizer, xt, yt)
 
         run = torch.compile(loop_step, backend=backend) if compiled else loop_step
         one_step = lambda: float(run().detach())  # noqa: E731

@@ -19,6 +19,7 @@ object, checked here:
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,9 @@ def _train(optimizer: Any, before_step: Any = None, steps: int = 6) -> list[Any]
     import keras
     import torch
 
+    sys.path.insert(0, str(Path(__file__).parent))
+    from worker import torch_step
+
     rng = np.random.default_rng(0)
     x = torch.from_numpy(rng.normal(size=(16, 4)).astype("float32"))
     y = torch.from_numpy(rng.normal(size=(16, 2)).astype("float32"))
@@ -63,12 +67,7 @@ def _train(optimizer: Any, before_step: Any = None, steps: int = 6) -> list[Any]
     for step in range(steps):
         if before_step is not None:
             before_step(step)
-        loss = torch.mean(torch.square(model(x) - y))
-        model.zero_grad()
-        loss.backward()
-        grads = [v.value.grad for v in model.trainable_variables]
-        with torch.no_grad():
-            optimizer.apply(grads, model.trainable_variables)
+        torch_step(model, optimizer, x, y)
     return [v.numpy() for v in model.trainable_variables]
 
 

@@ -262,6 +262,20 @@ def loop_jax(model: Any, optimizer: Any, plateau: Any) -> tuple[list[Any], int]:
     return traces, len(calls)
 
 
+def torch_step(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
+    """torch's natural training step: mean squared error, ``loss.backward()``,
+    ``optimizer.apply``; return the loss."""
+    import torch
+
+    loss = torch.mean(torch.square(model(x) - y))
+    model.zero_grad()
+    loss.backward()
+    grads = [v.value.grad for v in model.trainable_variables]
+    with torch.no_grad():
+        optimizer.apply(grads, model.trainable_variables)
+    return loss
+
+
 def loop_torch(model: Any, optimizer: Any, plateau: Any) -> tuple[list[Any], int]:
     import torch
 
@@ -271,13 +285,8 @@ def loop_torch(model: Any, optimizer: Any, plateau: Any) -> tuple[list[Any], int
         losses = []
         for i in range(0, SAMPLES, BATCH):
             record(optimizer, traces)
-            loss = torch.mean((model(x[i : i + BATCH]) - torch.from_numpy(y[i : i + BATCH])) ** 2)
-            model.zero_grad()
-            loss.backward()
-            grads = [v.value.grad for v in model.trainable_variables]
-            with torch.no_grad():
-                optimizer.apply(grads, model.trainable_variables)
-            losses.append(float(loss))
+            yb = torch.from_numpy(y[i : i + BATCH])
+            losses.append(float(torch_step(model, optimizer, x[i : i + BATCH], yb)))
         plateau.update(sum(losses) / len(losses))
     return traces, 0
 
