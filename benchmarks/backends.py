@@ -15,15 +15,23 @@ variant for one block of steps, in a rotating order):
 * ``hyperstep``  ``hs.scheduled(AdamW(), ...)`` with the learning rate, ``beta_1`` and
                  ``weight_decay`` all on schedules;
 * ``optax``      (JAX only) the same three schedules through
-                 ``optax.inject_hyperparams(optax.adamw)``, in the same jitted step.
+                 ``optax.inject_hyperparams(optax.adamw)``, in the same jitted step;
+* ``keras+17``   (JAX only) the baseline with 17 unused scalar variables added to the
+                 optimizer: as many extra scalars as ``hs.scheduled(AdamW)`` passes through
+                 the jitted step (Keras's own unused ``learning_rate`` variable, the
+                 clock's step, 3 per hyperparameter read), to show what passing them costs
+                 by itself.
 
 Each backend runs on one thread and steps are timed in process CPU time (steadier than wall
 time when other processes share the machine). Prints min/median/max milliseconds per step,
 the ratio of medians to ``keras`` and the median of ratios paired within a repeat; the
 target for ``hyperstep / keras`` is <= 1.02.
 On a loaded machine the spread between blocks can exceed the overhead: read ``paired``.
+``--processes N`` runs each backend in N fresh processes, one after the other, and pools their
+blocks (the per-process paired ratios are printed too).
 
 Usage: python benchmarks/backends.py [--repeats N] [--steps N] [--backends tensorflow,jax,torch]
+       [--processes N]
 """
 
 from __future__ import annotations
@@ -180,6 +188,16 @@ def _step_torch(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
     return run
 
 
+def _padded(count: int) -> tuple[Any, Any]:
+    """A model and the baseline optimizer with ``count`` unused scalar variables added: on
+    JAX they pass through the jitted step like hyperstep's clock and hyperparameter state."""
+    model, optimizer = mlp(), _optimizer("keras")
+    optimizer.build(model.trainable_variables)
+    for index in range(count):
+        optimizer.add_variable((), initializer="zeros", name=f"unused_{index}")
+    return model, optimizer
+
+
 def _one_thread(backend: str) -> None:
     """Run the backend on one thread: process CPU time is then steady on a shared machine."""
     if backend == "tensorflow":
@@ -207,6 +225,7 @@ def child(repeats: int, steps: int) -> dict[str, Any]:
     runs = {v: make(mlp(), _optimizer(v), x, y) for v in ("keras", "hyperstep")}
     if backend == "jax":
         runs["optax"] = _step_optax(mlp(), x, y)
+        runs["keras+17"] = make(*_padded(17), x, y)
     for run in runs.values():  # compile and warm up
         run(max(steps // 4, 5))
     names = list(runs)
@@ -252,6 +271,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=60)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--backends", default="tensorflow,jax,torch")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="fresh processes per backend (pooled)"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -260,29 +282,39 @@ def main() -> None:
     print(__doc__.split("\n\n")[0])
     print(f"batch {BATCH}, {args.repeats} repeats x {args.steps} steps per variant\n")
     for backend in args.backends.split(","):
-        env = {
-            **os.environ,
-            "KERAS_BACKEND": backend,
-            "TF_CPP_MIN_LOG_LEVEL": "3",
-            "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-            "OMP_NUM_THREADS": "1",
-        }
         started = time.perf_counter()
-        command = [sys.executable, __file__, "--child", f"--repeats={args.repeats}"]
-        done = subprocess.run(
-            [*command, f"--steps={args.steps}"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-        if done.returncode != 0 or not lines:
-            print(f"{backend}: failed\n{done.stderr[-3000:]}")
+        runs = [_run_child(backend, args) for _ in range(args.processes)]
+        found = [times for times in runs if times is not None]
+        if not found:
             continue
-        times = json.loads(lines[-1].removeprefix("RESULT "))
+        times = {name: [t for run in found for t in run[name]] for name in found[0]}
         print("\n".join(_report(backend, times)))
+        if len(found) > 1:
+            pairs = [zip(run["hyperstep"], run["keras"], strict=True) for run in found]
+            per = [statistics.median(h / b for h, b in pair) for pair in pairs]
+            print(f"  per process, paired: {' '.join(f'x{p:.3f}' for p in per)} (pooled above)")
         print(f"  ({time.perf_counter() - started:.0f} s including start-up)")
+
+
+def _run_child(backend: str, args: argparse.Namespace) -> dict[str, list[float]] | None:
+    """Run one child process for ``backend``; return its times, or None (printing why)."""
+    env = {
+        **os.environ,
+        "KERAS_BACKEND": backend,
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+        "OMP_NUM_THREADS": "1",
+    }
+    command = [sys.executable, __file__, "--child", f"--repeats={args.repeats}"]
+    done = subprocess.run(
+        [*command, f"--steps={args.steps}"], env=env, capture_output=True, text=True, check=False
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        print(f"{backend}: failed\n{done.stderr[-3000:]}")
+        return None
+    times: dict[str, list[float]] = json.loads(lines[-1].removeprefix("RESULT "))
+    return times
 
 
 if __name__ == "__main__":
