@@ -128,6 +128,24 @@ class Clock(keras.layers.Layer):
                 return self.step.value.add_(1)
         return self.step.assign_add(1)
 
+    def host_step(self) -> int | None:
+        """``step`` as a Python int where reading it is free, else ``None``.
+
+        Free on eager torch with the step on the CPU, outside ``keras.StatelessScope``
+        (``hs.scheduled`` then hands Keras Python numbers, see
+        :meth:`hyperstep.Hyperparameter.host_float`). Under ``torch.compile`` a Python number
+        would be baked into the graph (a recompile per value), on a GPU reading it waits for
+        the device, and in graphs (TensorFlow, JAX) it is a symbolic value: ``None`` there.
+        """
+        if not _TORCH:
+            return None
+        import torch
+
+        step = self.step._value  # Keras's `value` property costs ~5 us on torch
+        if step.device.type != "cpu" or torch.compiler.is_compiling() or in_stateless_scope():
+            return None
+        return int(step)
+
     def claim(self, owner: Any, advance: bool | None) -> bool:
         """Decide whether ``owner`` advances this clock; return that decision.
 

@@ -175,9 +175,9 @@ class Hyperparameter(keras.layers.Layer):
         torch), so only eagerly and outside ``keras.StatelessScope``: not for graphs,
         ``torch.compile`` or stateless calls.
         """
-        schedule = self.schedule
         if bool(self._is_set._value):
             return float(self.override._value)
+        schedule = self.schedule
         if isinstance(schedule, Constant):
             base = float(schedule.value_)
         else:

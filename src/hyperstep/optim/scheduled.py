@@ -45,7 +45,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep._backend import after, in_stateless_scope
+from hyperstep._backend import after
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter, _track
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -62,22 +62,6 @@ if _TENSORFLOW:
     from hyperstep.optim._exact import ExactScalar
 
 _JAX = keras.backend.backend() == "jax"
-_TORCH = keras.backend.backend() == "torch"
-
-
-def _host_step(clock: Clock) -> int | None:
-    """The clock's step as a Python int where reading it is free: eager torch, on the CPU,
-    outside ``keras.StatelessScope`` (see :meth:`Hyperparameter.host_float`).
-
-    Under ``torch.compile`` a Python number would be baked into the graph (a recompile per
-    value), and on a GPU reading it waits for the device: there values stay tensors.
-    """
-    import torch
-
-    step = clock.step._value
-    if step.device.type != "cpu" or torch.compiler.is_compiling() or in_stateless_scope():
-        return None
-    return int(step)
 
 
 class _State:
@@ -95,6 +79,8 @@ class _State:
         self.raw_mode = False
         self.groups: list[Group] = []
         self.owner: dict[int, str] = {}  # id(variable) -> group name, filled at build time
+        self.fused = False  # TF's one-pass updates (hyperstep.optim._fused), set at install
+        self.fused_decay = False  # ... and its one-multiply weight decay
 
 
 def _state(optimizer: Any) -> _State:
@@ -188,6 +174,10 @@ class ScheduledOptimizer:
                 value = keras.saving.deserialize_keras_object(value)
             self._hs_add(name, Hyperparameter(value, clock=clock, name=name))
         self._hs_install_groups(groups, clock)
+        # once any value follows a schedule, TF updates take the one-pass forms of
+        # hyperstep.optim._fused (every value constant: Keras's own code, bit-identical)
+        state.fused = _TENSORFLOW and any(v is None for v in state.static.values())
+        state.fused_decay = state.fused and _fused.decays_in_update(self)
         if keras.backend.backend() == "jax":
             # JAX trains statelessly: only `opt.variables` go into and out of the jitted
             # step, so the clock and the hyperparameters' state must be among them.
@@ -308,7 +298,7 @@ class ScheduledOptimizer:
         if len(grads) == 0:
             return super().apply(grads, trainable_variables)  # type: ignore[misc]
         outer = (state.step, state.cache, state.host_step)
-        state.host_step = _host_step(self.clock) if _TORCH else None
+        state.host_step = self.clock.host_step()
         if state.host_step is not None:  # `at` takes a Python int too
             state.step, state.cache = state.host_step, {}
         else:
@@ -376,14 +366,9 @@ class ScheduledOptimizer:
             return [ops.clip(g, -v, v) if g is not None else g for g in grads]
         return super()._clip_gradients(grads)  # type: ignore[misc]
 
-    def _hs_fused(self) -> bool:
-        """Whether updates take the one-pass forms of :mod:`hyperstep.optim._fused`: on
-        TensorFlow, once any value follows a schedule (all constant: Keras's own code)."""
-        return _TENSORFLOW and any(v is None for v in _state(self).static.values())
-
     def _apply_weight_decay(self, variables: Any) -> Any:
         state = _state(self)
-        if self._hs_fused() and _fused.decays_in_update(self):
+        if state.fused_decay:
             return  # in `update_step`, just before each variable's update
         if not state.owner:
             return super()._apply_weight_decay(variables)  # type: ignore[misc]
@@ -402,11 +387,10 @@ class ScheduledOptimizer:
         try:
             if "learning_rate" in state.hyperparameters:
                 learning_rate = self.resolve("learning_rate", variable)
-            if self._hs_fused():
-                if _fused.decays_in_update(self):
-                    _fused.decay(self, variable, learning_rate)
-                if _fused.adam_applies(self, gradient, variable):
-                    return _fused.adam(self, gradient, variable, learning_rate)
+            if state.fused_decay:
+                _fused.decay(self, variable, learning_rate)
+            if state.fused and _fused.adam_applies(self, gradient, variable):
+                return _fused.adam(self, gradient, variable, learning_rate)
             return super().update_step(gradient, variable, learning_rate)  # type: ignore[misc]
         finally:
             state.variable = outer
