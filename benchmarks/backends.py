@@ -16,10 +16,10 @@ variant for one block of steps, in a rotating order):
                  ``weight_decay`` all on schedules;
 * ``optax``      (JAX only) the same three schedules through
                  ``optax.inject_hyperparams(optax.adamw)``, in the same jitted step;
-* ``keras+17``   (JAX only) the baseline with 17 unused scalar variables added to the
+* ``keras+12``   (JAX only) the baseline with 12 unused scalar variables added to the
                  optimizer: as many extra scalars as ``hs.scheduled(AdamW)`` passes through
                  the jitted step (Keras's own unused ``learning_rate`` variable, the
-                 clock's step, 3 per hyperparameter read), to show what passing them costs
+                 clock's step, 2 per hyperparameter read), to show what passing them costs
                  by itself.
 
 Each backend runs on one thread and steps are timed in process CPU time (steadier than wall
@@ -225,7 +225,7 @@ def child(repeats: int, steps: int) -> dict[str, Any]:
     runs = {v: make(mlp(), _optimizer(v), x, y) for v in ("keras", "hyperstep")}
     if backend == "jax":
         runs["optax"] = _step_optax(mlp(), x, y)
-        runs["keras+17"] = make(*_padded(17), x, y)
+        runs["keras+12"] = make(*_padded(12), x, y)
     for run in runs.values():  # compile and warm up
         run(max(steps // 4, 5))
     names = list(runs)

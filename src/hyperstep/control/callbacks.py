@@ -215,8 +215,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         fields = []
         for hp in self.hyperparameters.values():
             schedule = ops.cast(ops.reshape(hp.schedule(step), ()), "float32")
-            override = ops.where(hp.is_set, hp.override.value, math.nan)
-            fields += [ops.reshape(hp.at(step), ()), schedule, hp.scale.value, override]
+            fields += [ops.reshape(hp.at(step), ()), schedule, hp.scale.value, hp.override.value]
         return ops.stack([ops.cast(f, "float32") for f in fields])
 
     def close(self) -> None:

@@ -1,6 +1,6 @@
 """The :class:`Hyperparameter`: a schedule on a clock, with its run-time state in variables.
 
-``effective value = override if set else schedule(step) * scale``. Setting, overriding
+``effective value = override if set (not nan) else schedule(step) * scale``. Setting, overriding
 and scaling are ``assign``s, so nothing retraces and everything is checkpointed with the
 model or optimizer the hyperparameter is attached to.
 """
@@ -27,7 +27,7 @@ from hyperstep.schedules.base import (
     uses_epoch,
 )
 
-_BUILTIN_STATE = ("scale", "override", "is_set")
+_BUILTIN_STATE = ("scale", "override")
 _TORCH = keras.backend.backend() == "torch"
 #: steps per table of schedule values kept by :meth:`Hyperparameter.host_float`
 _TABLE_STEPS = 1024
@@ -39,9 +39,11 @@ class Hyperparameter(keras.layers.Layer):
 
     ``value = override if is_set else schedule(clock.step) * scale``
 
-    ``scale`` (float32, 1.0), ``override`` (float32) and ``is_set`` (bool) are
-    non-trainable variables; controllers add theirs with :meth:`add_state`. ``value`` reads
-    them, so a traced training step sees every change without retracing.
+    ``scale`` (float32, 1.0) and ``override`` (float32, nan while no override is set:
+    ``is_set = not isnan(override)``) are non-trainable variables; controllers add theirs
+    with :meth:`add_state`. ``value`` reads them, so a traced training step sees every change
+    without retracing. (One variable for the override and its flag: each variable is one
+    more array through a jitted JAX step, ~5 us a step each.)
 
     A hyperparameter is a Keras layer. Assigned as an attribute of a layer or model
     (``self.kl_beta = hs.Hyperparameter(...)`` in ``__init__``) its variables and its
@@ -102,8 +104,7 @@ class Hyperparameter(keras.layers.Layer):
         self._bound_steps: int | None = None
         self.clock = clock if clock is not None else Clock(name=f"{self.name}_clock")
         self.scale = self._new_state("scale", 1.0, "float32")
-        self.override = self._new_state("override", 0.0, "float32")
-        self._is_set = self._new_state("is_set", False, "bool")
+        self.override = self._new_state("override", math.nan, "float32")
         self._state: dict[str, Any] = {}
         self._pending: dict[str, Any] = {}
         self._table: tuple[Schedule, int, list[float]] | None = None
@@ -140,8 +141,9 @@ class Hyperparameter(keras.layers.Layer):
         return self._at_ops(step)
 
     def _at_ops(self, step: Any) -> Any:
+        override = self.override.value
         scaled = ops.multiply(self.schedule(step), self.scale.value)
-        return ops.where(self._is_set.value, self.override.value, scaled)
+        return ops.where(ops.isnan(override), scaled, override)
 
     def _torch_at(self, step: Any) -> Any:
         """:meth:`at` in 2-3 torch calls for a float32 tensor step; ``None`` otherwise.
@@ -157,7 +159,8 @@ class Hyperparameter(keras.layers.Layer):
         base = self.schedule.value(step)
         if not isinstance(base, torch.Tensor) or base.dtype != torch.float32:
             return None  # a schedule of another kind (a wrapped Keras one): the general path
-        return torch.where(self._is_set.value, self.override.value, base * self.scale.value)
+        override = self.override.value
+        return torch.where(torch.isnan(override), base * self.scale.value, override)
 
     def host_float(self, step: int) -> float | None:
         """The effective value at integer ``step`` as a Python float, computed on the host.
@@ -175,8 +178,9 @@ class Hyperparameter(keras.layers.Layer):
         torch), so only eagerly and outside ``keras.StatelessScope``: not for graphs,
         ``torch.compile`` or stateless calls.
         """
-        if bool(self._is_set._value):
-            return float(self.override._value)
+        override = float(self.override._value)
+        if override == override:  # not nan: an override is set
+            return override
         schedule = self.schedule
         if isinstance(schedule, Constant):
             base = float(schedule.value_)
@@ -204,27 +208,28 @@ class Hyperparameter(keras.layers.Layer):
             base = ops.convert_to_tensor(schedule.value_, dtype="float64")
         else:
             base = ops.cast(schedule(step), "float64")
+        override = self.override.value
         scaled = ops.multiply(base, ops.cast(self.scale.value, "float64"))
-        return ops.where(self._is_set.value, ops.cast(self.override.value, "float64"), scaled)
+        return ops.where(ops.isnan(override), scaled, ops.cast(override, "float64"))
 
     @property
     def is_set(self) -> Any:
-        """Whether an override is set (a bool tensor)."""
-        return self._is_set.value
+        """Whether an override is set (a bool tensor): ``not isnan(override)``."""
+        return ops.logical_not(ops.isnan(self.override.value))
 
     def set(self, value: Any) -> None:
         """Override the schedule: the effective value becomes ``value`` until :meth:`clear`.
 
-        ``value`` may be a number or a tensor (inside ``tf.function``); nothing retraces.
+        ``value`` may be a finite number or a tensor (inside ``tf.function``); nothing
+        retraces. A tensor holding nan clears the override (the unset state is nan).
         """
         if isinstance(value, (bool, int, float)) or not hasattr(value, "dtype"):
             value = check_number(f"{self.name}.set", "value", value)
         self.override.assign(ops.cast(value, "float32"))
-        self._is_set.assign(True)
 
     def clear(self) -> None:
         """Remove the override: the value follows ``schedule(step) * scale`` again."""
-        self._is_set.assign(False)
+        self.override.assign(math.nan)
 
     def read(self) -> dict[str, float]:
         """Return Python floats ``{"value", "schedule", "scale", "override"}`` for logging.
@@ -236,9 +241,7 @@ class Hyperparameter(keras.layers.Layer):
             "value": float(self.at(step)),
             "schedule": float(self.schedule(step)),
             "scale": float(ops.convert_to_numpy(self.scale)),  # float() fails on a mirrored one
-            "override": float(ops.convert_to_numpy(self.override))
-            if bool(ops.convert_to_numpy(self.is_set))
-            else math.nan,
+            "override": float(ops.convert_to_numpy(self.override)),
         }
 
     # ---- state --------------------------------------------------------------------------
@@ -292,19 +295,19 @@ class Hyperparameter(keras.layers.Layer):
     @property
     def variables(self) -> list[Any]:
         """Every variable ``value`` reads: the clock's ``step``, then ``scale``,
-        ``override``, ``is_set``, then added state.
+        ``override``, then added state.
 
         Keras collects ``model.variables`` (and ``non_trainable_variables``) from these, so a
         hyperparameter assigned to a model carries its clock's step with the model's state:
         JAX's stateless ``fit`` and ``model.stateless_call`` then read the step from that
         state (see :meth:`hyperstep.Clock.stateless_copy` for a step shared with an
-        optimizer). Only ``scale``, ``override``, ``is_set`` and added state are saved with
+        optimizer). Only ``scale``, ``override`` and added state are saved with
         the hyperparameter; the clock saves its step itself.
         """
         return [self.clock.step, *self._own_variables()]
 
     def _own_variables(self) -> list[Any]:
-        return [self.scale, self.override, self._is_set, *self._state.values()]
+        return [self.scale, self.override, *self._state.values()]
 
     def save_own_variables(self, store: Any) -> None:
         for variable in self._own_variables():

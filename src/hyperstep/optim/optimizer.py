@@ -353,7 +353,7 @@ def _evaluate(hp: Any) -> tuple[Any, Any]:
     if not isinstance(hp.schedule, Constant):
         return value, None
     exact = ops.convert_to_tensor(1.0 - hp.schedule.value_, "float32")  # rounded once, as Keras
-    plain = ops.logical_and(ops.logical_not(hp.is_set), ops.equal(hp.scale, 1.0))
+    plain = ops.logical_and(ops.isnan(hp.override.value), ops.equal(hp.scale, 1.0))
     return value, ops.where(plain, exact, 1.0 - value)
 
 

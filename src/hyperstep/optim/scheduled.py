@@ -31,7 +31,7 @@ from the optimizer, so ``.keras``/``save_weights`` store them under the optimize
 ``tf.train.Checkpoint`` names them ``clock`` and ``hyperparameter_<name>``; their
 variables are not in ``opt.variables`` (whose count Keras checks on load), so state that
 controllers add later never breaks loading. On JAX, the clock's step and each
-hyperparameter's ``scale``/``override``/``is_set`` are in ``opt.variables`` (stateless
+hyperparameter's ``scale`` and ``override`` are in ``opt.variables`` (stateless
 training passes only those through the jitted step; ``ema_momentum``'s only with
 ``use_ema``, as Keras reads it only then); state added later is not. The
 config stores the schedules, the clock's config and ``advance``; ``from_config`` gives a
