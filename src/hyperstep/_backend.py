@@ -67,6 +67,34 @@ def in_stateless_scope() -> bool:
     return bool(inside())
 
 
+def unmapped_in_jit(variables: list[Any]) -> list[Any]:
+    """The ``variables`` a ``jax.jit`` trace being recorded would read as constants.
+
+    Inside a staged JAX trace (``jax.jit``, ``lax.scan``, ...; not Keras's symbolic shape
+    inference), a Keras variable read outside a ``keras.StatelessScope`` that maps it gives
+    its current array, which the compiled function then keeps. Empty outside such a trace
+    and on other backends. Uses JAX's private trace state (``jax._src.core``); if that
+    changes, nothing is reported.
+    """
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return []
+    try:
+        from jax._src import core
+        from keras.src.backend.common.stateless_scope import get_stateless_scope
+        from keras.src.backend.common.symbolic_scope import in_symbolic_scope
+
+        if core.trace_state_clean() or in_symbolic_scope() or not core.unsafe_am_i_under_a_jit():
+            return []
+    except (ImportError, AttributeError):
+        return []
+    scope = get_stateless_scope()
+    if scope is None:
+        return list(variables)
+    return [v for v in variables if scope.get_current_value(v) is None]
+
+
 def require_tensorflow(feature: str) -> None:
     """Raise :class:`hyperstep.errors.BackendError` unless Keras runs on TensorFlow."""
     import keras

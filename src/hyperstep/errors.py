@@ -47,6 +47,15 @@ class BackendError(HyperstepError, ImportError):
     """The installed Keras backend cannot run the requested feature."""
 
 
+class FrozenValueError(HyperstepError, RuntimeError):
+    """A value read inside a compiled function would stay at its value when traced.
+
+    Raised on JAX when a :class:`~hyperstep.Hyperparameter` is read inside ``jax.jit`` while
+    its variables are not in the stateless state being traced: the compiled step would keep
+    the value of the step it was traced at.
+    """
+
+
 def received(name: str, value: Any) -> str:
     """Return ``"Received: name=value"`` with the value shown by ``repr``.
 

@@ -158,3 +158,21 @@ def test_tensorflow_only_features_raise_one_backend_error(
         assert "needs the TensorFlow backend" in message, (feature, message)
         assert f"running on '{backend}'" in message, (feature, message)
         assert "KERAS_BACKEND=tensorflow" in message, (feature, message)
+
+
+def test_jax_jit_read_outside_the_traced_state_raises_instead_of_freezing(
+    results: dict[str, Any],
+) -> None:
+    """Read inside ``jax.jit`` with its variables not in the traced stateless state, a
+    hyperparameter would stay at its traced value: it raises, naming what is missing."""
+    found = results["jax"]["jit_reads"]
+    for case, missing in [
+        ("unmapped", "(clock/step, kl_beta/scale, kl_beta/override)"),
+        ("step_only", "(kl_beta/scale, kl_beta/override)"),
+    ]:
+        assert found[case].startswith("hyperstep.errors.FrozenValueError: Hyperparameter 'kl_beta'")
+        assert missing in found[case] and "StatelessScope(state_mapping=" in found[case]
+    # mapped, the value follows the state passed in (step 3, then 7: step / 10)
+    assert found["mapped"] == repr(float(np.float32(0.3)))
+    assert found["mapped_at_step_7"] == repr(float(np.float32(0.7)))
+    assert found["grad_eagerly"] == repr(float(np.float32(0.3)))  # traced, not compiled

@@ -13,9 +13,11 @@ the graph-break reasons, for
 * ``captured``: the same with ``torch._dynamo.config.capture_scalar_outputs = True``;
 * ``loop`` and ``loop-compiled``: a hand-written step (``loss.backward()`` and
   ``optimizer.apply``), eager and under ``torch.compile``;
-* ``SGD-eager``/``SGD-compiled`` and ``RMSprop-eager``/``RMSprop-compiled``: Keras's step
-  with ``SGD(momentum=0.9, nesterov=True)`` (``momentum`` on a schedule, scaled at step 5)
-  and ``RMSprop(momentum=0.5)`` (``rho`` scaled at step 5).
+* ``<name>-eager``/``<name>-compiled`` for the other eight Keras optimizers with a torch
+  implementation: Keras's step with ``SGD(momentum=0.9, nesterov=True)`` (``momentum`` on a
+  schedule, scaled at step 5), ``RMSprop(momentum=0.5)`` (``rho`` scaled), ``Adam``,
+  ``Adamax``, ``Nadam``, ``Lion`` (``beta_1`` on a schedule, scaled), ``Adadelta`` (``rho``
+  scaled) and ``Adagrad`` (``epsilon`` scaled).
 
 Tracing Keras's train step takes dynamo 10-30 s on a loaded 2-core machine, and inductor
 (Keras's backend for ``torch.compile``) then 10 s to minutes more to generate code, so the
@@ -44,7 +46,7 @@ import pytest
 
 STEPS = 8
 TIMEOUT = 600
-#: the modes also run for SGD and RMSprop
+#: the modes also run for the other optimizers
 MORE = ("eager", "compiled")
 
 
@@ -54,8 +56,19 @@ OPTIMIZERS = {
     "AdamW": ("AdamW()", "beta_1"),
     "SGD": ("SGD(momentum=0.9, nesterov=True)", "momentum"),
     "RMSprop": ("RMSprop(momentum=0.5)", "rho"),
+    "Adam": ("Adam()", "beta_1"),
+    "Adamax": ("Adamax()", "beta_1"),
+    "Nadam": ("Nadam()", "beta_1"),
+    "Lion": ("Lion()", "beta_1"),
+    "Adadelta": ("Adadelta()", "rho"),
+    "Adagrad": ("Adagrad()", "epsilon"),
 }
-SECOND = {"beta_1": "0.9 - 0.01 * step", "momentum": "0.9 - 0.01 * step", "rho": "0.9"}
+SECOND = {
+    "beta_1": "0.9 - 0.01 * step",
+    "momentum": "0.9 - 0.01 * step",
+    "rho": "0.9",
+    "epsilon": "1e-3",
+}
 
 
 def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
@@ -162,7 +175,7 @@ def main() -> None:
     modes = ("eager", "unchanged", "compiled", "captured", "loop", "loop-compiled")
     result: dict[str, Any] = {"fast_path_mismatches": _fast_path_mismatches()}
     result.update({mode: _train(mode, backend) for mode in modes})
-    for name in ("SGD", "RMSprop"):
+    for name in list(OPTIMIZERS)[1:]:
         result.update({f"{name}-{mode}": _train(mode, backend, name) for mode in MORE})
     print("RESULT " + json.dumps(result))
 
@@ -195,8 +208,7 @@ PAIRS = {
     "compiled": "eager",
     "captured": "eager",
     "loop-compiled": "loop",
-    "SGD-compiled": "SGD-eager",
-    "RMSprop-compiled": "RMSprop-eager",
+    **{f"{name}-compiled": f"{name}-eager" for name in list(OPTIMIZERS)[1:]},
 }
 
 

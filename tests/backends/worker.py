@@ -344,6 +344,48 @@ def check_tensorflow_only() -> dict[str, str]:
     return found
 
 
+def check_jit_reads() -> dict[str, str]:
+    """JAX: what reading a Hyperparameter inside ``jax.jit`` gives, mapped or not."""
+    import jax
+    import keras
+
+    import hyperstep as hs
+
+    clock = hs.Clock()
+    hp = hs.Hyperparameter("step / 10", clock=clock, name="kl_beta")
+    for _ in range(3):
+        clock.advance()
+
+    @jax.jit
+    def unmapped(x: Any) -> Any:
+        return x * hp.value
+
+    @jax.jit
+    def step_only(x: Any, step: Any) -> Any:
+        with keras.StatelessScope(state_mapping=[(clock.step, step)]):
+            return x * hp.value
+
+    @jax.jit
+    def mapped(x: Any, values: Any) -> Any:
+        with keras.StatelessScope(state_mapping=list(zip(hp.variables, values, strict=True))):
+            return x * hp.value
+
+    attempts = {
+        "unmapped": lambda: unmapped(1.0),
+        "step_only": lambda: step_only(1.0, clock.step.value),
+        "mapped": lambda: mapped(1.0, [v.value for v in hp.variables]),
+        "mapped_at_step_7": lambda: mapped(1.0, [7, *[v.value for v in hp.variables[1:]]]),
+        "grad_eagerly": lambda: jax.grad(lambda x: x * hp.value)(1.0),
+    }
+    found = {}
+    for name, attempt in attempts.items():
+        try:
+            found[name] = repr(float(attempt()))
+        except Exception as error:  # reported, judged by the test
+            found[name] = f"{type(error).__module__}.{type(error).__name__}: {error}"
+    return found
+
+
 def _run_file(path: str) -> None:
     import importlib.util
 
@@ -373,6 +415,8 @@ def main() -> None:
             result["loop"] = check_loop(backend)
             if backend != "tensorflow":
                 result["tensorflow_only"] = check_tensorflow_only()
+            if backend == "jax":
+                result["jit_reads"] = check_jit_reads()
             result["fit"] = check_fit(tmp)  # last: it saves with Keras
     result["warnings"] = [
         f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})"

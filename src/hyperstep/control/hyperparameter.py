@@ -14,9 +14,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from hyperstep._backend import integer_dtype
+from hyperstep._backend import integer_dtype, unmapped_in_jit
 from hyperstep.clock import Clock
-from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.errors import FrozenValueError, InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import (
     Constant,
     Schedule,
@@ -29,6 +29,7 @@ from hyperstep.schedules.base import (
 
 _BUILTIN_STATE = ("scale", "override")
 _TORCH = keras.backend.backend() == "torch"
+_JAX = keras.backend.backend() == "jax"
 #: steps per table of schedule values kept by :meth:`Hyperparameter.host_float`
 _TABLE_STEPS = 1024
 
@@ -133,12 +134,36 @@ class Hyperparameter(keras.layers.Layer):
 
         ``override if is_set else schedule(step) * scale``, with the current ``scale`` and
         override; reads state, changes nothing.
+
+        Raises:
+            FrozenValueError: On JAX, if read inside ``jax.jit`` while its variables (the
+                clock's step, ``scale``, ``override``) are not in the stateless state being
+                traced: the compiled function would keep their values at tracing time.
         """
+        if _JAX:
+            self._check_mapped()
         if _TORCH:
             value = self._torch_at(step)
             if value is not None:
                 return value
         return self._at_ops(step)
+
+    def _check_mapped(self) -> None:
+        unmapped = unmapped_in_jit([self.clock.step, self.scale, self.override])
+        if not unmapped:
+            return
+        names = ", ".join(v.path for v in unmapped)
+        raise FrozenValueError(
+            f"Hyperparameter {self.name!r} is read inside `jax.jit`, but its variables "
+            f"({names}) are not in the stateless state being traced: the compiled step "
+            "would keep the values they had when it was traced. Read it where Keras maps "
+            "them: in a layer's `call` under `model.stateless_call(trainable, non_trainable, "
+            "...)` (assign the hyperparameter to the layer in `__init__`; its variables are "
+            "then in `model.non_trainable_variables`), inside an `hs.scheduled` optimizer's "
+            "`stateless_apply`, or within `keras.StatelessScope(state_mapping=list(zip("
+            "variables, values)))` where `variables` includes `hp.variables`. Or read "
+            "`float(hp.value)` outside the jitted function and pass it in as an argument."
+        )
 
     def _at_ops(self, step: Any) -> Any:
         override = self.override.value
