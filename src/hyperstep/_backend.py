@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from typing import Any
@@ -76,23 +77,34 @@ def unmapped_in_jit(variables: list[Any]) -> list[Any]:
     and on other backends. Uses JAX's private trace state (``jax._src.core``); if that
     changes, nothing is reported.
     """
-    import keras
-
-    if keras.backend.backend() != "jax":
+    probes = _jax_probes()
+    if probes is None:
         return []
-    try:
-        from jax._src import core
-        from keras.src.backend.common.stateless_scope import get_stateless_scope
-        from keras.src.backend.common.symbolic_scope import in_symbolic_scope
-
-        if core.trace_state_clean() or in_symbolic_scope() or not core.unsafe_am_i_under_a_jit():
-            return []
-    except (ImportError, AttributeError):
+    core, get_stateless_scope, in_symbolic_scope = probes
+    if core.trace_state_clean() or in_symbolic_scope() or not core.unsafe_am_i_under_a_jit():
         return []
     scope = get_stateless_scope()
     if scope is None:
         return list(variables)
     return [v for v in variables if scope.get_current_value(v) is None]
+
+
+@functools.cache
+def _jax_probes() -> tuple[Any, Any, Any] | None:
+    """JAX's trace state and Keras's scope getters, or ``None`` (not JAX, or moved)."""
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return None
+    try:
+        from jax._src import core
+        from keras.src.backend.common.stateless_scope import get_stateless_scope
+        from keras.src.backend.common.symbolic_scope import in_symbolic_scope
+    except ImportError:
+        return None
+    if not hasattr(core, "trace_state_clean") or not hasattr(core, "unsafe_am_i_under_a_jit"):
+        return None
+    return core, get_stateless_scope, in_symbolic_scope
 
 
 def require_tensorflow(feature: str) -> None:
