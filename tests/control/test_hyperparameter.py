@@ -215,3 +215,13 @@ def test_free_hyperparameter_is_restored_by_tf_checkpoint(tmp_path):
     restored = _vae()
     tf.train.Checkpoint(model=restored).restore(path)
     _check_restored(restored, _snapshot(model))
+
+
+def test_state_saved_with_a_separate_is_set_flag_loads_as_unset():
+    """Files written before the unset override became nan stored ``override`` 0.0 with
+    ``is_set`` False: loaded, the value follows the schedule, not 0.0."""
+    hp = hs.Hyperparameter(0.5, name="lr")
+    hp.load_own_variables({"scale": np.array(2.0), "override": np.array(0.0), "is_set": False})
+    assert not bool(hp.is_set) and float(hp.value) == 1.0
+    hp.load_own_variables({"scale": np.array(1.0), "override": np.array(0.25), "is_set": True})
+    assert bool(hp.is_set) and float(hp.value) == 0.25

@@ -345,6 +345,8 @@ class Hyperparameter(keras.layers.Layer):
                 by_name[key].assign(store[key])
             else:  # state a controller adds later (see add_state)
                 self._pending[key] = store[key][()] if hasattr(store[key], "shape") else store[key]
+        if not bool(self._pending.pop("is_set", True)):  # saved before 0.1.0 kept a flag
+            self.override.assign(math.nan)
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
