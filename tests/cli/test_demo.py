@@ -212,3 +212,22 @@ def test_data_is_the_bundled_digits_split_80_20_in_a_fixed_order_per_epoch() -> 
     np.testing.assert_array_equal(first, demo_model.epoch_order(0, 3, 1437))
     assert sorted(first) == list(range(1437))
     assert not np.array_equal(first, demo_model.epoch_order(0, 4, 1437))
+
+
+def test_missing_demo_extras_are_named_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Without its extras (here TensorBoard and matplotlib) the demo says what to install
+    and exits 2 before training, instead of failing in the first batch."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    gone = {"tensorboard", "matplotlib"}
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name in gone else find_spec(name, *args),
+    )
+    status, printed = run_demo("--out", str(tmp_path / "run"))
+    assert status == 2 and "needs matplotlib, tensorboard, not installed" in printed
+    assert "pip install 'hyperstep[demo]'" in printed and not (tmp_path / "run").exists()

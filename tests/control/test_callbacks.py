@@ -203,3 +203,21 @@ def test_separate_clocks_are_fine_for_epoch_logs_only() -> None:
     LogHyperparameters([a, b]).on_epoch_end(0, logs)
     assert logs == {"a": 1.0, "b": 2.0}
     assert math.isnan(a.read()["override"])
+
+
+def test_log_dir_without_tensorboard_installed_says_what_to_install(monkeypatch, tmp_path):
+    """TensorFlow 2.21 does not install TensorBoard: say so at construction, not mid-fit."""
+    import importlib.util
+
+    from hyperstep.errors import BackendError
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "tensorboard" else find_spec(name, *args),
+    )
+    lr = hs.Hyperparameter(0.1, name="learning_rate")
+    with pytest.raises(BackendError, match=r"pip install tensorboard.*Received: log_dir="):
+        hs.callbacks.LogHyperparameters([lr], log_dir=tmp_path)
+    hs.callbacks.LogHyperparameters([lr], csv_path=tmp_path / "hp.csv")  # CSV needs nothing

@@ -27,6 +27,7 @@ starts over.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,13 @@ from hyperstep.cli.demo_train import train
 
 #: exit status of a run stopped with Ctrl-C (128 + SIGINT, as shells report it)
 INTERRUPTED = 130
+#: (module, package) the demo needs beyond hyperstep's own dependencies: the [demo] extras
+_EXTRAS = (
+    ("tensorflow", "tensorflow"),
+    ("sklearn", "scikit-learn"),
+    ("matplotlib", "matplotlib"),
+    ("tensorboard", "tensorboard"),
+)
 
 
 def register(subparsers: Any) -> None:
@@ -81,6 +89,15 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo from parsed command-line arguments; return the exit status."""
     from hyperstep.errors import HyperstepError
 
+    missing = [package for module, package in _EXTRAS if importlib.util.find_spec(module) is None]
+    if missing:
+        print(
+            f"hyperstep demo: error: the demo needs {', '.join(missing)}, not installed here. "
+            "Install the demo extras: pip install 'hyperstep[demo]' (or `make demo` in a "
+            "checkout).",
+            file=sys.stderr,
+        )
+        return 2
     out = Path(args.out)
     try:
         summary = train(

@@ -8,6 +8,7 @@ History, CSVLogger and TensorBoard see them) and optionally writes one row per s
 from __future__ import annotations
 
 import csv
+import importlib.util
 import math
 import os
 from collections.abc import Mapping
@@ -19,7 +20,7 @@ from keras import ops
 
 from hyperstep._backend import require_tensorflow
 from hyperstep.control.hyperparameter import Hyperparameter
-from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
 
 __all__ = ["LogHyperparameters", "collect", "infer_steps_per_epoch", "read_all"]
 
@@ -122,7 +123,8 @@ class LogHyperparameters(keras.callbacks.Callback):
     Raises:
         InvalidArgumentError: On ``every < 1``, or per-step logging of hyperparameters that do
             not share one clock.
-        BackendError: For ``log_dir`` on a backend other than TensorFlow.
+        BackendError: For ``log_dir`` on a backend other than TensorFlow, or without the
+            ``tensorboard`` package.
 
     Example:
         >>> import hyperstep as hs
@@ -165,6 +167,13 @@ class LogHyperparameters(keras.callbacks.Callback):
             )
         if log_dir is not None:
             require_tensorflow("LogHyperparameters(log_dir=...) (TensorBoard summaries)")
+            if importlib.util.find_spec("tensorboard") is None:
+                raise BackendError(
+                    "`LogHyperparameters(log_dir=...)` writes TensorBoard summaries, which needs "
+                    "the `tensorboard` package (TensorFlow 2.21 no longer installs it). Install "
+                    "it with `pip install tensorboard`, or log with `csv_path=...` and "
+                    f"`log_dir=None`. {received('log_dir', log_dir)}"
+                )
         self.csv_path, self.log_dir, self.every = csv_path, log_dir, every
         self.append = bool(append)
         self.clock = next(iter(self.hyperparameters.values())).clock
