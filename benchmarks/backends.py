@@ -239,6 +239,11 @@ def child(repeats: int, steps: int) -> dict[str, Any]:
 
 
 # ---- the parent: one child per backend, then the table --------------------------------------
+def _paired(values: list[float], base: list[float]) -> float:
+    """The median of the ratios of blocks run in the same repeat."""
+    return statistics.median(v / b for v, b in zip(values, base, strict=True))
+
+
 def _report(backend: str, times: dict[str, list[float]]) -> list[str]:
     base = times["keras"]
     lines = [f"{backend}:"]
@@ -249,11 +254,11 @@ def _report(backend: str, times: dict[str, list[float]]) -> list[str]:
             " ms/step"
         )
         if name != "keras":
-            paired = statistics.median(v / b for v, b in zip(values, base, strict=True))
+            paired = _paired(values, base)
             line += f"   x{median / statistics.median(base):.3f} (paired x{paired:.3f})"
         lines.append(line)
     hyper = times["hyperstep"]
-    paired = statistics.median(h / b for h, b in zip(hyper, base, strict=True))
+    paired = _paired(hyper, base)
     extra = statistics.median(h - b for h, b in zip(hyper, base, strict=True))
     verdict = "met" if paired <= TARGET else "NOT met"
     lines.append(
@@ -261,7 +266,7 @@ def _report(backend: str, times: dict[str, list[float]]) -> list[str]:
         f"target <= {TARGET}: {verdict}"
     )
     if "optax" in times:
-        ratio = statistics.median(h / o for h, o in zip(hyper, times["optax"], strict=True))
+        ratio = _paired(hyper, times["optax"])
         lines.append(f"  hyperstep / optax inject_hyperparams: paired x{ratio:.3f}")
     return lines
 
@@ -290,8 +295,7 @@ def main() -> None:
         times = {name: [t for run in found for t in run[name]] for name in found[0]}
         print("\n".join(_report(backend, times)))
         if len(found) > 1:
-            pairs = [zip(run["hyperstep"], run["keras"], strict=True) for run in found]
-            per = [statistics.median(h / b for h, b in pair) for pair in pairs]
+            per = [_paired(run["hyperstep"], run["keras"]) for run in found]
             print(f"  per process, paired: {' '.join(f'x{p:.3f}' for p in per)} (pooled above)")
         print(f"  ({time.perf_counter() - started:.0f} s including start-up)")
 

@@ -107,6 +107,18 @@ def _jax_probes() -> tuple[Any, Any, Any] | None:
     return core, get_stateless_scope, in_symbolic_scope
 
 
+def native_variable(variable: Any) -> Any:
+    """The backend variable behind a Keras variable (TensorFlow: its ``tf.Variable``).
+
+    TensorFlow's update paths hand optimizers either; other backends: ``variable``.
+    """
+    import keras
+
+    if keras.backend.backend() == "tensorflow" and isinstance(variable, keras.Variable):
+        return variable.value
+    return variable
+
+
 def require_tensorflow(feature: str) -> None:
     """Raise :class:`hyperstep.errors.BackendError` unless Keras runs on TensorFlow."""
     import keras

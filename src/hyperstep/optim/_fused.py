@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperstep._backend import require_tensorflow
+from hyperstep._backend import native_variable, require_tensorflow
 
 require_tensorflow("hyperstep.optim._fused (TensorFlow's fused update kernels)")
 
@@ -39,14 +39,11 @@ from hyperstep.optim._exact import ExactScalar  # noqa: E402
 _KERNEL_DTYPES = (tf.float32, tf.float64)
 
 
-def _variable(variable: Any) -> Any:
-    """The ``tf.Variable`` behind a Keras variable (TF's update path passes either)."""
-    return variable.value if isinstance(variable, keras.Variable) else variable
-
-
 def _scalar(value: Any, dtype: Any) -> Any:
+    """``value`` in ``dtype``: an :class:`ExactScalar` through its conversion (one cast per
+    graph and dtype, shared by every variable's update), a tensor cast."""
     if isinstance(value, ExactScalar):
-        value = value.tensor
+        return tf.convert_to_tensor(value, dtype)
     return tf.cast(value, dtype)
 
 
@@ -63,7 +60,7 @@ def decay(optimizer: Any, variable: Any, learning_rate: Any) -> None:
     weight_decay = optimizer.weight_decay
     if weight_decay is None or not optimizer._use_weight_decay(variable):
         return
-    var = _variable(variable)
+    var = native_variable(variable)
     keep = 1 - _scalar(learning_rate, var.dtype) * _scalar(weight_decay, var.dtype)
     var.assign(var * keep)
 
@@ -78,13 +75,13 @@ def adam_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
         optimizer._hs_base.update_step is keras.optimizers.Adam.update_step
         and not optimizer.amsgrad
         and isinstance(gradient, tf.Tensor)
-        and _variable(variable).dtype in _KERNEL_DTYPES
+        and native_variable(variable).dtype in _KERNEL_DTYPES
     )
 
 
 def adam(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> Any:
     """Keras's Adam update of ``variable`` with ``ResourceApplyAdam`` (see the module)."""
-    var = _variable(variable)
+    var = native_variable(variable)
     dtype = var.dtype
     t = tf.cast(optimizer.iterations + 1, dtype)
     beta_1 = _scalar(optimizer.beta_1, dtype)
@@ -92,8 +89,8 @@ def adam(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> An
     index = optimizer._get_variable_index(variable)
     return tf.raw_ops.ResourceApplyAdam(
         var=var.handle,
-        m=_variable(optimizer._momentums[index]).handle,
-        v=_variable(optimizer._velocities[index]).handle,
+        m=native_variable(optimizer._momentums[index]).handle,
+        v=native_variable(optimizer._velocities[index]).handle,
         beta1_power=tf.pow(beta_1, t),
         beta2_power=tf.pow(beta_2, t),
         lr=_scalar(learning_rate, dtype),

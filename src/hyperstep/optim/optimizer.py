@@ -22,7 +22,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep._backend import after
+from hyperstep._backend import after, native_variable
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -245,7 +245,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
             complements = {key: ops.cast(value, dtype) for key, value in complements.items()}
             step = ops.cast(step, dtype)
         gradient = ops.cast(gradient, dtype)
-        slots = Values({key: _native(self._slots[key][index]) for key in self._slots})
+        slots = Values({key: native_variable(self._slots[key][index]) for key in self._slots})
         result = self.rule.update(variable, gradient, slots, Values(hp, complements), step)
         if result is None:
             return
@@ -355,13 +355,6 @@ def _evaluate(hp: Any) -> tuple[Any, Any]:
     exact = ops.convert_to_tensor(1.0 - hp.schedule.value_, "float32")  # rounded once, as Keras
     plain = ops.logical_and(ops.isnan(hp.override.value), ops.equal(hp.scale, 1.0))
     return value, ops.where(plain, exact, 1.0 - value)
-
-
-def _native(variable: Any) -> Any:
-    """The backend variable behind a Keras variable (TensorFlow: its ``tf.Variable``)."""
-    if keras.backend.backend() == "tensorflow" and isinstance(variable, keras.Variable):
-        return variable.value
-    return variable
 
 
 def _serialize(hp: Any) -> Any:

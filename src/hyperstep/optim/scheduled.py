@@ -178,7 +178,7 @@ class ScheduledOptimizer:
         # hyperstep.optim._fused (every value constant: Keras's own code, bit-identical)
         state.fused = _TENSORFLOW and any(v is None for v in state.static.values())
         state.fused_decay = state.fused and _fused.decays_in_update(self)
-        if keras.backend.backend() == "jax":
+        if _JAX:
             # JAX trains statelessly: only `opt.variables` go into and out of the jitted
             # step, so the clock and the hyperparameters' state must be among them.
             # (each scalar in that state costs ~5 us per step: only the ones read)
