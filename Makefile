@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-slow lint bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,7 +22,11 @@ demo: $(VENV)/.demo-installed
 	$(BIN)/hyperstep demo
 
 test: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest src tests
+	$(BIN)/python -m pytest src tests -m "not slow"
+
+# compile-heavy checks (torch.compile, multi-worker): CI runs them after `make test`
+test-slow: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest tests -m slow || [ $$? -eq 5 ]
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests benchmarks examples
