@@ -203,6 +203,24 @@ def tf1_global_step(data: Data) -> Result:
     return Result(np.array(coefficients, np.float32), final)
 
 
+def tf2_eager_fed_step(data: Data) -> Result:
+    """Method 2 in TF2 eager: the step kept in Python, each op run eagerly.
+
+    The reference for eager forms: eager kernels (thread pool, vector width) may round a
+    reduction differently from a one-thread TF1 session, so an eager loop is compared with
+    this eager loop bit for bit, and with the session's result within float32 rounding.
+    """
+    weights = tf.Variable(data.weights)
+    coefficients = []
+    for t in range(len(data.inputs)):
+        coefficient = tf.cast(t, tf.float32) / 1000.0 + 0.01
+        with tf.GradientTape() as tape:
+            loss = _loss(data.inputs[t], data.labels[t], weights)
+        weights.assign_sub(coefficient * tape.gradient(loss, weights))
+        coefficients.append(coefficient.numpy())
+    return Result(np.array(coefficients, np.float32), weights.numpy())
+
+
 def has_path(source: Any, target: Any) -> bool:
     """Whether the op ``target`` depends (by data or control edges) on the op ``source``."""
     seen, stack = set(), [target]
@@ -331,6 +349,7 @@ if __name__ == "__main__":
         "tf1 in-graph step (ordered)": tf1_in_graph_step(data),
         "tf1 fed step": tf1_fed_step(data),
         "tf1 global_step + minimize": tf1_global_step(data),
+        "tf2 eager fed step": tf2_eager_fed_step(data),
     }
     runs.update(
         {
