@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import inspect
 import math
 import os
 from collections.abc import Mapping
@@ -22,7 +23,13 @@ from hyperstep._backend import require_tensorflow
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
 
-__all__ = ["LogHyperparameters", "collect", "infer_steps_per_epoch", "read_all"]
+__all__ = [
+    "LogHyperparameters",
+    "collect",
+    "infer_steps_per_epoch",
+    "read_all",
+    "savers_before",
+]
 
 FIELDS = ("value", "schedule", "scale", "override")
 
@@ -75,6 +82,33 @@ def infer_steps_per_epoch(clock: Any, params: Mapping[str, Any] | None) -> None:
     steps = (params or {}).get("steps")
     if getattr(clock, "steps_per_epoch", 0) is None and isinstance(steps, int) and steps > 0:
         clock.steps_per_epoch = steps
+
+
+def savers_before(callback: Any) -> list[str]:
+    """Names of the ``BackupAndRestore``/``ModelCheckpoint`` listed before ``callback`` in the
+    ``fit`` whose ``on_train_begin`` is running (``[]`` outside ``fit``).
+
+    Such a callback saves the training state at each epoch end *before* ``callback`` runs its
+    ``on_epoch_end``; a decision ``callback`` takes there would be missing from the saved state
+    and lost on resume. Keras gives a callback no handle on its list: it is read from the
+    calling ``keras.callbacks.CallbackList`` (the frame that called ``on_train_begin``).
+    """
+    savers = (keras.callbacks.BackupAndRestore, keras.callbacks.ModelCheckpoint)
+    frame = inspect.currentframe()
+    try:
+        caller = frame.f_back if frame is not None else None
+        for _ in range(4):  # this helper <- on_train_begin (<- super()) <- CallbackList
+            if caller is None:
+                break
+            owner = caller.f_locals.get("self")
+            if isinstance(owner, keras.callbacks.CallbackList):
+                listed = list(owner.callbacks)
+                ahead = next((i for i, c in enumerate(listed) if c is callback), 0)
+                return [type(c).__name__ for c in listed[:ahead] if isinstance(c, savers)]
+            caller = caller.f_back
+    finally:
+        del frame
+    return []
 
 
 def read_all(hyperparameters: Any) -> dict[str, float]:

@@ -18,7 +18,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from hyperstep.control.callbacks import infer_steps_per_epoch
+from hyperstep.control.callbacks import infer_steps_per_epoch, savers_before
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
@@ -80,6 +80,13 @@ class ReduceOnPlateau(keras.callbacks.Callback):
     force when the metric was measured, for History, CSVLogger and TensorBoard. Unlike
     Keras, ``on_train_begin`` does not reset the state; call :meth:`reset` to do so. In a
     custom loop, call :meth:`update` eagerly or inside a ``tf.function``.
+
+    Resume is exact in any callback order: for a validation metric (``val_...``) the
+    decision is taken when ``fit``'s validation ends (``on_test_end``, which every callback
+    gets before any ``on_epoch_end``), so ``BackupAndRestore`` and ``ModelCheckpoint`` always
+    save it. A training metric (``loss``) is known only at epoch end: then this callback must
+    be listed before those two, else ``fit`` fails at its start with an error naming the
+    order (before any state is saved).
 
     Args:
         target: The :class:`hyperstep.Hyperparameter` to control (or a scheduled optimizer,
@@ -172,6 +179,10 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         _check_compat(compat, mode, self.min_delta, self.rtol, self.min_value)
         self.monitor, self.factor, self.mode, self.compat = monitor, float(factor), mode, compat
         self.name, self.verbose = name, verbose
+        # fit's progress: the epoch running and the last one decided by on_test_end
+        self._fitting, self._in_force = False, 0.0
+        self._epoch: int | None = None
+        self._decided: int | None = None
         self._sign: float | None = _direction_from_name(monitor, mode)
         if compat == "optax" and self._sign == -1.0:
             raise _optax_max_error(monitor, mode)
@@ -338,9 +349,37 @@ class ReduceOnPlateau(keras.callbacks.Callback):
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         """Learn ``steps_per_epoch`` from ``fit`` if the clock lacks it; keep all state."""
         infer_steps_per_epoch(self.target.clock, self.params)
+        ahead = [] if self.monitor.startswith("val_") else savers_before(self)
+        if ahead:
+            raise InvalidArgumentError(
+                f"ReduceOnPlateau(monitor={self.monitor!r}) decides at each epoch end, after "
+                f"{', '.join(ahead)} (listed before it) saved the epoch: a resumed run would "
+                "miss that decision. List ReduceOnPlateau before BackupAndRestore and "
+                f"ModelCheckpoint in `callbacks=[...]`. Received: callbacks with {ahead[0]} "
+                "first"
+            )
+        self._fitting, self._epoch, self._decided = True, None, None
+
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        self._fitting = False
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._epoch = epoch
+
+    def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
+        """Inside ``fit``, decide on a ``val_`` metric here: before any ``on_epoch_end``."""
+        name = self.monitor.removeprefix("val_")
+        epoch = self._epoch if self._fitting else None
+        if epoch is not None and name != self.monitor and logs is not None and name in logs:
+            self._in_force = float(ops.convert_to_numpy(self.target.value))
+            self._decide(epoch, logs[name])
+            self._decided = epoch
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         logs = logs if logs is not None else {}
+        if self._decided == epoch and self.monitor in logs:
+            logs[self.target.name] = self._in_force  # decided by on_test_end
+            return
         if self.monitor not in logs:
             raise InvalidArgumentError(
                 f"ReduceOnPlateau(monitor={self.monitor!r}) found no {self.monitor!r} in the "
@@ -348,7 +387,10 @@ class ReduceOnPlateau(keras.callbacks.Callback):
                 "validation data to fit() (every epoch) or monitor one of these keys."
             )
         logs[self.target.name] = float(ops.convert_to_numpy(self.target.value))
-        reduced = self.update(logs[self.monitor])
+        self._decide(epoch, logs[self.monitor])
+
+    def _decide(self, epoch: int, value: Any) -> None:
+        reduced = self.update(value)
         if self.verbose and bool(ops.convert_to_numpy(reduced)):
             value = float(ops.convert_to_numpy(self.target.value))
             print(
