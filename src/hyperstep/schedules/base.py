@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -27,6 +28,8 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 _TORCH = keras.backend.backend() == "torch"
 
 PACKAGE = "hyperstep"
+#: the deepest nesting of schedules a config may hold (``hs.parse``'s limit)
+MAX_DEPTH = 100
 Number = int | float
 ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an expression string
 
@@ -66,7 +69,19 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Schedule:
-        return cls(**{key: _deserialize(value) for key, value in config.items()})
+        if _LOADING.depth == 0:  # the outermost config: its nesting is checked once
+            depth = 1 + _config_depth(config)
+            if depth > MAX_DEPTH:
+                raise InvalidArgumentError(
+                    f"A schedule config nests {depth} schedules deep; at most {MAX_DEPTH} "
+                    f"levels are accepted (as in hs.parse). Received: config of a "
+                    f"{cls.__name__} nested {depth} levels"
+                )
+        _LOADING.depth += 1
+        try:
+            return cls(**{key: _deserialize(value) for key, value in config.items()})
+        finally:
+            _LOADING.depth -= 1
 
     def children(self) -> list[Schedule]:
         """Return the schedules this one is built from (for tree walks)."""
@@ -249,7 +264,7 @@ class Epoch(Schedule):
     def __repr__(self) -> str:
         if self.steps_per_epoch is None:
             return "epoch"
-        return f"floor(step / {self.steps_per_epoch})"
+        return f"floor(step / {float(self.steps_per_epoch)!r})"  # what parse reads back
 
 
 def bind_epochs(schedule: Schedule, steps_per_epoch: int) -> Schedule:
@@ -332,6 +347,55 @@ class BinaryOp(Schedule):
             left = _wrap(self.left, p if p != 10 else p + 1)
             right = _wrap(self.right, p + 1)
         return f"{left} {self.op} {right}"
+
+
+@register
+class Chain(Schedule):
+    """A comparison chain ``a < b <= c``: 1.0 where every comparison holds, else 0.0.
+
+    ``value(step) = (a < b) * (b <= c) * ...`` with each operand evaluated once (as Python
+    evaluates a chain), so a chain costs time linear in its size.
+
+    Example:
+        >>> s = Chain(["<", "<="], [10, Step(), 20])
+        >>> s, [float(v) for v in s([5, 15, 20, 25])]
+        (10.0 < step <= 20.0, [0.0, 1.0, 1.0, 0.0])
+    """
+
+    keyword = "chain"
+    precedence = 10
+
+    def __init__(self, comparisons: Sequence[str], operands: Sequence[ScheduleLike]) -> None:
+        valid = [op for op, (p, _) in _BINARY.items() if p == 10]
+        if isinstance(comparisons, str) or not all(op in valid for op in comparisons):
+            raise InvalidArgumentError(
+                f"`Chain(comparisons=...)` must be a list of {valid}. "
+                f"{received('comparisons', comparisons)}"
+            )
+        if len(operands) != len(comparisons) + 1 or len(comparisons) < 1:
+            raise InvalidArgumentError(
+                "`Chain(operands=...)` needs one operand more than comparisons. "
+                f"Received: comparisons={list(comparisons)}, {len(operands)} operands"
+            )
+        self.comparisons = list(comparisons)
+        self.operands = [as_schedule(o, name=f"operands[{i}]") for i, o in enumerate(operands)]
+
+    def value(self, step: Any) -> Any:
+        values = [operand.value(step) for operand in self.operands]
+        result = None
+        for op, left, right in zip(self.comparisons, values, values[1:], strict=False):
+            term = _BINARY[op][1](left, right)
+            result = term if result is None else ops.multiply(result, term)
+        return result
+
+    def arguments(self) -> dict[str, Any]:
+        return {"comparisons": list(self.comparisons), "operands": list(self.operands)}
+
+    def __repr__(self) -> str:
+        parts = [_wrap(self.operands[0], 11)]
+        for op, operand in zip(self.comparisons, self.operands[1:], strict=True):
+            parts += [op, _wrap(operand, 11)]
+        return " ".join(parts)
 
 
 @register
@@ -584,6 +648,27 @@ def _serialize(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_serialize(v) for v in value]
     return value
+
+
+class _Loading(threading.local):
+    depth = 0  # from_config calls running in this thread
+
+
+_LOADING = _Loading()
+
+
+def _config_depth(config: Any) -> int:
+    """How many schedule configs (dicts with a ``class_name``) nest inside ``config``."""
+    deepest, stack = 0, [(config, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, Mapping):
+            depth += "class_name" in value
+            deepest = max(deepest, depth)
+            stack.extend((v, depth) for v in value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, depth) for v in value)
+    return deepest
 
 
 def _deserialize(value: Any) -> Any:

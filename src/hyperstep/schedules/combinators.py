@@ -52,11 +52,12 @@ class Warmup(Schedule):
         self.start = check_number("warmup", "start", start)
 
     def value(self, step: Any) -> Any:
-        peak = self.schedule.value(ops.zeros((), dtype="float32"))  # one scalar, broadcast
-        ramp = self.start + (peak - self.start) * (step / self.steps)
-        # the wrapped schedule never sees a negative step, even where its value is unused
-        after = self.schedule.value(ops.maximum(step - self.steps, 0.0))
-        return ops.where(step < self.steps, ramp, after)
+        # One evaluation of the wrapped schedule (nested warmups stay linear): at step 0
+        # (the peak) during the ramp, at ``step - steps`` after it -- never a negative step.
+        ramping = step < self.steps
+        inner = self.schedule.value(ops.where(ramping, 0.0, step - self.steps))
+        ramp = self.start + (inner - self.start) * (step / self.steps)
+        return ops.where(ramping, ramp, inner)
 
     def arguments(self) -> dict[str, Any]:
         return {"schedule": self.schedule, "steps": self.steps, "start": self.start}

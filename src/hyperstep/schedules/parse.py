@@ -37,7 +37,16 @@ from typing import Any
 
 from hyperstep.errors import ScheduleSyntaxError
 from hyperstep.schedules import base
-from hyperstep.schedules.base import FUNCTIONS, BinaryOp, Epoch, Function, Negate, Schedule, Step
+from hyperstep.schedules.base import (
+    FUNCTIONS,
+    BinaryOp,
+    Chain,
+    Epoch,
+    Function,
+    Negate,
+    Schedule,
+    Step,
+)
 
 #: the longest expression accepted, in characters
 MAX_LENGTH = 10_000
@@ -46,7 +55,7 @@ MAX_DEPTH = 100
 
 _NAMES = ("step", "epoch")
 #: keywords of base nodes that are written as syntax, not as calls
-_SYNTAX_NODES = frozenset({"step", "epoch", "binary", "negate", "function"})
+_SYNTAX_NODES = frozenset({"step", "epoch", "binary", "chain", "negate", "function"})
 _BINOPS: dict[type, str] = {
     ast.Add: "+",
     ast.Sub: "-",
@@ -331,18 +340,26 @@ class _Reader:
         raise self.error(node, "only the unary operators - and + are allowed")
 
     def compare(self, node: ast.Compare) -> Schedule:
-        left = self.schedule(node.left)
-        result: Schedule | None = None
-        for op_node, right_node in zip(node.ops, node.comparators, strict=True):
+        # a chain of n comparisons builds n nested products: they count against the limit
+        over = self.depth + len(node.ops) - MAX_DEPTH
+        if over > 0:
+            raise self.error(
+                node.comparators[len(node.ops) - over],
+                f"the comparison chain is nested too deeply ({len(node.ops)} comparisons nest "
+                f"as many levels; at most {MAX_DEPTH} levels in all)",
+            )
+        comparisons = []
+        for op_node in node.ops:
             op = _COMPARE.get(type(op_node))
             if op is None:
                 raise self.error(node, "only the comparisons < <= > >= == != are allowed")
-            right = self.schedule(right_node)
-            term = self.construct(node, BinaryOp, {"op": op, "left": left, "right": right})
-            result = term if result is None else result * term  # a chain means "and"
-            left = right
-        assert result is not None  # ast guarantees at least one comparison
-        return result
+            comparisons.append(op)
+        operands = [self.schedule(n) for n in [node.left, *node.comparators]]
+        if len(comparisons) == 1:
+            left, right = operands
+            return self.construct(node, BinaryOp, {"op": op, "left": left, "right": right})
+        # a chain means "and"; each operand is evaluated once
+        return self.construct(node, Chain, {"comparisons": comparisons, "operands": operands})
 
     # ---- calls ----------------------------------------------------------------------------
     def call(self, node: ast.Call) -> Schedule:
