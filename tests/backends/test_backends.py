@@ -19,13 +19,12 @@ import pytest
 WORKER = Path(__file__).with_name("worker.py")
 BACKENDS = ("tensorflow", "jax", "torch")
 OTHERS = ("jax", "torch")
-TIMEOUT = 240
 
 
 @pytest.fixture(scope="module")
 def results(workers: Any) -> dict[str, Any]:
     """Run the worker under every backend, all at once; return ``{backend: result}``."""
-    found: dict[str, Any] = workers(WORKER, BACKENDS, TIMEOUT)
+    found: dict[str, Any] = workers(WORKER, BACKENDS)
     return found
 
 

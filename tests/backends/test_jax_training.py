@@ -18,14 +18,13 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError
 
 WORKER = Path(__file__).with_name("training_worker.py")
 BACKENDS = ("tensorflow", "jax", "torch")
-TIMEOUT = 240
 STEPS, SET_AT, CLEAR_AT = 12, 5, 8  # as in training_worker.py
 
 
 @pytest.fixture(scope="module")
 def results(workers: Any) -> dict[str, Any]:
     """Run the worker under every backend, all at once; return ``{backend: result}``."""
-    found: dict[str, Any] = workers(WORKER, BACKENDS, TIMEOUT)
+    found: dict[str, Any] = workers(WORKER, BACKENDS)
     return found
 
 

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-TIMEOUT = 240
 #: Keras optimizers with a torch implementation (keras/src/backend/torch/optimizers)
 CONSTANT = {
     "SGD": "SGD(0.1, momentum=0.9, nesterov=True)",
@@ -162,7 +161,7 @@ def main() -> None:
 # ---- the tests (any backend: the worker runs in its own process) ----------------------------
 @pytest.fixture(scope="module")
 def results(workers: Any) -> dict[str, Any]:
-    found: dict[str, Any] = workers(Path(__file__), ["torch"], TIMEOUT)["torch"]
+    found: dict[str, Any] = workers(Path(__file__), ["torch"])["torch"]
     assert found["backend"] == "torch"
     return found
 

@@ -44,7 +44,7 @@ def steps_in(path: Path) -> list[int]:
 
 
 def test_sigkill_then_the_same_command_ends_like_the_uninterrupted_run(
-    tmp_path: Path, read_weights: Any
+    tmp_path: Path, read_weights: Any, hang_timeout: float
 ) -> None:
     out, reference = tmp_path / "killed", tmp_path / "uninterrupted"
     command = [sys.executable, "-m", "hyperstep", "demo", "--out", str(out), *ARGS]
@@ -53,7 +53,7 @@ def test_sigkill_then_the_same_command_ends_like_the_uninterrupted_run(
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=hang_timeout,
     )
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-2000:] + killed.stderr[-2000:]
     state = json.loads((out / "checkpoint" / "state.json").read_text())

@@ -171,13 +171,13 @@ def test_unwritable_out_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "cannot write" in capsys.readouterr().err
 
 
-def test_python_dash_m_entry_point_shows_plot_help() -> None:
+def test_python_dash_m_entry_point_shows_plot_help(hang_timeout: float) -> None:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     done = subprocess.run(
         [sys.executable, "-m", "hyperstep", "plot", "--help"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=hang_timeout,
         env=env,
         check=False,
     )

@@ -30,10 +30,10 @@ _SPEC.loader.exec_module(CHECKS)  # constants only: the checks run in a subproce
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, Any]:
+def results(hang_timeout: float) -> dict[str, Any]:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
     done = subprocess.run(
-        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=240, env=env
+        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=hang_timeout, env=env
     )
     assert done.returncode == 0, done.stderr[-6000:]
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]

@@ -128,7 +128,7 @@ def _worker(tmp_path):
     # loop with tf.train.Checkpoint and in fit() with BackupAndRestore (epoch ends: 4k + 3)
     [("loop", 2), ("loop", 10), ("loop", 17), ("fit", 7), ("fit", 11)],
 )
-def test_resume_after_sigkill_equals_the_uninterrupted_run(tmp_path, mode, kill_at):
+def test_resume_after_sigkill_equals_the_uninterrupted_run(tmp_path, mode, kill_at, hang_timeout):
     path, worker = _worker(tmp_path)
     directory = str(tmp_path / "state")
     env = {**os.environ, "PYTHONHASHSEED": "0"}
@@ -137,7 +137,7 @@ def test_resume_after_sigkill_equals_the_uninterrupted_run(tmp_path, mode, kill_
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=hang_timeout,
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     resumed_trace, resumed_weights = worker[mode](directory)
