@@ -46,6 +46,24 @@ def test_no_hyperstep_or_dtype_warning(results: dict[str, Any], backend: str) ->
     assert results[backend]["warnings"] == []
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_steps_and_durations_up_to_2_53_on_every_backend(
+    results: dict[str, Any], backend: str
+) -> None:
+    # the closed forms in float64 (these steps are exact in float32); JAX once raised
+    # "OverflowError: Python int 10000000000 too large to convert to int32"
+    steps = np.array([0, 10**9, 2**40, 2**52, 2**53], np.float64)
+    cosine = 500.0 * (1 + np.cos(np.pi * np.minimum(steps, 1e10) / 1e10))
+    expected = {
+        "cosine(1000.0, steps=10000000000.0)": cosine,
+        "linear(0.0, 1.0, steps=9007199254740992.0)": steps / 2**53,
+    }
+    got = results[backend]["big_steps"]
+    for text, values in expected.items():
+        for form in (text, text + " (scalar)"):
+            np.testing.assert_allclose(got[form], values, rtol=1e-5, atol=1e-6, err_msg=form)
+
+
 @pytest.mark.parametrize("backend", OTHERS)
 def test_schedule_values_match_tensorflow_up_to_float32_rounding(
     results: dict[str, Any], backend: str

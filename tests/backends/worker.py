@@ -124,6 +124,26 @@ def check_schedules() -> dict[str, list[float]]:
     return values
 
 
+#: steps and durations up to 2**53 (JAX's default integer is int32)
+BIG_STEPS = [0, 10**9, 2**40, 2**52, 2**53]
+
+
+def check_big_steps() -> dict[str, list[float]]:
+    """``cosine(1000.0, 10**10)`` and ``linear(0, 1, 2**53)`` at Python-int and int64 steps."""
+    import keras
+    import numpy as np
+
+    import hyperstep as hs
+
+    values = {}
+    for schedule in (hs.schedules.cosine(1000.0, 10**10), hs.schedules.linear(0, 1, 2**53)):
+        vector = keras.ops.convert_to_numpy(schedule(np.array(BIG_STEPS, np.int64)))
+        scalar = [float(keras.ops.convert_to_numpy(schedule(step))) for step in BIG_STEPS]
+        values[repr(schedule)] = [float(v) for v in vector]
+        values[repr(schedule) + " (scalar)"] = scalar
+    return values
+
+
 def check_fit(tmp: str) -> dict[str, Any]:
     """``model.fit`` with the scheduled optimizer, a plateau, and changes from a callback."""
     import keras
@@ -411,6 +431,7 @@ def main() -> None:
         }
         with tempfile.TemporaryDirectory() as tmp:
             result["schedules"] = check_schedules()
+            result["big_steps"] = check_big_steps()
             result["step_optimizer"] = check_step_optimizer()
             result["loop"] = check_loop(backend)
             if backend != "tensorflow":

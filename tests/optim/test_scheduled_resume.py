@@ -126,7 +126,14 @@ def _worker(tmp_path):
     ("mode", "kill_at"),
     # five kill points: before, inside and after the override window (9..14), in a custom
     # loop with tf.train.Checkpoint and in fit() with BackupAndRestore (epoch ends: 4k + 3)
-    [("loop", 2), ("loop", 10), ("loop", 17), ("fit", 7), ("fit", 11)],
+    # (three in `make test-slow`: each kills and restarts a process, 5-9 s on 2 cores)
+    [
+        pytest.param("loop", 2, marks=pytest.mark.slow),
+        ("loop", 10),
+        pytest.param("loop", 17, marks=pytest.mark.slow),
+        ("fit", 7),
+        pytest.param("fit", 11, marks=pytest.mark.slow),
+    ],
 )
 def test_resume_after_sigkill_equals_the_uninterrupted_run(tmp_path, mode, kill_at, hang_timeout):
     path, worker = _worker(tmp_path)

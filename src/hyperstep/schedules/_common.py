@@ -38,7 +38,14 @@ def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) 
     number = float(value)
     if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         raise InvalidArgumentError(f"`{owner}({name}=...)` must be {what}. {received(name, value)}")
-    return int(number) if number.is_integer() else number
+    return _exact(number)
+
+
+def _exact(number: float) -> int | float:
+    """An integral ``number`` as ``int`` (so ``repr`` writes ``steps=100``) while it fits
+    int32: larger ones stay floats, which every backend mixes with float32 tensors (JAX
+    refuses a Python int beyond int32) and ``repr`` writes in a form ``hs.parse`` reads."""
+    return int(number) if number.is_integer() and abs(number) < 2**31 else number
 
 
 def check_positive(owner: str, name: str, value: Any) -> float:
@@ -47,6 +54,22 @@ def check_positive(owner: str, name: str, value: Any) -> float:
     if number <= 0:
         raise InvalidArgumentError(
             f"`{owner}({name}=...)` must be a number > 0. {received(name, value)}"
+        )
+    return number
+
+
+def check_factor(owner: str, name: str, value: Any) -> float:
+    """Return a factor > 0 that stays a positive finite number in float32 (schedules compute
+    in float32: a factor rounding to 0 or inf there divides by zero or overflows)."""
+    number = check_positive(owner, name, value)
+    try:
+        rounded = struct.unpack("f", struct.pack("f", number))[0]
+    except OverflowError:  # beyond float32's largest finite value
+        rounded = math.inf
+    if rounded == 0.0 or math.isinf(rounded):
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` rounds to {rounded} in float32, in which schedules "
+            "compute; use a factor between 1e-38 and 3e38. " + received(name, value)
         )
     return number
 
@@ -100,7 +123,7 @@ def check_boundaries(owner: str, name: str, value: Any) -> list[int | float]:
                 f"`{owner}({name}=...)` must be sorted and unique; found {a:g} before {b:g}. "
                 f"{received(name, value)} Write them in increasing order, each once."
             )
-    return [int(b) if b.is_integer() else b for b in numbers]
+    return [_exact(b) for b in numbers]
 
 
 def _f32(value: float) -> Any:

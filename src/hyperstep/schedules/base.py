@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import keras
+import numpy as np
 from keras import ops
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -53,6 +54,10 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
     positional: ClassVar[int] = 0
 
     def __call__(self, step: Any) -> Any:
+        if isinstance(step, (int, float, list, tuple, np.ndarray, np.number)):
+            # to float32 on the host: a Python or NumPy int beyond int32 (JAX's default
+            # integer) reaches every backend, rounded as a cast would round it
+            step = np.asarray(step).astype(np.float32)
         return self.value(ops.cast(ops.convert_to_tensor(step), "float32"))
 
     def value(self, step: Any) -> Any:

@@ -7,6 +7,7 @@ Like the other families they are pure float32 functions of the step written with
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from keras import ops
@@ -17,8 +18,8 @@ from hyperstep.schedules._common import (
     _f32,
     _power,
     check_choice,
+    check_factor,
     check_flag,
-    check_positive,
     check_steps,
 )
 from hyperstep.schedules.base import Schedule, check_number, register
@@ -72,7 +73,13 @@ class Cyclic(Schedule):
             None if steps_down is None else check_steps("cyclic", "steps_down", steps_down)
         )
         self.mode = check_choice("cyclic", "mode", mode, ("triangular", "triangular2", "exp_range"))
-        self.gamma = check_positive("cyclic", "gamma", gamma)
+        self.gamma = check_factor("cyclic", "gamma", gamma)
+        if self.mode == "exp_range" and self.gamma > 1.0:
+            raise InvalidArgumentError(
+                "`cyclic(gamma=...)` must be at most 1 with mode='exp_range': gamma ** step "
+                "then grows without bound and overflows float32 (NaN at a cycle start) after "
+                f"{math.log(3.4e38) / math.log(self.gamma):.0f} steps. {received('gamma', gamma)}"
+            )
 
     def value(self, step: Any) -> Any:
         up = self.steps_up
@@ -154,8 +161,8 @@ class OneCycle(Schedule):
                 f"`one_cycle(pct_start=...)` must be a number in (0, 1). "
                 f"{received('pct_start', pct_start)}"
             )
-        self.div_factor = check_positive("one_cycle", "div_factor", div_factor)
-        self.final_div_factor = check_positive("one_cycle", "final_div_factor", final_div_factor)
+        self.div_factor = check_factor("one_cycle", "div_factor", div_factor)
+        self.final_div_factor = check_factor("one_cycle", "final_div_factor", final_div_factor)
         self.anneal = check_choice("one_cycle", "anneal", anneal, ("cos", "linear"))
         self.three_phase = check_flag("one_cycle", "three_phase", three_phase)
         self.compat = check_choice("one_cycle", "compat", compat, ("torch", "optax"))

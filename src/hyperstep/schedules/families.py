@@ -41,6 +41,7 @@ from hyperstep.schedules._common import (
     _power,
     check_boundaries,
     check_choice,
+    check_factor,
     check_flag,
     check_numbers,
     check_positive,
@@ -136,7 +137,7 @@ class Exponential(Schedule):
         end: float | None = None,
     ) -> None:
         self.start = check_number("exponential", "start", start)
-        self.rate = check_positive("exponential", "rate", rate)
+        self.rate = check_factor("exponential", "rate", rate)
         self.every = check_steps("exponential", "every", every)
         self.staircase = check_flag("exponential", "staircase", staircase)
         self.begin = check_steps("exponential", "begin", begin, allow_zero=True)
