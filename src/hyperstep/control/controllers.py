@@ -238,6 +238,11 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         outside it across workers (every worker must then call ``update``). ``reduce=None``
         trusts the value to be equal everywhere already. Without a strategy it does nothing.
         """
+        if value is None or isinstance(value, (str, bytes, bool, dict, list, tuple)):
+            raise InvalidTypeError(
+                f"`ReduceOnPlateau.update(value=...)` takes the monitored metric, a number or "
+                f"a scalar tensor. {received('value', value)}"
+            )
         value = _reduce(value, reduce, self.target.scale)
         sign = self._direction()
         concrete = _concrete_float(value)

@@ -140,6 +140,11 @@ class Hyperparameter(keras.layers.Layer):
                 clock's step, ``scale``, ``override``) are not in the stateless state being
                 traced: the compiled function would keep their values at tracing time.
         """
+        if step is None or isinstance(step, (str, bytes, bool, dict)):
+            raise InvalidTypeError(
+                f"`Hyperparameter.at(step=...)` takes a number, an array or a tensor of steps. "
+                f"{received('step', step)}"
+            )
         if _JAX:
             self._check_mapped()
         if _TORCH:

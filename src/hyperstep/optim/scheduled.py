@@ -154,6 +154,7 @@ class ScheduledOptimizer:
         state = _state(self)
         if isinstance(clock, dict):
             clock = keras.saving.deserialize_keras_object(clock)
+        _check_install(self._hs_base, given, clock, advance, groups)
         if clock is None:
             clock = Clock(name=f"{self.name}_clock")
         self.clock = clock
@@ -421,6 +422,41 @@ class ScheduledOptimizer:
         return list(getattr(self, "_trainable_variables", []) or [])
 
 
+def _check_install(base: type, given: Any, clock: Any, advance: Any, groups: Any) -> None:
+    """The arguments of a scheduled optimizer (from ``hs.scheduled`` or a config).
+
+    A ValueError even for a wrong type: Keras rewraps a TypeError raised by ``from_config``
+    into a long message of its own."""
+    where = f"Scheduled{base.__name__}"
+    if not isinstance(given, dict):
+        raise InvalidArgumentError(
+            f"`{where}(hyperparameters=...)` must be a dict of name -> schedule. "
+            f"{received('hyperparameters', given)}"
+        )
+    valid = _introspect.numeric_names(base)
+    unknown = sorted(set(given) - set(valid))
+    if unknown:
+        raise InvalidArgumentError(
+            f"`{where}(hyperparameters=...)` names {unknown}, which are not numeric "
+            f"hyperparameters of {base.__name__}. Valid: {', '.join(valid)}. "
+            f"Received: hyperparameters with {unknown[0]!r}"
+        )
+    if clock is not None and not isinstance(clock, Clock):
+        raise InvalidArgumentError(
+            f"`{where}(clock=...)` must be an `hs.Clock` (or its config) or None. "
+            f"{received('clock', clock)}"
+        )
+    if advance is not None and not isinstance(advance, bool):
+        raise InvalidArgumentError(
+            f"`{where}(advance=...)` must be True, False or None. {received('advance', advance)}"
+        )
+    if isinstance(groups, (str, bytes, dict)) or not isinstance(groups, (list, tuple)):
+        raise InvalidArgumentError(
+            f"`{where}(groups=...)` must be a list of `hs.Group` objects. "
+            f"{received('groups', groups)}"
+        )
+
+
 def _serialized(hyperparameters: dict[str, Hyperparameter]) -> dict[str, Any]:
     return {
         name: keras.saving.serialize_keras_object(hp._raw_schedule)
@@ -543,6 +579,11 @@ def scheduled(
         raise InvalidTypeError(
             f"`hs.scheduled(advance=...)` must be True, False or None. "
             f"{received('advance', advance)}"
+        )
+    if isinstance(groups, (str, bytes, dict)) or not isinstance(groups, (list, tuple)):
+        raise InvalidTypeError(
+            "`hs.scheduled(groups=...)` must be a list of `hs.Group` objects. "
+            f"{received('groups', groups)}"
         )
     _introspect.check_names(optimizer, list(hyperparameters))
     given = {name: as_schedule(value, name=name) for name, value in hyperparameters.items()}

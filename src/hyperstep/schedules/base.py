@@ -54,6 +54,11 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
     positional: ClassVar[int] = 0
 
     def __call__(self, step: Any) -> Any:
+        if step is None or isinstance(step, (str, bytes, bool, dict)):
+            raise InvalidTypeError(
+                f"A schedule takes a step: a number, an array or a tensor of steps. "
+                f"{received('step', step)}"
+            )
         if isinstance(step, (int, float, list, tuple, np.ndarray, np.number)):
             # to float32 on the host: a Python or NumPy int beyond int32 (JAX's default
             # integer) reaches every backend, rounded as a cast would round it
@@ -74,6 +79,17 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Schedule:
+        valid = list(_defaults(cls)) + [
+            p.name
+            for p in inspect.signature(cls).parameters.values()
+            if p.default is inspect.Parameter.empty
+        ]
+        unknown = sorted(set(config) - set(valid))
+        if unknown:
+            raise InvalidArgumentError(
+                f"A {cls.__name__} config has unknown fields {unknown}; its fields are "
+                f"{sorted(valid)}. Received: config={dict(config)!r}"
+            )
         if _LOADING.depth == 0:  # the outermost config: its nesting is checked once
             depth = 1 + _config_depth(config)
             if depth > MAX_DEPTH:
