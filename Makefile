@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo test test-slow test-oldest lint bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,6 +28,20 @@ test: $(VENV)/.dev-installed
 test-slow: $(VENV)/.dev-installed
 	$(BIN)/python -m pytest tests -m slow || [ $$? -eq 5 ]
 
+# the oldest Keras and TensorFlow that pyproject claims, in a second venv: the schedule,
+# optimizer and control tests (tests needing a newer Keras skip, saying so)
+OLDEST := .venv-oldest
+$(OLDEST)/.installed: pyproject.toml
+	$(PY) -m venv $(OLDEST)
+	$(OLDEST)/bin/pip install -q --upgrade pip
+	$(OLDEST)/bin/pip install -q -e . "keras==3.10.0" "tensorflow-cpu==2.19.1" pytest hypothesis \
+		jax optax "torch==2.13.0"
+	touch $@
+
+test-oldest: $(OLDEST)/.installed
+	$(OLDEST)/bin/python -m pytest tests/schedules tests/optim tests/control tests/test_clock.py \
+		-m "not slow"
+
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
@@ -37,4 +51,4 @@ bench: $(VENV)/.dev-installed
 	@for f in benchmarks/[!_]*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info
+	rm -rf $(VENV) $(OLDEST) build dist src/*.egg-info

@@ -65,14 +65,33 @@ SCHEDULED = {
 }
 
 
+def _older_keras(name):
+    """A skip for an optimizer this Keras lacks or cannot run itself (make test-oldest)."""
+    base = name.split("-")[0]
+    if not hasattr(K, base):
+        return pytest.mark.skip(reason=f"keras.optimizers.{base} is not in Keras {keras.version()}")
+    if base == "Muon" and keras.version().startswith("3.10."):
+        return pytest.mark.skip(
+            reason="Keras 3.10's own Muon fails on TensorFlow variables ('ResourceVariable' "
+            "object has no attribute 'path'); Keras 3.15 runs it"
+        )
+    return ()
+
+
+def _cases(names):
+    return [pytest.param(*name, marks=_older_keras(name[0])) for name in names]
+
+
 def test_the_optimizer_table_covers_every_keras_optimizer():
     names = {
         n
         for n in dir(K)
         if isinstance(getattr(K, n), type) and issubclass(getattr(K, n), K.Optimizer)
     }
-    covered = {key.split("-")[0] for key in OPTIMIZERS}
-    assert names - covered == {"Optimizer", "LossScaleOptimizer", "MultiOptimizer"}
+    # the table holds optimizers of newer Kerases too (skipped where missing)
+    covered = {key.split("-")[0] for key in OPTIMIZERS if hasattr(K, key.split("-")[0])}
+    wrappers = {"Optimizer", "LossScaleOptimizer", "MultiOptimizer"}
+    assert names - covered == wrappers & names
 
 
 def _model():
@@ -116,7 +135,7 @@ COMPILED = ["SGD-momentum-nesterov", "AdamW", "Nadam", "Ftrl", "Adam-ema", "Adam
 CASES = [(name, False) for name in OPTIMIZERS] + [(name, True) for name in COMPILED]
 
 
-@pytest.mark.parametrize(("name", "compiled"), CASES)
+@pytest.mark.parametrize(("name", "compiled"), _cases(CASES))
 def test_constant_values_give_bit_identical_weights(name, compiled):
     make = OPTIMIZERS[name]
     with _no_arithmetic_rewrites():
@@ -143,7 +162,7 @@ def _schedules(name, optimizer):
 FUSED = {"Adam", "AdamW"}
 
 
-@pytest.mark.parametrize("name", list(SCHEDULED))
+@pytest.mark.parametrize("name", _cases([(n,) for n in SCHEDULED]))
 def test_schedules_match_setting_the_plain_optimizer_before_each_step(name):
     make = OPTIMIZERS[name]
     schedules = _schedules(name, make())

@@ -9,6 +9,7 @@ One vocabulary for Python, the command line and config files::
 
 from hyperstep.schedules.base import (
     BinaryOp,
+    Chain,
     Constant,
     Epoch,
     Function,
@@ -50,6 +51,7 @@ constant = Constant
 
 __all__ = [
     "BinaryOp",
+    "Chain",
     "Constant",
     "Cosine",
     "CosineRestarts",
