@@ -340,13 +340,14 @@ class _Reader:
         raise self.error(node, "only the unary operators - and + are allowed")
 
     def compare(self, node: ast.Compare) -> Schedule:
-        # a chain of n comparisons builds n nested products: they count against the limit
+        # each comparison of a chain counts one level against the limit (as the nested
+        # "and"s it means would)
         over = self.depth + len(node.ops) - MAX_DEPTH
         if over > 0:
             raise self.error(
                 node.comparators[len(node.ops) - over],
-                f"the comparison chain is nested too deeply ({len(node.ops)} comparisons nest "
-                f"as many levels; at most {MAX_DEPTH} levels in all)",
+                f"the expression is nested too deeply: a chain of {len(node.ops)} comparisons "
+                f"counts one level each (at most {MAX_DEPTH} levels in all)",
             )
         comparisons = []
         for op_node in node.ops:
