@@ -101,6 +101,18 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
             return self
         return type(self)(**{key: walk(value) for key, value in self.arguments().items()})
 
+    @property
+    def natural_steps(self) -> int | float | None:
+        """The step from which the schedule has reached its end, or None if it has none.
+
+        ``cosine(1e-3, steps=9000)`` has 9000; ``warmup(s, steps=W)`` has ``W`` plus that of
+        ``s``; arithmetic and functions take the largest of their operands'; a schedule that
+        never ends (``step``, ``exponential``, ``inverse_sqrt``) has None. ``hyperstep plot``
+        uses it when ``--steps`` is not given.
+        """
+        found = [n for n in (c.natural_steps for c in self.children()) if n is not None]
+        return max(found) if found else None
+
     # ---- repr ---------------------------------------------------------------------------
     def __repr__(self) -> str:
         args = self.arguments()
