@@ -301,13 +301,60 @@ _BINARY: dict[str, tuple[int, Callable[[Any, Any], Any]]] = {
     "-": (20, ops.subtract),
     "*": (30, ops.multiply),
     "/": (30, ops.divide),
+    "//": (30, ops.floor_divide),  # Python's: floor(a / b), also for negative operands
+    "%": (30, ops.mod),  # Python's: a - b * floor(a / b), the sign of b
     "**": (50, ops.power),
 }
+#: the same operators on Python floats, to fold constant sub-expressions in float64
+_PYTHON: dict[str, Callable[[float, float], Any]] = {
+    "<": lambda a, b: float(a < b),
+    "<=": lambda a, b: float(a <= b),
+    ">": lambda a, b: float(a > b),
+    ">=": lambda a, b: float(a >= b),
+    "==": lambda a, b: float(a == b),
+    "!=": lambda a, b: float(a != b),
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+    "//": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+    "**": lambda a, b: a**b,
+}
+
+
+def _folded(schedule: Schedule) -> float | None:
+    """The number a tree of constants computes, folded in float64; None if it uses the step."""
+    if isinstance(schedule, Constant):
+        return schedule.value_
+    return getattr(schedule, "_fold", None)
+
+
+def _fold_with(function: Callable[..., Any], args: Sequence[Schedule]) -> float | None:
+    """``function(*numbers)`` in Python float64 when every argument is constant, else None.
+
+    Constant sub-expressions such as ``(0.001 - 1e-05) / (15 - 1)`` are computed once in
+    float64 and rounded to float32 once, as Python computes them in a hand-written
+    schedule, instead of rounding every intermediate result to float32.
+    """
+    numbers = [_folded(a) for a in args]
+    if any(n is None for n in numbers):
+        return None
+    try:
+        result = function(*numbers)
+    except (ArithmeticError, ValueError, TypeError):
+        return None  # 1 / 0, log(0), ...: left to the float32 ops (inf, nan)
+    if isinstance(result, bool) or not isinstance(result, (int, float)):
+        return None  # e.g. a complex power
+    result = float(result)
+    return result if math.isfinite(result) else None
 
 
 @register
 class BinaryOp(Schedule):
-    """``left OP right`` for OP in ``+ - * / **`` and the comparisons (1.0 true, 0.0 false).
+    """``left OP right`` for OP in ``+ - * / // % **`` and the comparisons (1.0 true, 0.0
+    false). ``//`` and ``%`` follow Python (``-7 % 3 == 2``, ``-7 // 3 == -3``). A constant
+    sub-expression is computed in float64 and rounded to float32 once.
 
     Example:
         >>> s = Step() / 1000 + 0.01
@@ -328,8 +375,11 @@ class BinaryOp(Schedule):
         self.left = as_schedule(left, name="left")
         self.right = as_schedule(right, name="right")
         self.precedence = _BINARY[op][0]  # type: ignore[misc]
+        self._fold = _fold_with(_PYTHON[op], [self.left, self.right])
 
     def value(self, step: Any) -> Any:
+        if self._fold is not None:
+            return Constant(self._fold).value(step)
         return _BINARY[self.op][1](self.left.value(step), self.right.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -361,8 +411,11 @@ class Negate(Schedule):
 
     def __init__(self, operand: ScheduleLike) -> None:
         self.operand = as_schedule(operand, name="operand")
+        self._fold = _fold_with(lambda a: -a, [self.operand])
 
     def value(self, step: Any) -> Any:
+        if self._fold is not None:
+            return Constant(self._fold).value(step)
         return ops.negative(self.operand.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -390,6 +443,20 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "abs": (1, ops.absolute),
     "where": (3, _where),
     "clip": (3, lambda x, low, high: ops.minimum(ops.maximum(x, low), high)),
+}
+_PYTHON_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "min": min,
+    "max": max,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "exp": math.exp,
+    "log": math.log,
+    "sqrt": math.sqrt,
+    "cos": math.cos,
+    "sin": math.sin,
+    "abs": abs,
+    "where": lambda c, a, b: a if c != 0.0 else b,
+    "clip": lambda x, low, high: min(max(x, low), high),
 }
 
 
@@ -421,8 +488,11 @@ class Function(Schedule):
             )
         self.name = name
         self.args = [as_schedule(a, name=f"{name} argument") for a in args]
+        self._fold = _fold_with(_PYTHON_FUNCTIONS[name], self.args)
 
     def value(self, step: Any) -> Any:
+        if self._fold is not None:
+            return Constant(self._fold).value(step)
         return FUNCTIONS[self.name][1](*(a.value(step) for a in self.args))
 
     def arguments(self) -> dict[str, Any]:
