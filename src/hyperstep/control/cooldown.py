@@ -18,7 +18,8 @@ from keras import ops
 
 from hyperstep.control.callbacks import infer_steps_per_epoch
 from hyperstep.control.controllers import _resolve_target, _scope_of
-from hyperstep.errors import InvalidArgumentError, received
+from hyperstep._backend import unmapped_in_jit
+from hyperstep.errors import FrozenValueError, InvalidArgumentError, received
 from hyperstep.schedules._common import check_choice, check_steps
 from hyperstep.schedules.base import Schedule, check_number
 from hyperstep.schedules.wsd import DECAY_TYPES, decay_factor
@@ -40,10 +41,13 @@ class Cooldown:
     keep working during the cooldown: a :class:`hyperstep.ReduceOnPlateau` reduction still
     multiplies it, and an override still wins. Before :meth:`start` nothing changes.
 
-    Create it before training starts (before the training step is traced, or a JAX
-    optimizer is built): the step then reads its one variable (``<name>_start``, -1 until
-    started) and :meth:`start` only assigns it. The variable is saved with the
-    hyperparameter, so a run restored after the start resumes the cooldown exactly.
+    Create it before training starts (before the training step is traced): the step then
+    reads its one variable (``<name>_start``, -1 until started) and :meth:`start` only
+    assigns it. The variable is saved with the hyperparameter, so a run restored after the
+    start resumes the cooldown exactly. On JAX, a jitted step must carry that variable in
+    its state (``hp.variables`` includes it); ``fit`` with an ``hs.scheduled`` optimizer
+    does not yet, and raises :class:`~hyperstep.errors.FrozenValueError` rather than
+    ignore the start.
 
     Args:
         hyperparameter: The :class:`hyperstep.Hyperparameter` to cool down (or a scheduled
@@ -132,7 +136,22 @@ class Cooldown:
         return [self._start]
 
     def apply(self, schedule: Schedule, base: Any, step: Any) -> Any:
-        """``base`` (the schedule's values at ``step``) with the cooldown applied from its start."""
+        """``base`` (the schedule's values at ``step``) with the cooldown applied from its start.
+
+        Raises:
+            FrozenValueError: On JAX, inside ``jax.jit`` when the start variable is not in
+                the stateless state being traced (see the class docstring).
+        """
+        if unmapped_in_jit(self.variables):
+            raise FrozenValueError(
+                f"hs.Cooldown on {self.target.name!r} is read inside `jax.jit`, but its "
+                f"variable {self._start.path!r} is not in the state being traced, so the "
+                "compiled step would never see the start. An `hs.scheduled` optimizer on JAX "
+                "carries only the variables its hyperparameters had when it was created. "
+                "In a custom loop, pass `hp.variables` (they include it) to "
+                "`stateless_call`/`keras.StatelessScope`; with `fit`, use the TensorFlow or "
+                "torch backend for a cooldown started at run time."
+            )
         step = ops.cast(ops.convert_to_tensor(step), "float32")
         start = ops.cast(self._start.value, "float32")
         s0 = ops.maximum(start, 0.0)
