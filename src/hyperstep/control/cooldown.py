@@ -16,9 +16,9 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep._backend import unmapped_in_jit
 from hyperstep.control.callbacks import infer_steps_per_epoch
 from hyperstep.control.controllers import _resolve_target, _scope_of
-from hyperstep._backend import unmapped_in_jit
 from hyperstep.errors import FrozenValueError, InvalidArgumentError, received
 from hyperstep.schedules._common import check_choice, check_steps
 from hyperstep.schedules.base import Schedule, check_number
