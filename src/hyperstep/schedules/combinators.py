@@ -70,7 +70,7 @@ class Warmup(Schedule):
 
     @property
     def natural_steps(self) -> int | float | None:
-        inner = self.schedule.natural_steps
+        inner = 0 if isinstance(self.schedule, Constant) else self.schedule.natural_steps
         return None if inner is None else self.steps + inner
 
 
