@@ -179,6 +179,10 @@ def test_from_hf_names_are_hugging_faces_pure_scheduler_types() -> None:
             {"name": "cosine_with_min_lr", "num_warmup_steps": 1, "num_training_steps": 9},
             r"exactly one of `min_lr=` and `min_lr_rate=`",
         ),
+        (
+            {"name": "linear", "num_warmup_steps": -1, "num_training_steps": 9},
+            r"integer >= 0. Received: num_warmup_steps=-1",
+        ),
     ],
 )
 def test_from_hf_rejects_bad_arguments_with_the_value(kwargs, match) -> None:
@@ -206,3 +210,8 @@ def test_wsd_is_vectorized_and_runs_on_a_million_steps() -> None:
     values = ours(hs.wsd(1.0, 1000, 500_000, 498_999, decay_type="1-sqrt"), np.arange(1_000_000))
     assert values.shape == (1_000_000,)
     assert values[0] == 0.0 and values[1000] == 1.0 and values[-1] == 0.0
+
+
+def test_from_hf_accepts_numpy_integers() -> None:
+    s = hs.from_hf("linear", 1.0, num_warmup_steps=np.int64(2), num_training_steps=np.int32(12))
+    assert repr(s) == "warmup(linear(1.0, 0.0, steps=10), steps=2)"

@@ -9,6 +9,7 @@ function of the step. As there, ``num_training_steps`` counts the warmup.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -172,11 +173,15 @@ def _count(argument: str, value: Any, name: str) -> int:
             f"`from_hf({name!r}, ...)` needs `{argument}=`, as Hugging Face's get_scheduler "
             f"does. {received(argument, value)}"
         )
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidTypeError(
             f"`from_hf({argument}=...)` must be an integer >= 0. {received(argument, value)}"
         )
-    return value
+    if value < 0:
+        raise InvalidArgumentError(
+            f"`from_hf({argument}=...)` must be an integer >= 0. {received(argument, value)}"
+        )
+    return int(value)
 
 
 def _warm(schedule: Schedule, steps: int) -> Schedule:
