@@ -14,6 +14,7 @@ Subclasses implement ``value(step)`` (``step`` is a float32 tensor) and ``argume
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -330,6 +331,16 @@ def _folded(schedule: Schedule) -> float | None:
     return getattr(schedule, "_fold", None)
 
 
+def _constant(value: float) -> Constant:
+    """``Constant(value)``, built once per value (the sign of zero kept apart)."""
+    return _constant_with_sign(value, math.copysign(1.0, value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _constant_with_sign(value: float, sign: float) -> Constant:
+    return Constant(value)
+
+
 def _fold_with(function: Callable[..., Any], args: Sequence[Schedule]) -> float | None:
     """``function(*numbers)`` in Python float64 when every argument is constant, else None.
 
@@ -379,7 +390,7 @@ class BinaryOp(Schedule):
 
     def value(self, step: Any) -> Any:
         if self._fold is not None:
-            return Constant(self._fold).value(step)
+            return _constant(self._fold).value(step)
         return _BINARY[self.op][1](self.left.value(step), self.right.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -415,7 +426,7 @@ class Negate(Schedule):
 
     def value(self, step: Any) -> Any:
         if self._fold is not None:
-            return Constant(self._fold).value(step)
+            return _constant(self._fold).value(step)
         return ops.negative(self.operand.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -492,7 +503,7 @@ class Function(Schedule):
 
     def value(self, step: Any) -> Any:
         if self._fold is not None:
-            return Constant(self._fold).value(step)
+            return _constant(self._fold).value(step)
         return FUNCTIONS[self.name][1](*(a.value(step) for a in self.args))
 
     def arguments(self) -> dict[str, Any]:

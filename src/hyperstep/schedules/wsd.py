@@ -171,7 +171,7 @@ class InverseSqrt(Schedule):
     Example:
         >>> s = inverse_sqrt(1.0, warmup=100)
         >>> [round(float(v), 6) for v in s([0, 50, 100, 400])]
-        [0.0, 0.5, 1.0, 0.447214]
+        [0.0, 0.5, 1.0, 0.5]
     """
 
     keyword = "inverse_sqrt"
