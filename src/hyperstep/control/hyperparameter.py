@@ -218,8 +218,8 @@ class Hyperparameter(keras.layers.Layer):
         override = float(self.override._value)
         if override == override:  # not nan: an override is set
             return override
-        if self._cooldown is not None:
-            return None  # the general path reads the cooldown's variable
+        if self._cooldown is not None and int(self._cooldown.variables[0]._value) >= 0:
+            return None  # a started cooldown: the general path reads its variable
         schedule = self.schedule
         if isinstance(schedule, Constant):
             base = float(schedule.value_)
