@@ -11,6 +11,7 @@ _check_backend()
 from hyperstep import callbacks, errors, schedules  # noqa: E402
 from hyperstep.clock import Clock  # noqa: E402
 from hyperstep.control.controllers import ReduceOnPlateau  # noqa: E402
+from hyperstep.control.cooldown import Cooldown  # noqa: E402
 from hyperstep.control.hyperparameter import Hyperparameter  # noqa: E402
 from hyperstep.doctor import Diagnosis, Finding, doctor  # noqa: E402
 from hyperstep.optim import rules  # noqa: E402
@@ -23,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Clock",
+    "Cooldown",
     "Diagnosis",
     "Finding",
     "Group",

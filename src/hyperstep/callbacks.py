@@ -3,6 +3,8 @@
 - :class:`ReduceOnPlateau`: metric-driven control that multiplies a hyperparameter's scale.
 - :class:`LogHyperparameters`: every hyperparameter's value in ``fit``'s logs, per-step CSV
   and TensorBoard scalars.
+- :class:`StartCooldown`: starts a :class:`hyperstep.Cooldown` at a step or epoch, after a
+  time budget, or when a file appears.
 - :class:`Doctor`: a pre-flight diagnosis on the first batch of ``fit()``.
 - :func:`read_all`: every hyperparameter's value in one call, for custom loops.
 
@@ -12,6 +14,7 @@ re-exports them.
 
 from hyperstep.control.callbacks import LogHyperparameters, read_all
 from hyperstep.control.controllers import ReduceOnPlateau
+from hyperstep.control.cooldown import StartCooldown
 from hyperstep.doctor.callback import Doctor
 
-__all__ = ["Doctor", "LogHyperparameters", "ReduceOnPlateau", "read_all"]
+__all__ = ["Doctor", "LogHyperparameters", "ReduceOnPlateau", "StartCooldown", "read_all"]

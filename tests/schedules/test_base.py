@@ -156,7 +156,7 @@ def test_replace_rebuilds_only_the_replaced_nodes():
 @pytest.mark.parametrize(
     ("build", "error", "pattern"),
     [
-        (lambda: BinaryOp("%", step, 2), InvalidArgumentError, "Received: op='%'"),
+        (lambda: BinaryOp("@", step, 2), InvalidArgumentError, "Received: op='@'"),
         (lambda: Function("tanh", [step]), InvalidArgumentError, "Received: name='tanh'"),
         (lambda: Function("min", [step]), InvalidArgumentError, "takes 2 arguments"),
         (lambda: Function("exp", "step"), InvalidArgumentError, "Received: args='step'"),

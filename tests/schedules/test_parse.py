@@ -157,6 +157,14 @@ EXAMPLES = {
         lambda: S.cyclic(0.1, 1.0, 100, mode="triangular2"),
     ),
     "one_cycle": ("one_cycle(0.1, 1000, pct_start=0.25)", lambda: S.one_cycle(0.1, 1000, 0.25)),
+    "wsd": (
+        "wsd(1e-3, 100, 800, 100, decay_type='1-sqrt', min_ratio=0.1)",
+        lambda: S.wsd(1e-3, 100, 800, 100, decay_type="1-sqrt", min_ratio=0.1),
+    ),
+    "inverse_sqrt": (
+        "inverse_sqrt(1e-3, 100, timescale=50)",
+        lambda: S.inverse_sqrt(1e-3, 100, 50),
+    ),
     "warmup": (
         "warmup(cosine(1e-3, steps=900), steps=100, start=1e-5)",
         lambda: S.warmup(S.cosine(1e-3, steps=900), steps=100, start=1e-5),
@@ -274,9 +282,9 @@ def test_repr_round_trips_for_random_expression_trees(schedule: base.Schedule) -
 
 # ---- errors ------------------------------------------------------------------------------
 BAD = [
-    ("stpe / 1000", r"unknown name 'stpe'; did you mean 'step'\? \(names: step, epoch\)", 0),
+    ("stpe / 1000", r"unknown name 'stpe'; did you mean 'step'\? \(names: step, epoch, pi, e\)", 0),
     ("0.1 * epohc", r"unknown name 'epohc'; did you mean 'epoch'\?", 6),
-    ("x + 1", r"unknown name 'x' \(names: step, epoch\)", 0),
+    ("x + 1", r"unknown name 'x' \(names: step, epoch, pi, e\)", 0),
     (
         "cosine(1e-3, stpes=100)",
         r"cosine\(\) got an unexpected keyword 'stpes'; did you mean 'steps'\? "
@@ -310,8 +318,8 @@ BAD = [
     ("True + step", r"True can only be an argument of a schedule", 0),
     ("1j * step", r"complex literals are not allowed", 0),
     ("b'x'", r"bytes literals are not allowed", 0),
-    ("step @ 2", r"only the operators \+ - \* / \*\* are allowed", 0),
-    ("step % 2", r"only the operators", 0),
+    ("step @ 2", r"only the operators \+ - \* / // % \*\* are allowed", 0),
+    ("step << 2", r"only the operators", 0),
     ("~step", r"only the unary operators - and \+ are allowed", 0),
     ("not step", r"only the unary operators", 0),
     ("step is 2", r"only the comparisons", 0),

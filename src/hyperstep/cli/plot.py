@@ -46,7 +46,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("expressions", nargs="+", metavar="EXPR", help="a schedule expression")
     parser.add_argument(
-        "--steps", type=_positive_int, required=True, help="plot steps 0 .. N-1", metavar="N"
+        "--steps",
+        type=_positive_int,
+        default=None,
+        help="plot steps 0 .. N-1 (default: the schedules' natural length, if they have one)",
+        metavar="N",
     )
     parser.add_argument("--out", default=None, help=f"PNG file to write (default {DEFAULT_OUT})")
     parser.add_argument("--log", action="store_true", help="logarithmic value axis")
@@ -79,6 +83,12 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         schedules.append(schedule)
+    if args.steps is None:  # e.g. wsd(...) or warmup(cosine(...)) end at a known step
+        lengths = [s.natural_steps for s in schedules if s.natural_steps is not None]
+        if not lengths:
+            print("hyperstep plot: error: pass --steps N (no natural length)", file=sys.stderr)
+            return 2
+        args.steps = max(1, math.ceil(max(lengths)))
     text_mode = args.text or not have_matplotlib()
     if not args.text and text_mode:
         print("hyperstep plot: matplotlib is not installed; printing a text chart", file=sys.stderr)

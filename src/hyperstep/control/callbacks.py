@@ -257,7 +257,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         step = self.clock.step.value
         fields = []
         for hp in self.hyperparameters.values():
-            schedule = ops.cast(ops.reshape(hp.schedule(step), ()), "float32")
+            schedule = ops.cast(ops.reshape(hp.base_at(step), ()), "float32")
             fields += [ops.reshape(hp.at(step), ()), schedule, hp.scale.value, hp.override.value]
         return ops.stack([ops.cast(f, "float32") for f in fields])
 

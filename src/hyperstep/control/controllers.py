@@ -301,7 +301,7 @@ class ReduceOnPlateau(keras.callbacks.Callback):
             counted = ops.logical_and(not_improved, ops.logical_not(in_cooldown))
             wait = ops.where(counted, wait + 1, ops.zeros_like(wait))
             fire = ops.logical_and(counted, ops.greater_equal(wait, self.patience))
-        schedule = ops.cast(self.target.schedule(self.target.clock.step), "float32")
+        schedule = ops.cast(self.target.base_at(self.target.clock.step), "float32")
         positive = ops.greater(schedule, 0.0)
         floor = ops.where(positive, self.min_value / ops.where(positive, schedule, 1.0), 0.0)
         reduced = ops.where(scale * self.factor >= floor, scale * self.factor, floor)
@@ -434,13 +434,13 @@ def _scope_of(variable: Any) -> Any:
     return scope_of(variable)
 
 
-def _resolve_target(target: Any) -> Hyperparameter:
+def _resolve_target(target: Any, owner: str = "ReduceOnPlateau(target=...)") -> Hyperparameter:
     hyperparameters = getattr(target, "hyperparameters", None)
     if isinstance(hyperparameters, dict) and "learning_rate" in hyperparameters:
         target = hyperparameters["learning_rate"]
     if not isinstance(target, Hyperparameter):
         raise InvalidTypeError(
-            "`ReduceOnPlateau(target=...)` must be a hs.Hyperparameter such as "
+            f"`{owner}` must be a hs.Hyperparameter such as "
             "opt.hyperparameters['learning_rate'] (or a hs.scheduled optimizer). "
             f"Received: target of type {type(target).__name__}"
         )

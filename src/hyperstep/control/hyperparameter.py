@@ -109,6 +109,8 @@ class Hyperparameter(keras.layers.Layer):
         self._state: dict[str, Any] = {}
         self._pending: dict[str, Any] = {}
         self._table: tuple[Schedule, int, list[float]] | None = None
+        #: a started :class:`hyperstep.Cooldown` replaces the schedule from its start step
+        self._cooldown: Any = None
         self.built = True
 
     # ---- the schedule -------------------------------------------------------------------
@@ -170,9 +172,17 @@ class Hyperparameter(keras.layers.Layer):
             "`float(hp.value)` outside the jitted function and pass it in as an argument."
         )
 
+    def base_at(self, step: Any) -> Any:
+        """``schedule(step)``, or the cooldown from its start step if one was started: the
+        value ``scale`` multiplies (see :class:`hyperstep.Cooldown`)."""
+        value = self.schedule(step)
+        if self._cooldown is not None:
+            value = self._cooldown.apply(self.schedule, value, step)
+        return value
+
     def _at_ops(self, step: Any) -> Any:
         override = self.override.value
-        scaled = ops.multiply(self.schedule(step), self.scale.value)
+        scaled = ops.multiply(self.base_at(step), self.scale.value)
         return ops.where(ops.isnan(override), scaled, override)
 
     def _torch_at(self, step: Any) -> Any:
@@ -189,6 +199,8 @@ class Hyperparameter(keras.layers.Layer):
         base = self.schedule.value(step)
         if not isinstance(base, torch.Tensor) or base.dtype != torch.float32:
             return None  # a schedule of another kind (a wrapped Keras one): the general path
+        if self._cooldown is not None:
+            base = self._cooldown.apply(self.schedule, base, step)
         override = self.override.value
         return torch.where(torch.isnan(override), base * self.scale.value, override)
 
@@ -211,6 +223,8 @@ class Hyperparameter(keras.layers.Layer):
         override = float(self.override._value)
         if override == override:  # not nan: an override is set
             return override
+        if self._cooldown is not None and int(self._cooldown.variables[0]._value) >= 0:
+            return None  # a started cooldown: the general path reads its variable
         schedule = self.schedule
         if isinstance(schedule, Constant):
             base = float(schedule.value_)
@@ -238,6 +252,8 @@ class Hyperparameter(keras.layers.Layer):
             base = ops.convert_to_tensor(schedule.value_, dtype="float64")
         else:
             base = ops.cast(schedule(step), "float64")
+        if self._cooldown is not None:
+            base = self._cooldown.apply(schedule, base, step)
         override = self.override.value
         scaled = ops.multiply(base, ops.cast(self.scale.value, "float64"))
         return ops.where(ops.isnan(override), scaled, ops.cast(override, "float64"))
@@ -269,7 +285,7 @@ class Hyperparameter(keras.layers.Layer):
         step = self.clock.step.value
         return {
             "value": float(self.at(step)),
-            "schedule": float(self.schedule(step)),
+            "schedule": float(self.base_at(step)),
             "scale": float(ops.convert_to_numpy(self.scale)),  # float() fails on a mirrored one
             "override": float(ops.convert_to_numpy(self.override)),
         }

@@ -28,21 +28,26 @@ from hyperstep.schedules.families import (
     CosineRestarts,
     Cyclic,
     Exponential,
+    InverseSqrt,
     InverseTime,
     Linear,
     OneCycle,
     Piecewise,
     Polynomial,
+    WarmupStableDecay,
     cosine,
     cosine_restarts,
     cyclic,
     exponential,
+    inverse_sqrt,
     inverse_time,
     linear,
     one_cycle,
     piecewise,
     polynomial,
+    wsd,
 )
+from hyperstep.schedules.hf import from_hf
 from hyperstep.schedules.keras_compat import from_keras
 from hyperstep.schedules.parse import parse
 from hyperstep.schedules.sample import sample
@@ -59,6 +64,7 @@ __all__ = [
     "Epoch",
     "Exponential",
     "Function",
+    "InverseSqrt",
     "InverseTime",
     "Join",
     "Linear",
@@ -69,6 +75,7 @@ __all__ = [
     "Schedule",
     "Step",
     "Warmup",
+    "WarmupStableDecay",
     "as_schedule",
     "bind_epochs",
     "clip",
@@ -77,7 +84,9 @@ __all__ = [
     "cosine_restarts",
     "cyclic",
     "exponential",
+    "from_hf",
     "from_keras",
+    "inverse_sqrt",
     "inverse_time",
     "join",
     "linear",
@@ -89,4 +98,5 @@ __all__ = [
     "polynomial",
     "sample",
     "warmup",
+    "wsd",
 ]

@@ -14,6 +14,7 @@ Subclasses implement ``value(step)`` (``step`` is a float32 tensor) and ``argume
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import threading
@@ -136,6 +137,18 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
         if not self.children():
             return self
         return type(self)(**{key: walk(value) for key, value in self.arguments().items()})
+
+    @property
+    def natural_steps(self) -> int | float | None:
+        """The step from which the schedule has reached its end, or None if it has none.
+
+        ``cosine(1e-3, steps=9000)`` has 9000; ``warmup(s, steps=W)`` has ``W`` plus that of
+        ``s``; arithmetic and functions take the largest of their operands'; a schedule that
+        never ends (``step``, ``exponential``, ``inverse_sqrt``) has None. ``hyperstep plot``
+        uses it when ``--steps`` is not given.
+        """
+        found = [n for n in (c.natural_steps for c in self.children()) if n is not None]
+        return max(found) if found else None
 
     # ---- repr ---------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -325,13 +338,70 @@ _BINARY: dict[str, tuple[int, Callable[[Any, Any], Any]]] = {
     "-": (20, ops.subtract),
     "*": (30, ops.multiply),
     "/": (30, ops.divide),
+    "//": (30, ops.floor_divide),  # Python's: floor(a / b), also for negative operands
+    "%": (30, ops.mod),  # Python's: a - b * floor(a / b), the sign of b
     "**": (50, ops.power),
 }
+#: the same operators on Python floats, to fold constant sub-expressions in float64
+_PYTHON: dict[str, Callable[[float, float], Any]] = {
+    "<": lambda a, b: float(a < b),
+    "<=": lambda a, b: float(a <= b),
+    ">": lambda a, b: float(a > b),
+    ">=": lambda a, b: float(a >= b),
+    "==": lambda a, b: float(a == b),
+    "!=": lambda a, b: float(a != b),
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+    "//": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+    "**": lambda a, b: a**b,
+}
+
+
+def _folded(schedule: Schedule) -> float | None:
+    """The number a tree of constants computes, folded in float64; None if it uses the step."""
+    if isinstance(schedule, Constant):
+        return schedule.value_
+    return getattr(schedule, "_fold", None)
+
+
+def _constant(value: float) -> Constant:
+    """``Constant(value)``, built once per value (the sign of zero kept apart)."""
+    return _constant_with_sign(value, math.copysign(1.0, value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _constant_with_sign(value: float, sign: float) -> Constant:
+    return Constant(value)
+
+
+def _fold_with(function: Callable[..., Any], args: Sequence[Schedule]) -> float | None:
+    """``function(*numbers)`` in Python float64 when every argument is constant, else None.
+
+    Constant sub-expressions such as ``(0.001 - 1e-05) / (15 - 1)`` are computed once in
+    float64 and rounded to float32 once, as Python computes them in a hand-written
+    schedule, instead of rounding every intermediate result to float32.
+    """
+    numbers = [_folded(a) for a in args]
+    if any(n is None for n in numbers):
+        return None
+    try:
+        result = function(*numbers)
+    except (ArithmeticError, ValueError, TypeError):
+        return None  # 1 / 0, log(0), ...: left to the float32 ops (inf, nan)
+    if isinstance(result, bool) or not isinstance(result, (int, float)):
+        return None  # e.g. a complex power
+    result = float(result)
+    return result if math.isfinite(result) else None
 
 
 @register
 class BinaryOp(Schedule):
-    """``left OP right`` for OP in ``+ - * / **`` and the comparisons (1.0 true, 0.0 false).
+    """``left OP right`` for OP in ``+ - * / // % **`` and the comparisons (1.0 true, 0.0
+    false). ``//`` and ``%`` follow Python (``-7 % 3 == 2``, ``-7 // 3 == -3``). A constant
+    sub-expression is computed in float64 and rounded to float32 once.
 
     Example:
         >>> s = Step() / 1000 + 0.01
@@ -352,8 +422,11 @@ class BinaryOp(Schedule):
         self.left = as_schedule(left, name="left")
         self.right = as_schedule(right, name="right")
         self.precedence = _BINARY[op][0]  # type: ignore[misc]
+        self._fold = _fold_with(_PYTHON[op], [self.left, self.right])
 
     def value(self, step: Any) -> Any:
+        if self._fold is not None:
+            return _constant(self._fold).value(step)
         return _BINARY[self.op][1](self.left.value(step), self.right.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -434,8 +507,11 @@ class Negate(Schedule):
 
     def __init__(self, operand: ScheduleLike) -> None:
         self.operand = as_schedule(operand, name="operand")
+        self._fold = _fold_with(lambda a: -a, [self.operand])
 
     def value(self, step: Any) -> Any:
+        if self._fold is not None:
+            return _constant(self._fold).value(step)
         return ops.negative(self.operand.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -463,6 +539,20 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "abs": (1, ops.absolute),
     "where": (3, _where),
     "clip": (3, lambda x, low, high: ops.minimum(ops.maximum(x, low), high)),
+}
+_PYTHON_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "min": min,
+    "max": max,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "exp": math.exp,
+    "log": math.log,
+    "sqrt": math.sqrt,
+    "cos": math.cos,
+    "sin": math.sin,
+    "abs": abs,
+    "where": lambda c, a, b: a if c != 0.0 else b,
+    "clip": lambda x, low, high: min(max(x, low), high),
 }
 
 
@@ -494,8 +584,11 @@ class Function(Schedule):
             )
         self.name = name
         self.args = [as_schedule(a, name=f"{name} argument") for a in args]
+        self._fold = _fold_with(_PYTHON_FUNCTIONS[name], self.args)
 
     def value(self, step: Any) -> Any:
+        if self._fold is not None:
+            return _constant(self._fold).value(step)
         return FUNCTIONS[self.name][1](*(a.value(step) for a in self.args))
 
     def arguments(self) -> dict[str, Any]:

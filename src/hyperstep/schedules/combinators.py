@@ -14,7 +14,14 @@ from keras import ops
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules._common import check_boundaries, check_steps
-from hyperstep.schedules.base import Schedule, ScheduleLike, as_schedule, check_number, register
+from hyperstep.schedules.base import (
+    Constant,
+    Schedule,
+    ScheduleLike,
+    as_schedule,
+    check_number,
+    register,
+)
 
 
 @register
@@ -61,6 +68,11 @@ class Warmup(Schedule):
 
     def arguments(self) -> dict[str, Any]:
         return {"schedule": self.schedule, "steps": self.steps, "start": self.start}
+
+    @property
+    def natural_steps(self) -> int | float | None:
+        inner = 0 if isinstance(self.schedule, Constant) else self.schedule.natural_steps
+        return None if inner is None else self.steps + inner
 
 
 @register
@@ -126,6 +138,14 @@ class Join(Schedule):
 
     def arguments(self) -> dict[str, Any]:
         return {"schedules": list(self.schedules), "boundaries": list(self.boundaries)}
+
+    @property
+    def natural_steps(self) -> int | float | None:
+        last = self.schedules[-1]
+        inner = 0 if isinstance(last, Constant) else last.natural_steps
+        if not self.boundaries:
+            return inner
+        return None if inner is None else self.boundaries[-1] + inner
 
 
 warmup = Warmup

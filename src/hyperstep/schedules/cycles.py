@@ -219,6 +219,10 @@ class OneCycle(Schedule):
             "compat": self.compat,
         }
 
+    @property
+    def natural_steps(self) -> int | float | None:
+        return self.steps
+
 
 cyclic = Cyclic
 one_cycle = OneCycle

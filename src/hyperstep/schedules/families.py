@@ -47,8 +47,9 @@ from hyperstep.schedules._common import (
     check_positive,
     check_steps,
 )
-from hyperstep.schedules.base import Schedule, check_number, register
+from hyperstep.schedules.base import Epoch, Schedule, check_number, register
 from hyperstep.schedules.cycles import Cyclic, OneCycle, cyclic, one_cycle
+from hyperstep.schedules.wsd import InverseSqrt, WarmupStableDecay, inverse_sqrt, wsd
 
 
 @register
@@ -91,6 +92,10 @@ class Linear(Schedule):
 
     def arguments(self) -> dict[str, Any]:
         return {"start": self.start, "end": self.end, "steps": self.steps, "begin": self.begin}
+
+    @property
+    def natural_steps(self) -> int | float | None:
+        return self.begin + self.steps
 
 
 @register
@@ -287,6 +292,10 @@ class Polynomial(Schedule):
             "begin": self.begin,
         }
 
+    @property
+    def natural_steps(self) -> int | float | None:
+        return None if self.cycle else self.begin + self.steps
+
 
 @register
 class Cosine(Schedule):
@@ -348,6 +357,10 @@ class Cosine(Schedule):
             "exponent": self.exponent,
             "past_end": self.past_end,
         }
+
+    @property
+    def natural_steps(self) -> int | float | None:
+        return self.steps if self.past_end == "hold" else None
 
 
 @register
@@ -454,11 +467,17 @@ class Piecewise(Schedule):
     the old value at the boundary itself (one step late), as Keras
     ``PiecewiseConstantDecay`` does.
 
+    With ``unit="epoch"`` the boundaries count epochs (``k = #{b : b <= epoch}``), bound
+    like every ``epoch`` to the clock's ``steps_per_epoch``: an epoch table such as
+    ``piecewise([5, 10], [0.1, 0.01, 0.001], unit="epoch")``. ``unit`` may also be any
+    schedule, whose value the boundaries are compared with.
+
     Args:
         boundaries: Increasing, non-negative steps, one fewer than ``values``.
         values: Finite numbers.
         inclusive: Whether each interval includes its upper boundary (Keras); default
             False.
+        unit: What the boundaries count: ``"step"`` (default), ``"epoch"``, or a schedule.
 
     Edge cases: ``values[0]`` at step 0 (unless a boundary is 0); at boundary ``b_k``
     ``values[k + 1]`` (``values[k]`` with ``inclusive``); ``values[-1]`` after the last.
@@ -467,13 +486,21 @@ class Piecewise(Schedule):
         >>> s = piecewise([10, 20], [1.0, 0.5, 0.1])
         >>> [round(float(v), 6) for v in s([9, 10, 20])]
         [1.0, 0.5, 0.1]
+        >>> from hyperstep.schedules import bind_epochs
+        >>> e = bind_epochs(piecewise([2], [1.0, 0.5], unit="epoch"), 100)
+        >>> [round(float(v), 6) for v in e([199, 200])]
+        [1.0, 0.5]
     """
 
     keyword = "piecewise"
     positional = 2
 
     def __init__(
-        self, boundaries: Sequence[float], values: Sequence[float], inclusive: bool = False
+        self,
+        boundaries: Sequence[float],
+        values: Sequence[float],
+        inclusive: bool = False,
+        unit: str | Schedule = "step",
     ) -> None:
         self.boundaries = check_boundaries("piecewise", "boundaries", boundaries)
         self.values = check_numbers("piecewise", "values", values)
@@ -485,11 +512,17 @@ class Piecewise(Schedule):
                 f"Add a value or drop a boundary."
             )
         self.inclusive = check_flag("piecewise", "inclusive", inclusive)
+        if isinstance(unit, Schedule):
+            self.unit: str | Schedule = unit
+        else:
+            check_choice("piecewise", "unit", unit, ("step", "epoch"))
+            self.unit = Epoch() if unit == "epoch" else "step"
 
     def value(self, step: Any) -> Any:
-        result = ops.full_like(step, self.values[0])
+        x = step if isinstance(self.unit, str) else self.unit.value(step)
+        result = ops.full_like(x, self.values[0])
         for boundary, v in zip(self.boundaries, self.values[1:], strict=True):
-            reached = (ops.greater if self.inclusive else ops.greater_equal)(step, boundary)
+            reached = (ops.greater if self.inclusive else ops.greater_equal)(x, boundary)
             result = ops.where(reached, v, result)
         return result
 
@@ -498,6 +531,7 @@ class Piecewise(Schedule):
             "boundaries": list(self.boundaries),
             "values": list(self.values),
             "inclusive": self.inclusive,
+            "unit": self.unit,
         }
 
 
@@ -514,18 +548,22 @@ __all__ = [
     "CosineRestarts",
     "Cyclic",
     "Exponential",
+    "InverseSqrt",
     "InverseTime",
     "Linear",
     "OneCycle",
     "Piecewise",
     "Polynomial",
+    "WarmupStableDecay",
     "cosine",
     "cosine_restarts",
     "cyclic",
     "exponential",
+    "inverse_sqrt",
     "inverse_time",
     "linear",
     "one_cycle",
     "piecewise",
     "polynomial",
+    "wsd",
 ]

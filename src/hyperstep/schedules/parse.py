@@ -4,19 +4,24 @@ The text is read with :func:`ast.parse` (``mode="eval"``) and the syntax tree is
 against a strict whitelist; no user code is ever compiled to run (no ``eval``/``exec``).
 Allowed:
 
-- numbers, ``inf``, ``True``/``False``/``None`` and strings as call arguments
+- numbers, ``inf``, ``pi``, ``e``, ``True``/``False``/``None`` and strings as call arguments
   (``mode="triangular"``), lists as call arguments (``boundaries=[100, 200]``);
-- the names ``step`` and ``epoch`` (``floor(step / steps_per_epoch)``);
-- ``+ - * / **``, unary ``-``/``+``, parentheses and comparisons
+- the names ``step`` and ``epoch`` (``floor(step / steps_per_epoch)``), and the numbers
+  ``pi`` and ``e``;
+- ``+ - * / // % **`` (``//`` and ``%`` as in Python, also for negative operands), unary
+  ``-``/``+``, parentheses and comparisons
   ``< <= > >= == !=`` (1.0 where true, 0.0 where false; chains mean "and");
 - the functions ``min, max, floor, ceil, exp, log, sqrt, cos, sin, abs, where, clip``;
-- the schedule vocabulary (``constant, linear, exponential, inverse_time, polynomial,
-  cosine, cosine_restarts, piecewise, cyclic, one_cycle, warmup, join``) with positional
-  and keyword arguments as in Python. The vocabulary is collected from the ``keyword`` of
-  every schedule class, and arguments are matched against the class's signature.
+- the schedule vocabulary (``constant, linear, exponential, inverse_time, polynomial, wsd,
+  inverse_sqrt, cosine, cosine_restarts, piecewise, cyclic, one_cycle, warmup, join``) with
+  positional and keyword arguments as in Python. The vocabulary is collected from the
+  ``keyword`` of every schedule class, and arguments are matched against the class's
+  signature.
 
 Arithmetic on plain numbers inside a schedule's arguments is folded into a number
-(``linear(0, 1, 10 * 1000)``); everywhere else it builds schedule nodes.
+(``linear(0, 1, 10 * 1000)``); everywhere else it builds schedule nodes, whose constant
+sub-expressions (``(0.001 - 1e-05) / (15 - 1) * epoch``) are computed in float64 and
+rounded to float32 once, as Python computes them.
 
 Everything else (attributes, subscripts, lambdas, comprehensions, f-strings, ``:=``,
 ``and``/``or``, other names) raises :class:`~hyperstep.errors.ScheduleSyntaxError`
@@ -53,7 +58,9 @@ MAX_LENGTH = 10_000
 #: the deepest nesting of the syntax tree accepted
 MAX_DEPTH = 100
 
-_NAMES = ("step", "epoch")
+_NAMES = ("step", "epoch", "pi", "e")
+#: named numbers
+_NUMBERS = {"pi": math.pi, "e": math.e, "inf": math.inf}
 #: keywords of base nodes that are written as syntax, not as calls
 _SYNTAX_NODES = frozenset({"step", "epoch", "binary", "chain", "negate", "function"})
 _BINOPS: dict[type, str] = {
@@ -61,6 +68,8 @@ _BINOPS: dict[type, str] = {
     ast.Sub: "-",
     ast.Mult: "*",
     ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
     ast.Pow: "**",
 }
 _COMPARE: dict[type, str] = {
@@ -76,6 +85,8 @@ _FOLD: dict[str, Callable[[Any, Any], Any]] = {
     "-": operator.sub,
     "*": operator.mul,
     "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
     "**": operator.pow,
 }
 _REFUSED: dict[type, str] = {
@@ -167,7 +178,10 @@ def parse(text: str, steps_per_epoch: int | None = None) -> Schedule:
         ) from None
     except ValueError as error:  # e.g. integer literals longer than 4300 digits
         raise ScheduleSyntaxError(f"syntax error: {error}", line, 0) from None
-    return _Reader(line, steps_per_epoch).schedule(tree.body)
+    schedule = _Reader(line, steps_per_epoch).schedule(tree.body)
+    if steps_per_epoch is not None and base.uses_epoch(schedule):  # e.g. unit="epoch"
+        schedule = base.bind_epochs(schedule, steps_per_epoch)
+    return schedule
 
 
 @functools.cache
@@ -283,7 +297,7 @@ class _Reader:
         if isinstance(node, ast.BinOp):
             op = _BINOPS.get(type(node.op))
             if op is None:
-                raise self.error(node, "only the operators + - * / ** are allowed")
+                raise self.error(node, "only the operators + - * / // % ** are allowed")
             left, right = self.schedule(node.left), self.schedule(node.right)
             return self.construct(node, BinaryOp, {"op": op, "left": left, "right": right})
         if isinstance(node, ast.Compare):
@@ -312,8 +326,8 @@ class _Reader:
             return Step()
         if node.id == "epoch":
             return Epoch(self.steps_per_epoch)
-        if node.id == "inf":
-            return math.inf
+        if node.id in _NUMBERS:
+            return _NUMBERS[node.id]
         if node.id in self.vocabulary:
             cls = self.vocabulary[node.id]
             raise self.error(

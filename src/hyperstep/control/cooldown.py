@@ -1,0 +1,291 @@
+"""A cooldown started at run time: :class:`Cooldown` and the callback :class:`StartCooldown`.
+
+Warmup-stable-decay training (MiniCPM, arXiv 2404.06395; Hagele et al., arXiv 2405.18392)
+decides when to cool down while it runs: a budget is reached, the loss flattens, a
+checkpoint is worth branching from. :meth:`Cooldown.start` writes one variable, so a traced
+training step follows the cooldown from that step on without retracing, and the start is
+saved and restored with the hyperparameter (it is one of its :meth:`add_state` variables).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import keras
+from keras import ops
+
+from hyperstep._backend import unmapped_in_jit
+from hyperstep.control.callbacks import infer_steps_per_epoch
+from hyperstep.control.controllers import _resolve_target, _scope_of
+from hyperstep.errors import FrozenValueError, InvalidArgumentError, received
+from hyperstep.schedules._common import check_choice, check_steps
+from hyperstep.schedules.base import Schedule, check_number
+from hyperstep.schedules.wsd import DECAY_TYPES, decay_factor
+
+__all__ = ["Cooldown", "StartCooldown"]
+
+
+class Cooldown:
+    """Cool a hyperparameter down from the step :meth:`start` is called on.
+
+    ``base(step) = schedule(step)`` before the start step ``s0``, then
+    ``end + (schedule(s0) - end) * f(min(step - s0, steps) / steps)``, and as always
+    ``value = override if set else base(step) * scale``. ``f`` is the decay shape:
+    ``1-sqrt: 1 - sqrt(p)`` (Hagele et al.), ``linear: 1 - p``, ``cosine: (1 + cos(pi p)) / 2``,
+    Megatron's ``exponential: 2 * 0.5 ** p - 1`` and ``minus_sqrt`` (= ``1-sqrt``).
+
+    So the value goes from the one in force at the start (the schedule there times the
+    scale) to ``end * scale`` in ``steps`` steps, and stays there. ``scale`` and overrides
+    keep working during the cooldown: a :class:`hyperstep.ReduceOnPlateau` reduction still
+    multiplies it, and an override still wins. Before :meth:`start` nothing changes.
+
+    Create it before training starts (before the training step is traced): the step then
+    reads its one variable (``<name>_start``, -1 until started) and :meth:`start` only
+    assigns it. The variable is saved with the hyperparameter, so a run restored after the
+    start resumes the cooldown exactly. On JAX, a jitted step must carry that variable in
+    its state (``hp.variables`` includes it); ``fit`` with an ``hs.scheduled`` optimizer
+    does not yet, and raises :class:`~hyperstep.errors.FrozenValueError` rather than
+    ignore the start.
+
+    Args:
+        hyperparameter: The :class:`hyperstep.Hyperparameter` to cool down (or a scheduled
+            optimizer, meaning its ``learning_rate``).
+        steps: Length of the cooldown, a positive number of steps.
+        shape: ``"1-sqrt"`` (default), ``"linear"``, ``"cosine"``, ``"exponential"`` or
+            ``"minus_sqrt"``.
+        end: The value at the end, in the units of the schedule (``scale`` multiplies it).
+        name: Prefix of the state variable.
+
+    Raises:
+        InvalidArgumentError: On a bad ``steps``, ``shape`` or ``end``, or a hyperparameter
+            that already has a cooldown.
+
+    Example:
+        >>> import hyperstep as hs
+        >>> lr = hs.Hyperparameter(0.1, name="learning_rate")
+        >>> cooldown = hs.Cooldown(lr, steps=4, shape="linear")
+        >>> cooldown.start(at=2)
+        >>> [round(float(v), 4) for v in lr.at([0, 2, 3, 4, 6, 9])]
+        [0.1, 0.1, 0.075, 0.05, 0.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        hyperparameter: Any,
+        steps: float,
+        shape: str = "1-sqrt",
+        end: float = 0.0,
+        *,
+        name: str = "cooldown",
+    ) -> None:
+        self.target = _resolve_target(hyperparameter, "Cooldown(hyperparameter=...)")
+        self.steps = check_steps("Cooldown", "steps", steps)
+        self.shape = check_choice("Cooldown", "shape", shape, DECAY_TYPES)
+        self.end = check_number("Cooldown", "end", end)
+        self.name = name
+        if self.target._cooldown is not None:
+            raise InvalidArgumentError(
+                f"Hyperparameter {self.target.name!r} already has a cooldown; one is enough "
+                f"(start it later, or cancel it). Received: hyperparameter={self.target.name!r}"
+            )
+        with _scope_of(self.target.scale):  # distributed like the target's own state
+            self._start = self.target.add_state(f"{name}_start", -1, "int64")
+        object.__setattr__(self.target, "_cooldown", self)  # not tracked as a sublayer
+
+    # ---- run time -------------------------------------------------------------------------
+    def start(self, at: Any = None) -> None:
+        """Start the cooldown at step ``at`` (default: the clock's current step).
+
+        Writes one variable; runs eagerly or inside ``tf.function`` (``at`` may be a
+        tensor). A cooldown already started keeps its start: call :meth:`cancel` first to
+        move it. ``at`` may lie in the future (the cooldown begins there) or in the past
+        (the value follows the cooldown as if started then).
+        """
+        if at is None:
+            at = self.target.clock.step.value
+        elif isinstance(at, (bool, int, float)):
+            if isinstance(at, bool) or float(at) != int(at) or at < 0:
+                raise InvalidArgumentError(
+                    f"`Cooldown.start(at=...)` must be a step, an integer >= 0. "
+                    f"{received('at', at)}"
+                )
+        new = ops.cast(at, self._start.dtype)
+        current = self._start.value
+        self._start.assign(ops.where(ops.greater_equal(current, 0), current, new))
+
+    def cancel(self) -> None:
+        """Forget the start: the value follows the schedule again."""
+        self._start.assign(-1)
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called (read eagerly)."""
+        return self.start_step is not None
+
+    @property
+    def start_step(self) -> int | None:
+        """The step the cooldown starts at, or None before :meth:`start` (read eagerly)."""
+        value = int(ops.convert_to_numpy(self._start))
+        return value if value >= 0 else None
+
+    @property
+    def variables(self) -> list[Any]:
+        """The state variable (also in ``hyperparameter.variables``)."""
+        return [self._start]
+
+    def apply(self, schedule: Schedule, base: Any, step: Any) -> Any:
+        """``base`` (the schedule's values at ``step``) with the cooldown applied from its start.
+
+        Raises:
+            FrozenValueError: On JAX, inside ``jax.jit`` when the start variable is not in
+                the stateless state being traced (see the class docstring).
+        """
+        if unmapped_in_jit(self.variables):
+            raise FrozenValueError(
+                f"hs.Cooldown on {self.target.name!r} is read inside `jax.jit`, but its "
+                f"variable {self._start.path!r} is not in the state being traced, so the "
+                "compiled step would never see the start. An `hs.scheduled` optimizer on JAX "
+                "carries only the variables its hyperparameters had when it was created. "
+                "In a custom loop, pass `hp.variables` (they include it) to "
+                "`stateless_call`/`keras.StatelessScope`; with `fit`, use the TensorFlow or "
+                "torch backend for a cooldown started at run time."
+            )
+        step = ops.cast(ops.convert_to_tensor(step), "float32")
+        start = ops.cast(self._start.value, "float32")
+        s0 = ops.maximum(start, 0.0)
+        dtype = ops.dtype(base) if hasattr(base, "dtype") else "float32"
+        v0 = ops.cast(schedule(s0), dtype)
+        done = ops.clip(step - s0, 0.0, float(self.steps))
+        factor = ops.cast(decay_factor(self.shape, done, self.steps), dtype)
+        cooled = self.end + (v0 - self.end) * factor
+        active = ops.logical_and(ops.greater_equal(start, 0.0), ops.greater_equal(step, s0))
+        return ops.where(active, cooled, base)
+
+    def __repr__(self) -> str:
+        return (
+            f"Cooldown({self.target.name!r}, steps={self.steps}, shape={self.shape!r}, "
+            f"end={self.end})"
+        )
+
+
+class StartCooldown(keras.callbacks.Callback):
+    """Start a :class:`Cooldown` in ``fit``: at a step or epoch, after a time budget, or when a
+    file appears.
+
+    The first trigger that fires starts the cooldown (later ones do nothing):
+
+    * ``at_step=k``: at step ``k`` of the clock (written at ``on_train_begin``, so the
+      cooldown begins exactly at update ``k``, also in a run resumed before it);
+    * ``at_epoch=e``: at the first step of epoch ``e`` (fit's 0-based epoch index);
+    * ``after_seconds=t``: at the first batch that begins ``t`` seconds or more after the
+      first ``on_train_begin`` of this callback (wall-clock, ``time.monotonic``);
+    * ``when_file=path``: at the first batch that begins once ``path`` exists: run
+      ``touch path`` from a shell to cool down a run in progress.
+
+    Args:
+        cooldown: The :class:`Cooldown` to start.
+        at_step: A step (an integer >= 0), or None.
+        at_epoch: An epoch index (an integer >= 0), or None.
+        after_seconds: A wall-clock budget in seconds (> 0), or None.
+        when_file: A file path, or None.
+        verbose: 1 prints a line when the cooldown starts.
+
+    Raises:
+        InvalidArgumentError: If no trigger is given, or one is out of range.
+
+    Example:
+        >>> import hyperstep as hs, keras, numpy as np
+        >>> opt = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
+        >>> cooldown = hs.Cooldown(opt, steps=2, shape="linear")
+        >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+        >>> model.compile(opt, "mse")
+        >>> _ = model.fit(np.ones((8, 1)), np.ones((8, 1)), batch_size=2, epochs=2, verbose=0,
+        ...               callbacks=[hs.callbacks.StartCooldown(cooldown, at_epoch=1)])
+        >>> cooldown.start_step, round(float(opt.hyperparameters["learning_rate"].value), 4)
+        (4, 0.0)
+    """
+
+    def __init__(
+        self,
+        cooldown: Cooldown,
+        *,
+        at_step: int | None = None,
+        at_epoch: int | None = None,
+        after_seconds: float | None = None,
+        when_file: str | os.PathLike[str] | None = None,
+        verbose: int = 0,
+    ) -> None:
+        super().__init__()
+        if not isinstance(cooldown, Cooldown):
+            raise InvalidArgumentError(
+                f"`StartCooldown(cooldown=...)` must be a hs.Cooldown. "
+                f"Received: cooldown of type {type(cooldown).__name__}"
+            )
+        if at_step is None and at_epoch is None and after_seconds is None and when_file is None:
+            raise InvalidArgumentError(
+                "`StartCooldown(...)` needs a trigger: at_step=, at_epoch=, after_seconds= or "
+                "when_file=. Received: none of them"
+            )
+        for key, value in (("at_step", at_step), ("at_epoch", at_epoch)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise InvalidArgumentError(
+                    f"`StartCooldown({key}=...)` must be an integer >= 0. {received(key, value)}"
+                )
+            if value is not None and value < 0:
+                raise InvalidArgumentError(
+                    f"`StartCooldown({key}=...)` must be an integer >= 0. {received(key, value)}"
+                )
+        if after_seconds is not None:
+            after_seconds = check_number("StartCooldown", "after_seconds", after_seconds)
+            if after_seconds <= 0:
+                raise InvalidArgumentError(
+                    "`StartCooldown(after_seconds=...)` must be > 0. "
+                    f"{received('after_seconds', after_seconds)}"
+                )
+        self.cooldown = cooldown
+        self.at_step, self.at_epoch, self.after_seconds = at_step, at_epoch, after_seconds
+        self.when_file = None if when_file is None else os.fspath(when_file)
+        self.verbose = verbose
+        self._began: float | None = None
+
+    def _fire(self, why: str) -> None:
+        if self.cooldown.started:
+            return
+        _ = self.model  # on JAX, Keras puts the training state back into the variables first
+        self.cooldown.start()
+        if self.verbose:
+            print(
+                f"\nStartCooldown: cooling {self.cooldown.target.name} down from step "
+                f"{self.cooldown.start_step} ({why})."
+            )
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        infer_steps_per_epoch(self.cooldown.target.clock, self.params)
+        if self._began is None:
+            self._began = time.monotonic()
+        if self.at_step is not None and not self.cooldown.started:
+            _ = self.model
+            self.cooldown.start(at=self.at_step)
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        if self.at_epoch is not None and epoch >= self.at_epoch:
+            self._fire(f"epoch {epoch}")
+
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if self.when_file is not None and os.path.exists(self.when_file):
+            self._fire(f"found {self.when_file}")
+        if self.after_seconds is not None and self._began is not None:
+            if time.monotonic() - self._began >= self.after_seconds:
+                self._fire(f"{self.after_seconds:g} s elapsed")
+
+    def __repr__(self) -> str:
+        triggers = {
+            "at_step": self.at_step,
+            "at_epoch": self.at_epoch,
+            "after_seconds": self.after_seconds,
+            "when_file": self.when_file,
+        }
+        shown = ", ".join(f"{k}={v!r}" for k, v in triggers.items() if v is not None)
+        return f"StartCooldown({self.cooldown!r}, {shown})"

@@ -1,0 +1,201 @@
+"""Modern LLM schedules: ``wsd`` (warmup-stable-decay) and ``inverse_sqrt``.
+
+``wsd`` is the warmup-stable-decay schedule of MiniCPM (arXiv 2404.06395) and of Hagele et
+al. (arXiv 2405.18392: a constant rate plus a short cooldown matches cosine, and a 1-sqrt
+cooldown beats a linear one), with the phases and shapes of Hugging Face's
+``get_wsd_schedule``; ``inverse_sqrt`` is Hugging Face's ``get_inverse_sqrt_schedule``
+(from big_vision). :func:`decay_factor` is the shape of a decay, shared with
+:class:`hyperstep.Cooldown`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from keras import ops
+
+from hyperstep.schedules._common import _cosine_weight, check_choice, check_steps
+from hyperstep.schedules.base import Schedule, check_number, register
+
+#: warmup shapes (Hugging Face's ``warmup_type``)
+WARMUP_TYPES = ("linear", "cosine", "1-sqrt")
+#: decay shapes: Hugging Face's ``decay_type`` plus Megatron's ``exponential`` and
+#: ``minus_sqrt`` (the same curve as ``1-sqrt``)
+DECAY_TYPES = ("linear", "cosine", "1-sqrt", "exponential", "minus_sqrt")
+
+
+def decay_factor(shape: str, done: Any, steps: float, cycles: float = 0.5) -> Any:
+    """The factor of a decay from 1 to 0 after ``done`` of ``steps`` steps (``p = done / steps``).
+
+    ``linear: 1 - p``, ``cosine: (1 + cos(2 pi cycles p)) / 2``, ``1-sqrt`` and
+    ``minus_sqrt: 1 - sqrt(p)``, ``exponential: 2 * 0.5 ** p - 1`` (Megatron). ``done`` is a
+    float32 tensor in ``[0, steps]``; ``1 - p`` is computed as ``(steps - done) / steps``,
+    exact for integer steps.
+
+    Example:
+        >>> [round(float(v), 4) for v in decay_factor("1-sqrt", ops.convert_to_tensor(
+        ...     [0.0, 25.0, 100.0]), 100)]
+        [1.0, 0.5, 0.0]
+    """
+    left = (steps - done) / steps
+    if shape == "linear":
+        return left
+    if shape == "cosine":
+        if cycles == 0.5:
+            return _cosine_weight(left)
+        return ops.square(ops.cos(math.pi * cycles * (done / steps)))
+    if shape in ("1-sqrt", "minus_sqrt"):
+        return 1.0 - ops.sqrt(done / steps)
+    if shape == "exponential":
+        return 2.0 * ops.power(0.5, done / steps) - 1.0
+    raise ValueError(f"unknown decay shape {shape!r}")  # pragma: no cover - validated before
+
+
+def _warmup_factor(shape: str, step: Any, steps: float) -> Any:
+    """The factor of a warmup from 0 to 1: ``p``, ``(1 - cos(pi p)) / 2``, ``1 - sqrt(1 - p)``."""
+    if shape == "linear":
+        return step / steps
+    if shape == "cosine":
+        return _cosine_weight(step / steps)
+    return 1.0 - ops.sqrt((steps - step) / steps)
+
+
+@register
+class WarmupStableDecay(Schedule):
+    """Warmup-stable-decay: a warmup to ``peak``, ``peak`` for ``stable`` steps, a decay.
+
+    ``value(step) = peak * (min_ratio + (1 - min_ratio) * f(step))`` with
+    ``f = warmup_factor(step / warmup)`` for ``step < warmup``, ``1`` for the next
+    ``stable`` steps, ``decay_factor((step - warmup - stable) / decay)`` for the next
+    ``decay`` steps, and ``0`` after (the value ``min_ratio * peak``).
+
+    Warmup factors: ``linear: p``, ``cosine: (1 - cos(pi p)) / 2``, ``1-sqrt: 1 - sqrt(1 - p)``.
+    Decay factors: ``linear: 1 - p``, ``cosine: (1 + cos(2 pi num_cycles p)) / 2``,
+    ``1-sqrt: 1 - sqrt(p)`` (Hagele et al.), and Megatron's ``exponential: 2 * 0.5 ** p - 1``
+    and ``minus_sqrt`` (= ``1-sqrt``).
+
+    Matches Hugging Face ``get_wsd_schedule(num_warmup_steps=warmup,
+    num_stable_steps=stable, num_decay_steps=decay, warmup_type, decay_type,
+    min_lr_ratio=min_ratio, num_cycles)`` times ``peak``, at every step.
+
+    Args:
+        peak: The value of the stable phase.
+        warmup: Steps of the warmup (>= 0).
+        stable: Steps at ``peak`` (>= 0).
+        decay: Steps of the decay (>= 0).
+        warmup_type: ``"linear"`` (default), ``"cosine"`` or ``"1-sqrt"``.
+        decay_type: ``"cosine"`` (default), ``"linear"``, ``"1-sqrt"``, ``"exponential"`` or
+            ``"minus_sqrt"``.
+        min_ratio: The value at step 0 and after the decay, as a fraction of ``peak``.
+        num_cycles: Half-waves of the cosine decay are ``2 * num_cycles``; default 0.5.
+
+    Edge cases: ``min_ratio * peak`` at step 0 (with a warmup), ``peak`` from ``warmup`` to
+    ``warmup + stable`` (included), ``min_ratio * peak`` from ``warmup + stable + decay`` on.
+
+    Example:
+        >>> s = wsd(1.0, warmup=10, stable=80, decay=10, decay_type="linear")
+        >>> [round(float(v), 6) for v in s([0, 5, 10, 90, 95, 100, 200])]
+        [0.0, 0.5, 1.0, 1.0, 0.5, 0.0, 0.0]
+    """
+
+    keyword = "wsd"
+    positional = 4
+
+    def __init__(
+        self,
+        peak: float,
+        warmup: float,
+        stable: float,
+        decay: float,
+        warmup_type: str = "linear",
+        decay_type: str = "cosine",
+        min_ratio: float = 0.0,
+        num_cycles: float = 0.5,
+    ) -> None:
+        self.peak = check_number("wsd", "peak", peak)
+        self.warmup = check_steps("wsd", "warmup", warmup, allow_zero=True)
+        self.stable = check_steps("wsd", "stable", stable, allow_zero=True)
+        self.decay = check_steps("wsd", "decay", decay, allow_zero=True)
+        self.warmup_type = check_choice("wsd", "warmup_type", warmup_type, WARMUP_TYPES)
+        self.decay_type = check_choice("wsd", "decay_type", decay_type, DECAY_TYPES)
+        self.min_ratio = check_number("wsd", "min_ratio", min_ratio)
+        self.num_cycles = check_number("wsd", "num_cycles", num_cycles)
+
+    @property
+    def natural_steps(self) -> int | float | None:
+        return self.warmup + self.stable + self.decay
+
+    def value(self, step: Any) -> Any:
+        w, s, d = self.warmup, self.stable, self.decay
+        up = _warmup_factor(self.warmup_type, ops.clip(step, 0.0, max(w, 1)), max(w, 1))
+        done = ops.clip(step - (w + s), 0.0, max(d, 1))
+        down = decay_factor(self.decay_type, done, max(d, 1), self.num_cycles)
+        factor = ops.where(step < w, up, ops.where(step < w + s, 1.0, down))
+        factor = ops.where(step < w + s + d, ops.maximum(factor, 0.0), 0.0)
+        m = self.min_ratio
+        return self.peak * ops.maximum(m + (1.0 - m) * factor, 0.0)
+
+    def arguments(self) -> dict[str, Any]:
+        return {
+            "peak": self.peak,
+            "warmup": self.warmup,
+            "stable": self.stable,
+            "decay": self.decay,
+            "warmup_type": self.warmup_type,
+            "decay_type": self.decay_type,
+            "min_ratio": self.min_ratio,
+            "num_cycles": self.num_cycles,
+        }
+
+
+@register
+class InverseSqrt(Schedule):
+    """A linear warmup to ``peak``, then ``peak / sqrt`` of the normalized step.
+
+    ``value(step) = peak * step / warmup`` for ``step < warmup``, else
+    ``peak / sqrt((step - warmup + timescale) / timescale)``
+
+    Matches Hugging Face ``get_inverse_sqrt_schedule(num_warmup_steps=warmup, timescale)``
+    times ``peak``; ``timescale=None`` means ``warmup`` (10000 when ``warmup`` is 0), as there.
+
+    Args:
+        peak: The value at the end of the warmup.
+        warmup: Steps of the warmup (>= 0).
+        timescale: Steps over which the value falls by ``sqrt(2)`` after the warmup, > 0;
+            default None (see above).
+
+    Edge cases: 0 at step 0 (with a warmup); ``peak`` at ``warmup``; ``peak / sqrt(2)``
+    at ``warmup + timescale``; never ends.
+
+    Example:
+        >>> s = inverse_sqrt(1.0, warmup=100)
+        >>> [round(float(v), 6) for v in s([0, 50, 100, 400])]
+        [0.0, 0.5, 1.0, 0.5]
+    """
+
+    keyword = "inverse_sqrt"
+    positional = 2
+
+    def __init__(self, peak: float, warmup: float, timescale: float | None = None) -> None:
+        self.peak = check_number("inverse_sqrt", "peak", peak)
+        self.warmup = check_steps("inverse_sqrt", "warmup", warmup, allow_zero=True)
+        self.timescale = (
+            None if timescale is None else check_steps("inverse_sqrt", "timescale", timescale)
+        )
+
+    def value(self, step: Any) -> Any:
+        w = self.warmup
+        scale = self.timescale if self.timescale is not None else (w or 10_000)
+        ramp = step / max(w, 1)
+        after = 1.0 / ops.sqrt((ops.maximum(step, w) + (scale - w)) / scale)
+        return self.peak * ops.where(step < w, ramp, after)
+
+    def arguments(self) -> dict[str, Any]:
+        return {"peak": self.peak, "warmup": self.warmup, "timescale": self.timescale}
+
+
+wsd = WarmupStableDecay
+inverse_sqrt = InverseSqrt
+
+__all__ = ["InverseSqrt", "WarmupStableDecay", "decay_factor", "inverse_sqrt", "wsd"]
