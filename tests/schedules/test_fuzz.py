@@ -103,8 +103,9 @@ def check_linear(schedule: Schedule, text: str) -> None:
     calls = count_calls(schedule)
     values = keras.ops.convert_to_numpy(schedule(STEPS))
     assert values.shape == STEPS.shape and values.dtype == np.float32
-    # every node evaluated exactly once per call: work linear in the size
-    assert set(calls.values()) == {1}, text
+    # every node evaluated at most once per call (a constant sub-expression folded in float64
+    # is not evaluated at all): work linear in the size
+    assert calls[id(schedule)] == 1 and max(calls.values()) <= 1, text
 
 
 @SETTINGS
