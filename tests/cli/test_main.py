@@ -26,7 +26,7 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     err = capsys.readouterr().err
-    assert "choose a command: plot, doctor or demo" in err
+    assert "choose a command: plot, doctor, demo" in err
     assert "Traceback" not in err
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from keras import ops
-
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
     _cosine_weight,
@@ -21,6 +19,7 @@ from hyperstep.schedules._common import (
     check_positive,
     check_steps,
 )
+from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
 
 
