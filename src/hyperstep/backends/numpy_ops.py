@@ -133,6 +133,6 @@ equal, not_equal = np.equal, np.not_equal
 floor, ceil, round = np.floor, np.ceil, np.round
 absolute = abs = np.absolute
 negative, square, sqrt = np.negative, np.square, np.sqrt
-exp, log = _rounded(np.exp), _rounded(np.log)
+exp, log, log1p = _rounded(np.exp), _rounded(np.log), _rounded(np.log1p)
 sin, cos = _rounded(np.sin), _rounded(np.cos)
 power = _rounded(np.power)
