@@ -8,6 +8,7 @@ import contextlib
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -39,10 +40,18 @@ def positive_int(text: str) -> int:
     return value
 
 
+#: what TensorFlow's C++ logging writes unasked: absl's notice, INFO/WARNING lines and the
+#: CPU feature note (errors, and everything else, still reach the terminal)
+_BANNER = re.compile(
+    r"WARNING: All log messages before absl::InitializeLog\(\)|[IW]\d{4} \d\d:\d\d:\d\d"
+    r"|To enable the following instructions:"
+)
+
+
 @contextlib.contextmanager
 def quiet_stderr() -> Iterator[None]:
-    """Hide what C++ code writes to stderr while inside (TensorFlow's absl and oneDNN
-    banners); shown after all if an exception leaves the block."""
+    """Keep TensorFlow's banners off the terminal while inside: stderr goes to a file, and
+    at the end every line of it but the banners is written back."""
     try:
         fd = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):  # a captured stderr: nothing to hide
@@ -54,20 +63,14 @@ def quiet_stderr() -> Iterator[None]:
         os.dup2(sink.fileno(), fd)
         try:
             yield
-        except BaseException:
-            os.dup2(saved, fd)
-            sink.seek(0)
-            sys.stderr.write(sink.read().decode(errors="replace"))
-            raise
         finally:
+            sys.stderr.flush()
             os.dup2(saved, fd)
             os.close(saved)
-
-
-def import_backend() -> None:
-    """Import Keras and its backend now, with their banners hidden."""
-    with quiet_stderr():
-        import keras  # noqa: F401
+            sink.seek(0)
+            lines = sink.read().decode(errors="replace").splitlines(keepends=True)
+            sys.stderr.write("".join(x for x in lines if not _BANNER.match(x)))
+            sys.stderr.flush()
 
 
 def load_target(target: str) -> Callable[[], Any]:

@@ -7,7 +7,7 @@ import importlib.util
 import sys
 from typing import Any
 
-from hyperstep.cli.arguments import positive_int
+from hyperstep.cli.arguments import positive_int, quiet_stderr
 
 #: exit status of a run stopped with Ctrl-C (128 + SIGINT, as shells report it)
 INTERRUPTED = 130
@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     from hyperstep.errors import HyperstepError
 
     try:
-        summary = train(args.out, args.epochs, args.seed, fresh=args.fresh)
+        with quiet_stderr():
+            summary = train(args.out, args.epochs, args.seed, fresh=args.fresh)
     except HyperstepError as error:
         print(f"hyperstep demo: error: {error}", file=sys.stderr)
         return 2

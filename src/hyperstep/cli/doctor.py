@@ -24,8 +24,8 @@ from hyperstep.cli.arguments import (
     UsageError,
     call_target,
     compile_with_loss,
-    import_backend,
     load_target,
+    quiet_stderr,
 )
 
 _KEYS = ("model", "data", "optimizer", "loss_fn", "var_list")
@@ -94,13 +94,13 @@ def run(args: argparse.Namespace) -> int:
     from hyperstep.errors import HyperstepError
 
     try:
-        function = load_target(args.target)
-        import_backend()
-        kwargs = arguments(call_target(function, args.target), args.target)
-        from hyperstep.doctor import doctor
+        with quiet_stderr():
+            function = load_target(args.target)
+            kwargs = arguments(call_target(function, args.target), args.target)
+            from hyperstep.doctor import doctor
 
-        model = compile_with_loss(kwargs.pop("model"), args.loss)
-        diagnosis = doctor(model, kwargs.pop("data"), **kwargs)
+            model = compile_with_loss(kwargs.pop("model"), args.loss)
+            diagnosis = doctor(model, kwargs.pop("data"), **kwargs)
     except (UsageError, HyperstepError) as error:
         print(f"hyperstep doctor: error: {error}", file=sys.stderr)
         return 2
