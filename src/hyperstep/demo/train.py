@@ -218,7 +218,10 @@ def _train(
     )
     for name, expression in expressions.items():
         say(f"  {name:<26} {expression}")
-    say(f"  {'':<26} learning_rate x {plateau!r}")
+    say(
+        f"  {'':<26} learning_rate x ReduceOnPlateau(factor={plateau.factor}, "
+        f"patience={plateau.patience}, cooldown={plateau.cooldown}) on {plateau.monitor}"
+    )
     first = 0
     if checkpoint is not None:
         demo_state.load_checkpoint(model, out, checkpoint)
