@@ -75,7 +75,7 @@ WORKER = textwrap.dedent(
     from hyperstep.schedules import parse
     texts, steps = json.loads(sys.stdin.read())
     values = {t: parse(t)(steps).astype("float32").tolist() for t in texts}
-    heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("keras", "tensorflow", "jax", "torch"))
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"keras", "tensorflow", "jax", "torch"})
     print(json.dumps({"values": values, "imported": heavy}))
     """
 )

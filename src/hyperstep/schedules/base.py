@@ -22,10 +22,8 @@ from typing import Any, ClassVar
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules._ops import NUMPY, ops
 
-if NUMPY:  # a process without Keras (the command line's plot): plain classes
-    keras: Any = None
-    _Base: Any = object
-else:
+_Base: Any = object  # a process without Keras (the command line's plot): plain classes
+if not NUMPY:
     import keras
 
     _Base = keras.optimizers.schedules.LearningRateSchedule
