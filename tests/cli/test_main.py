@@ -89,3 +89,11 @@ def test_plot_text_and_png_import_no_backend(tmp_path: Path) -> None:
     done = run_fresh("plot", expression, "--steps", "1200", "--out", str(tmp_path / "s.png"))
     assert done.stdout.splitlines()[-1] == "HEAVY [] 0" and done.stderr == ""
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_of_overflowing_values_draws_gaps_without_warnings() -> None:
+    done = run_fresh(
+        "plot", "one_cycle(1, steps=19**90)", "sqrt(0 - step)", "--steps", "9", "--text"
+    )
+    assert done.stdout.splitlines()[-1] == "HEAVY [] 0" and done.stderr == ""
+    assert "* one_cycle(1, steps=19**90)" in done.stdout

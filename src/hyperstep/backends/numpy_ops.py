@@ -57,20 +57,24 @@ def _float32(value: Any) -> Any:
 
 
 def _rounded(function: Any) -> Any:
-    """``function`` computed in float64 and rounded once to float32."""
+    """``function`` computed in float64 and rounded once to float32 (quietly, like Keras:
+    overflow gives inf and invalid operations nan, without a warning)."""
 
     def call(*args: Any) -> Any:
-        return np.asarray(function(*(np.asarray(a, dtype=np.float64) for a in args))).astype(
-            np.float32
-        )
+        with np.errstate(all="ignore"):
+            result = function(*(np.asarray(a, dtype=np.float64) for a in args))
+            return np.asarray(result).astype(np.float32)
 
     call.__name__ = function.__name__
     return call
 
 
-def _binary(function: Any) -> Any:
-    def call(a: Any, b: Any) -> Any:
-        return _float32(function(a, b))
+def _quiet(function: Any) -> Any:
+    """``function`` with float64 results as float32, and no floating-point warnings."""
+
+    def call(*args: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return _float32(function(*args))
 
     call.__name__ = function.__name__
     return call
@@ -116,23 +120,20 @@ def where(condition: Any, x: Any, y: Any) -> Any:
     return _float32(np.where(condition, x, y))
 
 
+@_quiet
 def clip(x: Any, low: Any, high: Any) -> Any:
     """``min(max(x, low), high)``."""
-    return _float32(np.minimum(np.maximum(x, low), high))
+    return np.minimum(np.maximum(x, low), high)
 
 
-add = _binary(np.add)
-subtract = _binary(np.subtract)
-multiply = _binary(np.multiply)
-divide = _binary(np.true_divide)
-minimum = _binary(np.minimum)
-maximum = _binary(np.maximum)
-less, less_equal = np.less, np.less_equal
-greater, greater_equal = np.greater, np.greater_equal
-equal, not_equal = np.equal, np.not_equal
-floor, ceil, round = np.floor, np.ceil, np.round
-absolute = abs = np.absolute
-negative, square, sqrt = np.negative, np.square, np.sqrt
+add, subtract, multiply = _quiet(np.add), _quiet(np.subtract), _quiet(np.multiply)
+divide, minimum, maximum = _quiet(np.true_divide), _quiet(np.minimum), _quiet(np.maximum)
+less, less_equal = _quiet(np.less), _quiet(np.less_equal)
+greater, greater_equal = _quiet(np.greater), _quiet(np.greater_equal)
+equal, not_equal = _quiet(np.equal), _quiet(np.not_equal)
+floor, ceil, round = _quiet(np.floor), _quiet(np.ceil), _quiet(np.round)
+absolute = abs = _quiet(np.absolute)
+negative, square, sqrt = _quiet(np.negative), _quiet(np.square), _quiet(np.sqrt)
 exp, log, log1p = _rounded(np.exp), _rounded(np.log), _rounded(np.log1p)
 sin, cos = _rounded(np.sin), _rounded(np.cos)
 power = _rounded(np.power)

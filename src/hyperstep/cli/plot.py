@@ -55,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     from hyperstep.backends import numpy_ops
 
     numpy_ops.request()  # before the schedules are imported: no Keras in this process
+    import numpy as np
+
     from hyperstep.errors import HyperstepError
     from hyperstep.schedules.base import uses_epoch
     from hyperstep.schedules.chart import have_matplotlib, text_chart, write_png
@@ -69,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
             schedule = parse(text, steps_per_epoch=args.steps_per_epoch)
             if uses_epoch(schedule):
                 raise HyperstepError(f"{text!r} uses `epoch`; pass --steps-per-epoch K")
-            curves.append((text, *sample(schedule, args.steps, num=num)))
+            with np.errstate(all="ignore"):  # like Keras: inf and nan, drawn as gaps
+                curves.append((text, *sample(schedule, args.steps, num=num)))
         except (HyperstepError, ArithmeticError, ValueError) as error:
             print(f"hyperstep plot: error: {error}", file=sys.stderr)
             return 2
