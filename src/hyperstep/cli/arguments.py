@@ -1,5 +1,5 @@
 """What the commands share: argument types, ``MODULE:FUNCTION`` targets, ``--loss``, and
-a quiet import of Keras's backend."""
+keeping TensorFlow's banners off the terminal."""
 
 from __future__ import annotations
 
@@ -29,10 +29,7 @@ class UsageError(Exception):
 
 def positive_int(text: str) -> int:
     """An argparse type: an integer from 1 to 2**53."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    value = int(text) if re.fullmatch(r"\s*[+-]?\d+\s*", text) else 0
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     if value > MAX_STEPS:
