@@ -176,6 +176,22 @@ def test_help_says_what_function_returns_and_offers_loss(capsys):
     assert "--loss NAME" in out and "uncompiled" in out
 
 
+def test_quiet_stderr_drops_the_banners_and_keeps_everything_else():
+    script = (
+        "import os\nfrom hyperstep.cli.arguments import quiet_stderr\nwith quiet_stderr():\n"
+        "    os.write(2, b'WARNING: All log messages before absl::InitializeLog() is called\\n')\n"
+        "    os.write(2, b'I0000 00:00:1796130818.98 28155 port.cc:153] oneDNN custom ops\\n')\n"
+        "    os.write(2, b'To enable the following instructions: AVX2 FMA\\n')\n"
+        "    os.write(2, b'E0000 00:00:17.1 1 x.cc:1] a real error\\nyour own warning\\n')\n"
+    )
+    source = str(Path(hyperstep.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "E0000 00:00:17.1 1 x.cc:1] a real error\nyour own warning\n"
+
+
+@pytest.mark.slow  # a fresh process importing TensorFlow: 5-20 s
 def test_no_backend_banner_reaches_the_terminal(target):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     source = str(Path(hyperstep.__file__).parents[1])  # this checkout, from any directory
