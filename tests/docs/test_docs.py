@@ -90,6 +90,12 @@ def test_python_blocks_of_the_page_run(page: str) -> None:
             exec(compile(code, f"{page} block {index}", "exec"), namespace)
 
 
+@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
+def test_every_python_block_of_every_page_is_valid_python(page: str) -> None:
+    for index, code in enumerate(blocks(page, "python")):
+        compile(code, f"{page} block {index}", "exec")  # the excerpts too
+
+
 def test_plot_commands_of_the_docs_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     lines = [
