@@ -198,3 +198,22 @@ def test_python_dash_m_entry_point_shows_plot_help() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "--steps N" in done.stdout and "--text" in done.stdout and "--log" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "piecewise([10, 29**90], [1, 2, 3])",
+        "one_cycle(1, steps=19**90)",
+        "exponential(0.1, 1e-50, every=10)",
+        'cyclic(0.1, 1, 10, mode="exp_range", gamma=1.5)',
+        "step ** 1e30",
+    ],
+)
+def test_extreme_numbers_draw_or_fail_in_one_line(
+    expression: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["plot", expression, "--steps", "100", "--text", "--width", "10"])
+    err = capsys.readouterr().err
+    assert status in (0, 2) and "Traceback" not in err
+    assert status == 0 or (err.startswith("hyperstep plot: error: ") and err.count("\n") == 1)
