@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip
 
-.PHONY: demo test test-slow test-oldest lint bench clean
+.PHONY: demo test test-slow test-oldest lint bench docs dist-check clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -41,6 +41,19 @@ $(OLDEST)/.installed: pyproject.toml
 test-oldest: $(OLDEST)/.installed
 	$(OLDEST)/bin/python -m pytest tests/schedules tests/optim tests/control tests/test_clock.py \
 		-m "not slow"
+# the user's guide and API reference, warnings as errors, into site/
+docs: $(VENV)/.dev-installed
+	$(BIN)/python -m mkdocs build --strict
+
+# the wheel, installed into a fresh virtual environment with only keras and jax: import,
+# `hyperstep plot --text`, one training step on JAX (see .ci/dist_check.py)
+dist-check: $(VENV)/.dev-installed
+	rm -rf dist .dist-check
+	$(BIN)/python -m build -o dist .
+	$(PY) -m venv .dist-check
+	.dist-check/bin/pip install -q --upgrade pip
+	.dist-check/bin/pip install -q dist/hyperstep-*.whl keras jax
+	cd .dist-check && KERAS_BACKEND=jax bin/python ../.ci/dist_check.py
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests benchmarks examples
@@ -51,4 +64,4 @@ bench: $(VENV)/.dev-installed
 	@for f in benchmarks/[!_]*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(OLDEST) build dist src/*.egg-info
+	rm -rf $(VENV) $(OLDEST) build dist site .dist-check src/*.egg-info

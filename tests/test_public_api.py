@@ -37,3 +37,46 @@ def test_schedules_all_is_sorted_and_importable() -> None:
     assert list(hs.schedules.__all__) == sorted(hs.schedules.__all__)
     for name in hs.schedules.__all__:
         assert getattr(hs.schedules, name) is not None
+
+
+VOCABULARY = {
+    "constant",
+    "linear",
+    "exponential",
+    "inverse_time",
+    "polynomial",
+    "cosine",
+    "cosine_restarts",
+    "piecewise",
+    "cyclic",
+    "one_cycle",
+    "warmup",
+    "join",
+}
+
+
+def test_schedules_export_the_vocabulary_and_helpers_not_the_node_classes() -> None:
+    exported = set(hs.schedules.__all__)
+    assert VOCABULARY <= exported
+    assert {"Schedule", "parse", "from_keras", "sample", "clip", "minimum", "maximum"} <= exported
+    # the node classes live in their modules and are not exported a second time
+    assert [name for name in exported if name[0].isupper()] == ["Schedule"]
+    from hyperstep.schedules import base, combinators, cycles, families
+
+    for module in (base, combinators, cycles, families):
+        for name in ("Step", "Epoch", "BinaryOp", "Negate", "Function", "Cosine", "Warmup"):
+            if hasattr(module, name):
+                assert name not in exported
+
+
+def test_importing_hyperstep_imports_no_keras_and_doctor_is_the_function() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, hyperstep as hs, hyperstep.doctor.report; "
+        "print('keras' in sys.modules, callable(hs.doctor), set(hs.__all__) <= set(dir(hs)))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "True", "True"]

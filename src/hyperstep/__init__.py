@@ -2,25 +2,35 @@
 
 Schedule any hyperparameter, change it at run time without retracing, let metric-driven
 controllers compose with schedules, resume exactly.
+
+Importing ``hyperstep`` is cheap: each public name is imported (and Keras with it) the first
+time it is used.
 """
 
-from hyperstep._backend import check_backend as _check_backend
+from __future__ import annotations
 
-_check_backend()
-
-from hyperstep import callbacks, errors, schedules  # noqa: E402
-from hyperstep.clock import Clock  # noqa: E402
-from hyperstep.control.controllers import ReduceOnPlateau  # noqa: E402
-from hyperstep.control.cooldown import Cooldown  # noqa: E402
-from hyperstep.control.hyperparameter import Hyperparameter  # noqa: E402
-from hyperstep.doctor import Diagnosis, Finding, doctor  # noqa: E402
-from hyperstep.optim import rules  # noqa: E402
-from hyperstep.optim.groups import Group  # noqa: E402
-from hyperstep.optim.optimizer import StepOptimizer  # noqa: E402
-from hyperstep.optim.scheduled import scheduled  # noqa: E402
-from hyperstep.schedules import parse  # noqa: E402
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+#: public name -> (module, attribute or None for the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "Clock": ("hyperstep.clock", "Clock"),
+    "Cooldown": ("hyperstep.control.cooldown", "Cooldown"),
+    "Diagnosis": ("hyperstep.doctor.report", "Diagnosis"),
+    "Finding": ("hyperstep.doctor.report", "Finding"),
+    "Group": ("hyperstep.optim.groups", "Group"),
+    "Hyperparameter": ("hyperstep.control.hyperparameter", "Hyperparameter"),
+    "ReduceOnPlateau": ("hyperstep.control.controllers", "ReduceOnPlateau"),
+    "StepOptimizer": ("hyperstep.optim.optimizer", "StepOptimizer"),
+    "callbacks": ("hyperstep.callbacks", None),
+    "errors": ("hyperstep.errors", None),
+    "parse": ("hyperstep.schedules.parse", "parse"),
+    "rules": ("hyperstep.optim.rules", None),
+    "scheduled": ("hyperstep.optim.scheduled", "scheduled"),
+    "schedules": ("hyperstep.schedules", None),
+}
 
 __all__ = [
     "Clock",
@@ -40,3 +50,39 @@ __all__ = [
     "scheduled",
     "schedules",
 ]
+
+# Eager and cheap (no Keras): binding the function after the subpackage has been imported
+# keeps `hs.doctor` the function whatever is imported later.
+from hyperstep.doctor import doctor  # noqa: E402
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from hyperstep import callbacks, errors, schedules
+    from hyperstep.clock import Clock
+    from hyperstep.control.controllers import ReduceOnPlateau
+    from hyperstep.control.cooldown import Cooldown
+    from hyperstep.control.hyperparameter import Hyperparameter
+    from hyperstep.doctor.report import Diagnosis, Finding
+    from hyperstep.optim import rules
+    from hyperstep.optim.groups import Group
+    from hyperstep.optim.optimizer import StepOptimizer
+    from hyperstep.optim.scheduled import scheduled
+    from hyperstep.schedules.parse import parse
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use (PEP 562), checking Keras's backend first."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'hyperstep' has no attribute {name!r}")
+    module_name, attribute = _LAZY[name]
+    if name != "errors":
+        from hyperstep._backend import check_backend
+
+        check_backend()
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -1,10 +1,16 @@
-"""`hyperstep doctor MODULE:FUNCTION [--json]`: exit 0 healthy, 1 findings, 2 usage errors."""
+"""`hyperstep doctor MODULE:FUNCTION [--loss NAME] [--json]`: exit 0 healthy, 1 findings, 2
+usage errors."""
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
+import hyperstep
 from hyperstep.cli.main import main
 
 TARGET = textwrap.dedent(
@@ -64,6 +70,24 @@ TARGET = textwrap.dedent(
         raise RuntimeError("no data here")
 
 
+    def interrupted():
+        raise KeyboardInterrupt
+
+
+    def exits():
+        raise SystemExit(5)
+
+
+    def dead_relu():
+        model = keras.Sequential([
+            keras.Input((3,)),
+            keras.layers.Dense(2, activation="relu", bias_initializer="zeros",
+                               kernel_initializer="zeros", name="hidden"),
+            keras.layers.Dense(1, name="out"),
+        ])
+        return model, (X, Y)
+
+
     CONSTANT = 3
     """
 )
@@ -114,6 +138,8 @@ def test_third_item_optimizer_and_dict_form_are_accepted(target, capsys):
         ("doctor_target:wrong", "returned int 42; it must return (model, batch)"),
         ("doctor_target:raises", "raised RuntimeError: no data here"),
         ("doctor_target:not_compiled", "needs a loss"),
+        ("doctor_target:interrupted", "raised KeyboardInterrupt"),
+        ("doctor_target:exits", "raised SystemExit: 5"),
     ],
 )
 def test_usage_errors_exit_2_with_one_message_and_no_traceback(target, capsys, argument, message):
@@ -122,3 +148,60 @@ def test_usage_errors_exit_2_with_one_message_and_no_traceback(target, capsys, a
     assert message in captured.err
     assert captured.err.startswith("hyperstep doctor: error:")
     assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_loss_compiles_an_uncompiled_model(target, capsys):
+    assert main(["doctor", "doctor_target:not_compiled", "--loss", "mse"]) == 0
+    assert "no findings" in capsys.readouterr().out
+    # the loss is really used: a zero-initialized ReLU layer gets exactly zero gradients
+    assert (
+        main(["doctor", "doctor_target:dead_relu", "--loss", "mean_squared_error", "--json"]) == 1
+    )
+    found = {(f["code"], f["path"]) for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert ("zero-gradient", "sequential/hidden/kernel") in found or any(
+        code == "zero-gradient" for code, _ in found
+    )
+
+
+def test_an_unknown_loss_name_is_a_usage_error(target, capsys):
+    assert main(["doctor", "doctor_target:not_compiled", "--loss", "msee"]) == 2
+    err = capsys.readouterr().err
+    assert "--loss must name a Keras loss" in err and "Received: --loss msee" in err
+
+
+def test_help_says_what_function_returns_and_offers_loss(capsys):
+    assert main(["doctor", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "FUNCTION takes no arguments and returns (model, batch)" in out
+    assert "--loss NAME" in out and "uncompiled" in out
+
+
+def test_quiet_stderr_drops_the_banners_and_keeps_everything_else():
+    script = (
+        "import os\nfrom hyperstep.cli.arguments import quiet_stderr\nwith quiet_stderr():\n"
+        "    os.write(2, b'WARNING: All log messages before absl::InitializeLog() is called\\n')\n"
+        "    os.write(2, b'I0000 00:00:1796130818.98 28155 port.cc:153] oneDNN custom ops\\n')\n"
+        "    os.write(2, b'To enable the following instructions: AVX2 FMA\\n')\n"
+        "    os.write(2, b'E0000 00:00:17.1 1 x.cc:1] a real error\\nyour own warning\\n')\n"
+    )
+    source = str(Path(hyperstep.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "E0000 00:00:17.1 1 x.cc:1] a real error\nyour own warning\n"
+
+
+@pytest.mark.slow  # a fresh process importing TensorFlow: 5-20 s
+def test_no_backend_banner_reaches_the_terminal(target):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    source = str(Path(hyperstep.__file__).parents[1])  # this checkout, from any directory
+    env["PYTHONPATH"] = os.pathsep.join([source, env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-m", "hyperstep", "doctor", "doctor_target:healthy"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr == "" and "no findings" in done.stdout

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +30,7 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     err = capsys.readouterr().err
-    assert "choose a command: plot, doctor or demo" in err
+    assert "choose a command: plot, doctor, demo" in err
     assert "Traceback" not in err
 
 
@@ -48,3 +52,48 @@ def test_every_command_module_registers_a_subcommand_with_a_function() -> None:
 
 def test_parser_is_built_fresh_each_time() -> None:
     assert build_parser() is not build_parser()
+
+
+#: run the command line in a fresh process; print the heavy modules it imported
+PROBE = """
+import sys
+from hyperstep.cli.main import main
+code = main(sys.argv[1:])
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"keras", "tensorflow", "jax", "torch"})
+print("HEAVY", heavy, code)
+"""
+
+
+def run_fresh(*argv: str) -> subprocess.CompletedProcess[str]:
+    source = str(Path(hyperstep.__file__).parents[1])  # this checkout, from any directory
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = os.pathsep.join([source, env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env, check=False
+    )
+
+
+def test_help_of_every_command_imports_no_backend() -> None:
+    names = [m.__name__.rsplit(".", 1)[-1].replace("_", "-") for m in main_module.COMMANDS]
+    for argv in (["--help"], *([name, "--help"] for name in names)):
+        done = run_fresh(*argv)
+        assert done.stdout.splitlines()[-1] == "HEAVY [] 0", (argv, done.stderr[-2000:])
+        assert done.stderr == "", argv
+
+
+def test_plot_text_and_png_import_no_backend(tmp_path: Path) -> None:
+    expression = "warmup(cosine(1e-3, steps=1000), steps=100)"
+    done = run_fresh("plot", expression, "--steps", "1200", "--text")
+    assert done.stdout.splitlines()[-1] == "HEAVY [] 0" and done.stderr == ""
+    assert f"* {expression}" in done.stdout
+    done = run_fresh("plot", expression, "--steps", "1200", "--out", str(tmp_path / "s.png"))
+    assert done.stdout.splitlines()[-1] == "HEAVY [] 0" and done.stderr == ""
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_of_overflowing_values_draws_gaps_without_warnings() -> None:
+    done = run_fresh(
+        "plot", "one_cycle(1, steps=19**90)", "sqrt(0 - step)", "--steps", "9", "--text"
+    )
+    assert done.stdout.splitlines()[-1] == "HEAVY [] 0" and done.stderr == ""
+    assert "* one_cycle(1, steps=19**90)" in done.stdout

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hyperstep.cli import plot
 from hyperstep.cli.main import main
+from hyperstep.schedules import chart
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -108,21 +108,21 @@ def test_text_chart_draws_each_curve_where_its_values_are(
 
 def test_text_chart_of_a_constant_and_on_log_scale() -> None:
     steps = np.arange(10)
-    flat = plot.text_chart([("c", steps, np.full(10, 0.5, np.float32))], width=10, height=5)
+    flat = chart.text_chart([("c", steps, np.full(10, 0.5, np.float32))], width=10, height=5)
     assert flat.splitlines()[2] == "       0.5 |**********"  # the middle row, labelled
     decay = 10.0 ** -steps.astype(np.float64)
-    chart = plot.text_chart([("d", steps, decay)], log=True, width=10, height=10)
-    lines = chart.splitlines()
+    drawn = chart.text_chart([("d", steps, decay)], log=True, width=10, height=10)
+    lines = drawn.splitlines()
     assert lines[0].split("|")[0].strip() == "1" and lines[9].split("|")[0].strip() == "1e-09"
     assert [line.index("*") - line.index("|") - 1 for line in lines[:10]] == list(range(10))
     assert lines[-1] == "(log scale)"
-    assert "nothing to draw" in plot.text_chart([("z", steps, -decay)], log=True)
+    assert "nothing to draw" in chart.text_chart([("z", steps, -decay)], log=True)
 
 
 def test_text_chart_is_used_when_matplotlib_is_missing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plot, "have_matplotlib", lambda: False)
+    monkeypatch.setattr(chart, "have_matplotlib", lambda: False)
     out = tmp_path / "never.png"
     assert main(["plot", "cosine(1.0, 100)", "--steps", "100", "--out", str(out)]) == 0
     captured = capsys.readouterr()
@@ -164,6 +164,21 @@ def test_bad_steps_is_a_usage_error(steps: str, capsys: pytest.CaptureFixture[st
     assert f"expected a positive integer, got '{steps}'" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["step", "--steps", "99999999999999999999"], "expected at most 2**53"),
+        (["step", "--steps", "10", "--width", "0"], "expected a positive integer, got '0'"),
+    ],
+)
+def test_huge_or_zero_numbers_are_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plot", *argv, "--text"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
 def test_unwritable_out_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -183,3 +198,22 @@ def test_python_dash_m_entry_point_shows_plot_help(hang_timeout: float) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "--steps N" in done.stdout and "--text" in done.stdout and "--log" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "piecewise([10, 29**90], [1, 2, 3])",
+        "one_cycle(1, steps=19**90)",
+        "exponential(0.1, 1e-50, every=10)",
+        'cyclic(0.1, 1, 10, mode="exp_range", gamma=1.5)',
+        "step ** 1e30",
+    ],
+)
+def test_extreme_numbers_draw_or_fail_in_one_line(
+    expression: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["plot", expression, "--steps", "100", "--text", "--width", "10"])
+    err = capsys.readouterr().err
+    assert status in (0, 2) and "Traceback" not in err
+    assert status == 0 or (err.startswith("hyperstep plot: error: ") and err.count("\n") == 1)

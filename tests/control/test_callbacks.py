@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 import hyperstep as hs
-from hyperstep.control.callbacks import LogHyperparameters, read_all
+from hyperstep.control.callbacks import FIELDS, LogHyperparameters, read_all
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError
 
 SPE, BATCH = 4, 8
@@ -41,7 +42,7 @@ def adam() -> Any:
     return hs.scheduled(
         keras.optimizers.Adam(),
         clock=hs.Clock(steps_per_epoch=SPE),
-        learning_rate=hs.schedules.Constant(0.01) * 0.5 ** hs.schedules.Epoch(),
+        learning_rate=hs.schedules.constant(0.01) * 0.5 ** hs.parse("epoch"),
         beta_1="0.9 - 0.001 * step",
     )
 
@@ -81,7 +82,9 @@ def test_fit_logs_history_and_csv_logger_see_every_hyperparameter(tmp_path: Path
     np.testing.assert_allclose(history.history["learning_rate"], 0.01 * 0.5 ** (steps // SPE))
     np.testing.assert_allclose(history.history["beta_1"], 0.9 - 0.001 * steps, rtol=1e-6)
     rows = read_rows(tmp_path / "keras.csv")
-    assert set(optimizer.hyperparameters) <= set(rows[0])
+    # by default only what moves: the two schedules, not Adam's constant beta_2, epsilon, ...
+    assert {"learning_rate", "beta_1"} <= set(rows[0])
+    assert not {"beta_2", "epsilon", "ema_momentum"} & set(rows[0])
     assert [float(r["beta_1"]) for r in rows] == history.history["beta_1"]
 
 
@@ -102,7 +105,7 @@ def test_csv_has_one_row_per_step_with_value_schedule_scale_override(tmp_path: P
     def override(epoch: int, logs: Any) -> None:
         lr.set(0.003) if epoch == 1 else lr.clear()
 
-    log = LogHyperparameters(optimizer, csv_path=tmp_path / "hp.csv")
+    log = LogHyperparameters(optimizer, csv_path=tmp_path / "hp.csv", fields=FIELDS)
     switch = keras.callbacks.LambdaCallback(on_epoch_begin=override)
     fit(optimizer, [switch, log], epochs=3)
     rows = read_rows(tmp_path / "hp.csv")
@@ -221,3 +224,28 @@ def test_log_dir_without_tensorboard_installed_says_what_to_install(monkeypatch,
     with pytest.raises(BackendError, match=r"pip install tensorboard.*Received: log_dir="):
         hs.callbacks.LogHyperparameters([lr], log_dir=tmp_path)
     hs.callbacks.LogHyperparameters([lr], csv_path=tmp_path / "hp.csv")  # CSV needs nothing
+
+
+def test_defaults_log_what_moves_one_column_each_and_all_on_request(tmp_path: Path) -> None:
+    optimizer = adam()
+    optimizer.hyperparameters["epsilon"].set(1e-6)  # a change: logged although constant
+    default = LogHyperparameters(optimizer, csv_path=tmp_path / "default.csv")
+    every = LogHyperparameters(optimizer, csv_path=tmp_path / "all.csv", include="all")
+    fit(optimizer, [default, every], epochs=1)
+    header = (tmp_path / "default.csv").read_text().splitlines()[0].split(",")
+    assert header == ["step", "epoch", "learning_rate", "beta_1", "epsilon"]
+    header = (tmp_path / "all.csv").read_text().splitlines()[0].split(",")
+    assert header == ["step", "epoch", *optimizer.hyperparameters]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"include": "some"}, "must be 'moving' or 'all'. Received: include='some'"),
+        ({"fields": ("scale",)}, "must start with 'value'"),
+        ({"fields": ("value", "bogus")}, "must start with 'value'"),
+    ],
+)
+def test_include_and_fields_are_checked(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(hs.errors.InvalidArgumentError, match=re.escape(message)):
+        LogHyperparameters(adam(), **kwargs)

@@ -187,7 +187,7 @@ def test_default_rule_equals_keras_without_cooldown_or_floor() -> None:
 
 
 def test_min_value_floors_the_effective_value_of_a_decaying_schedule() -> None:
-    hp = make_hp(hs.schedules.Constant(0.1) * 0.5 ** (hs.schedules.Step() / 10))
+    hp = make_hp(hs.schedules.constant(0.1) * 0.5 ** (hs.parse("step") / 10))
     hp.clock.step.assign(10)  # schedule value 0.05 here
     plateau = hs.ReduceOnPlateau(hp, factor=0.1, patience=0, min_value=0.02)
     plateau.update(1.0)

@@ -38,7 +38,7 @@ def test_traced_once_across_100_hyperparameter_changes_and_matches_numpy() -> No
     w = keras.Variable(np.linspace(-1, 1, 5).astype("float32"))
     target = np.linspace(2, 0, 5).astype("float32")
     opt = hs.StepOptimizer(
-        hs.rules.SGD(), learning_rate=hs.schedules.Step() * 0.001 + 0.05, momentum=0.5
+        hs.rules.SGD(), learning_rate=hs.parse("step") * 0.001 + 0.05, momentum=0.5
     )
     opt.build([w])  # slot variables are created before tracing, as in Keras
     traces = []
@@ -111,7 +111,7 @@ def test_keras_file_round_trip_continues_identically(tmp_path) -> None:  # type:
 def test_checkpoint_round_trip_continues_identically(tmp_path) -> None:  # type: ignore[no-untyped-def]
     def setup() -> tuple[keras.Model, hs.StepOptimizer, tf.function]:
         model = make_model()
-        opt = hs.StepOptimizer("lion", learning_rate=hs.schedules.Step() * -1e-4 + 0.01)
+        opt = hs.StepOptimizer("lion", learning_rate=hs.parse("step") * -1e-4 + 0.01)
         opt.build(model.trainable_variables)
 
         @tf.function

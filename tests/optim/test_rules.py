@@ -194,7 +194,7 @@ def numpy_seed000(w0: np.ndarray, target: np.ndarray, steps: int) -> np.ndarray:
     "optimizer",
     [
         lambda: hs.StepOptimizer(Seed000()),
-        lambda: hs.StepOptimizer(Coefficient(), coefficient=hs.schedules.Step() / 1000 + 0.01),
+        lambda: hs.StepOptimizer(Coefficient(), coefficient=hs.parse("step") / 1000 + 0.01),
     ],
     ids=["step-in-rule", "step-in-schedule"],
 )

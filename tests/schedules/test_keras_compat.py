@@ -92,7 +92,7 @@ def test_keras_schedule_repr_is_honest_about_the_wrapped_class():
 
 def test_as_schedule_accepts_keras_schedules():
     s = hs.as_schedule(K.CosineDecay(1.0, 10))
-    assert isinstance(s, hs.Cosine)
+    assert isinstance(s, hs.families.Cosine)
 
 
 def test_from_keras_rejects_non_schedules_naming_the_value():

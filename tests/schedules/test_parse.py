@@ -6,6 +6,7 @@ import ast
 import copy
 import math
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,13 @@ from hyperstep.errors import ScheduleSyntaxError
 from hyperstep.schedules import base
 from hyperstep.schedules.parse import MAX_DEPTH, MAX_LENGTH, parse, vocabulary
 
-S = hs.schedules
+# the vocabulary and, from their module, the expression-tree node classes
+S = types.SimpleNamespace(
+    **{n: getattr(hs.schedules, n) for n in hs.schedules.__all__},
+    **{
+        n: getattr(base, n) for n in ("BinaryOp", "Constant", "Epoch", "Function", "Negate", "Step")
+    },
+)
 GRID = np.array([0, 1, 2, 5, 9, 10, 11, 99, 100, 101, 250, 499, 500, 501, 999, 1000, 1001, 3000])
 STEPS = GRID.astype(np.float32)
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -62,7 +62,7 @@ def test_decays_are_monotone_and_within_their_bounds(case, steps):
     ulp = 2.4e-7 * start  # two float32 ulps of the largest value
     assert np.all(values <= start + ulp)
     assert np.all(values >= low - ulp)
-    if not isinstance(schedule, hs.CosineRestarts):
+    if not isinstance(schedule, hs.families.CosineRestarts):
         assert np.all(np.diff(values) <= ulp), schedule
 
 

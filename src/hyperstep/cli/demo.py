@@ -1,50 +1,18 @@
-"""``hyperstep demo``: a real training run that uses every piece of hyperstep, resumable.
-
-An MLP learns scikit-learn's bundled 8x8 digits (1,797 images; nothing is downloaded),
-its logits divided by a trainable ``temperature``. One :class:`hyperstep.StepOptimizer`
-(AdamW) on one :class:`hyperstep.Clock` runs:
-
-* ``learning_rate = warmup(cosine(...))`` times the scale :class:`hyperstep.ReduceOnPlateau`
-  lowers when ``val_loss`` stalls (the schedule keeps running underneath);
-* ``weight_decay = linear(0, 0.05)`` over the run;
-* the group ``temperature`` (the temperature variable) with its own learning rate
-  schedule and no weight decay.
-
-Before training :func:`hyperstep.doctor` checks that every variable trains. Keras's
-progress bar shows the run; ``OUT`` (default ``runs/demo``) receives ``metrics.csv``
-(per epoch), ``hyperparameters.csv`` (per step, from
-:class:`hyperstep.callbacks.LogHyperparameters`), TensorBoard events, ``report.png``,
-``model.weights.h5`` and ``summary.json``.
-
-Stopping the run (Ctrl-C, or a kill) and typing the same command again resumes after the
-last complete epoch and ends with the same trajectories and bit-identical weights as an
-uninterrupted run: the data order is a fixed permutation per epoch, ops are deterministic,
-and the clock, hyperparameters and plateau state are optimizer variables saved with the
-weights (:mod:`hyperstep.cli.demo_state`). A finished run is not trained again; ``--fresh``
-starts over.
-"""
+"""``hyperstep demo``: parse the arguments and launch :func:`hyperstep.demo.train`."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import sys
-from pathlib import Path
 from typing import Any
 
-from hyperstep.cli.demo_model import (
-    DEFAULT_EPOCHS,
-    TARGET_ACCURACY,
-    build_model,
-    build_training,
-    load_data,
-    schedules,
-)
-from hyperstep.cli.demo_state import FILES
-from hyperstep.cli.demo_train import train
+from hyperstep.cli.arguments import positive_int, quiet_stderr
 
 #: exit status of a run stopped with Ctrl-C (128 + SIGINT, as shells report it)
 INTERRUPTED = 130
+#: the epochs of a default run (``hyperstep.demo.DEFAULT_EPOCHS``, without importing it)
+DEFAULT_EPOCHS = 20
 #: (module, package) the demo needs beyond hyperstep's own dependencies: the [demo] extras
 _EXTRAS = (
     ("tensorflow", "tensorflow"),
@@ -67,7 +35,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--out", default="runs/demo", help="run directory (default runs/demo)")
     parser.add_argument(
-        "--epochs", type=_positive_int, default=DEFAULT_EPOCHS, help="epochs (default 20)"
+        "--epochs",
+        type=positive_int,
+        default=DEFAULT_EPOCHS,
+        help=f"epochs (default {DEFAULT_EPOCHS})",
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
@@ -75,20 +46,11 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="start over, discarding a finished or interrupted run in --out",
     )
-    # for the resume test: SIGKILL this process when the clock reaches this step
-    parser.add_argument("--kill-at-step", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--kill-signal", default="SIGKILL", help=argparse.SUPPRESS)
-    # for the resume test: a plateau threshold that makes reductions depend on saved state
-    parser.add_argument("--plateau-min-delta", type=float, default=None, help=argparse.SUPPRESS)
-    # for fast tests: train on the first N training images only
-    parser.add_argument("--train-size", type=_positive_int, default=None, help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo from parsed command-line arguments; return the exit status."""
-    from hyperstep.errors import HyperstepError
-
     missing = [package for module, package in _EXTRAS if importlib.util.find_spec(module) is None]
     if missing:
         print(
@@ -98,18 +60,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    out = Path(args.out)
+    from hyperstep.demo import train
+    from hyperstep.errors import HyperstepError
+
     try:
-        summary = train(
-            out,
-            args.epochs,
-            args.seed,
-            fresh=args.fresh,
-            kill_at_step=args.kill_at_step,
-            kill_signal=args.kill_signal,
-            plateau_min_delta=args.plateau_min_delta,
-            train_size=args.train_size,
-        )
+        with quiet_stderr():
+            summary = train(args.out, args.epochs, args.seed, fresh=args.fresh)
     except HyperstepError as error:
         print(f"hyperstep demo: error: {error}", file=sys.stderr)
         return 2
@@ -122,26 +78,26 @@ def run(args: argparse.Namespace) -> int:
             print(f"\nhyperstep demo: interrupted in the first epoch; `{command}` starts over.")
         else:
             print(
-                f"\nhyperstep demo: interrupted. {out} holds the run after epoch "
+                f"\nhyperstep demo: interrupted. {args.out} holds the run after epoch "
                 f"{summary['epoch']} (step {summary['step']}); run `{command}` again to resume "
                 "from there."
             )
         return INTERRUPTED
     if summary["status"] == "already-complete":
-        print(f"{out} holds a finished run (add --fresh to train again):")
+        print(f"{args.out} holds a finished run (add --fresh to train again):")
     _print_summary(summary)
     return 0
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    accuracy = summary["val_accuracy"]
-    met = "target met" if accuracy >= TARGET_ACCURACY else "BELOW TARGET"
+    accuracy, target = summary["val_accuracy"], summary["target_accuracy"]
+    met = "target met" if accuracy >= target else "BELOW TARGET"
     resumed = summary.get("resumed_from")
     session = f" (this session, resumed after epoch {resumed['epoch']})" if resumed else ""
     reductions = summary["plateau_reductions"]
     steps = ", ".join(str(r["step"]) for r in reductions)
     print(
-        f"validation accuracy {accuracy:.1%} ({met}: >= {TARGET_ACCURACY:.0%}) after "
+        f"validation accuracy {accuracy:.1%} ({met}: >= {target:.0%}) after "
         f"{summary['epochs']} epochs ({summary['steps']} steps) in {summary['seconds']} s"
         f"{session}; temperature {summary['temperature']:.3f}; ReduceOnPlateau lowered the "
         f"learning rate {len(reductions)} time{'s' * (len(reductions) != 1)}"
@@ -162,22 +118,3 @@ def _command(args: argparse.Namespace) -> str:
     if args.seed != 0:
         parts.append(f"--seed {args.seed}")
     return " ".join(parts)
-
-
-def _positive_int(text: str) -> int:
-    from hyperstep.cli.plot import _positive_int as check
-
-    return check(text)
-
-
-__all__ = [
-    "FILES",
-    "TARGET_ACCURACY",
-    "build_model",
-    "build_training",
-    "load_data",
-    "register",
-    "run",
-    "schedules",
-    "train",
-]

@@ -1,7 +1,8 @@
 """The ``hyperstep`` command line: ``hyperstep plot``, ``hyperstep doctor``, ``hyperstep demo``.
 
 Each subcommand lives in its own module exposing ``register(subparsers)``, which adds the
-subcommand's parser and sets ``func`` (``args -> exit status``) as its default.
+subcommand's parser and sets ``func`` (``args -> exit status``) as its default. Parsing
+imports no backend: a command imports Keras only when it runs and needs it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status.
 
-    Usage errors and bad expressions return 2 with a message on stderr, never a traceback.
+    Usage errors, bad expressions and unusable files return 2 with one line on stderr,
+    never a traceback; Ctrl-C returns 130.
 
     Example:
         >>> main(["--version"])  # doctest: +ELLIPSIS
@@ -52,6 +54,16 @@ def main(argv: list[str] | None = None) -> int:
     func = getattr(args, "func", None)
     if func is None:
         parser.print_usage(sys.stderr)
-        print("hyperstep: error: choose a command: plot, doctor or demo", file=sys.stderr)
+        names = [c.__name__.rsplit(".", 1)[-1].replace("_", "-") for c in COMMANDS]
+        print(f"hyperstep: error: choose a command: {', '.join(names)}", file=sys.stderr)
         return 2
-    return int(func(args))
+    from hyperstep.errors import HyperstepError
+
+    try:
+        return int(func(args))
+    except (HyperstepError, OSError) as error:
+        print(f"hyperstep: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nhyperstep: interrupted", file=sys.stderr)
+        return 130

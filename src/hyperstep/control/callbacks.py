@@ -132,19 +132,25 @@ def read_all(hyperparameters: Any) -> dict[str, float]:
 class LogHyperparameters(keras.callbacks.Callback):
     """Put hyperparameters into ``fit``'s logs; optionally write them per step.
 
-    At each epoch end, ``logs[name] = value`` for every hyperparameter (the value the next
-    update will use, the convention of Keras's ``optimizer.learning_rate``), so History,
+    At each epoch end, ``logs[name] = value`` for every logged hyperparameter (the value the
+    next update will use, the convention of Keras's ``optimizer.learning_rate``), so History,
     CSVLogger and TensorBoard record it: place this callback before those in the list.
+
+    Which are logged: given an optimizer, only the hyperparameters that can move (a
+    schedule that is not a constant, a controller such as ``ReduceOnPlateau``, or a scale
+    or override already set when training starts); ``include="all"`` logs every one. Given
+    hyperparameters themselves (one, a list or a dict), all of them.
 
     With ``csv_path`` and/or ``log_dir``, every ``every`` training batches (at batch begin,
     so a row holds the values that batch's update uses) it writes one row: ``step`` (read
     from the shared clock), ``epoch``, and for each hyperparameter ``name`` (the effective
-    value), ``name/schedule``, ``name/scale`` and ``name/override`` (empty when not set);
-    and a TensorBoard scalar ``name`` at that step (TensorBoard needs the TensorFlow
-    backend). The CSV is written anew by the first ``fit`` (with ``append=True``: appended
-    to, without a second header, if it exists, e.g. when resuming an interrupted run) and
-    appended to by later ones. In a custom loop call :meth:`record` before each update and
-    :meth:`close` at the end.
+    value), plus with ``fields=("value", "schedule", "scale", "override")`` the columns
+    ``name/schedule``, ``name/scale`` and ``name/override`` (empty when not set); and a
+    TensorBoard scalar ``name`` at that step (TensorBoard needs the TensorFlow backend).
+    The CSV is written anew by the first ``fit`` (with ``append=True``: appended to,
+    without a second header, if it exists, e.g. when resuming an interrupted run; then
+    its header decides the columns) and appended to by later ones. In a custom loop call
+    :meth:`record` before each update and :meth:`close` at the end.
 
     Args:
         hyperparameters: A hyperparameter, a list or dict of them, or a scheduled
@@ -153,6 +159,10 @@ class LogHyperparameters(keras.callbacks.Callback):
         log_dir: TensorBoard directory for per-step scalars, or None.
         every: Write a row every this many batches (a positive integer).
         append: Append to an existing ``csv_path`` instead of writing it anew.
+        include: ``"moving"`` (the hyperparameters that can move, see above), ``"all"``,
+            or None: ``"moving"`` for an optimizer, ``"all"`` for hyperparameters.
+        fields: The per-step columns of each hyperparameter: ``"value"`` first, then any
+            of ``"schedule"``, ``"scale"`` and ``"override"``; default ``("value",)``.
 
     Raises:
         InvalidArgumentError: On ``every < 1``, or per-step logging of hyperparameters that do
@@ -191,9 +201,27 @@ class LogHyperparameters(keras.callbacks.Callback):
         log_dir: str | os.PathLike[str] | None = None,
         every: int = 1,
         append: bool = False,
+        *,
+        include: str | None = None,
+        fields: tuple[str, ...] | list[str] = ("value",),
     ) -> None:
         super().__init__()
         self.hyperparameters = collect(hyperparameters)
+        if include is None:
+            include = "moving" if hasattr(hyperparameters, "hyperparameters") else "all"
+        if include not in ("moving", "all"):
+            raise InvalidArgumentError(
+                f"`LogHyperparameters(include=...)` must be 'moving' or 'all'. "
+                f"{received('include', include)}"
+            )
+        fields = tuple(fields) if isinstance(fields, (tuple, list)) else (fields,)
+        if not fields or fields[0] != "value" or not set(fields) <= set(FIELDS):
+            raise InvalidArgumentError(
+                f"`LogHyperparameters(fields=...)` must start with 'value', then any of "
+                f"{list(FIELDS[1:])}. {received('fields', fields)}"
+            )
+        self.include, self.fields = include, fields
+        self._all = self.hyperparameters
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise InvalidArgumentError(
                 f"`LogHyperparameters(every=...)` must be a positive integer (write a row every "
@@ -225,6 +253,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         self._batches = 0
         self._epoch: int | None = None
         self._read: Any = None
+        self._selected = False
 
     # ---- custom loops -------------------------------------------------------------------------
     def record(self, epoch: int | None = None) -> dict[str, float]:
@@ -232,10 +261,12 @@ class LogHyperparameters(keras.callbacks.Callback):
         epoch = self._epoch if epoch is None else epoch
         row: dict[str, float] = {"step": int(ops.convert_to_numpy(self.clock.step))}
         if self._read is None:  # built at first use, once fit has set steps_per_epoch
+            self._select()
             self._read = _compile(self._read_fields)
-        fields = iter(float(v) for v in ops.convert_to_numpy(self._read()))
+        read = self._read() if self.hyperparameters else []
+        values = iter(float(v) for v in ops.convert_to_numpy(read))
         for name in self.hyperparameters:
-            row.update({name if f == "value" else f"{name}/{f}": next(fields) for f in FIELDS})
+            row.update({_column(name, f): next(values) for f in self.fields})
         if self.csv_path is not None:
             self._csv().writerow(
                 [row["step"], "" if epoch is None else epoch]
@@ -252,14 +283,34 @@ class LogHyperparameters(keras.callbacks.Callback):
         return row
 
     def _read_fields(self) -> Any:
-        """Every hyperparameter's ``value, schedule, scale, override`` (nan when not set),
-        stacked: one transfer per row instead of four per hyperparameter."""
+        """Every logged hyperparameter's fields (``override`` nan when not set), stacked:
+        one transfer per row."""
         step = self.clock.step.value
-        fields = []
+        found = []
         for hp in self.hyperparameters.values():
-            schedule = ops.cast(ops.reshape(hp.base_at(step), ()), "float32")
-            fields += [ops.reshape(hp.at(step), ()), schedule, hp.scale.value, hp.override.value]
-        return ops.stack([ops.cast(f, "float32") for f in fields])
+            read = {
+                "value": lambda hp=hp: ops.reshape(hp.at(step), ()),
+                "schedule": lambda hp=hp: ops.reshape(hp.base_at(step), ()),
+                "scale": lambda hp=hp: hp.scale.value,
+                "override": lambda hp=hp: hp.override.value,
+            }
+            found += [read[f]() for f in self.fields]
+        return ops.stack([ops.cast(f, "float32") for f in found])
+
+    def _select(self) -> None:
+        """Keep the hyperparameters to log (once): those that can move, or all; when
+        appending to a CSV file, the ones its header names."""
+        if self._selected:
+            return
+        self._selected = True
+        header = _header(self.csv_path) if self.append and self.csv_path is not None else None
+        if header is not None:
+            chosen = [name for name in self._all if name in header]
+        elif self.include == "all":
+            chosen = list(self._all)
+        else:
+            chosen = [name for name, hp in self._all.items() if _moves(hp)]
+        self.hyperparameters = {name: self._all[name] for name in chosen}
 
     def close(self) -> None:
         """Flush and close the CSV file and the TensorBoard writer."""
@@ -280,7 +331,7 @@ class LogHyperparameters(keras.callbacks.Callback):
             if mode == "w":
                 header = ["step", "epoch"]
                 for name in self.hyperparameters:
-                    header += [name if f == "value" else f"{name}/{f}" for f in FIELDS]
+                    header += [_column(name, f) for f in self.fields]
                 self._writer.writerow(header)
             self._started = True
         return self._writer
@@ -288,8 +339,9 @@ class LogHyperparameters(keras.callbacks.Callback):
     # ---- Keras callback -----------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         self._batches = 0
-        for hp in self.hyperparameters.values():
+        for hp in self._all.values():
             infer_steps_per_epoch(hp.clock, self.params)
+        self._select()
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch = epoch
@@ -303,7 +355,8 @@ class LogHyperparameters(keras.callbacks.Callback):
         self._batches += 1
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        if logs is not None:
+        self._select()
+        if logs is not None and self.hyperparameters:
             logs.update(read_all(self.hyperparameters))
         if self._file is not None:
             self._file.flush()
@@ -313,7 +366,7 @@ class LogHyperparameters(keras.callbacks.Callback):
 
     def __repr__(self) -> str:
         return (
-            f"LogHyperparameters({list(self.hyperparameters)}, csv_path={self.csv_path!r}, "
+            f"LogHyperparameters({list(self._all)}, csv_path={self.csv_path!r}, "
             f"log_dir={self.log_dir!r}, every={self.every})"
         )
 
@@ -334,3 +387,27 @@ def _is_hyperparameter(value: Any) -> bool:
 
 def _cell(value: float) -> str:
     return "" if math.isnan(value) else repr(float(np.float32(value)))
+
+
+def _column(name: str, field: str) -> str:
+    return name if field == "value" else f"{name}/{field}"
+
+
+def _moves(hp: Any) -> bool:
+    """Whether ``hp`` can change: a schedule that is not a constant, a controller's state,
+    or a scale or override set."""
+    from hyperstep.schedules.base import Constant
+
+    if not isinstance(hp.schedule, Constant) or hp.state:
+        return True
+    scale, override = (float(ops.convert_to_numpy(v)) for v in (hp.scale, hp.override))
+    return scale != 1.0 or not math.isnan(override)
+
+
+def _header(path: str | os.PathLike[str]) -> list[str] | None:
+    """The header row of an existing, non-empty CSV file, or None."""
+    try:
+        with open(path, newline="") as f:
+            return next(csv.reader(f), None)
+    except OSError:
+        return None

@@ -8,10 +8,12 @@ TensorFlow.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hyperstep.doctor.callback import Doctor
 from hyperstep.doctor.report import CODES, Diagnosis, DoctorError, DoctorWarning, Finding
+
+if TYPE_CHECKING:
+    from hyperstep.doctor.callback import Doctor
 
 __all__ = ["CODES", "Diagnosis", "Doctor", "DoctorError", "DoctorWarning", "Finding", "doctor"]
 
@@ -84,3 +86,12 @@ def doctor(
     from hyperstep.doctor.diagnose import diagnose
 
     return diagnose(model, data, loss_fn=loss_fn, optimizer=optimizer, var_list=var_list)
+
+
+def __getattr__(name: str) -> Any:
+    # the Keras callback is imported on first use: importing this package needs no Keras
+    if name == "Doctor":
+        from hyperstep.doctor.callback import Doctor
+
+        return Doctor
+    raise AttributeError(f"module 'hyperstep.doctor' has no attribute {name!r}")

@@ -5,36 +5,25 @@ One vocabulary for Python, the command line and config files::
     import hyperstep as hs
     s = hs.schedules.warmup(hs.schedules.cosine(1e-3, steps=10_000, end=1e-5), steps=500)
     s(0); s(np.arange(1_000_000))
+
+The classes behind the vocabulary (``Cosine``, ``Warmup``, the expression nodes
+``BinaryOp``, ``Step``, ...) are importable from their modules
+(:mod:`hyperstep.schedules.base`, ``families``, ``cycles``, ``combinators``, ``wsd``).
 """
 
+from typing import Any
+
+from hyperstep.schedules.base import Constant as constant
 from hyperstep.schedules.base import (
-    BinaryOp,
-    Chain,
-    Constant,
-    Epoch,
-    Function,
-    Negate,
     Schedule,
-    Step,
     as_schedule,
     bind_epochs,
     clip,
     maximum,
     minimum,
 )
-from hyperstep.schedules.combinators import Join, Warmup, join, warmup
+from hyperstep.schedules.combinators import join, warmup
 from hyperstep.schedules.families import (
-    Cosine,
-    CosineRestarts,
-    Cyclic,
-    Exponential,
-    InverseSqrt,
-    InverseTime,
-    Linear,
-    OneCycle,
-    Piecewise,
-    Polynomial,
-    WarmupStableDecay,
     cosine,
     cosine_restarts,
     cyclic,
@@ -48,34 +37,11 @@ from hyperstep.schedules.families import (
     wsd,
 )
 from hyperstep.schedules.hf import from_hf
-from hyperstep.schedules.keras_compat import from_keras
 from hyperstep.schedules.parse import parse
 from hyperstep.schedules.sample import sample
 
-constant = Constant
-
 __all__ = [
-    "BinaryOp",
-    "Chain",
-    "Constant",
-    "Cosine",
-    "CosineRestarts",
-    "Cyclic",
-    "Epoch",
-    "Exponential",
-    "Function",
-    "InverseSqrt",
-    "InverseTime",
-    "Join",
-    "Linear",
-    "Negate",
-    "OneCycle",
-    "Piecewise",
-    "Polynomial",
     "Schedule",
-    "Step",
-    "Warmup",
-    "WarmupStableDecay",
     "as_schedule",
     "bind_epochs",
     "clip",
@@ -100,3 +66,12 @@ __all__ = [
     "warmup",
     "wsd",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Keras's schedules are imported only when asked for (the command line plots without Keras)
+    if name == "from_keras":
+        from hyperstep.schedules.keras_compat import from_keras
+
+        return from_keras
+    raise AttributeError(f"module 'hyperstep.schedules' has no attribute {name!r}")

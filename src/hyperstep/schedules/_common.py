@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from keras import ops
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import _is_scalar_number, check_number
 
 HALF_PI = math.pi / 2

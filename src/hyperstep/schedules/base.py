@@ -21,13 +21,18 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-import keras
 import numpy as np
-from keras import ops
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules._ops import NUMPY, ops
 
-_TORCH = keras.backend.backend() == "torch"
+_Base: Any = object  # a process without Keras (the command line's plot): plain classes
+if not NUMPY:
+    import keras
+
+    _Base = keras.optimizers.schedules.LearningRateSchedule
+
+_TORCH = not NUMPY and keras.backend.backend() == "torch"
 
 PACKAGE = "hyperstep"
 #: the deepest nesting of schedules a config may hold (``hs.parse``'s limit)
@@ -38,10 +43,12 @@ ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an e
 
 def register(cls: type) -> type:
     """Register a schedule class for Keras serialization under the ``hyperstep`` package."""
+    if NUMPY:
+        return cls
     return keras.saving.register_keras_serializable(package=PACKAGE)(cls)
 
 
-class Schedule(keras.optimizers.schedules.LearningRateSchedule):
+class Schedule(_Base):  # type: ignore[misc]
     """A pure, vectorized, serializable function of the step.
 
     ``schedule(step)`` accepts a Python number, a NumPy array or a backend tensor of any
@@ -656,7 +663,7 @@ def as_schedule(value: ScheduleLike, name: str = "schedule") -> Schedule:
         from hyperstep.schedules.parse import parse
 
         return parse(value)
-    if isinstance(value, keras.optimizers.schedules.LearningRateSchedule):
+    if not NUMPY and isinstance(value, keras.optimizers.schedules.LearningRateSchedule):
         from hyperstep.schedules.keras_compat import from_keras
 
         return from_keras(value)
@@ -757,7 +764,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _serialize(value: Any) -> Any:
-    if isinstance(value, keras.optimizers.schedules.LearningRateSchedule):
+    if isinstance(value, _Base) and _Base is not object:
         return keras.saving.serialize_keras_object(value)
     if isinstance(value, (list, tuple)):
         return [_serialize(v) for v in value]
@@ -786,7 +793,7 @@ def _config_depth(config: Any) -> int:
 
 
 def _deserialize(value: Any) -> Any:
-    if isinstance(value, dict) and "class_name" in value and "config" in value:
+    if isinstance(value, dict) and "class_name" in value and "config" in value and not NUMPY:
         return keras.saving.deserialize_keras_object(value)
     if isinstance(value, list):
         return [_deserialize(v) for v in value]

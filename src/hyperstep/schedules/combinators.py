@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from keras import ops
-
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules._common import check_boundaries, check_steps
+from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import (
     Constant,
     Schedule,

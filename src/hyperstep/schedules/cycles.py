@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from keras import ops
-
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
     _cosine_weight,
@@ -22,6 +20,7 @@ from hyperstep.schedules._common import (
     check_flag,
     check_steps,
 )
+from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
 
 

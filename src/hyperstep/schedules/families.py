@@ -32,8 +32,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from keras import ops
-
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
     _cosine_weight,
@@ -47,6 +45,7 @@ from hyperstep.schedules._common import (
     check_positive,
     check_steps,
 )
+from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Epoch, Schedule, check_number, register
 from hyperstep.schedules.cycles import Cyclic, OneCycle, cyclic, one_cycle
 from hyperstep.schedules.wsd import InverseSqrt, WarmupStableDecay, inverse_sqrt, wsd

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from keras import ops
 
 from hyperstep.errors import InvalidArgumentError, received
+from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import ScheduleLike, as_schedule, check_positive_int
 
 #: the most points sampled in one call

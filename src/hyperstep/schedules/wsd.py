@@ -13,9 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from keras import ops
-
 from hyperstep.schedules._common import _cosine_weight, check_choice, check_steps
+from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
 
 #: warmup shapes (Hugging Face's ``warmup_type``)

@@ -1,10 +1,10 @@
-"""hyperstep demo: SIGKILL mid-run, the same command again, and the uninterrupted result.
+"""The demo: SIGKILL mid-run, the same call again, and the uninterrupted result.
 
-A subprocess runs the demo and kills itself with SIGKILL in the middle of its second
+A subprocess runs the demo's training and kills itself with SIGKILL in the middle of its second
 epoch (nothing gets to clean up: the per-step CSV holds rows past the last checkpoint).
-Rerunning the command in this process must resume from the checkpoint and end with the
+Calling it again in this process must resume from the checkpoint and end with the
 same ``hyperparameters.csv``, ``metrics.csv`` and bit-identical weights (model and
-optimizer) as an uninterrupted run. ``--plateau-min-delta 10`` makes every epoch after the
+optimizer) as an uninterrupted run. ``plateau_min_delta=10`` makes every epoch after the
 first a non-improvement, so the plateau halves the learning rate's scale after the last
 epoch only if its ``best``/``wait`` state was saved before the kill and restored.
 """
@@ -24,18 +24,31 @@ from typing import Any
 
 import numpy as np
 
-from hyperstep.cli.main import main
+from hyperstep.demo import train
 
 SPE = 8  # 256 training images in batches of 32
-ARGS = ["--epochs", "3", "--plateau-min-delta", "10", "--train-size", str(SPE * 32)]
+ARGS: dict[str, Any] = {"epochs": 3, "plateau_min_delta": 10.0, "train_size": SPE * 32}
 KILL_AT = SPE + 3  # in the second epoch
+#: the killed run: the demo's training with a callback that SIGKILLs at KILL_AT
+SCRIPT = """
+import os, signal, sys
+import keras
+from hyperstep.demo import train
+
+class Kill(keras.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        if int(self.model.optimizer.clock.step.numpy()) == {kill}:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+train(sys.argv[1], callbacks=[Kill()], **{args})
+"""
 
 
-def run_demo(*args: str) -> tuple[int, str]:
+def run_demo(out: Path) -> tuple[dict[str, Any], str]:
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-        status = main(["demo", *args])
-    return status, printed.getvalue()
+        summary = train(out, **ARGS)
+    return summary, printed.getvalue()
 
 
 def steps_in(path: Path) -> list[int]:
@@ -47,9 +60,9 @@ def test_sigkill_then_the_same_command_ends_like_the_uninterrupted_run(
     tmp_path: Path, read_weights: Any, hang_timeout: float
 ) -> None:
     out, reference = tmp_path / "killed", tmp_path / "uninterrupted"
-    command = [sys.executable, "-m", "hyperstep", "demo", "--out", str(out), *ARGS]
+    script = SCRIPT.format(kill=KILL_AT, args=ARGS)
     killed = subprocess.run(
-        [*command, "--kill-at-step", str(KILL_AT)],
+        [sys.executable, "-c", script, str(out)],
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
         capture_output=True,
         text=True,
@@ -60,12 +73,12 @@ def test_sigkill_then_the_same_command_ends_like_the_uninterrupted_run(
     assert (state["epoch"], state["step"]) == (1, SPE)
     assert not (out / "summary.json").exists()
 
-    status, printed = run_demo("--out", str(out), *ARGS)
-    assert status == 0, printed[-3000:]
+    summary, printed = run_demo(out)
+    assert summary["status"] == "complete", printed[-3000:]
     assert f"resuming from epoch 1 / step {SPE}" in printed
-    assert "Epoch 2/3" in printed and "Epoch 1/3" not in printed
-    status, printed = run_demo("--out", str(reference), *ARGS)
-    assert status == 0, printed[-3000:]
+    assert "epoch  2/3" in printed and "epoch  1/3" not in printed
+    summary, printed = run_demo(reference)
+    assert summary["status"] == "complete", printed[-3000:]
 
     assert steps_in(out / "hyperparameters.csv") == list(range(3 * SPE))
     for name in ("hyperparameters.csv", "metrics.csv"):

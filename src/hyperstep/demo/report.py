@@ -1,9 +1,10 @@
 """The demo's ``report.png``: hyperparameters and metrics of a run, read from its CSV files.
 
-Six panels on one epoch axis: the learning rates (log scale; the schedule alone dashed,
-what the plateau controller made of it solid), weight decay, the trainable temperature,
-loss, accuracy, and a text summary. Every plateau reduction is a dotted vertical line.
-Drawn with matplotlib's Agg canvas (no pyplot, no global state).
+Up to six panels on one epoch axis: the learning rates (log scale; the schedule alone
+dashed, what the plateau controller made of it solid), weight decay, the trainable
+temperature, loss, accuracy, and a text summary; series that never change are left
+out. Every plateau reduction is a dotted vertical line. Drawn with matplotlib's Agg
+canvas (no pyplot, no global state).
 """
 
 from __future__ import annotations
@@ -32,13 +33,21 @@ def read_csv(path: Path) -> Table:
     }
 
 
-def plateau_reductions(steps: Table, steps_per_epoch: int) -> list[dict[str, Any]]:
-    """Return each step from which ``learning_rate/scale`` is lower than before.
+def plateau_reductions(
+    steps: Table, schedule: np.ndarray, steps_per_epoch: int
+) -> list[dict[str, Any]]:
+    """Return each step from which ``learning_rate / schedule`` (the plateau's scale) is
+    lower than before; ``schedule`` is the learning rate's schedule alone at ``steps``.
 
     Each item: ``step`` (the first update with the lower scale), ``after_epoch`` (the epoch
     whose ``val_loss`` triggered it, counted from 1), ``scale`` and ``learning_rate``.
+
+    Example:
+        >>> steps = {"step": np.arange(4.0), "learning_rate": np.array([1.0, 1.0, 0.5, 0.5])}
+        >>> plateau_reductions(steps, np.ones(4), steps_per_epoch=2)
+        [{'step': 2, 'after_epoch': 1, 'scale': 0.5, 'learning_rate': 0.5}]
     """
-    scale = steps["learning_rate/scale"]
+    scale = np.round(steps["learning_rate"] / schedule, 4)  # float32 values: 1e-4 is plenty
     found = []
     for i in np.flatnonzero(scale[1:] < scale[:-1]) + 1:
         step = int(steps["step"][i])
@@ -57,12 +66,18 @@ def write_report(
     path: Path,
     history: Table,
     steps: Table,
+    schedule: np.ndarray,
     reductions: Sequence[dict[str, Any]],
     steps_per_epoch: int,
     notes: Sequence[str] = (),
     initial_temperature: float = 1.0,
 ) -> Path:
-    """Draw the six panels into ``path`` (1500 x 860 pixels); return the path."""
+    """Draw the panels into ``path`` (1500 x 860 pixels); return the path.
+
+    ``schedule`` is the learning rate's schedule alone at ``steps["step"]`` (drawn dashed
+    under the value the plateau made of it). A series that never changes is left out, and
+    a panel with nothing to show is not drawn.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -74,21 +89,18 @@ def write_report(
     marks = [r["after_epoch"] for r in reductions]
 
     lr = grid[0, 0]
-    lr.plot(x, steps["learning_rate/schedule"], "--", color="tab:blue", alpha=0.6,
-            label="learning_rate: schedule alone")  # fmt: skip
-    lr.plot(x, steps["learning_rate"], color="tab:blue", label="learning_rate: schedule x plateau")
-    lr.plot(x, steps["temperature/learning_rate"], color="tab:orange",
-            label="temperature group's learning_rate")  # fmt: skip
+    lr.plot(x, schedule, "--", color="tab:blue", alpha=0.6, label="learning_rate: schedule alone")
+    _series(lr, x, steps, "learning_rate", "learning_rate: schedule x plateau", "tab:blue")
+    _series(lr, x, steps, "temperature/learning_rate", "temperature group's learning_rate",
+            "tab:orange")  # fmt: skip
     lr.set_yscale("log")
     lr.set_title("learning rates (log scale)")
-    _mark(lr, marks, label=True)
 
     wd = grid[0, 1]
-    wd.plot(x, steps["weight_decay"], color="tab:green", label="weight_decay (linear schedule)")
-    wd.plot(x, steps["temperature/weight_decay"], color="tab:orange",
-            label="temperature group's weight_decay")  # fmt: skip
+    _series(wd, x, steps, "weight_decay", "weight_decay (linear schedule)", "tab:green")
+    _series(wd, x, steps, "temperature/weight_decay", "temperature group's weight_decay",
+            "tab:orange")  # fmt: skip
     wd.set_title("weight decay (AdamW, decoupled)")
-    _mark(wd, marks)
 
     temperature = grid[0, 2]
     start = [0.0] if history["epoch"][0] == 0 else []  # the initial value, before epoch 1
@@ -97,14 +109,12 @@ def write_report(
                      "o-", color="tab:purple", markersize=3,
                      label="temperature T (logits / T), trained")  # fmt: skip
     temperature.set_title("trainable temperature (its own group)")
-    _mark(temperature, marks)
 
     loss = grid[1, 0]
     loss.plot(epochs, history["loss"], "o-", markersize=3, label="training loss")
     loss.plot(epochs, history["val_loss"], "o-", markersize=3, label="validation loss")
     loss.set_yscale("log")
     loss.set_title("loss (log scale); ReduceOnPlateau watches val_loss")
-    _mark(loss, marks)
 
     accuracy = grid[1, 1]
     accuracy.plot(epochs, history["accuracy"], "o-", markersize=3, label="training accuracy")
@@ -114,14 +124,18 @@ def write_report(
     final = float(history["val_accuracy"][-1])
     accuracy.annotate(f"{final:.1%}", (epochs[-1], final), textcoords="offset points",
                       xytext=(-30, -18), fontweight="bold")  # fmt: skip
-    accuracy.set_ylim(max(0.0, min(0.8, float(np.nanmin(history["val_accuracy"])) - 0.05)), 1.0)
+    lowest = float(np.nanmin(np.concatenate([history["accuracy"], history["val_accuracy"]])))
+    accuracy.set_ylim(max(0.0, min(0.9, lowest) - 0.03), 1.005)  # every point inside
     accuracy.set_title("accuracy")
-    _mark(accuracy, marks)
 
     for axes in grid.flat[:5]:
+        if not axes.lines:
+            axes.axis("off")  # nothing to show
+            continue
+        _mark(axes, marks, label=axes is lr)
         axes.grid(True, alpha=0.3)
         axes.legend(loc="best", fontsize="small")
-    for axes in grid[1]:
+        axes.tick_params(labelbottom=True)  # shared x: label every panel, not just the last row
         axes.set_xlabel("epoch")
 
     text = grid[1, 2]
@@ -137,13 +151,19 @@ def write_report(
     ]
     text.text(0.0, 1.0, "\n".join(lines), va="top", family="monospace", fontsize=9,
               transform=text.transAxes, wrap=True)  # fmt: skip
-    text.set_xlabel("epoch")
     figure.suptitle("hyperstep demo: one clock, scheduled hyperparameters, plateau control",
                     fontsize=13)  # fmt: skip
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, format="png")
     return path
+
+
+def _series(axes: Any, x: np.ndarray, steps: Table, name: str, label: str, color: str) -> None:
+    """Plot the column ``name`` if it is there and changes."""
+    values = steps.get(name)
+    if values is not None and np.nanmax(values) != np.nanmin(values):
+        axes.plot(x, values, color=color, label=label)
 
 
 def _mark(axes: Any, marks: Sequence[float], label: bool = False) -> None:

@@ -1,4 +1,4 @@
-"""The demo's data, model, schedules and optimizer (see :mod:`hyperstep.cli.demo`)."""
+"""The demo's data, model, schedules and optimizer (see :mod:`hyperstep.demo`)."""
 
 from __future__ import annotations
 

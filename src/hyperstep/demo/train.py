@@ -1,17 +1,15 @@
-"""The demo run: callbacks, determinism, resume and summary (see :mod:`hyperstep.cli.demo`)."""
+"""The demo run: callbacks, determinism, resume and summary (see :mod:`hyperstep.demo`)."""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from hyperstep.cli import demo_state
-from hyperstep.cli.demo_model import (
+from hyperstep.demo import state as demo_state
+from hyperstep.demo.model import (
     BATCH_SIZE,
     DEFAULT_EPOCHS,
     TARGET_ACCURACY,
@@ -19,7 +17,7 @@ from hyperstep.cli.demo_model import (
     load_data,
     training_batches,
 )
-from hyperstep.cli.demo_state import paths
+from hyperstep.demo.state import paths
 
 
 def _callbacks(
@@ -28,10 +26,10 @@ def _callbacks(
     out: Path,
     resume: bool,
     config: dict[str, Any],
-    kill: tuple[int, int] | None,
+    verbose: bool,
 ) -> list[Any]:
     """The callbacks, in order: hyperparameters into the logs and per step, the plateau,
-    the temperature into the logs, CSVLogger, TensorBoard, then the checkpoint."""
+    the temperature into the logs, CSVLogger, TensorBoard, the checkpoint, the epoch line."""
     import keras
 
     import hyperstep as hs
@@ -50,12 +48,12 @@ def _callbacks(
             step = int(clock.step.numpy())
             demo_state.save_checkpoint(model, out, epoch + 1, step, config)
 
-    class KillAt(keras.callbacks.Callback):  # the resume test's "power cut"
-        def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-            if kill is not None and int(clock.step.numpy()) == kill[0]:
-                os.kill(os.getpid(), kill[1])
+    class EpochLine(keras.callbacks.Callback):  # one line per epoch, at most 120 columns
+        def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+            self.started = time.perf_counter()
 
-    tail = [KillAt()] if kill is not None else []
+        def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+            print(epoch_line(epoch, config["epochs"], logs or {}, self.started), flush=True)
 
     return [
         hs.callbacks.LogHyperparameters(
@@ -69,8 +67,37 @@ def _callbacks(
         keras.callbacks.CSVLogger(str(files["metrics"]), append=resume),
         keras.callbacks.TensorBoard(str(files["tensorboard"]), write_graph=False),
         Checkpoint(),
-        *tail,
+        *([EpochLine()] if verbose else []),
     ]
+
+
+def epoch_line(epoch: int, epochs: int, logs: dict[str, Any], started: float) -> str:
+    """``epoch  3/20  loss 0.2138  accuracy 94.2%  val_loss ...  lr 2.95e-03  ...  1.2 s``.
+
+    Example:
+        >>> logs = {"loss": 0.25, "accuracy": 0.9, "val_loss": 0.2, "val_accuracy": 0.95,
+        ...         "learning_rate": 3e-3, "weight_decay": 0.01, "temperature": 1.02}
+        >>> epoch_line(2, 20, logs, time.perf_counter())[:44]
+        'epoch  3/20  loss 0.2500  accuracy 90.0%  va'
+    """
+    parts = [f"epoch {epoch + 1:>2}/{epochs}"]
+    for key, label, form in _COLUMNS:
+        if key in logs:
+            parts.append(f"{label} {form.format(float(logs[key]))}")
+    parts.append(f"{time.perf_counter() - started:.1f} s")
+    return "  ".join(parts)
+
+
+#: the epoch line's columns: (log key, label, format)
+_COLUMNS = (
+    ("loss", "loss", "{:.4f}"),
+    ("accuracy", "accuracy", "{:.1%}"),
+    ("val_loss", "val_loss", "{:.4f}"),
+    ("val_accuracy", "val_accuracy", "{:.1%}"),
+    ("learning_rate", "lr", "{:.2e}"),
+    ("weight_decay", "wd", "{:.4f}"),
+    ("temperature", "T", "{:.3f}"),
+)
 
 
 @contextlib.contextmanager
@@ -96,13 +123,17 @@ def train(
     seed: int = 0,
     *,
     fresh: bool = False,
-    verbose: int | str = "auto",
-    kill_at_step: int | None = None,
-    kill_signal: str = "SIGKILL",
+    verbose: bool = True,
     plateau_min_delta: float | None = None,
     train_size: int | None = None,
+    callbacks: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """Train (or resume, or report a finished run) in ``out``; return the summary.
+
+    ``plateau_min_delta`` (default: the controller's 1e-4) and ``train_size`` (the first
+    images of the training split only) make short runs that exercise the plateau;
+    ``callbacks`` run after the demo's own (a test's interruption, say). The run directory
+    is locked while training: a second run on the same ``out`` is refused.
 
     Returns:
         The summary written to ``summary.json``: ``status`` (``"complete"``,
@@ -111,9 +142,9 @@ def train(
 
     Raises:
         InvalidArgumentError: If ``out`` holds a run made with other arguments (and not
-            ``fresh``).
+            ``fresh``), is not a directory, or another run holds its lock.
+        DamagedRunError: If a file of an interrupted run in ``out`` is damaged.
     """
-    from hyperstep.errors import InvalidArgumentError
 
     out = Path(out)
     config: dict[str, Any] = {"epochs": epochs, "seed": seed, "batch_size": BATCH_SIZE}
@@ -121,7 +152,15 @@ def train(
         config["plateau_min_delta"] = plateau_min_delta
     if train_size is not None:
         config["train_size"] = train_size
-    kill = None if kill_at_step is None else (kill_at_step, int(signal.Signals[kill_signal]))
+    with demo_state.locked(out):
+        return _resume_or_train(out, config, fresh, verbose, list(callbacks))
+
+
+def _resume_or_train(
+    out: Path, config: dict[str, Any], fresh: bool, verbose: bool, extra: list[Any]
+) -> dict[str, Any]:
+    from hyperstep.errors import InvalidArgumentError
+
     if fresh:
         demo_state.clear(out)
     summary = demo_state.read_json(paths(out)["summary"])
@@ -140,21 +179,25 @@ def train(
         )
     if checkpoint is None:
         demo_state.clear(out)  # a run killed in its first epoch left nothing to resume
-    out.mkdir(parents=True, exist_ok=True)
-    with deterministic(seed):
-        return _train(out, config, checkpoint, verbose, kill)
+    else:
+        demo_state.check_logs(out, checkpoint)
+    with deterministic(config["seed"]):
+        return _train(out, config, checkpoint, verbose, extra)
 
 
 def _train(
     out: Path,
     config: dict[str, Any],
     checkpoint: demo_state.Checkpoint | None,
-    verbose: int | str,
-    kill: tuple[int, int] | None,
+    verbose: bool,
+    extra: list[Any],
 ) -> dict[str, Any]:
     import hyperstep as hs
-    from hyperstep.cli import demo_report
+    from hyperstep.demo import report as demo_report
+    from hyperstep.schedules.base import Constant
+    from hyperstep.schedules.sample import sample
 
+    say = print if verbose else _quiet
     started = time.perf_counter()
     files = paths(out)
     epochs, seed = config["epochs"], config["seed"]
@@ -166,25 +209,29 @@ def _train(
     expressions = {
         name: repr(hp.schedule)
         for name, hp in optimizer.hyperparameters.items()
-        if not isinstance(hp.schedule, hs.schedules.Constant)
+        if not isinstance(hp.schedule, Constant)
     }
-    print(
+    say(
         f"hyperstep demo: an MLP on scikit-learn's 8x8 digits ({len(data.x_train)} training, "
         f"{len(data.x_val)} validation images), {epochs} epochs x {steps_per_epoch} steps, "
         f"AdamW on one clock:"
     )
     for name, expression in expressions.items():
-        print(f"  {name:<26} {expression}")
-    print(f"  {'':<26} learning_rate x {plateau!r}")
+        say(f"  {name:<26} {expression}")
+    say(
+        f"  {'':<26} learning_rate x ReduceOnPlateau(factor={plateau.factor}, "
+        f"patience={plateau.patience}, cooldown={plateau.cooldown}) on {plateau.monitor}"
+    )
     first = 0
     if checkpoint is not None:
-        model.load_weights(checkpoint.weights)
+        demo_state.load_checkpoint(model, out, checkpoint)
         demo_state.truncate_logs(out, checkpoint.epoch, checkpoint.step)
         first = checkpoint.epoch
-        print(f"resuming from epoch {checkpoint.epoch} / step {checkpoint.step} (saved in {out})")
+        say(f"resuming from epoch {checkpoint.epoch} / step {checkpoint.step} (saved in {out})")
     diagnosis = hs.doctor(model, (data.x_train[:BATCH_SIZE], data.y_train[:BATCH_SIZE]))
-    print(f"pre-flight check: {diagnosis}")
-    callbacks = _callbacks(model, plateau, out, checkpoint is not None, config, kill)
+    say(f"pre-flight check: {diagnosis}")
+    callbacks = _callbacks(model, plateau, out, checkpoint is not None, config, verbose)
+    callbacks += extra
     base = {
         "config": config,
         "resumed_from": None
@@ -203,7 +250,7 @@ def _train(
                 validation_data=(data.x_val, data.y_val),
                 validation_batch_size=len(data.x_val),
                 shuffle=False,  # the batches are already in each epoch's own order
-                verbose=verbose,
+                verbose=0,  # the epoch line instead of Keras's progress bar
                 callbacks=callbacks,
             )
     except KeyboardInterrupt:
@@ -221,7 +268,9 @@ def _train(
     )
     history = demo_report.read_csv(files["metrics"])
     steps = demo_report.read_csv(files["hyperparameters"])
-    reductions = demo_report.plateau_reductions(steps, steps_per_epoch)
+    planned = optimizer.hyperparameters["learning_rate"].schedule
+    schedule = sample(planned, epochs * steps_per_epoch)[1][steps["step"].astype(int)]
+    reductions = demo_report.plateau_reductions(steps, schedule, steps_per_epoch)
     notes = [
         "",
         f"final validation accuracy {float(val_accuracy):.1%}",
@@ -230,7 +279,9 @@ def _train(
         "schedules (hyperstep expressions):",
         *(f"  {name}:\n    {expression}" for name, expression in expressions.items()),
     ]
-    demo_report.write_report(files["report"], history, steps, reductions, steps_per_epoch, notes)
+    demo_report.write_report(
+        files["report"], history, steps, schedule, reductions, steps_per_epoch, notes
+    )
     summary = {
         "status": "complete",
         **base,
@@ -249,3 +300,7 @@ def _train(
     demo_state.write_json(files["summary"], summary)
     demo_state.remove_checkpoint(out)
     return summary
+
+
+def _quiet(*args: Any, **kwargs: Any) -> None:
+    """``print`` that prints nothing (``verbose=False``)."""

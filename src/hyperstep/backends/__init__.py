@@ -1,0 +1,1 @@
+"""Every per-backend path of hyperstep, and the evaluation of schedules with NumPy."""

@@ -1,0 +1,251 @@
+"""The demo's run directory: its files, its checkpoint, and what resuming keeps.
+
+A checkpoint is written at the end of every epoch: the model's weights together with the
+optimizer's (which hold the clock, every hyperparameter's scale/override and the plateau
+controller's ``best``/``wait``/``cooldown``) in ``checkpoint/epoch-K.weights.h5``, then
+``checkpoint/state.json`` naming it, replaced atomically. A run killed at any point
+therefore resumes from the last complete epoch; rows the logs got after it are dropped
+(:func:`truncate_logs`), so the resumed files equal an uninterrupted run's.
+
+Before resuming, :func:`latest_checkpoint`, :func:`check_logs` and :func:`load_checkpoint`
+check that the files agree (``state.json`` well formed, the weights loadable, the CSV files
+holding every row up to the checkpoint); a damaged file raises :class:`DamagedRunError`
+naming it. :func:`locked` keeps a second run out of the directory while one trains.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hyperstep.errors import InvalidArgumentError
+
+#: the lock file a training run holds in its directory
+LOCK = ".hyperstep-demo.lock"
+
+#: the files and folders a run writes (and ``--fresh`` removes), by role
+FILES = {
+    "metrics": "metrics.csv",
+    "hyperparameters": "hyperparameters.csv",
+    "tensorboard": "tensorboard",
+    "report": "report.png",
+    "summary": "summary.json",
+    "weights": "model.weights.h5",
+    "checkpoint": "checkpoint",
+}
+
+
+class DamagedRunError(InvalidArgumentError):
+    """A file of an interrupted run is damaged; the message names it and ``--fresh``."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        run = path.parent.parent if path.parent.name == "checkpoint" else path.parent
+        super().__init__(
+            f"{path} is damaged ({problem}), so the run in {run} cannot resume. Pass --fresh "
+            "to start over (it removes the run's files), or another --out."
+        )
+        self.path = path
+
+
+@contextlib.contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """Create ``out`` if needed and hold its lock file while inside.
+
+    Raises:
+        InvalidArgumentError: ``out`` is not a directory, or another run holds the lock.
+    """
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InvalidArgumentError(
+            f"cannot use {out} as the run directory: {error.strerror or error}. "
+            "Pass --out with a directory path."
+        ) from None
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks
+        yield
+        return
+    with open(out / LOCK, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            owner = handle.read().strip() or "?"
+            raise InvalidArgumentError(
+                f"another hyperstep demo (process {owner}) is training in {out}; wait for it "
+                "to finish, or pass another --out."
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where an interrupted run stopped: ``epoch`` epochs and ``step`` updates done."""
+
+    epoch: int
+    step: int
+    weights: Path
+    config: dict[str, Any]
+
+
+def paths(out: Path) -> dict[str, Path]:
+    """Return ``{role: path}`` for the files of the run directory ``out``."""
+    return {role: out / name for role, name in FILES.items()}
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """Return the JSON object in ``path``, or None if it is missing.
+
+    Raises:
+        DamagedRunError: The file exists but is not a JSON object.
+    """
+    if not path.exists():
+        return None
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise DamagedRunError(path, f"not readable as JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise DamagedRunError(path, f"holds a {type(value).__name__}, not an object")
+    return value
+
+
+def write_json(path: Path, value: dict[str, Any]) -> None:
+    """Write ``value`` to ``path`` atomically (a temporary file, then ``os.replace``)."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(value, indent=2) + "\n")
+    os.replace(temporary, path)
+
+
+def latest_checkpoint(out: Path) -> Checkpoint | None:
+    """Return the last complete epoch's checkpoint in ``out``, or None."""
+    folder = paths(out)["checkpoint"]
+    path = folder / "state.json"
+    state = read_json(path)
+    if state is None:
+        return None
+    epoch, step, name, config = (state.get(k) for k in ("epoch", "step", "weights", "config"))
+    for key, value, kind in (("epoch", epoch, int), ("step", step, int), ("config", config, dict)):
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise DamagedRunError(path, f"{key!r} is {value!r}, not a {kind.__name__}")
+    if epoch < 1 or step < epoch:  # type: ignore[operator]
+        raise DamagedRunError(path, f"epoch {epoch} and step {step} do not fit together")
+    weights = folder / str(name)
+    if not isinstance(name, str) or not weights.is_file():
+        raise DamagedRunError(path, f"it names the weights file {name!r}, which is missing")
+    return Checkpoint(epoch, step, weights, dict(config))  # type: ignore[arg-type]
+
+
+def load_checkpoint(model: Any, out: Path, checkpoint: Checkpoint) -> None:
+    """Load the checkpoint's weights (model and optimizer) into ``model``.
+
+    Raises:
+        DamagedRunError: The weights file cannot be read or does not fit the model.
+    """
+    try:
+        model.load_weights(checkpoint.weights)
+    except Exception as error:
+        problem = f"{type(error).__name__}: {str(error).splitlines()[0][:160]}"
+        raise DamagedRunError(checkpoint.weights, problem) from None
+
+
+def check_logs(out: Path, checkpoint: Checkpoint) -> None:
+    """Check that the CSV files hold every row up to the checkpoint, in order.
+
+    ``metrics.csv`` must have the epochs ``0 .. epoch - 1`` and ``hyperparameters.csv`` the
+    steps ``0 .. step - 1`` (later rows, written after the checkpoint, are dropped on resume).
+
+    Raises:
+        DamagedRunError: A file is missing, has no header, or lacks rows.
+    """
+    files = paths(out)
+    for role, column, stop in (
+        ("metrics", "epoch", checkpoint.epoch),
+        ("hyperparameters", "step", checkpoint.step),
+    ):
+        path = files[role]
+        try:
+            with open(path, newline="") as f:
+                rows = list(csv.reader(f))
+        except (OSError, UnicodeDecodeError, csv.Error) as error:
+            raise DamagedRunError(path, f"not readable: {error}") from None
+        if not rows or column not in rows[0]:
+            raise DamagedRunError(path, f"no header with a {column!r} column")
+        index, width = rows[0].index(column), len(rows[0])
+        try:
+            seen = [int(float(r[index])) for r in rows[1:] if len(r) == width]
+        except ValueError as error:
+            raise DamagedRunError(path, f"a {column!r} cell is not a number: {error}") from None
+        if [v for v in seen if v < stop] != list(range(stop)):
+            raise DamagedRunError(path, f"it should hold {column}s 0 .. {stop - 1} in order")
+
+
+def save_checkpoint(model: Any, out: Path, epoch: int, step: int, config: dict[str, Any]) -> None:
+    """Save the weights after ``epoch`` epochs (``step`` updates), then point state.json at
+    them; older weight files are removed only once the new state is in place."""
+    folder = paths(out)["checkpoint"]
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"epoch-{epoch:04d}.weights.h5"
+    model.save_weights(folder / name)
+    write_json(
+        folder / "state.json",
+        {"epoch": epoch, "step": step, "weights": name, "config": config},
+    )
+    for old in folder.glob("epoch-*.weights.h5"):
+        if old.name != name:
+            old.unlink()
+
+
+def truncate_csv(path: Path, column: str, stop: int) -> int:
+    """Keep the header and the rows whose ``column`` is below ``stop``; return how many."""
+    if not path.is_file():
+        return 0
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        return 0
+    index = rows[0].index(column)
+    kept = [r for r in rows[1:] if len(r) == len(rows[0]) and int(float(r[index])) < stop]
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", newline="") as f:
+        csv.writer(f).writerows([rows[0], *kept])
+    os.replace(temporary, path)
+    return len(kept)
+
+
+def truncate_logs(out: Path, epoch: int, step: int) -> None:
+    """Drop the log rows written after the checkpoint (epoch ``epoch``, step ``step``)."""
+    files = paths(out)
+    truncate_csv(files["metrics"], "epoch", epoch)
+    truncate_csv(files["hyperparameters"], "step", step)
+
+
+def clear(out: Path) -> None:
+    """Remove the files a run writes (and only those) from ``out``."""
+    for path in paths(out).values():
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def remove_checkpoint(out: Path) -> None:
+    """Remove the checkpoint of a finished run (its weights are in ``model.weights.h5``)."""
+    folder = paths(out)["checkpoint"]
+    if folder.is_dir():
+        shutil.rmtree(folder)
