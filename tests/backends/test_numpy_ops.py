@@ -45,6 +45,10 @@ EXACT = [
     "floor(step / 7) + ceil(step / 3) + abs(0.5 - step / 1000)",
     "sqrt(step)",
     "(step > 10) + (step >= 10) + (step == 10) + (step != 10) + (step <= 5)",
+    "(step - 500) % 7 + (step - 500) // 7 + step % -3 + (0.001 - 1e-05) / (15 - 1)",
+    "wsd(1.0, warmup=100, stable=300, decay=400, decay_type='linear', min_ratio=0.1)",
+    "wsd(1.0, warmup=100, stable=300, decay=400, decay_type='1-sqrt')",
+    "inverse_sqrt(1.0, warmup=100)",
 ]
 #: with transcendental functions: a few ulps
 CLOSE = [
@@ -64,6 +68,9 @@ CLOSE = [
     "0.1 * 0.5 ** (step / 100)",
     "exp(-step / 100) + log(1 + step) + cos(step / 10) + sin(step / 10)",
     "0.95 - 0.1 * min(step / 1000, 1)",
+    "wsd(1.0, warmup=100, stable=300, decay=400, warmup_type='cosine', decay_type='cosine')",
+    "wsd(1.0, warmup=100, stable=300, decay=400, decay_type='exponential', min_ratio=0.1)",
+    "pi * e * cos(step / 100)",
 ]
 STEPS = [*range(0, 1200), 1500, 2047, 4096, 10_000, 123_456, 1_000_000, 16_777_216]
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import hyperstep as hs
-from hyperstep.schedules import Step, bind_epochs, parse, piecewise
+from hyperstep.schedules import bind_epochs, parse, piecewise
+from hyperstep.schedules.base import Step
 
 
 def values(schedule, steps) -> np.ndarray:

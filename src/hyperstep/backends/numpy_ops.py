@@ -137,3 +137,10 @@ negative, square, sqrt = _quiet(np.negative), _quiet(np.square), _quiet(np.sqrt)
 exp, log, log1p = _rounded(np.exp), _rounded(np.log), _rounded(np.log1p)
 sin, cos = _rounded(np.sin), _rounded(np.cos)
 power = _rounded(np.power)
+mod = _quiet(np.remainder)  # Python's (and TensorFlow's FloorMod): the sign of the divisor
+
+
+@_quiet
+def floor_divide(x: Any, y: Any) -> Any:
+    """``floor(x / y)``, as TensorFlow's FloorDiv computes it for floats."""
+    return np.floor(np.true_divide(x, y))
