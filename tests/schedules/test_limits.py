@@ -29,8 +29,19 @@ S = hs.schedules
         (lambda: S.cyclic(0.1, 1, 10, mode="exp_range", gamma=1.5), "gamma=1.5"),  # NaN
         (lambda: S.one_cycle(1.0, 100, div_factor=1e-50), "div_factor=1e-50"),
         (lambda: S.one_cycle(1.0, 100, final_div_factor=1e39), "final_div_factor=1e\\+39"),
+        (lambda: S.inverse_time(1.0, 1e39, 10), "rate=1e\\+39"),  # NaN at step 0
+        (lambda: S.cosine_restarts(1.0, 10, t_mul=1e30), "t_mul=1e\\+30"),  # NaN from step 10
     ],
-    ids=["rate-0", "rate-inf", "gamma-0", "gamma-overflow", "div-0", "final-div-inf"],
+    ids=[
+        "rate-0",
+        "rate-inf",
+        "gamma-0",
+        "gamma-overflow",
+        "div-0",
+        "final-div-inf",
+        "inverse-time-inf",
+        "t-mul-overflow",
+    ],
 )
 def test_values_that_break_float32_evaluation_are_refused(build, received):
     with pytest.raises(InvalidArgumentError, match=f"Received: {received}$"):
@@ -43,6 +54,13 @@ def test_the_refused_values_did_break_evaluation_before():
         gamma = np.float32(1.5) ** np.float32(1e4)
         assert np.isnan(np.float32(0.0) * gamma)  # x = 0 at a cycle start: 0 * inf
     assert np.float32(1e-50) == 0  # exponential's rate correction divides by it
+
+
+def test_the_largest_t_mul_accepted_stays_finite_up_to_2_53():
+    s = S.cosine_restarts(1.0, 10, t_mul=1e11)
+    steps = np.array([0, 9, 10, 11, 10**6, 10**12, 2**40, 2**53], np.float64)
+    values = keras.ops.convert_to_numpy(s(steps))
+    assert np.all(np.isfinite(values)) and np.all((values >= 0) & (values <= 1))
 
 
 def test_a_decaying_exp_range_and_tiny_factors_stay_finite():

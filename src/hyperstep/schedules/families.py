@@ -202,6 +202,8 @@ class InverseTime(Schedule):
             raise InvalidArgumentError(
                 f"`inverse_time(rate=...)` must be a number >= 0. {received('rate', rate)}"
             )
+        if self.rate > 0:
+            check_factor("inverse_time", "rate", rate)  # inf in float32: 0 * inf at step 0
         self.every = check_steps("inverse_time", "every", every)
         self.staircase = check_flag("inverse_time", "staircase", staircase)
 
@@ -412,6 +414,15 @@ class CosineRestarts(Schedule):
             raise InvalidArgumentError(
                 f"`cosine_restarts(t_mul=...)` must be a number >= 1 (periods that shrink "
                 f"end after finitely many steps). {received('t_mul', t_mul)}"
+            )
+        check_factor("cosine_restarts", "t_mul", t_mul)
+        # the period starts steps * (t_mul ** i - 1) / (t_mul - 1) stay finite in float32
+        # for every step up to 2**53 (two periods ahead are computed)
+        if 2 * math.log(self.t_mul) + 53 * math.log(2.0) >= math.log(3.4e38):
+            raise InvalidArgumentError(
+                "`cosine_restarts(t_mul=...)` is so large that the period starts overflow "
+                "float32 before step 2**53 (NaN from then on); use t_mul <= 1e11. "
+                f"{received('t_mul', t_mul)}"
             )
         self.m_mul = check_number("cosine_restarts", "m_mul", m_mul)
         if self.m_mul < 0:
