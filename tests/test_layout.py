@@ -6,7 +6,7 @@ import pathlib
 import hyperstep
 
 SRC = pathlib.Path(hyperstep.__file__).parent
-ROOMS = ["errors", "clock", "schedules", "control", "optim", "doctor", "cli"]
+ROOMS = ["errors", "clock", "schedules", "control", "optim", "doctor", "tune", "cli"]
 RANK = {"errors": 0, "_backend": 0, "clock": 1, **{r: i for i, r in enumerate(ROOMS) if i >= 2}}
 # the public surface and entry points may import from every room
 EXEMPT = {"__init__.py", "__main__.py", "callbacks.py"}

@@ -18,6 +18,7 @@ from hyperstep.optim.groups import Group  # noqa: E402
 from hyperstep.optim.optimizer import StepOptimizer  # noqa: E402
 from hyperstep.optim.scheduled import scheduled  # noqa: E402
 from hyperstep.schedules import parse  # noqa: E402
+from hyperstep.tune import LRFinding, find_lr  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -27,12 +28,14 @@ __all__ = [
     "Finding",
     "Group",
     "Hyperparameter",
+    "LRFinding",
     "ReduceOnPlateau",
     "StepOptimizer",
     "__version__",
     "callbacks",
     "doctor",
     "errors",
+    "find_lr",
     "parse",
     "rules",
     "scheduled",
