@@ -103,12 +103,14 @@ class LRFinding:
 
     Example:
         >>> lrs = np.geomspace(1e-4, 1.0, 30)
-        >>> losses = 2.0 - np.tanh(np.log10(lrs) + 2)  # falls most around lr = 0.01
+        >>> losses = 2.0 - np.tanh(np.log10(lrs) + 2)  # falls fastest at lr = 0.01
         >>> finding = LRFinding(lrs, losses, losses, steps=30)
         >>> round(finding.suggestion(), 4), round(finding.valley(), 4)
-        (0.0024, 0.0045)
+        (0.0085, 0.0045)
+        >>> round(finding.suggestion(compat="lightning"), 4)  # d loss / d lr: the first kept
+        0.0024
         >>> finding
-        LRFinding(steps=30 of 30, suggestion=0.0024, valley=0.00452)
+        LRFinding(steps=30 of 30, suggestion=0.00853, valley=0.00452)
     """
 
     learning_rates: np.ndarray
@@ -129,30 +131,51 @@ class LRFinding:
                 f"{len(self.raw_losses)} raw losses."
             )
 
-    def suggestion(self, skip_begin: int = 10, skip_end: int = 1) -> float | None:
+    def suggestion(
+        self, skip_begin: int = 10, skip_end: int = 1, compat: str | None = None
+    ) -> float | None:
         """The learning rate where the smoothed loss falls fastest (PyTorch Lightning's rule).
 
-        ``argmin over k of d losses / d learning_rates`` (second-order central differences
-        on the uneven grid, as ``numpy.gradient``), over the points left after dropping
-        ``skip_begin`` at the start, ``skip_end`` at the end and the non-finite losses.
+        ``argmin over k of d losses / d x``, ``x = log(learning_rates)`` for an exponential
+        ramp and ``x = learning_rates`` for a linear one (the axis the rates are evenly
+        spaced on; second-order central differences, as ``numpy.gradient``), over the
+        points left after dropping ``skip_begin`` at the start, ``skip_end`` at the end and
+        the non-finite losses.
+
+        Lightning's ``_LRFinder.suggestion`` has differentiated by the learning rate itself
+        in both modes since 2.5.3, which on an exponential ramp all but always picks the
+        first point kept (Lightning issue 21141; the fix, PR 21171, uses ``log10(lr)``).
+        ``compat="lightning"`` does the same as Lightning 2.5.3+.
 
         Args:
             skip_begin: Points dropped at the start (the first losses are noisy).
             skip_end: Points dropped at the end (the divergence).
+            compat: ``None``, or ``"lightning"`` to differentiate by the learning rate in
+                both modes.
 
         Returns:
             A learning rate of :attr:`learning_rates`, or ``None`` when fewer than 2
             points are left.
+
+        Raises:
+            ValueError: For another ``compat``.
         """
-        index = self._steepest(skip_begin, skip_end)
+        if compat not in (None, "lightning"):
+            raise InvalidArgumentError(
+                "`LRFinding.suggestion(compat=...)` must be None or 'lightning'. "
+                f"{received('compat', compat)}"
+            )
+        log = self.mode == "exponential" and compat is None
+        index = self._steepest(skip_begin, skip_end, log)
         return None if index is None else float(self.learning_rates[index])
 
-    def _steepest(self, skip_begin: int, skip_end: int) -> int | None:
+    def _steepest(self, skip_begin: int, skip_end: int, log: bool) -> int | None:
         kept = np.arange(len(self.losses))[skip_begin : max(len(self.losses) - skip_end, 0)]
         kept = kept[np.isfinite(self.losses[kept])]
         if len(kept) < 2:
             return None
-        slopes = np.gradient(self.losses[kept], self.learning_rates[kept])
+        x = self.learning_rates[kept]
+        slopes = np.gradient(self.losses[kept], np.log(x) if log else x)
         return int(kept[int(np.argmin(slopes))])
 
     def valley(self, skip_begin: int | None = None, skip_end: int = 5) -> float | None:
@@ -235,7 +258,7 @@ class LRFinding:
         ax.plot(self.learning_rates, self.raw_losses, color="0.8", lw=0.8, label="loss (raw)")
         ax.plot(self.learning_rates, self.losses, color="C0", lw=1.8, label="loss (smoothed)")
         marks = (
-            (self._steepest(10, 1), "C3", "o", "suggestion (steepest)"),
+            (self._steepest(10, 1, self.mode == "exponential"), "C3", "o", "suggestion (steepest)"),
             (self._valley(self.steps // 10, 5), "C2", "D", "valley"),
         )
         for index, color, marker, name in marks:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -99,18 +100,22 @@ def find_lr(
     _check_options(model, stop_factor, smoothing, batch_size)
     setter = _setter(model.optimizer, hyperparameter)
     test = _RangeTest(rates, setter, stop_factor, smoothing, _verbosity(verbose))
-    x, y = _whole_batches(x, y, batch_size or _KERAS_BATCH_SIZE)
+    x, y, arrays = _whole_batches(x, y, batch_size or _KERAS_BATCH_SIZE)
     one_pass = inspect.isgenerator(x) or isinstance(x, Iterator)
     flags = {name: getattr(model, name, None) for name in ("stop_training", "history")}
     try:
-        model.fit(
-            x,
-            y,
-            batch_size=batch_size,
-            epochs=1 if one_pass else steps,
-            verbose=0,
-            callbacks=[test, *(callbacks or [])],
-        )
+        with warnings.catch_warnings():
+            if one_pass:  # a generator shorter than the test ends it: that is no surprise
+                warnings.filterwarnings("ignore", "Your input ran out of data", UserWarning)
+            model.fit(
+                x,
+                y,
+                batch_size=batch_size,
+                epochs=1 if one_pass else steps,
+                verbose=0,
+                callbacks=[test, *(callbacks or [])],
+                shuffle=arrays,  # as fit does; other data shuffle themselves
+            )
     finally:
         test.restore()
         for name, value in flags.items():
@@ -153,6 +158,8 @@ class _RangeTest(keras.callbacks.Callback):
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         model = self.model  # on JAX, reading `model` syncs its state into the variables
+        if not model.optimizer.built:  # else TF builds it in the first step: slots not copied
+            model.optimizer.build(model.trainable_variables)
         seen: set[int] = set()
         for variable in [
             *model.variables,
@@ -329,16 +336,18 @@ def _verbosity(verbose: int | str) -> int:
     )
 
 
-def _whole_batches(x: Any, y: Any, batch_size: int) -> tuple[Any, Any]:
-    """Arrays cut to a whole number of batches (a last, smaller batch would retrace)."""
+def _whole_batches(x: Any, y: Any, batch_size: int) -> tuple[Any, Any, bool]:
+    """Arrays cut to a whole number of batches (a last, smaller batch would retrace), and
+    whether they are arrays."""
     leaves = keras.tree.flatten((x, y))
     if not leaves or not all(
         hasattr(leaf, "shape") and hasattr(leaf, "__getitem__") and len(leaf.shape) > 0
         for leaf in leaves
     ):
-        return x, y
+        return x, y, False
     size = int(leaves[0].shape[0])
     keep = size - size % batch_size
     if keep == size or keep == 0:
-        return x, y
-    return keras.tree.map_structure(lambda a: a[:keep], (x, y))
+        return x, y, True
+    x, y = keras.tree.map_structure(lambda a: a[:keep], (x, y))
+    return x, y, True
