@@ -183,10 +183,10 @@ class LRFinding:
 
         The points left after dropping ``skip_begin`` (default ``steps // 10``) at the start,
         ``skip_end`` at the end, and everything from the first nan on; in them, the longest
-        strictly decreasing subsequence of losses runs from index ``start`` to ``end``
-        (the first longest); the suggestion is the point
+        strictly decreasing subsequence of losses ends at ``end`` (the first longest) and
+        has ``n`` points, ``start = end - n`` (0 when no loss falls); the suggestion is the point
         ``start + int((end - start) / 3) + int((end - start) / 6)`` (fastai's integer
-        divisions).
+        divisions; like fastai's Python indexing, -1 means the last point).
 
         Returns:
             A learning rate of :attr:`learning_rates`, or ``None`` when no point is left.
@@ -208,9 +208,10 @@ class LRFinding:
             if len(higher):
                 depth[i] = higher.max() + 1
         end = int(np.argmax(depth))  # the first of the longest
-        start = end - int(depth[end])
+        start = end - int(depth[end]) if end > 0 else 0  # fastai's start, one before the run
         sections = (end - start) / 3
-        return skip_begin + start + int(sections) + int(sections / 2)
+        index = start + int(sections) + int(sections / 2)
+        return skip_begin + index % len(losses)  # fastai's -1 (a 2-point run at 0): the last
 
     # ---- output -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
