@@ -123,8 +123,8 @@ def find_lr(
                 setattr(model, name, value)
     return LRFinding(
         rates[: len(test.raw)],
-        test.smoothed,
-        test.raw,
+        np.array(test.smoothed),
+        np.array(test.raw),
         steps=steps,
         mode=mode,
         stopped_early=test.stopped,
