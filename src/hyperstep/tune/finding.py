@@ -270,14 +270,16 @@ class LRFinding:
                 )
         if self.mode == "exponential":
             ax.set_xscale("log")
-        finite = self.losses[np.isfinite(self.losses)]
-        if len(finite):  # keep the divergence from flattening the interesting part
-            low, first = float(finite.min()), float(finite[0])
-            ax.set_ylim(low - 0.1 * (first - low + 1e-12), max(first, low) * 1.5 + 1e-12)
+        both = np.concatenate([self.losses, self.raw_losses])
+        both = both[np.isfinite(both)]
+        if len(both):  # from the lowest loss to a bit over the first: divergence is clipped
+            low, first = float(both.min()), float(np.nanmax(self.losses[:1]))
+            high = max(first, low) + 0.25 * abs(first - low) + 1e-12
+            ax.set_ylim(low - 0.05 * (high - low), high)
         ax.set_xlabel("learning rate")
         ax.set_ylabel("loss")
         ax.set_title(f"learning-rate range test ({len(self.learning_rates)} steps)")
-        ax.grid(True, which="both", alpha=0.3)
+        ax.grid(True, which="major", alpha=0.4)
         ax.legend(loc="best", fontsize="small")
         if path is not None:
             figure.savefig(path, dpi=120)
