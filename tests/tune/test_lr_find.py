@@ -298,3 +298,15 @@ def test_errors_name_the_argument_and_the_value() -> None:
     with pytest.raises(ValueError, match=r"Valid: \[.*'momentum'.*Received: hyperparameter='lr'"):
         hs.find_lr(_model(hs.scheduled(keras.optimizers.SGD())), x, y, hyperparameter="lr")
     assert math.isfinite(hs.find_lr(model, x, y, steps=3, verbose=0).raw_losses[0])
+
+    class NoLoss(keras.Sequential):
+        def train_step(self, data: Any) -> Any:
+            super().train_step(data)
+            return {"other": 1.0}
+
+    silent = NoLoss([keras.Input((6,)), keras.layers.Dense(1)])
+    silent.compile(optimizer="sgd", loss="mse")
+    before = [w.copy() for w in silent.get_weights()]
+    with pytest.raises(ValueError, match=r"Received: logs with keys \['other'\]"):
+        hs.find_lr(silent, x, y, steps=3, verbose=0)
+    assert all(np.array_equal(a, b) for a, b in zip(before, silent.get_weights(), strict=True))

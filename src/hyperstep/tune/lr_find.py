@@ -53,7 +53,8 @@ def find_lr(
     ``avg(k) = smoothing * avg(k - 1) + (1 - smoothing) * loss(k)`` ends the test early
     when, after the first step, it exceeds ``stop_factor`` times its best so far or is not
     finite. Afterwards the model's weights, the optimizer's slots and ``iterations``, the
-    clock and every hyperparameter's state are what they were (bitwise), however it ended.
+    clock and every hyperparameter's state are what they were (bitwise), however it ended
+    (an optimizer not built yet is built, its slots at their initial values).
 
     Args:
         model: A compiled Keras model (any optimizer whose learning rate is a number, or an
@@ -187,7 +188,12 @@ class _RangeTest(keras.callbacks.Callback):
         step = len(self.raw)
         if step >= len(self.rates):
             return
-        loss = float((logs or {}).get("loss", math.nan))
+        if "loss" not in (logs or {}):
+            raise InvalidArgumentError(
+                "`find_lr` reads each step's loss from `logs['loss']`, and the model's "
+                f"`train_step` returned none. Received: logs with keys {sorted(logs or {})}"
+            )
+        loss = float(logs["loss"])  # type: ignore[index]
         self.average = self.smoothing * self.average + (1 - self.smoothing) * loss
         smoothed = self.average / (1 - self.smoothing ** (step + 1))
         self.raw.append(loss)
@@ -202,6 +208,10 @@ class _RangeTest(keras.callbacks.Callback):
         self.progbar.update(step + 1, values, finalize=done)
         if done:
             self.model.stop_training = True
+
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        if self.raw and not self.stopped and len(self.raw) < len(self.rates):  # data ran out
+            self.progbar.update(len(self.raw), finalize=True)
 
     def restore(self) -> None:
         """Write every copied variable back (nothing when training never began)."""
