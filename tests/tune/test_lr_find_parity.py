@@ -11,13 +11,12 @@ from typing import Any
 import keras
 import numpy as np
 import pytest
+import torch
+from pytorch_lightning.tuner import lr_finder
 
 import hyperstep as hs
 from hyperstep.tune.finding import ramp
 from hyperstep.tune.lr_find import _RangeTest
-
-torch = pytest.importorskip("torch")
-lr_finder = pytest.importorskip("pytorch_lightning.tuner.lr_finder")
 
 
 def _walks(count: int, seed: int = 0) -> list[np.ndarray]:
