@@ -84,7 +84,7 @@ def check_ramp(min_lr: Any, max_lr: Any, steps: Any, mode: Any) -> None:
         )
 
 
-@dataclass
+@dataclass(eq=False)  # arrays: compare the fields yourself
 class LRFinding:
     """What a learning-rate range test measured (returned by :func:`hyperstep.find_lr`).
 
