@@ -6,7 +6,7 @@ import pathlib
 import hyperstep
 
 SRC = pathlib.Path(hyperstep.__file__).parent
-ROOMS = ["errors", "clock", "schedules", "control", "optim", "doctor", "demo", "cli"]
+ROOMS = ["errors", "clock", "schedules", "control", "optim", "doctor", "tune", "demo", "cli"]
 RANK = {
     "errors": 0,
     "_backend": 0,

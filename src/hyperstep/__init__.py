@@ -22,9 +22,11 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Finding": ("hyperstep.doctor.report", "Finding"),
     "Group": ("hyperstep.optim.groups", "Group"),
     "Hyperparameter": ("hyperstep.control.hyperparameter", "Hyperparameter"),
+    "LRFinding": ("hyperstep.tune.finding", "LRFinding"),
     "ReduceOnPlateau": ("hyperstep.control.controllers", "ReduceOnPlateau"),
     "StepOptimizer": ("hyperstep.optim.optimizer", "StepOptimizer"),
     "callbacks": ("hyperstep.callbacks", None),
+    "find_lr": ("hyperstep.tune.lr_find", "find_lr"),
     "errors": ("hyperstep.errors", None),
     "parse": ("hyperstep.schedules.parse", "parse"),
     "rules": ("hyperstep.optim.rules", None),
@@ -39,12 +41,14 @@ __all__ = [
     "Finding",
     "Group",
     "Hyperparameter",
+    "LRFinding",
     "ReduceOnPlateau",
     "StepOptimizer",
     "__version__",
     "callbacks",
     "doctor",
     "errors",
+    "find_lr",
     "parse",
     "rules",
     "scheduled",
@@ -66,6 +70,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from hyperstep.optim.groups import Group
     from hyperstep.optim.optimizer import StepOptimizer
     from hyperstep.optim.scheduled import scheduled
+    from hyperstep.tune import LRFinding, find_lr
     from hyperstep.schedules.parse import parse
 
 

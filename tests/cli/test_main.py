@@ -30,7 +30,7 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     err = capsys.readouterr().err
-    assert "choose a command: plot, doctor, demo" in err
+    assert "choose a command: plot, doctor, lr-find, demo" in err
     assert "Traceback" not in err
 
 
@@ -45,7 +45,7 @@ def test_every_command_module_registers_a_subcommand_with_a_function() -> None:
     for module in main_module.COMMANDS:
         parser = argparse.ArgumentParser()
         module.register(parser.add_subparsers())
-        name = module.__name__.rsplit(".", 1)[-1]
+        name = module.__name__.rsplit(".", 1)[-1].replace("_", "-")  # lr_find: lr-find
         sub = parser._subparsers._group_actions[0].choices[name]  # type: ignore[union-attr]
         assert callable(sub.get_default("func"))
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hyperstep.cli import demo, doctor, plot
+from hyperstep.cli import demo, doctor, lr_find, plot
 
 #: the subcommand modules, in the order ``--help`` lists them
-COMMANDS = (plot, doctor, demo)
+COMMANDS = (plot, doctor, lr_find, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,118 @@
+"""``hyperstep lr-find MODULE:FUNCTION``: run :func:`hyperstep.find_lr` from the shell.
+
+``FUNCTION`` (no arguments) returns ``(model, data)`` as for ``hyperstep doctor``: a
+compiled model and what ``model.fit`` accepts, ``(x, y)`` arrays, a ``tf.data`` dataset or
+a generator (or a dict with the keys ``model`` and ``data``); an uncompiled model needs
+``--loss NAME``. Prints both suggestions and
+writes the plot (``--out``, default ``lr.png``); ``--json`` prints the finding as JSON.
+Exit status: 0 done, 2 on usage errors (a bad ``MODULE:FUNCTION``, a function that raises
+or returns something else, an uncompiled model), with one message on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from hyperstep.cli.arguments import (
+    LOSS_HELP,
+    UsageError,
+    call_target,
+    compile_with_loss,
+    load_target,
+    positive_int,
+    quiet_stderr,
+)
+
+DEFAULT_OUT = "lr.png"
+_SHAPE = "(model, data) or a dict with keys model and data"
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``lr-find`` subcommand to ``subparsers`` and return its parser."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "lr-find",
+        help="find a learning rate with a range test",
+        description="Train a few batches at learning rates rising from --min-lr to --max-lr, "
+        "then restore the model exactly; print the suggested learning rates and plot loss "
+        f"against learning rate. FUNCTION takes no arguments and returns {_SHAPE} (a model "
+        "compiled with an optimizer, or uncompiled with --loss). Exit status: 0 done, 2 usage "
+        "error.",
+    )
+    parser.add_argument(
+        "target", metavar="MODULE:FUNCTION", help="e.g. mypkg.models:make or train.py:setup"
+    )
+    parser.add_argument("--min-lr", type=float, default=1e-8, help="first learning rate")
+    parser.add_argument("--max-lr", type=float, default=1.0, help="last learning rate")
+    parser.add_argument("--steps", type=positive_int, default=100, help="batches (learning rates)")
+    parser.add_argument("--mode", choices=("exponential", "linear"), default="exponential")
+    parser.add_argument("--out", default=DEFAULT_OUT, help=f"the plot (default {DEFAULT_OUT})")
+    parser.add_argument("--json", action="store_true", help="print the finding as JSON")
+    parser.add_argument("--loss", metavar="NAME", default=None, help=LOSS_HELP)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def model_and_data(returned: Any, target: str) -> tuple[Any, Any, Any]:
+    """``(model, x, y)`` from what the function returned (``y`` is ``None`` unless the data
+    is an ``(x, y)`` pair).
+
+    Raises:
+        UsageError: For any other shape.
+    """
+    if isinstance(returned, dict) and {"model", "data"} <= set(returned):
+        returned = (returned["model"], returned["data"])
+    if not isinstance(returned, (tuple, list)) or len(returned) != 2:
+        shown = f"{type(returned).__name__} {returned!r}"[:80]
+        raise UsageError(f"{target} returned {shown}; it must return {_SHAPE}")
+    model, data = returned
+    if isinstance(data, (tuple, list)) and len(data) == 2:
+        return model, data[0], data[1]
+    return model, data, None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the subcommand; return the exit status (0 done, 2 usage error)."""
+    from hyperstep.errors import HyperstepError
+
+    try:
+        returned = call_target(load_target(args.target), args.target)
+        model, x, y = model_and_data(returned, args.target)
+        model = compile_with_loss(model, args.loss)
+        with quiet_stderr():
+            from hyperstep.tune import find_lr
+
+        finding = find_lr(
+            model, x, y, min_lr=args.min_lr, max_lr=args.max_lr, steps=args.steps,
+            mode=args.mode, verbose=0 if args.json else "auto",
+        )  # fmt: skip
+    except (UsageError, HyperstepError) as error:
+        print(f"hyperstep lr-find: error: {error}", file=sys.stderr)
+        return 2
+    plot = _plot(finding, args.out)
+    if args.json:
+        print(json.dumps({**finding.to_dict(), "plot": plot}, indent=2))
+        return 0
+    print(f"suggestion (steepest descent): {_number(finding.suggestion())}")
+    print(f"valley: {_number(finding.valley())}")
+    taken = len(finding.learning_rates)
+    ended = ", stopped early: the loss diverged" if finding.stopped_early else ""
+    print(f"steps: {taken} of {finding.steps}{ended}")
+    if plot is not None:
+        print(f"plot: {plot}")
+    return 0
+
+
+def _plot(finding: Any, out: str) -> str | None:
+    try:
+        finding.plot(out)
+    except ImportError as error:
+        print(f"hyperstep lr-find: no plot: {error}", file=sys.stderr)
+        return None
+    return out
+
+
+def _number(value: float | None) -> str:
+    return "none (too few points; raise --steps)" if value is None else f"{value:.3g}"

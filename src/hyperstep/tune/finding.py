@@ -1,0 +1,297 @@
+"""The result of a learning-rate range test: :class:`LRFinding` and the ramp it follows.
+
+Plain NumPy (and matplotlib for :meth:`LRFinding.plot`): nothing here imports Keras.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+
+MODES = ("exponential", "linear")
+
+
+def ramp(min_lr: float, max_lr: float, steps: int, mode: str = "exponential") -> np.ndarray:
+    """The learning rates of a range test: ``steps`` values from ``min_lr`` to ``max_lr``.
+
+    ``exponential: lr(k) = min_lr * (max_lr / min_lr) ** (k / (steps - 1))``
+    ``linear:      lr(k) = min_lr + (max_lr - min_lr) * k / (steps - 1)``,
+    for ``k = 0 .. steps - 1``: both ends included, evenly spaced in log space or linearly.
+
+    Args:
+        min_lr: The first learning rate (> 0).
+        max_lr: The last learning rate (> ``min_lr``).
+        steps: How many learning rates (an integer >= 2).
+        mode: ``"exponential"`` or ``"linear"``.
+
+    Returns:
+        A float64 array of ``steps`` learning rates.
+
+    Raises:
+        ValueError: For a rate that is not positive and finite, ``max_lr <= min_lr``,
+            ``steps < 2`` or another mode.
+        TypeError: For ``steps`` that is not an integer.
+
+    Example:
+        >>> [round(float(v), 12) for v in ramp(1e-3, 1.0, steps=4)]
+        [0.001, 0.01, 0.1, 1.0]
+        >>> [float(v) for v in ramp(0.1, 0.4, steps=4, mode="linear")]
+        [0.1, 0.2, 0.30000000000000004, 0.4]
+    """
+    check_ramp(min_lr, max_lr, steps, mode)
+    k = np.arange(steps, dtype="float64") / (steps - 1)
+    if mode == "exponential":
+        rates = min_lr * (max_lr / min_lr) ** k
+    else:
+        rates = min_lr + (max_lr - min_lr) * k
+    rates[-1] = max_lr  # exact, whatever the rounding of the power
+    return rates
+
+
+def check_ramp(min_lr: Any, max_lr: Any, steps: Any, mode: Any) -> None:
+    """Raise naming the argument unless the ramp's arguments are usable (see :func:`ramp`)."""
+    for name, value in (("min_lr", min_lr), ("max_lr", max_lr)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
+            raise InvalidTypeError(
+                f"`find_lr({name}=...)` must be a positive number. {received(name, value)}"
+            )
+        if not (math.isfinite(value) and value > 0):
+            raise InvalidArgumentError(
+                f"`find_lr({name}=...)` must be positive and finite. {received(name, value)}"
+            )
+    if not max_lr > min_lr:
+        raise InvalidArgumentError(
+            f"`find_lr(max_lr=...)` must be larger than min_lr={min_lr!r}. "
+            f"{received('max_lr', max_lr)}"
+        )
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise InvalidTypeError(
+            f"`find_lr(steps=...)` must be an integer. {received('steps', steps)}"
+        )
+    if steps < 2:
+        raise InvalidArgumentError(
+            f"`find_lr(steps=...)` needs at least 2 steps (one per learning rate; 100 is "
+            f"usual). {received('steps', steps)}"
+        )
+    if mode not in MODES:
+        raise InvalidArgumentError(
+            f"`find_lr(mode=...)` must be 'exponential' or 'linear'. {received('mode', mode)}"
+        )
+
+
+@dataclass(eq=False)  # arrays: compare the fields yourself
+class LRFinding:
+    """What a learning-rate range test measured (returned by :func:`hyperstep.find_lr`).
+
+    Step ``k`` trained one batch at ``learning_rates[k]`` and gave ``raw_losses[k]``;
+    ``losses`` is the bias-corrected exponential moving average of the raw losses,
+    ``avg(k) = smoothing * avg(k - 1) + (1 - smoothing) * raw(k)``, ``avg(-1) = 0``,
+    ``losses[k] = avg(k) / (1 - smoothing ** (k + 1))``.
+
+    Attributes:
+        learning_rates: The learning rate of each step taken (float64).
+        losses: The smoothed losses (float64).
+        raw_losses: The loss of each step's batch (float64).
+        steps: The steps asked for (more than were taken when the test stopped early).
+        mode: ``"exponential"`` or ``"linear"``.
+        stopped_early: Whether the smoothed loss diverged (or was not finite) and ended it.
+
+    Example:
+        >>> lrs = np.geomspace(1e-4, 1.0, 30)
+        >>> losses = 2.0 - np.tanh(np.log10(lrs) + 2)  # falls fastest at lr = 0.01
+        >>> finding = LRFinding(lrs, losses, losses, steps=30)
+        >>> round(finding.suggestion(), 4), round(finding.valley(), 4)
+        (0.0085, 0.0045)
+        >>> round(finding.suggestion(compat="lightning"), 4)  # d loss / d lr: the first kept
+        0.0024
+        >>> finding
+        LRFinding(steps=30 of 30, suggestion=0.00853, valley=0.00452)
+    """
+
+    learning_rates: np.ndarray
+    losses: np.ndarray
+    raw_losses: np.ndarray
+    steps: int
+    mode: str = "exponential"
+    stopped_early: bool = False
+
+    def __post_init__(self) -> None:
+        self.learning_rates = np.asarray(self.learning_rates, dtype="float64")
+        self.losses = np.asarray(self.losses, dtype="float64")
+        self.raw_losses = np.asarray(self.raw_losses, dtype="float64")
+        if not len(self.learning_rates) == len(self.losses) == len(self.raw_losses):
+            raise InvalidArgumentError(
+                "`LRFinding` needs one loss and one raw loss per learning rate. Received: "
+                f"{len(self.learning_rates)} learning rates, {len(self.losses)} losses and "
+                f"{len(self.raw_losses)} raw losses."
+            )
+
+    def suggestion(
+        self, skip_begin: int = 10, skip_end: int = 1, compat: str | None = None
+    ) -> float | None:
+        """The learning rate where the smoothed loss falls fastest (PyTorch Lightning's rule).
+
+        ``argmin over k of d losses / d x``, ``x = log(learning_rates)`` for an exponential
+        ramp and ``x = learning_rates`` for a linear one (the axis the rates are evenly
+        spaced on; second-order central differences, as ``numpy.gradient``), over the
+        points left after dropping ``skip_begin`` at the start, ``skip_end`` at the end and
+        the non-finite losses.
+
+        Lightning's ``_LRFinder.suggestion`` has differentiated by the learning rate itself
+        in both modes since 2.5.3, which on an exponential ramp all but always picks the
+        first point kept (Lightning issue 21141; the fix, PR 21171, uses ``log10(lr)``).
+        ``compat="lightning"`` does the same as Lightning 2.5.3+.
+
+        Args:
+            skip_begin: Points dropped at the start (the first losses are noisy).
+            skip_end: Points dropped at the end (the divergence).
+            compat: ``None``, or ``"lightning"`` to differentiate by the learning rate in
+                both modes.
+
+        Returns:
+            A learning rate of :attr:`learning_rates`, or ``None`` when fewer than 2
+            points are left.
+
+        Raises:
+            ValueError: For another ``compat``.
+        """
+        if compat not in (None, "lightning"):
+            raise InvalidArgumentError(
+                "`LRFinding.suggestion(compat=...)` must be None or 'lightning'. "
+                f"{received('compat', compat)}"
+            )
+        log = self.mode == "exponential" and compat is None
+        index = self._steepest(skip_begin, skip_end, log)
+        return None if index is None else float(self.learning_rates[index])
+
+    def _steepest(self, skip_begin: int, skip_end: int, log: bool) -> int | None:
+        kept = np.arange(len(self.losses))[skip_begin : max(len(self.losses) - skip_end, 0)]
+        kept = kept[np.isfinite(self.losses[kept])]
+        if len(kept) < 2:
+            return None
+        x = self.learning_rates[kept]
+        slopes = np.gradient(self.losses[kept], np.log(x) if log else x)
+        return int(kept[int(np.argmin(slopes))])
+
+    def valley(self, skip_begin: int | None = None, skip_end: int = 5) -> float | None:
+        """The learning rate two thirds down the longest valley of the loss (fastai's rule).
+
+        The points left after dropping ``skip_begin`` (default ``steps // 10``) at the start,
+        ``skip_end`` at the end, and everything from the first nan on; in them, the longest
+        strictly decreasing subsequence of losses ends at ``end`` (the first longest) and
+        has ``n`` points, ``start = end - n`` (0 when no loss falls); the suggestion is the point
+        ``start + int((end - start) / 3) + int((end - start) / 6)`` (fastai's integer
+        divisions; like fastai's Python indexing, -1 means the last point).
+
+        Returns:
+            A learning rate of :attr:`learning_rates`, or ``None`` when no point is left.
+        """
+        index = self._valley(self.steps // 10 if skip_begin is None else skip_begin, skip_end)
+        return None if index is None else float(self.learning_rates[index])
+
+    def _valley(self, skip_begin: int, skip_end: int) -> int | None:
+        losses = self.losses[skip_begin : max(len(self.losses) - skip_end, 0)]
+        nans = np.flatnonzero(np.isnan(losses))
+        if len(nans):
+            losses = losses[: nans[0]]
+        if len(losses) == 0:
+            return None
+        # depth[i]: length of the longest strictly decreasing run of losses ending at i
+        depth = np.ones(len(losses), dtype=int)
+        for i in range(1, len(losses)):
+            higher = depth[:i][losses[:i] > losses[i]]
+            if len(higher):
+                depth[i] = higher.max() + 1
+        end = int(np.argmax(depth))  # the first of the longest
+        start = end - int(depth[end]) if end > 0 else 0  # fastai's start, one before the run
+        sections = (end - start) / 3
+        index = start + int(sections) + int(sections / 2)
+        return skip_begin + index % len(losses)  # fastai's -1 (a 2-point run at 0): the last
+
+    # ---- output -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the series (non-finite values as ``None``), both suggestions, flags."""
+
+        def clean(values: np.ndarray) -> list[float | None]:
+            return [float(v) if math.isfinite(v) else None for v in values]
+
+        return {
+            "learning_rates": clean(self.learning_rates),
+            "losses": clean(self.losses),
+            "raw_losses": clean(self.raw_losses),
+            "steps": self.steps,
+            "steps_taken": len(self.learning_rates),
+            "mode": self.mode,
+            "stopped_early": self.stopped_early,
+            "suggestion": self.suggestion(),
+            "valley": self.valley(),
+        }
+
+    def plot(self, path: str | None = None, ax: Any = None) -> Any:
+        """Plot the smoothed loss against the learning rate, both suggestions marked.
+
+        Args:
+            path: Where to write the figure (a PNG for ``.png``); ``None`` writes nothing.
+            ax: A matplotlib ``Axes`` to draw on; ``None`` makes a new figure.
+
+        Returns:
+            The matplotlib ``Figure``.
+
+        Raises:
+            ImportError: Without matplotlib (``pip install 'hyperstep[plot]'``).
+        """
+        try:
+            from matplotlib.figure import Figure
+        except ImportError as error:
+            raise ImportError(
+                "`LRFinding.plot` needs matplotlib: pip install 'hyperstep[plot]'"
+            ) from error
+        if ax is None:
+            figure = Figure(figsize=(7, 4.2), layout="constrained")
+            ax = figure.add_subplot()
+        else:
+            figure = ax.figure
+        ax.plot(self.learning_rates, self.raw_losses, color="0.8", lw=0.8, label="loss (raw)")
+        ax.plot(self.learning_rates, self.losses, color="C0", lw=1.8, label="loss (smoothed)")
+        marks = (
+            (self._steepest(10, 1, self.mode == "exponential"), "C3", "o", "suggestion (steepest)"),
+            (self._valley(self.steps // 10, 5), "C2", "D", "valley"),
+        )
+        for index, color, marker, name in marks:
+            if index is not None:
+                lr = self.learning_rates[index]
+                ax.plot(
+                    lr, self.losses[index], marker, color=color, ms=8, label=f"{name}: {lr:.3g}"
+                )
+        if self.mode == "exponential":
+            ax.set_xscale("log")
+        both = np.concatenate([self.losses, self.raw_losses])
+        both = both[np.isfinite(both)]
+        if len(both):  # from the lowest loss to a bit over the first: divergence is clipped
+            low, first = float(both.min()), float(np.nanmax(self.losses[:1]))
+            high = max(first, low) + 0.25 * abs(first - low) + 1e-12
+            ax.set_ylim(low - 0.05 * (high - low), high)
+        ax.set_xlabel("learning rate")
+        ax.set_ylabel("loss")
+        ax.set_title(f"learning-rate range test ({len(self.learning_rates)} steps)")
+        ax.grid(True, which="major", alpha=0.4)
+        ax.legend(loc="best", fontsize="small")
+        if path is not None:
+            figure.savefig(path, dpi=120)
+        return figure
+
+    def __repr__(self) -> str:
+        suggestion, valley = self.suggestion(), self.valley()
+        shown = [
+            f"steps={len(self.learning_rates)} of {self.steps}",
+            f"suggestion={suggestion:.3g}" if suggestion is not None else "suggestion=None",
+            f"valley={valley:.3g}" if valley is not None else "valley=None",
+        ]
+        if self.stopped_early:
+            shown.append("stopped_early=True")
+        return f"LRFinding({', '.join(shown)})"

@@ -1,0 +1,312 @@
+"""``hs.find_lr``: the ramp, the state restored bitwise however the test ends, one trace,
+groups at their ratio, the data ``fit`` accepts, the progress bar and the errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hyperstep as hs
+from hyperstep.tune.finding import ramp
+
+SAMPLES, BATCH = 100, 16  # 6 whole batches an epoch (the last 4 samples are cut)
+
+
+def _data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(SAMPLES, 6)).astype("float32")
+    y = (x @ rng.normal(size=(6, 1)) > 0).astype("float32")
+    return x, y
+
+
+class Counting(keras.Sequential):
+    """Counts how often the train step is traced (its Python runs once per trace)."""
+
+    traces = 0
+
+    def train_step(self, data: Any) -> Any:
+        Counting.traces += 1
+        return super().train_step(data)
+
+
+def _model(optimizer: Any) -> keras.Model:
+    model = Counting(
+        [
+            keras.Input((6,)),
+            keras.layers.Dense(8, activation="relu", name="body"),
+            keras.layers.BatchNormalization(name="norm"),
+            keras.layers.Dropout(0.2, seed=1),
+            keras.layers.Dense(1, name="head"),
+        ]
+    )
+    model.compile(optimizer=optimizer, loss=keras.losses.BinaryCrossentropy(from_logits=True))
+    return model
+
+
+OPTIMIZERS: dict[str, Callable[[], Any]] = {
+    "keras": lambda: keras.optimizers.Adam(learning_rate=1e-3),
+    "scheduled": lambda: hs.scheduled(
+        keras.optimizers.AdamW(),
+        learning_rate="1e-3 * 0.5 ** (step / 10)",
+        weight_decay=0.01,
+        groups=[hs.Group("head", match="*/head/*", learning_rate=3e-3)],
+    ),
+    "step": lambda: hs.StepOptimizer(
+        "adam",
+        learning_rate=hs.schedules.cosine(2e-3, steps=50),
+        groups=[hs.Group("head", match="*/head/*", learning_rate=4e-3)],
+    ),
+}
+
+
+def _state(model: keras.Model) -> dict[str, np.ndarray]:
+    """Every variable find_lr may touch, by an id-qualified path, as NumPy copies."""
+    optimizer = model.optimizer
+    variables = [*model.variables, *optimizer.variables, *model.metrics_variables]
+    for hyperparameter in getattr(optimizer, "hyperparameters", {}).values():
+        variables.extend(hyperparameter.variables)
+    return {f"{v.path}#{id(v)}": np.array(v.numpy(), copy=True) for v in variables}
+
+
+def _assert_bitwise(before: dict[str, np.ndarray], after: dict[str, np.ndarray]) -> None:
+    assert before.keys() == after.keys()
+    changed = [k for k in before if before[k].tobytes() != after[k].tobytes()]
+    assert not changed, f"not restored: {changed}"
+
+
+def _trained(kind: str) -> tuple[keras.Model, np.ndarray, np.ndarray]:
+    """A model trained one epoch (slots, iterations, clock and statistics not at zero), with
+    a scale and an override set on its hyperparameters."""
+    x, y = _data()
+    model = _model(OPTIMIZERS[kind]())
+    model.fit(x[:96], y[:96], batch_size=BATCH, epochs=1, verbose=0, shuffle=False)
+    found = getattr(model.optimizer, "hyperparameters", {})
+    if found:
+        found["head/learning_rate"].scale.assign(0.5)
+        found["beta_2"].set(0.995)
+    return model, x, y
+
+
+class Interrupt(keras.callbacks.Callback):
+    def __init__(self, at: int, error: BaseException) -> None:
+        super().__init__()
+        self.at, self.error = at, error
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if batch == self.at:
+            raise self.error
+
+
+ENDINGS = ["completed", "early-stopped", "exception", "ctrl-c"]
+# every ending with every optimizer; the fast suite takes one optimizer per ending
+CASES = [
+    pytest.param(kind, ending, marks=() if (i - j) % len(OPTIMIZERS) == 0 else pytest.mark.slow)
+    for i, ending in enumerate(ENDINGS)
+    for j, kind in enumerate(OPTIMIZERS)
+]
+
+
+@pytest.mark.parametrize(("kind", "ending"), CASES)
+def test_state_is_restored_bitwise_and_the_step_traced_once(kind: str, ending: str) -> None:
+    model, x, y = _trained(kind)
+    before, traces = _state(model), Counting.traces
+    schedules = {
+        k: hp.schedule for k, hp in getattr(model.optimizer, "hyperparameters", {}).items()
+    }
+    kwargs: dict[str, Any] = {"steps": 12, "min_lr": 1e-4, "max_lr": 1e-1, "verbose": 0}
+    if ending == "early-stopped":
+        kwargs.update(max_lr=1e4, steps=40)
+    error: BaseException | None = {
+        "exception": RuntimeError("boom"),
+        "ctrl-c": KeyboardInterrupt(),
+    }.get(ending)
+    if error is None:
+        finding = hs.find_lr(model, x, y, batch_size=BATCH, **kwargs)
+        assert finding.stopped_early == (ending == "early-stopped")
+        assert len(finding.learning_rates) < 40 if ending == "early-stopped" else 12
+    else:
+        with pytest.raises(type(error)):
+            hs.find_lr(model, x, y, batch_size=BATCH, callbacks=[Interrupt(4, error)], **kwargs)
+    _assert_bitwise(before, _state(model))
+    assert Counting.traces == traces  # the compiled step was reused: no trace at all
+    after = {k: hp.schedule for k, hp in getattr(model.optimizer, "hyperparameters", {}).items()}
+    assert after == schedules and all(after[k] is schedules[k] for k in after)
+    assert not model.stop_training
+
+
+def test_a_fresh_model_is_traced_once_and_then_trains_as_if_never_tested() -> None:
+    x, y = _data()
+    keras.utils.set_random_seed(3)
+    tested = _model(OPTIMIZERS["scheduled"]())
+    keras.utils.set_random_seed(3)
+    twin = _model(OPTIMIZERS["scheduled"]())
+    start = Counting.traces
+    finding = hs.find_lr(tested, x, y, batch_size=BATCH, steps=9, verbose=0)  # 2 epochs
+    assert len(finding.learning_rates) == 9
+    assert Counting.traces - start == 1  # across epochs and 9 learning rates
+    tested.fit(x[:96], y[:96], batch_size=BATCH, epochs=2, verbose=0, shuffle=False)
+    assert Counting.traces - start == 1  # and fit reuses the traced step
+    twin.fit(x[:96], y[:96], batch_size=BATCH, epochs=2, verbose=0, shuffle=False)
+    for a, b in zip(tested.variables, twin.variables, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+    assert int(tested.optimizer.clock.step.numpy()) == 12 == int(twin.optimizer.clock.step.numpy())
+
+
+class Seen(keras.callbacks.Callback):
+    """Reads, before each step (after find_lr's callback set them), the values trained with."""
+
+    def __init__(self, read: Callable[[], dict[str, float]]) -> None:
+        super().__init__()
+        self.read, self.seen = read, []
+
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        self.seen.append(self.read())
+
+
+def test_a_keras_optimizer_trains_step_k_at_the_kth_rate() -> None:
+    model, x, y = _trained("keras")
+    for mode in ("exponential", "linear"):
+        seen = Seen(lambda: {"lr": float(model.optimizer.learning_rate.numpy())})
+        finding = hs.find_lr(
+            model, x, y, batch_size=BATCH, steps=15, mode=mode, callbacks=[seen], verbose=0
+        )
+        line = np.linspace(1e-8, 1.0, 15)
+        expected = np.geomspace(1e-8, 1.0, 15) if mode == "exponential" else line
+        np.testing.assert_array_equal(finding.learning_rates, ramp(1e-8, 1.0, 15, mode))
+        np.testing.assert_allclose(finding.learning_rates, expected, rtol=1e-13)
+        np.testing.assert_array_equal([s["lr"] for s in seen.seen], expected.astype("float32"))
+
+
+@pytest.mark.parametrize("kind", ["scheduled", "step"])
+def test_each_group_keeps_its_ratio_to_the_main_learning_rate(kind: str) -> None:
+    model, x, y = _trained(kind)
+    found = model.optimizer.hyperparameters
+    main, head = found["learning_rate"], found["head/learning_rate"]
+    ratio = float(head.value.numpy()) / float(main.value.numpy())
+    seen = Seen(lambda: {"main": float(main.value.numpy()), "head": float(head.value.numpy())})
+    finding = hs.find_lr(model, x, y, batch_size=BATCH, steps=10, callbacks=[seen], verbose=0)
+    main_seen = np.array([s["main"] for s in seen.seen])
+    head_seen = np.array([s["head"] for s in seen.seen])
+    np.testing.assert_array_equal(main_seen, finding.learning_rates.astype("float32"))
+    np.testing.assert_array_equal(head_seen, (finding.learning_rates * ratio).astype("float32"))
+    assert not bool(main.is_set) and bool(found["beta_2"].is_set)  # overrides as before
+
+
+def test_a_free_hyperparameter_can_be_ramped() -> None:
+    x, y = _data()
+    optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.01)
+    model = _model(optimizer)
+    momentum = optimizer.hyperparameters["momentum"]
+    seen = Seen(lambda: {"momentum": float(momentum.value.numpy())})
+    hs.find_lr(
+        model, x, y, min_lr=0.5, max_lr=0.9, steps=5, mode="linear",
+        hyperparameter="momentum", callbacks=[seen], verbose=0,
+    )  # fmt: skip
+    np.testing.assert_allclose([s["momentum"] for s in seen.seen], [0.5, 0.6, 0.7, 0.8, 0.9], 1e-7)
+    assert float(momentum.value.numpy()) == 0.0
+
+
+def test_tf_data_repeats_and_a_generator_ends_the_test() -> None:
+    x, y = _data()
+    model = _model("sgd")
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH, drop_remainder=True)
+    assert len(hs.find_lr(model, dataset, steps=15, verbose=0).learning_rates) == 15
+
+    def batches() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for i in range(4):
+            yield x[i * BATCH : (i + 1) * BATCH], y[i * BATCH : (i + 1) * BATCH]
+
+    finding = hs.find_lr(model, batches(), steps=15, verbose=0)
+    assert len(finding.learning_rates) == 4 and not finding.stopped_early
+    np.testing.assert_array_equal(finding.learning_rates, ramp(1e-8, 1.0, 15)[:4])
+
+
+def test_raw_losses_are_each_batch_loss_and_losses_their_corrected_average() -> None:
+    x, y = _data()
+    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss=keras.losses.BinaryCrossentropy(from_logits=True))
+    # one batch at learning rates ~1e-8: each step's loss is the loss evaluate gives
+    finding = hs.find_lr(
+        model, x[:BATCH], y[:BATCH], steps=6, min_lr=1e-9, max_lr=1e-8, smoothing=0.9,
+        verbose=0,
+    )  # fmt: skip
+    expected_raw = [model.evaluate(x[:BATCH], y[:BATCH], verbose=0)] * 6
+    np.testing.assert_allclose(finding.raw_losses, expected_raw, rtol=1e-5)
+    average, expected = 0.0, []
+    for k, loss in enumerate(finding.raw_losses):
+        average = 0.9 * average + 0.1 * loss
+        expected.append(average / (1 - 0.9 ** (k + 1)))
+    np.testing.assert_allclose(finding.losses, expected, rtol=1e-15)
+
+
+def test_progress_bar_as_fit_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    x, y = _data()
+    hs.find_lr(_model("sgd"), x, y, steps=5, verbose=1)
+    out = capsys.readouterr().out
+    assert "5/5" in out and "learning_rate" in out and "loss" in out
+
+
+def test_plot_marks_both_suggestions_and_to_dict_is_json(tmp_path: Any) -> None:
+    lrs = np.geomspace(1e-5, 1.0, 60)
+    losses = 2 - np.tanh(np.log10(lrs) + 2.5)
+    losses[-3:] = [5.0, np.inf, np.nan]
+    finding = hs.LRFinding(lrs, losses, losses, steps=60, stopped_early=True)
+    figure = finding.plot(str(tmp_path / "lr.png"))
+    assert (tmp_path / "lr.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    labels = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+    assert any(t.startswith("suggestion") for t in labels) and any("valley" in t for t in labels)
+    data = json.loads(json.dumps(finding.to_dict(), allow_nan=False))
+    assert data["losses"][-2:] == [None, None] and data["suggestion"] == finding.suggestion()
+
+
+def test_errors_name_the_argument_and_the_value() -> None:
+    x, y = _data()
+    model = _model("sgd")
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"min_lr": 0.0}, r"min_lr=0\.0"),
+        ({"max_lr": 1e-9}, r"larger than min_lr=1e-08\. Received: max_lr=1e-09"),
+        ({"steps": 1}, r"Received: steps=1"),
+        ({"steps": 2.5}, r"Received: steps=2\.5"),
+        ({"mode": "log"}, r"Received: mode='log'"),
+        ({"smoothing": 1.0}, r"Received: smoothing=1\.0"),
+        ({"stop_factor": -1}, r"Received: stop_factor=-1"),
+        ({"verbose": 3}, r"Received: verbose=3"),
+        ({"hyperparameter": "beta_1"}, r"plain SGD.*Received: hyperparameter='beta_1'"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises((ValueError, TypeError), match=message):
+            hs.find_lr(model, x, y, **kwargs)
+    with pytest.raises(ValueError, match="must be compiled"):
+        hs.find_lr(keras.Sequential([keras.Input((6,)), keras.layers.Dense(1)]), x, y)
+    decaying = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
+    with pytest.raises(ValueError, match="Received: learning_rate=ExponentialDecay"):
+        hs.find_lr(_model(keras.optimizers.SGD(decaying)), x, y)
+    scheduled = hs.scheduled(
+        keras.optimizers.SGD(),
+        learning_rate="0.1 * min(step / 10, 1)",  # 0 at step 0: no ratio to keep
+        groups=[hs.Group("head", match="*/head/*", learning_rate=0.5)],
+    )
+    with pytest.raises(ValueError, match=r"Received: head/learning_rate=0\.5, learning_rate=0\.0"):
+        hs.find_lr(_model(scheduled), x, y)
+    with pytest.raises(ValueError, match=r"Valid: \[.*'momentum'.*Received: hyperparameter='lr'"):
+        hs.find_lr(_model(hs.scheduled(keras.optimizers.SGD())), x, y, hyperparameter="lr")
+    assert math.isfinite(hs.find_lr(model, x, y, steps=3, verbose=0).raw_losses[0])
+
+    class NoLoss(keras.Sequential):
+        def train_step(self, data: Any) -> Any:
+            super().train_step(data)
+            return {"other": 1.0}
+
+    silent = NoLoss([keras.Input((6,)), keras.layers.Dense(1)])
+    silent.compile(optimizer="sgd", loss="mse")
+    before = [w.copy() for w in silent.get_weights()]
+    with pytest.raises(ValueError, match=r"Received: logs with keys \['other'\]"):
+        hs.find_lr(silent, x, y, steps=3, verbose=0)
+    assert all(np.array_equal(a, b) for a, b in zip(before, silent.get_weights(), strict=True))
