@@ -1,0 +1,144 @@
+"""``hs.tune.replay``: a PBT member's hyperparameter trajectory as one schedule per key.
+
+Ray Tune's ``PopulationBasedTraining`` writes one line per exploit into
+``pbt_policy_<trial_id>.txt``: ``[target tag, clone tag, target iteration, clone iteration,
+clone config, new config]``. Ray's ``PopulationBasedTrainingReplay`` reads the chain of
+lines that leads to the file's member (from the last line back while each line's target
+is the previous line's clone) and trains one trial whose config changes to ``new config``
+after report ``clone iteration``. :func:`replay` reads the same chain and returns, for each
+numeric config key, the piecewise-constant schedule of the clock's step that those config
+changes describe, so the member is retrained alone with ``hs.scheduled`` and no Ray.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules import Schedule, piecewise
+
+
+def replay(
+    policy_file: str | os.PathLike[str], *, steps_per_report: int = 1
+) -> dict[str, Schedule]:
+    """Return ``{config key: piecewise schedule}`` replaying a PBT member's policy log.
+
+    ``value(step) = c_k[key], k = #{i : n_i * steps_per_report <= step}``
+
+    where ``c_0`` is the config the member's lineage started from and ``c_i`` the config
+    chosen at the ``i``-th exploit of the chain, after report ``n_i`` (Ray's
+    ``PopulationBasedTrainingReplay`` applies ``c_i`` from report ``n_i + 1`` on). With
+    :func:`hyperstep.tune.trainable`, a report period is ``epochs_per_report`` epochs, so
+    ``steps_per_report = epochs_per_report * steps_per_epoch``. Every numeric (not bool)
+    top-level key of the configs gets a schedule; in ``apply="override"`` mode it is the
+    hyperparameter's value, in ``apply="scale"`` mode its multiplier (retrain with
+    ``learning_rate=base * replay(...)["learning_rate"]``).
+
+    Args:
+        policy_file: A ``pbt_policy_<trial_id>.txt`` written by Ray Tune's PBT scheduler.
+        steps_per_report: Training steps per Ray report (training iteration).
+
+    Returns:
+        One :func:`~hyperstep.schedules.piecewise` schedule per numeric config key, its
+        boundaries at the steps where the lineage's config changed.
+
+    Raises:
+        InvalidArgumentError: If the file is missing, empty or not a PBT policy log.
+
+    Example:
+        >>> import json, os, tempfile
+        >>> rows = [["1", "0", 2, 2, {"learning_rate": 0.1}, {"learning_rate": 0.12}],
+        ...         ["0", "1", 4, 4, {"learning_rate": 0.12}, {"learning_rate": 0.04}]]
+        >>> path = os.path.join(tempfile.mkdtemp(), "pbt_policy_1.txt")
+        >>> with open(path, "w") as f:
+        ...     f.writelines(json.dumps(r) + "\\n" for r in rows)
+        >>> lr = replay(path, steps_per_report=10)["learning_rate"]
+        >>> [round(float(v), 4) for v in lr([0, 19, 20, 39, 40])]
+        [0.1, 0.1, 0.12, 0.12, 0.04]
+    """
+    if isinstance(steps_per_report, bool) or not isinstance(steps_per_report, int):
+        raise InvalidTypeError(
+            f"`replay(steps_per_report=...)` must be a positive integer (training steps per "
+            f"Ray report). {received('steps_per_report', steps_per_report)}"
+        )
+    if steps_per_report < 1:
+        raise InvalidArgumentError(
+            f"`replay(steps_per_report=...)` must be a positive integer (training steps per "
+            f"Ray report). {received('steps_per_report', steps_per_report)}"
+        )
+    initial, changes = load_policy(policy_file)
+    boundaries: list[int] = []
+    configs: list[dict[str, Any]] = [initial]
+    for report, config in changes:
+        step = report * steps_per_report
+        if boundaries and step <= boundaries[-1]:  # a later change at the same report wins
+            configs[-1] = config
+            continue
+        if step == 0:
+            configs[0] = config
+            continue
+        boundaries.append(step)
+        configs.append(config)
+    keys = [k for k, v in initial.items() if _numeric(v) and all(k in c for c in configs)]
+    return {
+        key: piecewise(boundaries, [float(c[key]) for c in configs])
+        for key in keys
+        if all(_numeric(c[key]) for c in configs)
+    }
+
+
+def load_policy(
+    policy_file: str | os.PathLike[str],
+) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
+    """Return ``(initial config, [(report, new config), ...])`` as Ray's replay reads them.
+
+    The chain is walked from the last line back while each line's target tag is the
+    previous line's clone tag; earlier lines were overwritten by a later exploit.
+    """
+    path = os.fspath(policy_file)
+    if not os.path.isfile(path):
+        raise InvalidArgumentError(
+            f"`replay(policy_file=...)` must be a PBT policy log (pbt_policy_<trial>.txt in "
+            f"the experiment's directory). No such file. {received('policy_file', path)}"
+        )
+    rows = []
+    with open(path) as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                row = None
+            if not (isinstance(row, list) and len(row) == 6 and isinstance(row[5], dict)):
+                raise InvalidArgumentError(
+                    f"`replay(policy_file=...)`: line {number} is not a PBT policy row "
+                    f"[target tag, clone tag, target iteration, clone iteration, old config, "
+                    f"new config]: {line.strip()[:200]!r}. {received('policy_file', path)}"
+                )
+            rows.append(row)
+    if not rows:
+        raise InvalidArgumentError(
+            f"`replay(policy_file=...)` is empty: the member never exploited another one, so "
+            f"its config never changed. {received('policy_file', path)}"
+        )
+    changes: list[tuple[int, dict[str, Any]]] = []
+    last_clone = None
+    initial: dict[str, Any] = {}
+    for target, clone, _, report, old, new in reversed(rows):
+        if last_clone is not None and target != last_clone:
+            break  # the chain ended: earlier changes were overwritten
+        last_clone, initial = clone, old
+        changes.append((int(report), new))
+    return initial, changes[::-1]
+
+
+def _numeric(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
