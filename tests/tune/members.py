@@ -89,3 +89,94 @@ def assert_same_state(a: list[tuple[str, np.ndarray]], b: list[tuple[str, np.nda
     assert [p for p, _ in a] == [p for p, _ in b]
     for (path, x), (_, y) in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y, err_msg=path)
+
+
+def probe(record: str, **options: Any) -> type:
+    """The adapter's Trainable, recording into ``record`` (a JSON-lines file) what each
+    actor did: every report (with the lineage's hyperparameter trace, carried through
+    checkpoints like the state), and every restore (compared bitwise, in the actor, with the
+    state the saving member held when it wrote the checkpoint)."""
+    import json
+    import os
+    import signal
+
+    import hyperstep.tune.ray as adapter
+
+    builds = [0]
+
+    class Counted(adapter.Member):
+        def build(self, config: Any) -> None:
+            builds[0] += 1
+            super().build(config)
+
+    base = hs.tune.trainable(build, DATA, **options)
+
+    class Probe(base):  # type: ignore[misc, valid-type]
+        def setup(self, config: dict[str, Any]) -> None:
+            super().setup(config)
+            builds[0] += 1
+            self.member.__class__ = Counted
+            self.lineage: list[dict[str, float]] = []
+            self.periods = 0
+
+        def reset_config(self, new_config: dict[str, Any]) -> bool:
+            self.lineage = []  # a new trial on this actor (a restore replaces it)
+            return super().reset_config(new_config)
+
+        def _write(self, **event: Any) -> None:
+            event.update(pid=os.getpid(), trial=self.trial_id, builds=builds[0])
+            with open(record, "a") as f:
+                f.write(json.dumps(event) + "\n")
+
+        def step(self) -> dict[str, Any]:
+            if self.config.get("kill_at") == self.iteration and not os.path.exists(
+                record + ".killed"
+            ):
+                open(record + ".killed", "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
+            result = super().step()
+            self.periods += 1
+            self.lineage.append(result["hyperparameters"])
+            model = self.member.model
+            self._write(
+                kind="report",
+                iteration=self.iteration + 1,
+                config={k: v for k, v in self.config.items() if isinstance(v, (int, float))},
+                result={k: result[k] for k in ("loss", "val_loss", "step", "hyperparameters")},
+                lineage=self.lineage,
+                traces=model.traces[0],
+                model=id(model),
+                state={p: a.tolist() for p, a in state(model)},
+            )
+            return result
+
+        def save_checkpoint(self, checkpoint_dir: str) -> None:
+            super().save_checkpoint(checkpoint_dir)
+            np.savez(
+                os.path.join(checkpoint_dir, "probe.npz"), *[a for _, a in state(self.member.model)]
+            )
+            with open(os.path.join(checkpoint_dir, "lineage.json"), "w") as f:
+                json.dump(self.lineage, f)
+
+        def load_checkpoint(self, checkpoint: Any) -> None:
+            model_before = id(self.member.model)
+            super().load_checkpoint(checkpoint)
+            with np.load(os.path.join(checkpoint, "probe.npz")) as saved:
+                expected = [saved[f"arr_{i}"] for i in range(len(saved.files))]
+            restored = [a for _, a in state(self.member.model)]
+            same = len(expected) == len(restored) and all(
+                a.dtype == b.dtype and a.tobytes() == b.tobytes()  # bitwise (nan overrides)
+                for a, b in zip(expected, restored, strict=False)
+            )
+            with open(os.path.join(checkpoint, "lineage.json")) as f:
+                self.lineage = json.load(f)
+            self._write(
+                kind="restore",
+                same=bool(same),
+                periods_before=self.periods,
+                same_model=model_before == id(self.member.model),
+                traces=self.member.model.traces[0],
+            )
+
+    Probe.__name__ = Probe.__qualname__ = "Probe"
+    return Probe

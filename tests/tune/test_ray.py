@@ -21,9 +21,8 @@ import hyperstep as hs
 from hyperstep.errors import BackendError, InvalidArgumentError
 
 sys.path.insert(0, str(Path(__file__).parent))
-import members  # noqa: E402
-
-from members import CONFIG, DATA, STEPS_PER_EPOCH, assert_same_state, build, state  # noqa: E402
+import members
+from members import CONFIG, DATA, STEPS_PER_EPOCH, assert_same_state, build, state
 
 
 def _member(config=CONFIG, **options):

@@ -40,9 +40,10 @@ def trainable(
     Each report period runs ``model.fit`` for ``epochs_per_report`` epochs (``epoch``
     continues across periods, as in one long ``fit``) and reports ``fit``'s last logs
     (``metric`` among them), ``step`` (the clock), ``epoch`` and ``hyperparameters``: each
-    hyperparameter's value at the first step of the period (the config applied). Each ``config`` key that names
-    a hyperparameter of ``model.optimizer.hyperparameters`` (``"learning_rate"``,
-    ``"weight_decay"``, ``"head/learning_rate"`` for a Group's) is applied to it:
+    hyperparameter's value at the period's first step, the config applied. Each ``config``
+    key that names a hyperparameter of ``model.optimizer.hyperparameters``
+    (``"learning_rate"``, ``"weight_decay"``, ``"head/learning_rate"`` for a Group's) is
+    applied to it:
 
     - ``apply="override"``: ``value = config[key]`` (``hp.set``): the schedule is replaced.
     - ``apply="scale"``: ``value = schedule(step) * config[key]`` (``hp.scale``): the

@@ -22,15 +22,20 @@ from hyperstep.schedules import Schedule, piecewise
 
 
 def replay(
-    policy_file: str | os.PathLike[str], *, steps_per_report: int = 1
+    policy_file: str | os.PathLike[str], *, steps_per_report: int = 1, synch: bool = False
 ) -> dict[str, Schedule]:
     """Return ``{config key: piecewise schedule}`` replaying a PBT member's policy log.
 
     ``value(step) = c_k[key], k = #{i : n_i * steps_per_report <= step}``
 
     where ``c_0`` is the config the member's lineage started from and ``c_i`` the config
-    chosen at the ``i``-th exploit of the chain, after report ``n_i`` (Ray's
-    ``PopulationBasedTrainingReplay`` applies ``c_i`` from report ``n_i + 1`` on). With
+    chosen at the ``i``-th exploit of the chain, applied after report ``n_i``. By default
+    ``n_i`` is what Ray's ``PopulationBasedTrainingReplay`` uses: the first report at or
+    after the logged clone iteration, at most one change per report. With
+    ``PopulationBasedTraining(synch=True)`` pass ``synch=True``: every member is at the same
+    iteration when the population is perturbed, but Ray logs the iteration of the member
+    whose report completed the round one round late (its last result is not recorded yet),
+    so ``n_i`` is the larger of the logged target and clone iterations. With
     :func:`hyperstep.tune.trainable`, a report period is ``epochs_per_report`` epochs, so
     ``steps_per_report = epochs_per_report * steps_per_epoch``. Every numeric (not bool)
     top-level key of the configs gets a schedule; in ``apply="override"`` mode it is the
@@ -40,6 +45,7 @@ def replay(
     Args:
         policy_file: A ``pbt_policy_<trial_id>.txt`` written by Ray Tune's PBT scheduler.
         steps_per_report: Training steps per Ray report (training iteration).
+        synch: Whether the policy comes from ``PopulationBasedTraining(synch=True)``.
 
     Returns:
         One :func:`~hyperstep.schedules.piecewise` schedule per numeric config key, its
@@ -69,19 +75,15 @@ def replay(
             f"`replay(steps_per_report=...)` must be a positive integer (training steps per "
             f"Ray report). {received('steps_per_report', steps_per_report)}"
         )
-    initial, changes = load_policy(policy_file)
+    initial, rows = load_policy(policy_file)
     boundaries: list[int] = []
     configs: list[dict[str, Any]] = [initial]
-    for report, config in changes:
-        step = report * steps_per_report
-        if boundaries and step <= boundaries[-1]:  # a later change at the same report wins
-            configs[-1] = config
-            continue
-        if step == 0:
-            configs[0] = config
-            continue
-        boundaries.append(step)
+    for target_report, clone_report, config in rows:
+        report = max(target_report, clone_report) if synch else clone_report
+        report = max(report, boundaries[-1] + 1 if boundaries else 1)  # as Ray's replay
+        boundaries.append(report)
         configs.append(config)
+    boundaries = [b * steps_per_report for b in boundaries]
     keys = [k for k, v in initial.items() if _numeric(v) and all(k in c for c in configs)]
     return {
         key: piecewise(boundaries, [float(c[key]) for c in configs])
@@ -92,8 +94,9 @@ def replay(
 
 def load_policy(
     policy_file: str | os.PathLike[str],
-) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
-    """Return ``(initial config, [(report, new config), ...])`` as Ray's replay reads them.
+) -> tuple[dict[str, Any], list[tuple[int, int, dict[str, Any]]]]:
+    """Return ``(initial config, [(target iteration, clone iteration, new config), ...])``
+    for the chain of exploits that led to the file's member, as Ray's replay reads it.
 
     The chain is walked from the last line back while each line's target tag is the
     previous line's clone tag; earlier lines were overwritten by a later exploit.
@@ -125,14 +128,14 @@ def load_policy(
             f"`replay(policy_file=...)` is empty: the member never exploited another one, so "
             f"its config never changed. {received('policy_file', path)}"
         )
-    changes: list[tuple[int, dict[str, Any]]] = []
+    changes: list[tuple[int, int, dict[str, Any]]] = []
     last_clone = None
     initial: dict[str, Any] = {}
-    for target, clone, _, report, old, new in reversed(rows):
+    for target, clone, target_report, clone_report, old, new in reversed(rows):
         if last_clone is not None and target != last_clone:
             break  # the chain ended: earlier changes were overwritten
         last_clone, initial = clone, old
-        changes.append((int(report), new))
+        changes.append((int(target_report), int(clone_report), new))
     return initial, changes[::-1]
 
 
