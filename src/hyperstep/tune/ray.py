@@ -116,13 +116,14 @@ def trainable(
             f"`trainable(data=...)` must be a dict of `model.fit` arguments or a function "
             f"returning one. {received('data', data)}"
         )
-    options = {"epochs_per_report": epochs_per_report, "metric": metric, "apply": apply}
 
     class HyperstepTrainable(tune.Trainable):  # type: ignore[misc, name-defined]
         """A PBT member: one compiled model, restored and perturbed in place."""
 
         def setup(self, config: dict[str, Any]) -> None:
-            self.member = Member(build, data, **options)
+            self.member = Member(
+                build, data, epochs_per_report=epochs_per_report, metric=metric, apply=apply
+            )
             self.member.build(config)
             self.fresh = False
 
