@@ -14,7 +14,13 @@ is dropped). Each repeat runs both (in alternating order), one Tuner each. Print
 min/median/max seconds per report, the ratio of medians and the median of ratios paired
 within each repeat. Target: ratio <= 1.1.
 
-Usage: python benchmarks/tune.py [--repeats N] [--reports N]
+On a shared machine the spread between Ray runs is larger than the adapter's work, so the
+script also times the same two report bodies in this process, interleaved report by report
+(the adapter's ``Member.train`` against ``hp.set`` + ``model.fit`` + the logs dict), which
+isolates what the adapter adds (reading and applying the config, reading each
+hyperparameter's value, the clock) from Ray's scheduling.
+
+Usage: python benchmarks/tune.py [--repeats N] [--reports N] [--skip-ray]
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -65,11 +72,47 @@ def run(trainable: object, reports: int, storage: str) -> list[float]:
     return [float(t) for t in frame["time_this_iter_s"]][1:]
 
 
+def in_process(reports: int) -> None:
+    """The two report bodies in one process, interleaved."""
+    from hyperstep.tune.ray import Member
+
+    data = pbt_digits.data()
+    member = Member(
+        pbt_digits.build, data, epochs_per_report=1, metric="val_loss", apply="override"
+    )
+    member.build(CONFIG)
+    model = pbt_digits.build(CONFIG)
+    model.optimizer.hyperparameters["learning_rate"].set(CONFIG["learning_rate"])
+    member.train(CONFIG)
+    model.fit(**data, epochs=1, verbose=0)  # both traced
+    ours, theirs = [], []
+    for epoch in range(1, reports + 1):
+        for name in ("hyperstep", "function") if epoch % 2 else ("function", "hyperstep"):
+            start = time.perf_counter()
+            if name == "hyperstep":
+                member.train(CONFIG)
+            else:
+                history = model.fit(**data, initial_epoch=epoch, epochs=epoch + 1, verbose=0)
+                {k: float(v[-1]) for k, v in history.history.items()}
+            (ours if name == "hyperstep" else theirs).append(time.perf_counter() - start)
+    paired = [a / b for a, b in zip(ours, theirs, strict=True)]
+    print(
+        f"in process, {reports} reports each: hyperstep median {statistics.median(ours):.3f} s, "
+        f"function median {statistics.median(theirs):.3f} s, ratio "
+        f"{statistics.median(ours) / statistics.median(theirs):.3f} (paired: min {min(paired):.3f} "
+        f"median {statistics.median(paired):.3f} max {max(paired):.3f})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--reports", type=int, default=6)
+    parser.add_argument("--reports", type=int, default=8)
+    parser.add_argument("--skip-ray", action="store_true", help="only the in-process figure")
     args = parser.parse_args()
+    in_process(2 * args.reports)
+    if args.skip_ray:
+        return
 
     import ray
 
