@@ -101,6 +101,7 @@ def probe(record: str, **options: Any) -> type:
     import signal
 
     import hyperstep.tune.ray as adapter
+    from hyperstep.tune.ray import flatten
 
     builds = [0]
 
@@ -141,7 +142,9 @@ def probe(record: str, **options: Any) -> type:
             self._write(
                 kind="report",
                 iteration=self.iteration + 1,
-                config={k: v for k, v in self.config.items() if isinstance(v, (int, float))},
+                config={
+                    k: v for k, v in flatten(self.config).items() if isinstance(v, (int, float))
+                },
                 result={k: result[k] for k in ("loss", "val_loss", "step", "hyperparameters")},
                 lineage=self.lineage,
                 traces=model.traces[0],

@@ -67,6 +67,13 @@ def test_config_values_are_applied_and_reported_every_period() -> None:
     assert second["val_loss"] == pytest.approx(model.evaluate(*DATA["validation_data"], 0))
 
 
+def test_a_nested_config_names_a_groups_hyperparameter() -> None:
+    config = {k: v for k, v in CONFIG.items() if k != "head/learning_rate"}
+    member = _member({**config, "head": {"learning_rate": 0.03}})
+    result = member.train()
+    assert result["hyperparameters"]["head/learning_rate"] == float(np.float32(0.03))
+
+
 def test_scale_mode_multiplies_the_schedule() -> None:
     member = _member({**CONFIG, "learning_rate": 3.0}, apply="scale")
     first, second = member.train(), member.train()

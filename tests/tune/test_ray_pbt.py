@@ -1,5 +1,5 @@
-"""hs.tune.trainable on a local Ray instance: PBT (population 2, 3 reports) and a member
-killed with SIGKILL and restored by Ray. Each Ray actor imports TensorFlow: slow."""
+"""hs.tune.trainable on a local Ray instance: PBT and PB2 (population 2, 3 reports) and a
+member killed with SIGKILL and restored by Ray. Each Ray actor imports TensorFlow: slow."""
 
 from __future__ import annotations
 
@@ -56,25 +56,47 @@ def _tuner(trainable, tmp_path, run=None, **options):
     )
 
 
-def test_pbt_exploits_bitwise_explores_without_retrace_and_replays(local_ray, tmp_path):
+def _scheduler(name):
     from ray import tune
     from ray.tune.schedulers import PopulationBasedTraining
+    from ray.tune.schedulers.pb2 import PB2
+
+    common = {
+        "time_attr": "training_iteration",
+        "perturbation_interval": 1,
+        "quantile_fraction": 0.5,
+        "synch": True,
+    }
+    if name == "pb2":  # a Gaussian-process bandit chooses the new values (needs scikit-learn)
+        # PB2 rejects "/" in keys: the Group's rate as {"head": {"learning_rate": ...}}
+        bounds = {"learning_rate": [1e-3, 1e-1], "head": {"learning_rate": [1e-3, 1e-1]}}
+        return PB2(hyperparam_bounds=bounds, **common)
+    mutations = {
+        "learning_rate": tune.loguniform(1e-3, 1e-1),
+        "head/learning_rate": tune.loguniform(1e-3, 1e-1),
+    }
+    return PopulationBasedTraining(hyperparam_mutations=mutations, **common)
+
+
+def _space(scheduler):
+    from ray import tune
+
+    space = {**CONFIG, "learning_rate": tune.grid_search([0.002, 0.05])}
+    if scheduler == "pb2":
+        space["head"] = {"learning_rate": space.pop("head/learning_rate")}
+    return space
+
+
+@pytest.mark.parametrize("scheduler", ["pbt", "pb2"])
+def test_pbt_exploits_bitwise_explores_without_retrace_and_replays(local_ray, tmp_path, scheduler):
+    from ray import tune
 
     record = tmp_path / "events.jsonl"
-    pbt = PopulationBasedTraining(
-        time_attr="training_iteration",
-        perturbation_interval=1,
-        quantile_fraction=0.5,
-        synch=True,
-        hyperparam_mutations={
-            "learning_rate": tune.loguniform(1e-3, 1e-1),
-            "head/learning_rate": tune.loguniform(1e-3, 1e-1),
-        },
-    )
+    pbt = _scheduler(scheduler)
     tuner = _tuner(
         probe(str(record)),
         tmp_path,
-        param_space={**CONFIG, "learning_rate": tune.grid_search([0.002, 0.05])},
+        param_space=_space(scheduler),
         tune_config=tune.TuneConfig(
             scheduler=pbt, metric="val_loss", mode="min", reuse_actors=True
         ),
@@ -91,7 +113,7 @@ def test_pbt_exploits_bitwise_explores_without_retrace_and_replays(local_ray, tm
     assert any(e["periods_before"] > 0 and e["same_model"] for e in restores)
     assert {e["builds"] for e in events} == {1}
     # explore: every report trained with the values Ray chose, on a step traced once
-    assert {e["traces"] for e in events} == {1}
+    assert {e["traces"] for e in reports} == {1}
     for e in reports:
         for key in ("learning_rate", "head/learning_rate"):
             assert e["result"]["hyperparameters"][key] == float(np.float32(e["config"][key]))

@@ -49,13 +49,13 @@ def test_schedules_switch_where_rays_replay_switches(tmp_path) -> None:
     initial, switches = _ray_replay(path)
     assert len(switches) == 3  # the first row was overwritten
     schedules = hs.tune.replay(path, steps_per_report=10)
-    assert sorted(schedules) == ["learning_rate", "weight_decay"]  # numeric keys only
+    assert sorted(schedules) == ["learning_rate", "nested/a", "weight_decay"]  # numbers only
     previous = initial
     for report, config in switches:
         step = report * 10
-        for key, schedule in schedules.items():
-            assert float(schedule(step - 1)) == np.float32(previous[key])
-            assert float(schedule(step)) == np.float32(config[key])
+        for key in ("learning_rate", "weight_decay"):
+            assert float(schedules[key](step - 1)) == np.float32(previous[key])
+            assert float(schedules[key](step)) == np.float32(config[key])
         previous = config
     assert float(schedules["learning_rate"](0)) == np.float32(initial["learning_rate"])
     assert float(schedules["learning_rate"](10**6)) == np.float32(0.0768)
@@ -73,6 +73,15 @@ def test_synchronous_logs_switch_at_the_later_of_the_two_iterations(tmp_path) ->
         float(np.float32(v)) for v in (0.1, 0.08, 0.08, 0.064)
     ]
     assert lr.boundaries == [8, 16]
+
+
+def test_nested_config_keys_get_outer_inner_names(tmp_path) -> None:
+    rows = [["0", "1", 2, 2, {"head": {"learning_rate": 0.1}}, {"head": {"learning_rate": 0.2}}]]
+    schedules = hs.tune.replay(_write(tmp_path / "p.txt", rows))
+    assert [float(schedules["head/learning_rate"](s)) for s in (1, 2)] == [
+        float(np.float32(0.1)),
+        float(np.float32(0.2)),
+    ]
 
 
 def test_bad_policy_files_are_named(tmp_path) -> None:

@@ -42,8 +42,8 @@ def trainable(
     (``metric`` among them), ``step`` (the clock), ``epoch`` and ``hyperparameters``: each
     hyperparameter's value at the period's first step, the config applied. Each ``config``
     key that names a hyperparameter of ``model.optimizer.hyperparameters``
-    (``"learning_rate"``, ``"weight_decay"``, ``"head/learning_rate"`` for a Group's) is
-    applied to it:
+    (``"learning_rate"``, ``"weight_decay"``, ``"head/learning_rate"`` for a Group's, or
+    nested: ``{"head": {"learning_rate": ...}}``, as Ray's PB2 needs) is applied to it:
 
     - ``apply="override"``: ``value = config[key]`` (``hp.set``): the schedule is replaced.
     - ``apply="scale"``: ``value = schedule(step) * config[key]`` (``hp.scale``): the
@@ -191,11 +191,12 @@ class Member:
 
     def _structure(self, config: Mapping[str, Any]) -> dict[str, Any]:
         names = self.hyperparameters if self.model is not None else {}
-        return {k: v for k, v in config.items() if k not in names}
+        return {k: v for k, v in flatten(config).items() if k not in names}
 
     def wanted(self, config: Mapping[str, Any]) -> dict[str, float]:
         """Return the config values of the model's hyperparameters (checked numbers)."""
         values = {}
+        config = flatten(config)
         for key in sorted(set(config) & set(self.hyperparameters)):
             value = config[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -277,6 +278,21 @@ class Member:
         with open(os.path.join(directory, _META)) as f:
             meta = json.load(f)
         self.epoch, self.applied = int(meta["epoch"]), dict(meta["applied"])
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Return ``config`` with nested dicts flattened to ``"outer/inner"`` keys.
+
+    ``{"head": {"learning_rate": 0.1}}`` names the Group hyperparameter
+    ``"head/learning_rate"`` (Ray's PB2 rejects ``/`` in its bounds' keys).
+    """
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{prefix}{key}/"))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _number(tensor: Any) -> float:

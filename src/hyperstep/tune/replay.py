@@ -38,9 +38,9 @@ def replay(
     so ``n_i`` is the larger of the logged target and clone iterations. With
     :func:`hyperstep.tune.trainable`, a report period is ``epochs_per_report`` epochs, so
     ``steps_per_report = epochs_per_report * steps_per_epoch``. Every numeric (not bool)
-    top-level key of the configs gets a schedule; in ``apply="override"`` mode it is the
-    hyperparameter's value, in ``apply="scale"`` mode its multiplier (retrain with
-    ``learning_rate=base * replay(...)["learning_rate"]``).
+    key of the configs gets a schedule (nested dicts as ``"outer/inner"``); in
+    ``apply="override"`` mode it is the hyperparameter's value, in ``apply="scale"`` mode
+    its multiplier (retrain with ``learning_rate=base * replay(...)["learning_rate"]``).
 
     Args:
         policy_file: A ``pbt_policy_<trial_id>.txt`` written by Ray Tune's PBT scheduler.
@@ -84,6 +84,7 @@ def replay(
         boundaries.append(report)
         configs.append(config)
     boundaries = [b * steps_per_report for b in boundaries]
+    initial, configs = _flatten(initial), [_flatten(c) for c in configs]
     keys = [k for k, v in initial.items() if _numeric(v) and all(k in c for c in configs)]
     return {
         key: piecewise(boundaries, [float(c[key]) for c in configs])
@@ -137,6 +138,16 @@ def load_policy(
         last_clone, initial = clone, old
         changes.append((int(target_report), int(clone_report), new))
     return initial, changes[::-1]
+
+
+def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}/"))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _numeric(value: Any) -> bool:
