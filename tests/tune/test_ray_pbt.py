@@ -24,6 +24,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    # PB2's Gaussian process (scikit-learn) on two members' few points
+    pytest.mark.filterwarnings("ignore:The optimal value found:UserWarning"),
 ]
 
 
