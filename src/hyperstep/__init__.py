@@ -70,8 +70,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from hyperstep.optim.groups import Group
     from hyperstep.optim.optimizer import StepOptimizer
     from hyperstep.optim.scheduled import scheduled
-    from hyperstep.tune import LRFinding, find_lr
     from hyperstep.schedules.parse import parse
+    from hyperstep.tune import LRFinding, find_lr
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,310 @@
+"""``hs.tune.trainable``: a Ray Tune trainable for population-based training (PBT, PB2).
+
+Every hyperparameter of an ``hs.scheduled`` optimizer or an ``hs.StepOptimizer`` lives in
+variables, so PBT needs no rebuild: an exploit loads the source member's checkpoint into
+the running model (weights, optimizer slots, clock, each hyperparameter's scale, override
+and controller state, bitwise) and an explore assigns the new values to the hyperparameters'
+variables; the compiled train step is not traced again. Ray is imported when
+:func:`trainable` is called (the ``hyperstep[tune]`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import keras
+
+from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
+
+#: what the config value of a hyperparameter writes: its override or its scale
+APPLY_MODES = ("override", "scale")
+_WEIGHTS = "hyperstep.weights.h5"
+_META = "hyperstep.json"
+_RESERVED = ("epochs", "initial_epoch")
+
+
+def trainable(
+    build: Callable[[dict[str, Any]], Any],
+    data: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
+    *,
+    epochs_per_report: int = 1,
+    metric: str = "val_loss",
+    apply: str = "override",
+) -> type:
+    """Return a Ray Tune ``Trainable`` class that trains ``build(config)`` with ``data``.
+
+    Each report period runs ``model.fit`` for ``epochs_per_report`` epochs (``epoch``
+    continues across periods, as in one long ``fit``) and reports ``fit``'s last logs
+    (``metric`` among them), ``step`` (the clock), ``epoch`` and ``hyperparameters``: each
+    hyperparameter's value at the period's first step, the config applied. Each ``config``
+    key that names a hyperparameter of ``model.optimizer.hyperparameters``
+    (``"learning_rate"``, ``"weight_decay"``, ``"head/learning_rate"`` for a Group's, or
+    nested: ``{"head": {"learning_rate": ...}}``, as Ray's PB2 needs) is applied to it:
+
+    - ``apply="override"``: ``value = config[key]`` (``hp.set``): the schedule is replaced.
+    - ``apply="scale"``: ``value = schedule(step) * config[key]`` (``hp.scale``): the
+      schedule keeps running and PBT tunes a multiplier (a controller writing the same
+      scale is overruled at each explore).
+
+    A config value is applied when the member starts and whenever it differs from the value
+    the restored checkpoint was trained with (an explore); a member restored with its own
+    config continues exactly. Checkpoints are ``model.save_weights`` files (with the
+    optimizer: slots, clock, hyperparameters and controller state) plus the epoch and the
+    applied values. Use the class with ``ray.tune.Tuner(..., tune_config=TuneConfig(
+    reuse_actors=True))`` so that PBT reuses the running model (``reset_config``).
+
+    Args:
+        build: ``build(config)`` returns a compiled Keras model whose optimizer is
+            ``hs.scheduled(...)`` or ``hs.StepOptimizer``, or ``(model, callbacks)`` with
+            Keras callbacks (controllers such as ``hs.ReduceOnPlateau``) passed to ``fit``.
+        data: Keyword arguments of ``model.fit`` (``x``, ``y``, ``batch_size``,
+            ``validation_data``, ``shuffle``, ...), or a function of no arguments returning
+            them (called once per Ray actor, e.g. to build a ``tf.data`` pipeline). Exact
+            resume needs an order that depends only on the epoch (``shuffle=False``).
+        epochs_per_report: Epochs per report period (Ray training iteration).
+        metric: A key of ``fit``'s logs that must be reported (PBT's ``metric``).
+        apply: ``"override"`` or ``"scale"`` (see above).
+
+    Returns:
+        A subclass of ``ray.tune.Trainable``.
+
+    Raises:
+        BackendError: If Ray Tune is not installed (``pip install "hyperstep[tune]"``).
+
+    Example:
+        >>> import numpy as np, keras, hyperstep as hs
+        >>> def build(config):
+        ...     keras.utils.set_random_seed(0)
+        ...     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        ...     model.compile(hs.scheduled(keras.optimizers.SGD()), "mse")
+        ...     return model
+        >>> x = np.ones((8, 3), "float32")
+        >>> Member = hs.tune.trainable(build, {"x": x, "y": x[:, :1], "batch_size": 4},
+        ...                            metric="loss")
+        >>> member = Member({"learning_rate": 0.05})
+        >>> result = member.train()
+        >>> result["step"], result["hyperparameters"]["learning_rate"]
+        (2, 0.05000000074505806)
+    """
+    tune = _import_tune()
+    if isinstance(epochs_per_report, bool) or not isinstance(epochs_per_report, int):
+        raise InvalidTypeError(
+            f"`trainable(epochs_per_report=...)` must be a positive integer. "
+            f"{received('epochs_per_report', epochs_per_report)}"
+        )
+    if epochs_per_report < 1:
+        raise InvalidArgumentError(
+            f"`trainable(epochs_per_report=...)` must be a positive integer. "
+            f"{received('epochs_per_report', epochs_per_report)}"
+        )
+    if apply not in APPLY_MODES:
+        raise InvalidArgumentError(
+            f"`trainable(apply=...)` must be one of {list(APPLY_MODES)}: 'override' replaces "
+            f"the schedule by the config value, 'scale' multiplies it. {received('apply', apply)}"
+        )
+    if not callable(build):
+        raise InvalidTypeError(
+            f"`trainable(build=...)` must be a function of the config returning a compiled "
+            f"Keras model. {received('build', build)}"
+        )
+    if not (callable(data) or isinstance(data, Mapping)):
+        raise InvalidTypeError(
+            f"`trainable(data=...)` must be a dict of `model.fit` arguments or a function "
+            f"returning one. {received('data', data)}"
+        )
+
+    class HyperstepTrainable(tune.Trainable):  # type: ignore[misc, name-defined]
+        """A PBT member: one compiled model, restored and perturbed in place."""
+
+        def setup(self, config: dict[str, Any]) -> None:
+            self.member = Member(
+                build, data, epochs_per_report=epochs_per_report, metric=metric, apply=apply
+            )
+            self.member.build(config)
+            self.fresh = False
+
+        def step(self) -> dict[str, Any]:
+            if self.fresh:  # a new trial on a reused actor, no checkpoint to start from
+                self.member.build(self.config)
+                self.fresh = False
+            return self.member.train(self.config)
+
+        def save_checkpoint(self, checkpoint_dir: str) -> None:
+            self.member.save(checkpoint_dir)
+
+        def load_checkpoint(self, checkpoint: Any) -> None:
+            self.member.load(str(checkpoint), self.config)
+            self.fresh = False
+
+        def reset_config(self, new_config: dict[str, Any]) -> bool:
+            self.config = new_config
+            self.fresh = True  # until a checkpoint is restored
+            return True
+
+    HyperstepTrainable.__qualname__ = HyperstepTrainable.__name__
+    return HyperstepTrainable
+
+
+class Member:
+    """One model trained in report periods; saves, loads and applies config values."""
+
+    def __init__(
+        self,
+        build: Callable[[dict[str, Any]], Any],
+        data: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
+        *,
+        epochs_per_report: int,
+        metric: str,
+        apply: str,
+    ) -> None:
+        self.builder, self.data = build, data
+        self.epochs_per_report, self.metric, self.mode = epochs_per_report, metric, apply
+        self.model: Any = None
+        self.callbacks: list[Any] = []
+        self.structure: dict[str, Any] | None = None
+        self.fit_arguments: dict[str, Any] | None = None
+        self.epoch = 0
+        self.applied: dict[str, float] = {}
+
+    # ---- the model and its hyperparameters ----------------------------------------------
+    def build(self, config: Mapping[str, Any]) -> None:
+        built = self.builder(dict(config))
+        model, callbacks = built if isinstance(built, tuple) else (built, [])
+        hyperparameters = getattr(getattr(model, "optimizer", None), "hyperparameters", None)
+        if not isinstance(model, keras.Model) or not isinstance(hyperparameters, dict):
+            raise InvalidTypeError(
+                f"`trainable(build=...)` must return a Keras model compiled with an "
+                f"`hs.scheduled(...)` or `hs.StepOptimizer` optimizer (or `(model, "
+                f"callbacks)`). {received('build(config)', built)}"
+            )
+        self.model, self.callbacks = model, list(callbacks)
+        self.structure = self._structure(config)
+        self.epoch, self.applied = 0, {}
+
+    @property
+    def hyperparameters(self) -> dict[str, Any]:
+        return dict(self.model.optimizer.hyperparameters)
+
+    def _structure(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        names = self.hyperparameters if self.model is not None else {}
+        return {k: v for k, v in flatten(config).items() if k not in names}
+
+    def wanted(self, config: Mapping[str, Any]) -> dict[str, float]:
+        """Return the config values of the model's hyperparameters (checked numbers)."""
+        values = {}
+        config = flatten(config)
+        for key in sorted(set(config) & set(self.hyperparameters)):
+            value = config[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                value = getattr(value, "item", lambda v=value: v)()
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
+                raise InvalidArgumentError(
+                    f"`config[{key!r}]` names a hyperparameter and must be a finite number. "
+                    f"{received(f'config[{key!r}]', config[key])}"
+                )
+            values[key] = float(value)
+        return values
+
+    def apply(self, config: Mapping[str, Any]) -> None:
+        """Write each changed config value into its hyperparameter's variables."""
+        for key, value in self.wanted(config).items():
+            if self.applied.get(key) == value:
+                continue
+            hyperparameter = self.hyperparameters[key]
+            if self.mode == "override":
+                hyperparameter.set(value)
+            else:
+                hyperparameter.scale.assign(value)
+            self.applied[key] = value
+
+    # ---- training -----------------------------------------------------------------------
+    def train(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Apply ``config``, fit one report period and return the report."""
+        self.apply(config)
+        values = {name: _number(hp.value) for name, hp in self.hyperparameters.items()}
+        arguments = dict(self._fit_arguments())
+        callbacks = [*self.callbacks, *arguments.pop("callbacks", [])]
+        arguments.setdefault("verbose", 0)
+        history = self.model.fit(
+            **arguments,
+            initial_epoch=self.epoch,
+            epochs=self.epoch + self.epochs_per_report,
+            callbacks=callbacks,
+        )
+        self.epoch += self.epochs_per_report
+        logs = {k: float(v[-1]) for k, v in history.history.items() if v}
+        if self.metric not in logs:
+            raise InvalidArgumentError(
+                f"`trainable(metric=...)` must be a key of `fit`'s logs: {sorted(logs)} (add "
+                f"`validation_data` for 'val_...' keys). {received('metric', self.metric)}"
+            )
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.clock.step))
+        return {**logs, "step": step, "epoch": self.epoch, "hyperparameters": values}
+
+    def _fit_arguments(self) -> Mapping[str, Any]:
+        if self.fit_arguments is None:
+            arguments = self.data() if callable(self.data) else self.data
+            reserved = sorted(set(arguments) & set(_RESERVED))
+            if reserved:
+                raise InvalidArgumentError(
+                    f"`trainable(data=...)` must not set {reserved}: each report period fits "
+                    f"`epochs_per_report` epochs. {received('data', sorted(arguments))}"
+                )
+            self.fit_arguments = dict(arguments)
+        return self.fit_arguments
+
+    # ---- checkpoints --------------------------------------------------------------------
+    def save(self, directory: str) -> None:
+        """Write the model's and optimizer's state, the epoch and the applied values."""
+        self.model.save_weights(os.path.join(directory, _WEIGHTS))
+        with open(os.path.join(directory, _META), "w") as f:
+            json.dump({"epoch": self.epoch, "applied": self.applied, "apply": self.mode}, f)
+
+    def load(self, directory: str, config: Mapping[str, Any]) -> None:
+        """Load a checkpoint into the running model (rebuilt only if non-hyperparameter
+        config keys differ from the built model's); ``config`` is applied at the next
+        period where it differs from the checkpoint's values."""
+        if self.model is None or self._structure(config) != self.structure:
+            self.build(config)
+        self.model.load_weights(os.path.join(directory, _WEIGHTS))
+        with open(os.path.join(directory, _META)) as f:
+            meta = json.load(f)
+        self.epoch, self.applied = int(meta["epoch"]), dict(meta["applied"])
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Return ``config`` with nested dicts flattened to ``"outer/inner"`` keys.
+
+    ``{"head": {"learning_rate": 0.1}}`` names the Group hyperparameter
+    ``"head/learning_rate"`` (Ray's PB2 rejects ``/`` in its bounds' keys).
+    """
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{prefix}{key}/"))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _number(tensor: Any) -> float:
+    return float(keras.ops.convert_to_numpy(tensor))
+
+
+def _import_tune() -> Any:
+    try:
+        from ray import tune
+    except ImportError as error:
+        raise BackendError(
+            "`hs.tune.trainable` needs Ray Tune. Install it with `pip install "
+            f'"hyperstep[tune]"` (or `pip install "ray[tune]"`). ({error})'
+        ) from error
+    return tune

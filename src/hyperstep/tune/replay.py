@@ -1,0 +1,158 @@
+"""``hs.tune.replay``: a PBT member's hyperparameter trajectory as one schedule per key.
+
+Ray Tune's ``PopulationBasedTraining`` writes one line per exploit into
+``pbt_policy_<trial_id>.txt``: ``[target tag, clone tag, target iteration, clone iteration,
+clone config, new config]``. Ray's ``PopulationBasedTrainingReplay`` reads the chain of
+lines that leads to the file's member (from the last line back while each line's target
+is the previous line's clone) and trains one trial whose config changes to ``new config``
+after report ``clone iteration``. :func:`replay` reads the same chain and returns, for each
+numeric config key, the piecewise-constant schedule of the clock's step that those config
+changes describe, so the member is retrained alone with ``hs.scheduled`` and no Ray.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules import Schedule, piecewise
+
+
+def replay(
+    policy_file: str | os.PathLike[str], *, steps_per_report: int = 1, synch: bool = False
+) -> dict[str, Schedule]:
+    """Return ``{config key: piecewise schedule}`` replaying a PBT member's policy log.
+
+    ``value(step) = c_k[key], k = #{i : n_i * steps_per_report <= step}``
+
+    where ``c_0`` is the config the member's lineage started from and ``c_i`` the config
+    chosen at the ``i``-th exploit of the chain, applied after report ``n_i``. By default
+    ``n_i`` is what Ray's ``PopulationBasedTrainingReplay`` uses: the first report at or
+    after the logged clone iteration, at most one change per report. With
+    ``PopulationBasedTraining(synch=True)`` pass ``synch=True``: every member is at the same
+    iteration when the population is perturbed, but Ray logs the iteration of the member
+    whose report completed the round one round late (its last result is not recorded yet),
+    so ``n_i`` is the larger of the logged target and clone iterations. With
+    :func:`hyperstep.tune.trainable`, a report period is ``epochs_per_report`` epochs, so
+    ``steps_per_report = epochs_per_report * steps_per_epoch``. Every numeric (not bool)
+    key of the configs gets a schedule (nested dicts as ``"outer/inner"``); in
+    ``apply="override"`` mode it is the hyperparameter's value, in ``apply="scale"`` mode
+    its multiplier (retrain with ``learning_rate=base * replay(...)["learning_rate"]``).
+
+    Args:
+        policy_file: A ``pbt_policy_<trial_id>.txt`` written by Ray Tune's PBT scheduler.
+        steps_per_report: Training steps per Ray report (training iteration).
+        synch: Whether the policy comes from ``PopulationBasedTraining(synch=True)``.
+
+    Returns:
+        One :func:`~hyperstep.schedules.piecewise` schedule per numeric config key, its
+        boundaries at the steps where the lineage's config changed.
+
+    Raises:
+        InvalidArgumentError: If the file is missing, empty or not a PBT policy log.
+
+    Example:
+        >>> import json, os, tempfile
+        >>> rows = [["1", "0", 2, 2, {"learning_rate": 0.1}, {"learning_rate": 0.12}],
+        ...         ["0", "1", 4, 4, {"learning_rate": 0.12}, {"learning_rate": 0.04}]]
+        >>> path = os.path.join(tempfile.mkdtemp(), "pbt_policy_1.txt")
+        >>> with open(path, "w") as f:
+        ...     f.writelines(json.dumps(r) + "\\n" for r in rows)
+        >>> lr = replay(path, steps_per_report=10)["learning_rate"]
+        >>> [round(float(v), 4) for v in lr([0, 19, 20, 39, 40])]
+        [0.1, 0.1, 0.12, 0.12, 0.04]
+    """
+    if isinstance(steps_per_report, bool) or not isinstance(steps_per_report, int):
+        raise InvalidTypeError(
+            f"`replay(steps_per_report=...)` must be a positive integer (training steps per "
+            f"Ray report). {received('steps_per_report', steps_per_report)}"
+        )
+    if steps_per_report < 1:
+        raise InvalidArgumentError(
+            f"`replay(steps_per_report=...)` must be a positive integer (training steps per "
+            f"Ray report). {received('steps_per_report', steps_per_report)}"
+        )
+    initial, rows = load_policy(policy_file)
+    boundaries: list[int] = []
+    configs: list[dict[str, Any]] = [initial]
+    for target_report, clone_report, config in rows:
+        report = max(target_report, clone_report) if synch else clone_report
+        report = max(report, boundaries[-1] + 1 if boundaries else 1)  # as Ray's replay
+        boundaries.append(report)
+        configs.append(config)
+    boundaries = [b * steps_per_report for b in boundaries]
+    initial, configs = _flatten(initial), [_flatten(c) for c in configs]
+    keys = [k for k, v in initial.items() if _numeric(v) and all(k in c for c in configs)]
+    return {
+        key: piecewise(boundaries, [float(c[key]) for c in configs])
+        for key in keys
+        if all(_numeric(c[key]) for c in configs)
+    }
+
+
+def load_policy(
+    policy_file: str | os.PathLike[str],
+) -> tuple[dict[str, Any], list[tuple[int, int, dict[str, Any]]]]:
+    """Return ``(initial config, [(target iteration, clone iteration, new config), ...])``
+    for the chain of exploits that led to the file's member, as Ray's replay reads it.
+
+    The chain is walked from the last line back while each line's target tag is the
+    previous line's clone tag; earlier lines were overwritten by a later exploit.
+    """
+    path = os.fspath(policy_file)
+    if not os.path.isfile(path):
+        raise InvalidArgumentError(
+            f"`replay(policy_file=...)` must be a PBT policy log (pbt_policy_<trial>.txt in "
+            f"the experiment's directory). No such file. {received('policy_file', path)}"
+        )
+    rows = []
+    with open(path) as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                row = None
+            if not (isinstance(row, list) and len(row) == 6 and isinstance(row[5], dict)):
+                raise InvalidArgumentError(
+                    f"`replay(policy_file=...)`: line {number} is not a PBT policy row "
+                    f"[target tag, clone tag, target iteration, clone iteration, old config, "
+                    f"new config]: {line.strip()[:200]!r}. {received('policy_file', path)}"
+                )
+            rows.append(row)
+    if not rows:
+        raise InvalidArgumentError(
+            f"`replay(policy_file=...)` is empty: the member never exploited another one, so "
+            f"its config never changed. {received('policy_file', path)}"
+        )
+    changes: list[tuple[int, int, dict[str, Any]]] = []
+    last_clone = None
+    initial: dict[str, Any] = {}
+    for target, clone, target_report, clone_report, old, new in reversed(rows):
+        if last_clone is not None and target != last_clone:
+            break  # the chain ended: earlier changes were overwritten
+        last_clone, initial = clone, old
+        changes.append((int(target_report), int(clone_report), new))
+    return initial, changes[::-1]
+
+
+def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}/"))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _numeric(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )

@@ -1,0 +1,163 @@
+"""hs.tune.trainable without Ray processes: the Trainable class run in this process.
+
+Ray's own ``Trainable.save``/``restore``/``reset`` drive the class exactly as a Ray actor
+does (PBT's exploit is ``reset(new_config)`` then ``restore(source checkpoint)`` on a reused
+actor). The Ray-instance runs are in test_ray_pbt.py (slow).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ray.tune")
+
+import hyperstep as hs
+from hyperstep.errors import BackendError, InvalidArgumentError
+
+sys.path.insert(0, str(Path(__file__).parent))
+import members
+from members import CONFIG, DATA, STEPS_PER_EPOCH, assert_same_state, build, state
+
+
+def _member(config=CONFIG, **options):
+    cls = hs.tune.trainable(build, DATA, **options)
+    return cls(dict(config))
+
+
+def test_import_without_ray_and_the_error_names_the_extra() -> None:
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'ray' or name.startswith('ray.'):\n"
+        "            raise ImportError('No module named ' + repr(name))\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import hyperstep, hyperstep.tune\n"
+        "assert 'ray' not in sys.modules\n"
+        "try:\n"
+        "    hyperstep.tune.trainable(lambda c: None, {})\n"
+        "except hyperstep.errors.BackendError as e:\n"
+        "    print(e)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(hs.__file__).parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert "hyperstep[tune]" in done.stdout
+    assert issubclass(BackendError, ImportError)
+
+
+def test_config_values_are_applied_and_reported_every_period() -> None:
+    member = _member()
+    first, second = member.train(), member.train()
+    model = member.member.model
+    assert (first["step"], second["step"]) == (STEPS_PER_EPOCH, 2 * STEPS_PER_EPOCH)
+    hps = model.optimizer.hyperparameters
+    for key in ("learning_rate", "head/learning_rate", "weight_decay"):
+        assert second["hyperparameters"][key] == float(np.float32(CONFIG[key]))
+        assert float(hps[key].override.numpy()) == np.float32(CONFIG[key])
+    # not in the config: follows its schedule (beta_1's default) and is reported too
+    assert second["hyperparameters"]["beta_1"] == float(np.float32(0.9))
+    assert second["val_loss"] == pytest.approx(model.evaluate(*DATA["validation_data"], 0))
+
+
+def test_a_nested_config_names_a_groups_hyperparameter() -> None:
+    config = {k: v for k, v in CONFIG.items() if k != "head/learning_rate"}
+    member = _member({**config, "head": {"learning_rate": 0.03}})
+    result = member.train()
+    assert result["hyperparameters"]["head/learning_rate"] == float(np.float32(0.03))
+
+
+def test_scale_mode_multiplies_the_schedule() -> None:
+    member = _member({**CONFIG, "learning_rate": 3.0}, apply="scale")
+    first, second = member.train(), member.train()
+    lr = member.member.model.optimizer.hyperparameters["learning_rate"]
+    schedule = hs.schedules.exponential(0.01, 0.5, every=8)
+    assert not bool(lr.is_set)
+    assert first["hyperparameters"]["learning_rate"] == float(np.float32(3.0) * schedule(0))
+    step = second["step"] - STEPS_PER_EPOCH  # the period's first step
+    assert second["hyperparameters"]["learning_rate"] == float(np.float32(3.0) * schedule(step))
+    # the plateau (no improvement after its first update) halved the scale at epoch 2's end
+    assert float(lr.scale.numpy()) == np.float32(1.5)
+
+
+def test_checkpoint_restores_the_complete_state_and_continues_exactly(tmp_path) -> None:
+    member = _member()
+    member.train(), member.train()
+    saved = member.save(str(tmp_path / "ckpt"))
+    before = state(member.member.model)
+    expected = member.train()
+    after = state(member.member.model)
+
+    restored = _member()  # a new actor: built from the config, then restored
+    fresh = state(restored.member.model)
+    restored.restore(saved)
+    assert_same_state(state(restored.member.model), before)
+    assert any(not np.array_equal(a, b) for (_, a), (_, b) in zip(fresh, before, strict=True))
+    plateau = dict(before)["learning_rate/plateau_reductions"]
+    assert plateau == 1  # the controller's state is part of what was restored
+    result = restored.train()
+    assert result["training_iteration"] == 3 and result["epoch"] == 3
+    assert_same_state(state(restored.member.model), after)
+    for key in ("loss", "val_loss", "step", "hyperparameters"):
+        assert result[key] == expected[key]
+
+
+@pytest.mark.parametrize("apply", ["override", "scale"])
+def test_exploit_restores_the_source_and_explore_needs_no_rebuild_or_retrace(
+    tmp_path, apply
+) -> None:
+    source = _member(apply=apply)
+    source.train()
+    checkpoint = source.save(str(tmp_path / "source"))
+    source_state = state(source.member.model)
+
+    target = _member({**CONFIG, "weight_decay": 0.01}, apply=apply)
+    target.train(), target.train()
+    model = target.member.model
+    assert model.traces == [1]
+    new_config = {**CONFIG, "learning_rate": 0.012, "head/learning_rate": 0.016}
+    assert target.reset(new_config)  # Ray's PBT on a reused actor: reset, then restore
+    target.restore(checkpoint)
+    assert target.member.model is model
+    assert_same_state(state(model), source_state)  # bitwise, before the explore applies
+
+    result = target.train()
+    assert target.member.model is model and model.traces == [1]  # not retraced
+    hps = model.optimizer.hyperparameters
+    for key in ("learning_rate", "head/learning_rate"):
+        written = hps[key].override if apply == "override" else hps[key].scale
+        expected = new_config[key] * (0.5 if key == "learning_rate" and apply == "scale" else 1)
+        assert float(written.numpy()) == np.float32(expected)  # the plateau halved lr's scale
+    if apply == "override":
+        assert result["hyperparameters"]["learning_rate"] == float(np.float32(0.012))
+    assert result["step"] == 2 * STEPS_PER_EPOCH and result["training_iteration"] == 2
+
+
+def test_a_new_trial_on_a_reused_actor_starts_from_a_fresh_build() -> None:
+    member = _member()
+    member.train()
+    assert member.reset({**CONFIG, "learning_rate": 0.02})  # no checkpoint follows
+    result = member.train()
+    reference = _member({**CONFIG, "learning_rate": 0.02}).train()
+    assert result["step"] == STEPS_PER_EPOCH and result["loss"] == reference["loss"]
+
+
+def test_bad_arguments_name_what_was_received() -> None:
+    with pytest.raises(InvalidArgumentError, match="apply='add'"):
+        hs.tune.trainable(build, DATA, apply="add")
+    with pytest.raises(InvalidArgumentError, match="epochs_per_report=0"):
+        hs.tune.trainable(build, DATA, epochs_per_report=0)
+    with pytest.raises(InvalidArgumentError, match="metric='val_acc'"):
+        _member(metric="val_acc").train()
+    with pytest.raises(InvalidArgumentError, match=r"config\['learning_rate'\]='fast'"):
+        _member({**CONFIG, "learning_rate": "fast"}).train()
+    with pytest.raises(InvalidArgumentError, match="epochs"):
+        hs.tune.trainable(build, {**DATA, "epochs": 3})({**CONFIG}).train()
+    assert members.CONFIG is CONFIG
