@@ -32,6 +32,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "rules": ("hyperstep.optim.rules", None),
     "scheduled": ("hyperstep.optim.scheduled", "scheduled"),
     "schedules": ("hyperstep.schedules", None),
+    "tune": ("hyperstep.tune", None),
 }
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "rules",
     "scheduled",
     "schedules",
+    "tune",
 ]
 
 # Eager and cheap (no Keras): binding the function after the subpackage has been imported
@@ -60,7 +62,7 @@ __all__ = [
 from hyperstep.doctor import doctor  # noqa: E402
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
-    from hyperstep import callbacks, errors, schedules
+    from hyperstep import callbacks, errors, schedules, tune
     from hyperstep.clock import Clock
     from hyperstep.control.controllers import ReduceOnPlateau
     from hyperstep.control.cooldown import Cooldown
