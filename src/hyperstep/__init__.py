@@ -14,6 +14,13 @@ from hyperstep.control.controllers import ReduceOnPlateau  # noqa: E402
 from hyperstep.control.hyperparameter import Hyperparameter  # noqa: E402
 from hyperstep.doctor import Diagnosis, Finding, doctor  # noqa: E402
 from hyperstep.optim import rules  # noqa: E402
+from hyperstep.optim.averaging import (  # noqa: E402
+    EMA,
+    SWA,
+    averaged_weights,
+    refresh_batch_norm,
+    swa_learning_rate,
+)
 from hyperstep.optim.groups import Group  # noqa: E402
 from hyperstep.optim.optimizer import StepOptimizer  # noqa: E402
 from hyperstep.optim.scheduled import scheduled  # noqa: E402
@@ -21,20 +28,25 @@ from hyperstep.schedules import parse  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (plain sorted order, checked by tests/test_public_api.py)
     "Clock",
     "Diagnosis",
+    "EMA",
     "Finding",
     "Group",
     "Hyperparameter",
     "ReduceOnPlateau",
+    "SWA",
     "StepOptimizer",
     "__version__",
+    "averaged_weights",
     "callbacks",
     "doctor",
     "errors",
     "parse",
+    "refresh_batch_norm",
     "rules",
     "scheduled",
     "schedules",
+    "swa_learning_rate",
 ]

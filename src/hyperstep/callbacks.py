@@ -4,6 +4,8 @@
 - :class:`LogHyperparameters`: every hyperparameter's value in ``fit``'s logs, per-step CSV
   and TensorBoard scalars.
 - :class:`Doctor`: a pre-flight diagnosis on the first batch of ``fit()``.
+- :class:`AveragedWeights`: evaluate, predict and save with averaged weights (schedule-free
+  ``x``, SWA, EMA) inside ``fit``.
 - :func:`read_all`: every hyperparameter's value in one call, for custom loops.
 
 The classes live in the rooms that own them (``control``, ``doctor``); this module only
@@ -13,5 +15,6 @@ re-exports them.
 from hyperstep.control.callbacks import LogHyperparameters, read_all
 from hyperstep.control.controllers import ReduceOnPlateau
 from hyperstep.doctor.callback import Doctor
+from hyperstep.optim.averaging import AveragedWeights
 
-__all__ = ["Doctor", "LogHyperparameters", "ReduceOnPlateau", "read_all"]
+__all__ = ["AveragedWeights", "Doctor", "LogHyperparameters", "ReduceOnPlateau", "read_all"]

@@ -1,0 +1,137 @@
+"""Schedule-free rules: the step inside the update, as Defazio et al. define it.
+
+"The Road Less Scheduled" (arXiv 2405.15682) replaces the learning-rate decay by an average
+of the iterates weighted by the step. Three sequences per variable: ``z`` takes the
+gradient steps, ``x`` is their running weighted average (the weights to evaluate), and the
+gradient is taken at ``y``, an interpolation of the two::
+
+    lr_t    = learning_rate * min((t + 1) / warmup_steps, 1)        (t = step)
+    lr_max  = max(lr_max, lr_t)
+    c_t     = (t + 1)**r * lr_max**weight_lr_power / weight_sum,
+              weight_sum += (t + 1)**r * lr_max**weight_lr_power
+    z       = z - lr_t * d_t                      (d_t: the base optimizer's direction at y)
+    x       = (1 - c_t) * x + c_t * z
+    y       = beta_1 * x + (1 - beta_1) * z       (momentum instead of beta_1 for SGD)
+
+The variable holds ``y`` while training; :func:`hyperstep.averaged_weights` swaps ``x`` in
+for evaluation and saving. The rules follow the order of operations of the reference
+implementations (``schedulefree.AdamWScheduleFreeReference`` and
+``SGDScheduleFreeReference``, Meta's ``schedule_free`` repository): ``z``, ``x`` and the
+second moment are slots; the weight sum and the maximum learning rate seen are scalar
+slots, saved and restored with the optimizer.
+
+Example:
+    >>> import hyperstep as hs, keras
+    >>> opt = hs.StepOptimizer(hs.rules.ScheduleFreeSGD(), learning_rate=0.1, momentum=0.5)
+    >>> w = keras.Variable([1.0])
+    >>> opt.apply([keras.ops.ones(1)], [w])   # z = 0.9, x = z (first weight is all), y = 0.9
+    >>> round(float(w.numpy()[0]), 4)
+    0.9
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from keras import ops
+
+from hyperstep.optim.rules import PACKAGE, Rule, Values, register_rule
+
+__all__ = ["ScheduleFreeAdamW", "ScheduleFreeSGD"]
+
+_COMMON = {"warmup_steps": 0.0, "r": 0.0, "weight_lr_power": 2.0}
+
+
+def _average_weight(slots: Values, hp: Values, step: Any) -> tuple[Any, Any]:
+    """Advance the scalar state; return ``(lr_t, c_t)`` in the variable's dtype."""
+    dtype = step.dtype
+    t = ops.cast(step, "float32")
+    lr = ops.cast(hp.learning_rate, "float32")
+    warmup = ops.cast(hp.warmup_steps, "float32")
+    lr = lr * ops.where(t < warmup, (t + 1.0) / warmup, 1.0)
+    lr_max = ops.maximum(lr, slots.lr_max)
+    slots.lr_max.assign(lr_max)
+    power = ops.cast(hp.weight_lr_power, "float32")
+    weight = (t + 1.0) ** ops.cast(hp.r, "float32") * lr_max**power
+    weight_sum = slots.weight_sum + weight
+    slots.weight_sum.assign(weight_sum)
+    ckp1 = ops.divide_no_nan(weight, weight_sum)  # the reference's ZeroDivisionError -> 0
+    return ops.cast(lr, dtype), ops.cast(ckp1, dtype)
+
+
+def _take_step(variable: Any, slots: Values, ckp1: Any, beta: Any) -> None:
+    x, z = slots.x, slots.z
+    x.assign(x * (1 - ckp1) + z * ckp1)
+    variable.assign(x * beta + z * (1 - beta))
+
+
+class _ScheduleFree(Rule):
+    # `swapped`: 1 while `averaged_weights` holds x in the variable and y in the slot
+    scalar_slots: ClassVar[Mapping[str, float]] = {"weight_sum": 0.0, "lr_max": -1.0, "swapped": 0}
+    averaged_slot: ClassVar[str | None] = "x"
+    copied_slots = ("z", "x")  # z and x start at the initial weights, as in the reference
+
+
+@register_rule(package=PACKAGE)
+class ScheduleFreeAdamW(_ScheduleFree):
+    """Schedule-free AdamW (``schedulefree.AdamWScheduleFreeReference``).
+
+    ``z = z - lr_t * weight_decay * y``; ``v = beta_2 * v + (1 - beta_2) * g**2``;
+    ``z = z - lr_t * g / (sqrt(v / (1 - beta_2**(t + 1))) + epsilon)``; then ``x`` and
+    ``y = beta_1 * x + (1 - beta_1) * z`` as in the module docstring. There is no first
+    moment: ``beta_1`` is the interpolation between ``x`` and ``z``.
+
+    Slots: ``z``, ``velocity``, ``x``; scalar slots ``weight_sum``, ``lr_max``.
+
+    Example:
+        >>> ScheduleFreeAdamW().hyperparameters["learning_rate"]
+        0.0025
+    """
+
+    hyperparameters: ClassVar[Mapping[str, float]] = {
+        "learning_rate": 0.0025,
+        "beta_1": 0.9,
+        "beta_2": 0.999,
+        "epsilon": 1e-8,
+        "weight_decay": 0.0,
+        **_COMMON,
+    }
+    slots = ("z", "velocity", "x")
+
+    def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
+        lr, ckp1 = _average_weight(slots, hp, step)
+        z, v = slots.z, slots.velocity
+        z.assign_sub(variable * (lr * hp.weight_decay))
+        v.assign(v * hp.beta_2 + gradient * gradient * (1 - hp.beta_2))
+        denom = ops.sqrt(v / (1 - hp.beta_2 ** (step + 1))) + hp.epsilon
+        z.assign_sub(gradient / denom * lr)
+        _take_step(variable, slots, ckp1, hp.beta_1)
+
+
+@register_rule(package=PACKAGE)
+class ScheduleFreeSGD(_ScheduleFree):
+    """Schedule-free SGD (``schedulefree.SGDScheduleFreeReference``).
+
+    ``z = z - lr_t * (g + weight_decay * y)``; then ``x`` and
+    ``y = momentum * x + (1 - momentum) * z`` as in the module docstring.
+
+    Slots: ``z``, ``x``; scalar slots ``weight_sum``, ``lr_max``.
+
+    Example:
+        >>> ScheduleFreeSGD().hyperparameters["momentum"]
+        0.9
+    """
+
+    hyperparameters: ClassVar[Mapping[str, float]] = {
+        "learning_rate": 1.0,
+        "momentum": 0.9,
+        "weight_decay": 0.0,
+        **_COMMON,
+    }
+    slots = ("z", "x")
+
+    def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
+        lr, ckp1 = _average_weight(slots, hp, step)
+        slots.z.assign_sub((gradient + variable * hp.weight_decay) * lr)
+        _take_step(variable, slots, ckp1, hp.momentum)
