@@ -21,6 +21,7 @@ from hyperstep.optim.averaging import (  # noqa: E402
     refresh_batch_norm,
     swa_learning_rate,
 )
+from hyperstep.optim.finite import SkipNonFinite  # noqa: E402
 from hyperstep.optim.groups import Group  # noqa: E402
 from hyperstep.optim.optimizer import StepOptimizer  # noqa: E402
 from hyperstep.optim.scheduled import scheduled  # noqa: E402
@@ -37,6 +38,7 @@ __all__ = [  # noqa: RUF022 (plain sorted order, checked by tests/test_public_ap
     "Hyperparameter",
     "ReduceOnPlateau",
     "SWA",
+    "SkipNonFinite",
     "StepOptimizer",
     "__version__",
     "averaged_weights",

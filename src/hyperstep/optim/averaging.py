@@ -196,6 +196,8 @@ def swa_learning_rate(
 
 def _pairs(source: Any) -> tuple[list[tuple[Any, Any]], Any]:
     """(variable, averaged) pairs of ``source`` and the variable flagging the exchange."""
+    while hasattr(source, "inner_optimizer") and not hasattr(source, "_hs_average"):
+        source = source.inner_optimizer  # a wrapper such as hs.SkipNonFinite
     average = getattr(source, "_hs_average", None) or (
         source if isinstance(source, _Average) else None
     )
