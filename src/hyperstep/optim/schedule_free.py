@@ -60,9 +60,11 @@ def _average_weight(slots: Values, hp: Values, step: Any) -> tuple[Any, Any]:
     return ops.cast(lr, dtype), ops.cast(ckp1, dtype)
 
 
-def _take_step(variable: Any, slots: Values, ckp1: Any, beta: Any) -> None:
-    x, z = slots.x, slots.z
-    x.assign(x * (1 - ckp1) + z * ckp1)
+def _take_step(variable: Any, slots: Values, z: Any, ckp1: Any, beta: Any) -> None:
+    """Assign ``z``, ``x = (1 - c) x + c z`` and ``y = beta x + (1 - beta) z``, once each."""
+    x = slots.x * (1 - ckp1) + z * ckp1
+    slots.z.assign(z)
+    slots.x.assign(x)
     variable.assign(x * beta + z * (1 - beta))
 
 
@@ -101,12 +103,12 @@ class ScheduleFreeAdamW(_ScheduleFree):
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         lr, ckp1 = _average_weight(slots, hp, step)
-        z, v = slots.z, slots.velocity
-        z.assign_sub(variable * (lr * hp.weight_decay))
-        v.assign(v * hp.beta_2 + gradient * gradient * (1 - hp.beta_2))
+        v = slots.velocity * hp.beta_2 + gradient * gradient * (1 - hp.beta_2)
+        slots.velocity.assign(v)
         denom = ops.sqrt(v / (1 - hp.beta_2 ** (step + 1))) + hp.epsilon
-        z.assign_sub(gradient / denom * lr)
-        _take_step(variable, slots, ckp1, hp.beta_1)
+        z = slots.z - variable * (lr * hp.weight_decay)
+        z = z - gradient / denom * lr
+        _take_step(variable, slots, z, ckp1, hp.beta_1)
 
 
 @register_rule(package=PACKAGE)
@@ -133,5 +135,5 @@ class ScheduleFreeSGD(_ScheduleFree):
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         lr, ckp1 = _average_weight(slots, hp, step)
-        slots.z.assign_sub((gradient + variable * hp.weight_decay) * lr)
-        _take_step(variable, slots, ckp1, hp.momentum)
+        z = slots.z - (gradient + variable * hp.weight_decay) * lr
+        _take_step(variable, slots, z, ckp1, hp.momentum)
