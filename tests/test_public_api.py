@@ -10,6 +10,7 @@ AGREED = {
     "Hyperparameter",
     "ReduceOnPlateau",
     "StepOptimizer",
+    "averaged_weights",
     "callbacks",
     "doctor",
     "errors",
@@ -37,3 +38,8 @@ def test_schedules_all_is_sorted_and_importable() -> None:
     assert list(hs.schedules.__all__) == sorted(hs.schedules.__all__)
     for name in hs.schedules.__all__:
         assert getattr(hs.schedules, name) is not None
+
+
+def test_schedule_free_rules_are_in_the_rules_namespace() -> None:
+    assert {"ScheduleFreeAdamW", "ScheduleFreeSGD"} <= set(hs.rules.__all__)
+    assert hs.rules.get_rule("schedulefreeadamw") == hs.rules.ScheduleFreeAdamW()

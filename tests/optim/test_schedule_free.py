@@ -76,8 +76,9 @@ def assert_close(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
 
 
-def test_schedule_free_adamw_matches_the_reference_with_algoperf_settings():
-    y, x, _ = run_ours(hs.rules.ScheduleFreeAdamW(), ALGOPERF)
+@pytest.mark.parametrize("memory_efficient", [False, True])
+def test_schedule_free_adamw_matches_the_reference_with_algoperf_settings(memory_efficient):
+    y, x, _ = run_ours(hs.rules.ScheduleFreeAdamW(memory_efficient=memory_efficient), ALGOPERF)
     ref_y, ref_x = run_reference(schedulefree.AdamWScheduleFreeReference, torch_settings(ALGOPERF))
     assert_close(y, ref_y)
     assert_close(x, ref_x)
@@ -85,10 +86,11 @@ def test_schedule_free_adamw_matches_the_reference_with_algoperf_settings():
 
 
 @pytest.mark.slow  # 200 eager steps: ~5 s
-def test_schedule_free_sgd_matches_the_reference():
+@pytest.mark.parametrize("memory_efficient", [False, True])
+def test_schedule_free_sgd_matches_the_reference(memory_efficient):
     settings = {**ALGOPERF, "learning_rate": 0.05, "momentum": 0.9}
     del settings["beta_2"]
-    y, x, _ = run_ours(hs.rules.ScheduleFreeSGD(), settings)
+    y, x, _ = run_ours(hs.rules.ScheduleFreeSGD(memory_efficient=memory_efficient), settings)
     ref_y, ref_x = run_reference(schedulefree.SGDScheduleFreeReference, torch_settings(settings))
     assert_close(y, ref_y)
     assert_close(x, ref_x)

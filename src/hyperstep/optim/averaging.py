@@ -27,6 +27,7 @@ from keras import ops
 
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.optim.rules import Values
 from hyperstep.schedules import combinators, families
 from hyperstep.schedules.base import as_schedule
 
@@ -194,56 +195,73 @@ def swa_learning_rate(
 # ---- the exchange ----------------------------------------------------------------------
 
 
-def _pairs(source: Any) -> tuple[list[tuple[Any, Any]], Any]:
-    """(variable, averaged) pairs of ``source`` and the variable flagging the exchange."""
+def _unwrap(source: Any) -> Any:
     while hasattr(source, "inner_optimizer") and not hasattr(source, "_hs_average"):
         source = source.inner_optimizer  # a wrapper such as hs.SkipNonFinite
-    average = getattr(source, "_hs_average", None) or (
-        source if isinstance(source, _Average) else None
-    )
+    average = getattr(source, "_hs_average", None)
     if average is not None:
-        average.build()
-        return list(zip(average.variables, average.averages, strict=True)), average.swapped
+        return average
     rule = getattr(source, "rule", None)
-    key = getattr(rule, "averaged_slot", None)
-    if key is None or not getattr(source, "built", False):
-        raise InvalidArgumentError(
-            "`averaged_weights(source)` takes a built optimizer with a schedule-free rule, "
-            "an optimizer given to `hs.SWA`/`hs.EMA`, or one of those. "
-            + received("source", source)
-        )
-    pairs = [
-        (v, s)
-        for v, s in zip(source._trainable_variables, source._slots[key], strict=True)
-        if s is not None
-    ]
-    flags = [f for f in source._slots["swapped"] if f is not None]
-    return pairs, flags
-
-
-def _set_flags(flags: Any, value: bool) -> None:
-    for flag in flags if isinstance(flags, list) else [flags]:
-        flag.assign(ops.cast(value, flag.dtype))
-
-
-def _flag(flags: Any) -> bool:
-    first = flags[0] if isinstance(flags, list) else flags
-    return bool(ops.convert_to_numpy(first))
+    if isinstance(source, _Average) or (
+        getattr(source, "built", False)
+        and (getattr(rule, "averaged_slot", None) or getattr(rule, "memory_efficient", False))
+    ):
+        return source
+    raise InvalidArgumentError(
+        "`averaged_weights(source)` takes a built optimizer with a schedule-free rule, "
+        "an optimizer given to `hs.SWA`/`hs.EMA`, or one of those. " + received("source", source)
+    )
 
 
 def exchange(source: Any, averaged: bool) -> bool:
     """Put the averaged (``True``) or the training (``False``) weights in the variables.
 
-    Returns whether anything moved.
+    Returns whether anything moved. Exchanges are exact; a ``memory_efficient``
+    schedule-free rule computes ``x`` from ``y`` and ``z`` and restores the ``y`` it held
+    (or, after a restore from a checkpoint written with ``x`` in, computes ``y``).
     """
-    pairs, flags = _pairs(source)
-    if _flag(flags) == averaged:
+    source = _unwrap(source)
+    if isinstance(source, _Average):
+        source.build()
+        pairs, flags = list(zip(source.variables, source.averages, strict=True)), [source.swapped]
+    else:
+        variables = source._trainable_variables
+        flags = [f for f in source._slots["swapped"] if f is not None]
+        key = source.rule.averaged_slot
+        if key is None:
+            return _compute(source, variables, flags, averaged)
+        pairs = [
+            (v, s) for v, s in zip(variables, source._slots[key], strict=True) if s is not None
+        ]
+    if bool(ops.convert_to_numpy(flags[0])) == averaged:
         return False
     for variable, other in pairs:
         held = ops.copy(variable.value)
         variable.assign(other)
         other.assign(held)
-    _set_flags(flags, averaged)
+    for flag in flags:
+        flag.assign(ops.cast(averaged, flag.dtype))
+    return True
+
+
+def _compute(optimizer: Any, variables: list[Any], flags: list[Any], averaged: bool) -> bool:
+    if bool(ops.convert_to_numpy(flags[0])) == averaged:
+        return False
+    rule, held = optimizer.rule, optimizer.__dict__.pop("_hs_held", None)
+    if averaged:
+        optimizer.__dict__["_hs_held"] = [ops.copy(v.value) for v in variables]
+    for index, variable in enumerate(variables):
+        if optimizer._slots["z"][index] is None:
+            continue
+        slots = Values({key: found[index] for key, found in optimizer._slots.items()})
+        if averaged:
+            variable.assign(rule.to_averaged(variable.value, slots))
+        elif held is not None:
+            variable.assign(held[index])
+        else:
+            variable.assign(rule.from_averaged(variable.value, slots))
+    for flag in flags:
+        flag.assign(ops.cast(averaged, flag.dtype))
     return True
 
 

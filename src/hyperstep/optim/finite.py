@@ -77,7 +77,7 @@ class SkipNonFinite(keras.optimizers.Optimizer):
         self.max_consecutive_errors = max_consecutive_errors
 
     def build(self, var_list: Any) -> None:
-        if self.built:
+        if self.built:  # type: ignore[has-type]
             return
         self.consecutive_skips = self.add_variable((), "zeros", "int32", name="consecutive_skips")
         self.total_skips = self.add_variable((), "zeros", "int32", name="total_skips")
@@ -101,7 +101,7 @@ class SkipNonFinite(keras.optimizers.Optimizer):
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> None:
         grads = list(grads)
-        if not self.built:
+        if not self.built:  # type: ignore[has-type]
             self.build(trainable_variables)
             self.built = True
         go = self._count(grads)

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 from keras import ops
 
-from hyperstep.optim.rules import PACKAGE, Rule, Values, register_rule
+from hyperstep.optim.rules import PACKAGE, Rule, Values, _check_bool, register_rule
 
 __all__ = ["ScheduleFreeAdamW", "ScheduleFreeSGD"]
 
@@ -68,11 +68,51 @@ def _take_step(variable: Any, slots: Values, z: Any, ckp1: Any, beta: Any) -> No
     variable.assign(x * beta + z * (1 - beta))
 
 
+def _take_step_without_x(
+    variable: Any, slots: Values, d: Any, lr: Any, ckp1: Any, beta: Any
+) -> None:
+    """The same step with ``x`` eliminated (``schedulefree.AdamWScheduleFree``'s form).
+
+    ``y = (1 - c) y + c z + lr (beta (1 - c) - 1) d`` with the old ``z``, then
+    ``z = z - lr d``; ``beta`` is kept so that ``x = (y - (1 - beta) z) / beta`` later.
+    """
+    y, z = ops.convert_to_tensor(variable), ops.convert_to_tensor(slots.z)
+    y_new = y * (1 - ckp1) + z * ckp1 + d * (lr * (beta * (1 - ckp1) - 1))
+    slots.z.assign(z - d * lr)
+    variable.assign(y_new)
+    slots.beta.assign(ops.cast(beta, "float32"))
+
+
 class _ScheduleFree(Rule):
-    # `swapped`: 1 while `averaged_weights` holds x in the variable and y in the slot
-    scalar_slots: ClassVar[Mapping[str, float]] = {"weight_sum": 0.0, "lr_max": -1.0, "swapped": 0}
-    averaged_slot: ClassVar[str | None] = "x"
-    copied_slots = ("z", "x")  # z and x start at the initial weights, as in the reference
+    """Base of the schedule-free rules: state, the ``memory_efficient`` option, the swap."""
+
+    def __init__(self, memory_efficient: bool = False) -> None:
+        self.memory_efficient = _check_bool(
+            type(self).__name__, "memory_efficient", memory_efficient
+        )
+        # `swapped`: 1 while `averaged_weights` holds x in the variable
+        scalars = {"weight_sum": 0.0, "lr_max": -1.0, "swapped": 0.0}
+        if memory_efficient:
+            self.slots = tuple(key for key in self.slots if key != "x")
+            self.copied_slots = ("z",)
+            self.scalar_slots = {**scalars, "beta": 0.0}  # type: ignore[misc]
+        else:
+            self.copied_slots = ("z", "x")  # both start at the initial weights, as the reference
+            self.scalar_slots = scalars  # type: ignore[misc]
+            self.averaged_slot = "x"  # type: ignore[misc]
+
+    def to_averaged(self, y: Any, slots: Values) -> Any:
+        """``x`` from ``y`` and ``z`` (``memory_efficient`` form only)."""
+        beta = ops.cast(slots.beta, y.dtype)
+        return (y - slots.z * (1 - beta)) / beta
+
+    def from_averaged(self, x: Any, slots: Values) -> Any:
+        """``y`` from ``x`` and ``z`` (``memory_efficient`` form only)."""
+        beta = ops.cast(slots.beta, x.dtype)
+        return x * beta + slots.z * (1 - beta)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"memory_efficient": self.memory_efficient}
 
 
 @register_rule(package=PACKAGE)
@@ -85,6 +125,11 @@ class ScheduleFreeAdamW(_ScheduleFree):
     moment: ``beta_1`` is the interpolation between ``x`` and ``z``.
 
     Slots: ``z``, ``velocity``, ``x``; scalar slots ``weight_sum``, ``lr_max``.
+
+    Args:
+        memory_efficient: Drop the ``x`` slot (``schedulefree.AdamWScheduleFree``'s form):
+            two slots as Keras's AdamW, ``x`` recomputed from ``y`` and ``z`` for
+            evaluation (equal to rounding, not bit for bit).
 
     Example:
         >>> ScheduleFreeAdamW().hyperparameters["learning_rate"]
@@ -106,6 +151,10 @@ class ScheduleFreeAdamW(_ScheduleFree):
         v = slots.velocity * hp.beta_2 + gradient * gradient * (1 - hp.beta_2)
         slots.velocity.assign(v)
         denom = ops.sqrt(v / (1 - hp.beta_2 ** (step + 1))) + hp.epsilon
+        if self.memory_efficient:
+            d = gradient / denom + variable * hp.weight_decay
+            _take_step_without_x(variable, slots, d, lr, ckp1, hp.beta_1)
+            return
         z = slots.z - variable * (lr * hp.weight_decay)
         z = z - gradient / denom * lr
         _take_step(variable, slots, z, ckp1, hp.beta_1)
@@ -119,6 +168,9 @@ class ScheduleFreeSGD(_ScheduleFree):
     ``y = momentum * x + (1 - momentum) * z`` as in the module docstring.
 
     Slots: ``z``, ``x``; scalar slots ``weight_sum``, ``lr_max``.
+
+    Args:
+        memory_efficient: Drop the ``x`` slot, as for :class:`ScheduleFreeAdamW`.
 
     Example:
         >>> ScheduleFreeSGD().hyperparameters["momentum"]
@@ -135,5 +187,9 @@ class ScheduleFreeSGD(_ScheduleFree):
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         lr, ckp1 = _average_weight(slots, hp, step)
+        if self.memory_efficient:
+            d = gradient + variable * hp.weight_decay
+            _take_step_without_x(variable, slots, d, lr, ckp1, hp.momentum)
+            return
         z = slots.z - (gradient + variable * hp.weight_decay) * lr
         _take_step(variable, slots, z, ckp1, hp.momentum)
