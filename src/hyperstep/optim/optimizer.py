@@ -214,7 +214,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
             return None
 
         def initial(shape: Any, dtype: Any = None) -> Any:  # read when created (or lifted)
-            return ops.cast(ops.convert_to_tensor(variable), variable.dtype)
+            return ops.copy(ops.cast(ops.convert_to_tensor(variable), variable.dtype))
 
         return self.add_variable_from_reference(variable, key, initializer=initial)
 
