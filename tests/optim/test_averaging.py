@@ -45,10 +45,14 @@ def torch_run(steps, start, every, lr_start, swa_lr, anneal_steps):
     return weights, rates, int(averaged.n_averaged)
 
 
-def test_swa_weights_and_learning_rates_equal_torch_swa_utils():
+@pytest.mark.parametrize("kind", ["StepOptimizer", "scheduled"])
+def test_swa_weights_and_learning_rates_equal_torch_swa_utils(kind):
     steps, start, every, lr_start = 40, 10, 3, 15
     learning_rate = hs.swa_learning_rate(0.1, swa_lr=0.02, start=lr_start, anneal_steps=5)
-    opt = hs.StepOptimizer("sgd", learning_rate=learning_rate)
+    if kind == "scheduled":
+        opt = hs.scheduled(keras.optimizers.SGD(), learning_rate=learning_rate)
+    else:
+        opt = hs.StepOptimizer("sgd", learning_rate=learning_rate)
     variables = [keras.Variable(W0), keras.Variable(B0)]
     swa = hs.SWA(opt, start=start, every=every)
     rates = []
