@@ -61,11 +61,10 @@ def _average_weight(slots: Values, hp: Values, step: Any) -> tuple[Any, Any]:
 
 
 def _take_step(variable: Any, slots: Values, z: Any, ckp1: Any, beta: Any) -> None:
-    """Assign ``z``, ``x = (1 - c) x + c z`` and ``y = beta x + (1 - beta) z``, once each."""
-    x = slots.x * (1 - ckp1) + z * ckp1
-    slots.z.assign(z)
-    slots.x.assign(x)
-    variable.assign(x * beta + z * (1 - beta))
+    """``x = x + c (z - x)`` and ``y = z + beta (x - z)``, in place (``z`` already updated)."""
+    x = slots.x
+    x.assign_add((z - x) * ckp1)
+    variable.assign(z + (x - z) * beta)
 
 
 def _take_step_without_x(
@@ -73,13 +72,14 @@ def _take_step_without_x(
 ) -> None:
     """The same step with ``x`` eliminated (``schedulefree.AdamWScheduleFree``'s form).
 
-    ``y = (1 - c) y + c z + lr (beta (1 - c) - 1) d`` with the old ``z``, then
-    ``z = z - lr d``; ``beta`` is kept so that ``x = (y - (1 - beta) z) / beta`` later.
+    ``z' = z - lr d``; ``y' = (1 - c) y + c z - lr (1 - beta (1 - c)) d``, written with
+    ``lr d = z - z'`` as ``(1 - c) y - (1 - beta)(1 - c) z + (1 - beta (1 - c)) z'`` (``d``
+    used once). ``beta`` is kept so that ``x = (y - (1 - beta) z) / beta`` later.
     """
-    y, z = ops.convert_to_tensor(variable), ops.convert_to_tensor(slots.z)
-    y_new = y * (1 - ckp1) + z * ckp1 + d * (lr * (beta * (1 - ckp1) - 1))
-    slots.z.assign(z - d * lr)
-    variable.assign(y_new)
+    z, keep = slots.z, 1 - ckp1
+    y_part = variable * keep - z * ((1 - beta) * keep)  # reads the old y and z
+    z.assign_sub(d * lr)
+    variable.assign(y_part + z * (1 - beta * keep))  # reads the new z
     slots.beta.assign(ops.cast(beta, "float32"))
 
 
@@ -148,16 +148,15 @@ class ScheduleFreeAdamW(_ScheduleFree):
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         lr, ckp1 = _average_weight(slots, hp, step)
-        v = slots.velocity * hp.beta_2 + gradient * gradient * (1 - hp.beta_2)
-        slots.velocity.assign(v)
+        v = slots.velocity
+        v.assign_add((gradient * gradient - v) * (1 - hp.beta_2))
         denom = ops.sqrt(v / (1 - hp.beta_2 ** (step + 1))) + hp.epsilon
         if self.memory_efficient:
             d = gradient / denom + variable * hp.weight_decay
             _take_step_without_x(variable, slots, d, lr, ckp1, hp.beta_1)
             return
-        z = slots.z - variable * (lr * hp.weight_decay)
-        z = z - gradient / denom * lr
-        _take_step(variable, slots, z, ckp1, hp.beta_1)
+        slots.z.assign_sub((gradient / denom + variable * hp.weight_decay) * lr)
+        _take_step(variable, slots, slots.z, ckp1, hp.beta_1)
 
 
 @register_rule(package=PACKAGE)
@@ -191,5 +190,5 @@ class ScheduleFreeSGD(_ScheduleFree):
             d = gradient + variable * hp.weight_decay
             _take_step_without_x(variable, slots, d, lr, ckp1, hp.momentum)
             return
-        z = slots.z - (gradient + variable * hp.weight_decay) * lr
-        _take_step(variable, slots, z, ckp1, hp.momentum)
+        slots.z.assign_sub((gradient + variable * hp.weight_decay) * lr)
+        _take_step(variable, slots, slots.z, ckp1, hp.momentum)
