@@ -67,18 +67,17 @@ def _take_step(variable: Any, slots: Values, z: Any, ckp1: Any, beta: Any) -> No
     variable.assign(z + (x - z) * beta)
 
 
-def _take_step_without_x(
-    variable: Any, slots: Values, d: Any, lr: Any, ckp1: Any, beta: Any
-) -> None:
+def _take_step_without_x(variable: Any, slots: Values, descent: Any, ckp1: Any, beta: Any) -> None:
     """The same step with ``x`` eliminated (``schedulefree.AdamWScheduleFree``'s form).
 
-    ``z' = z - lr d``; ``y' = (1 - c) y + c z - lr (1 - beta (1 - c)) d``, written with
-    ``lr d = z - z'`` as ``(1 - c) y - (1 - beta)(1 - c) z + (1 - beta (1 - c)) z'`` (``d``
-    used once). ``beta`` is kept so that ``x = (y - (1 - beta) z) / beta`` later.
+    With ``descent = lr d``: ``z' = z - descent`` and
+    ``y' = (1 - c) y + c z - (1 - beta (1 - c)) descent``, written with ``descent = z - z'``
+    as ``(1 - c) y - (1 - beta)(1 - c) z + (1 - beta (1 - c)) z'`` (``descent`` used once).
+    ``beta`` is kept so that ``x = (y - (1 - beta) z) / beta`` later.
     """
     z, keep = slots.z, 1 - ckp1
     y_part = variable * keep - z * ((1 - beta) * keep)  # reads the old y and z
-    z.assign_sub(d * lr)
+    z.assign_sub(descent)
     variable.assign(y_part + z * (1 - beta * keep))  # reads the new z
     slots.beta.assign(ops.cast(beta, "float32"))
 
@@ -150,12 +149,14 @@ class ScheduleFreeAdamW(_ScheduleFree):
         lr, ckp1 = _average_weight(slots, hp, step)
         v = slots.velocity
         v.assign_add((gradient * gradient - v) * (1 - hp.beta_2))
-        denom = ops.sqrt(v / (1 - hp.beta_2 ** (step + 1))) + hp.epsilon
+        # g / (sqrt(v / b) + eps) = g * sqrt(b) / (sqrt(v) + eps * sqrt(b)): one op fewer
+        root = ops.sqrt(1 - hp.beta_2 ** (step + 1))
+        descent = gradient / (ops.sqrt(v) + hp.epsilon * root) * (lr * root)
+        descent = descent + variable * (lr * hp.weight_decay)
         if self.memory_efficient:
-            d = gradient / denom + variable * hp.weight_decay
-            _take_step_without_x(variable, slots, d, lr, ckp1, hp.beta_1)
+            _take_step_without_x(variable, slots, descent, ckp1, hp.beta_1)
             return
-        slots.z.assign_sub((gradient / denom + variable * hp.weight_decay) * lr)
+        slots.z.assign_sub(descent)
         _take_step(variable, slots, slots.z, ckp1, hp.beta_1)
 
 
@@ -187,8 +188,8 @@ class ScheduleFreeSGD(_ScheduleFree):
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         lr, ckp1 = _average_weight(slots, hp, step)
         if self.memory_efficient:
-            d = gradient + variable * hp.weight_decay
-            _take_step_without_x(variable, slots, d, lr, ckp1, hp.momentum)
+            descent = (gradient + variable * hp.weight_decay) * lr
+            _take_step_without_x(variable, slots, descent, ckp1, hp.momentum)
             return
         slots.z.assign_sub((gradient + variable * hp.weight_decay) * lr)
         _take_step(variable, slots, slots.z, ckp1, hp.momentum)
