@@ -96,6 +96,10 @@ class Rule:
         hyperparameters: Name -> default value of every hyperparameter the rule reads.
         slots: Names of the per-variable state the rule keeps (zeros at start, one
             variable of the parameter's shape and dtype each).
+        copied_slots: The slots among ``slots`` that start at the variable's value.
+        scalar_slots: Name -> initial value of per-variable float32 scalars, passed in
+            ``slots`` too.
+        averaged_slot: The slot that :func:`hyperstep.averaged_weights` swaps in.
 
     Constructor arguments of a rule are structural options (``nesterov``, ``amsgrad``),
     never hyperparameters: those are given to the optimizer or to a group. A rule with
