@@ -132,9 +132,10 @@ def assert_same(ours, theirs, atol=1e-6):
 CASES = [(2, False), (2, True), (1, False), (1, True)]  # 1: the third skip in a row goes through
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", autouse=True)
 def jax_results():
-    """The JAX run, started at once in its own process (Keras's backend is fixed at import)."""
+    """The JAX run in its own process (Keras's backend is fixed at import), started before
+    this module's first test so that it runs while the others do."""
     env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
     env.pop("JAX_ENABLE_X64", None)
     process = subprocess.Popen(

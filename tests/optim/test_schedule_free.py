@@ -219,3 +219,27 @@ def test_keras_schedule_free_adamw_departs_from_the_reference():
     ref_y, _ = run_reference(schedulefree.AdamWScheduleFreeReference, torch_settings(ALGOPERF))
     keras_y = run_keras(learning_rate=0.0025, beta_2=0.99552, warmup_steps=20, weight_decay=0.0812)
     assert departure(keras_y, ref_y) > 1e-3
+
+
+def test_averaged_weights_callback_saves_and_predicts_with_x(tmp_path):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    model.set_weights([W0, B0])
+    opt = hs.StepOptimizer(hs.rules.ScheduleFreeSGD(), learning_rate=0.1)
+    model.compile(optimizer=opt, loss="mse")
+    data = (X[:4].reshape(-1, 4), Y[:4].reshape(-1, 3))
+    averaged = hs.callbacks.AveragedWeights(opt, at_end="training")
+    path = str(tmp_path / "x.weights.h5")
+    checkpoint = keras.callbacks.ModelCheckpoint(path, save_weights_only=True)
+    model.fit(*data, batch_size=8, epochs=2, verbose=0, callbacks=[averaged, checkpoint])
+    y = [v.numpy() for v in model.trainable_variables]
+    with hs.averaged_weights(opt):
+        x = [v.numpy() for v in model.trainable_variables]
+        expected = model.predict(data[0], verbose=0)
+    assert not np.allclose(x[0], y[0])
+    np.testing.assert_array_equal(model.predict(data[0], verbose=0, callbacks=[averaged]), expected)
+    for a, b in zip(y, model.trainable_variables, strict=True):
+        np.testing.assert_array_equal(a, b.numpy())  # predict put y back
+    saved = keras.models.clone_model(model)
+    saved.load_weights(path)
+    for a, b in zip(x, saved.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
