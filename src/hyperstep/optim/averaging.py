@@ -97,6 +97,7 @@ class _Average(keras.callbacks.Callback):
         n.assign(n + ops.cast(due, "int64"))
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        _ = self.model  # on JAX, Keras writes fit's state back into the variables on access
         self.update()
 
 
