@@ -4,6 +4,10 @@ Both sides take the gradient of the same least-squares loss, in closed form (num
 their own weights, for 200 fixed batches; y (train mode) and x (after the swap) must agree.
 """
 
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -23,6 +27,10 @@ X = RNG.normal(size=(200, 8, 4)).astype("float32")
 Y = RNG.normal(size=(200, 8, 3)).astype("float32")
 
 
+def numpy(variable):
+    return np.array(keras.ops.convert_to_numpy(variable))
+
+
 def gradients(i, w, b):
     """d/dw, d/db of mean((x w + b - y)**2) on batch i (float32)."""
     residual = 2 * (X[i] @ w + b - Y[i]) / Y[i].size
@@ -40,7 +48,7 @@ def run_reference(cls, settings, steps=200, lr_of_step=None, bias_lr=None):
         if lr_of_step is not None:
             for group in opt.param_groups:
                 group["lr"] = lr_of_step(i)
-        for p, g in zip(params, gradients(i, *(q.numpy() for q in params)), strict=True):
+        for p, g in zip(params, gradients(i, *(q.detach().numpy() for q in params)), strict=True):
             p.grad = torch.tensor(g)
         opt.step()
     y = [p.numpy().copy() for p in params]
@@ -53,6 +61,7 @@ def compiled_step(opt, variables):
 
     def step(x, y):
         w, b = variables
+        x, y = keras.ops.convert_to_tensor(x), keras.ops.convert_to_tensor(y)
         residual = 2 * (keras.ops.matmul(x, w) + b - y) / 24
         grads = [keras.ops.matmul(keras.ops.transpose(x), residual), keras.ops.sum(residual, 0)]
         opt.apply(grads, variables)
@@ -70,10 +79,10 @@ def run_ours(rule, settings, steps=200, groups=()):
     step = compiled_step(opt, variables)
     for i in range(steps):
         step(X[i], Y[i])
-    y = [v.numpy().copy() for v in variables]
+    y = [numpy(v) for v in variables]
     with hs.averaged_weights(opt):
-        x = [v.numpy().copy() for v in variables]
-    assert all(np.array_equal(a, v.numpy()) for a, v in zip(y, variables, strict=True))
+        x = [numpy(v) for v in variables]
+    assert all(np.array_equal(a, numpy(v)) for a, v in zip(y, variables, strict=True))
     return y, x, opt
 
 
@@ -126,7 +135,7 @@ def test_groups_and_a_learning_rate_schedule_match_the_reference_per_group():
     ref.train()
     for i in range(200):
         ref.param_groups[0]["lr"] = float(schedule(i))
-        for p, g in zip(params, gradients(i, *(q.numpy() for q in params)), strict=True):
+        for p, g in zip(params, gradients(i, *(q.detach().numpy() for q in params)), strict=True):
             p.grad = torch.tensor(g)
         ref.step()
     assert_close(y, [p.numpy() for p in params])
@@ -201,7 +210,7 @@ def test_keras_schedule_free_adamw_departs_from_the_reference():
         step = compiled_step(opt, variables)
         for i in range(200):
             step(X[i], Y[i])
-        return [v.numpy() for v in variables]
+        return [numpy(v) for v in variables]
 
     def departure(ours, theirs):
         return max(np.max(np.abs(a - b) / np.abs(b)) for a, b in zip(ours, theirs, strict=True))
@@ -243,3 +252,17 @@ def test_averaged_weights_callback_saves_and_predicts_with_x(tmp_path):
     saved.load_weights(path)
     for a, b in zip(x, saved.get_weights(), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.slow  # a process per backend, 200 eager updates each
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_schedule_free_adamw_matches_the_reference_on_other_backends(backend):
+    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env.pop("JAX_ENABLE_X64", None)
+    done = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+if __name__ == "__main__":  # the worker of test_..._on_other_backends
+    for memory_efficient in (False, True):
+        test_schedule_free_adamw_matches_the_reference_with_algoperf_settings(memory_efficient)
