@@ -14,11 +14,11 @@ gradient is taken at ``y``, an interpolation of the two::
     y       = beta_1 * x + (1 - beta_1) * z       (momentum instead of beta_1 for SGD)
 
 The variable holds ``y`` while training; :func:`hyperstep.averaged_weights` swaps ``x`` in
-for evaluation and saving. The rules follow the order of operations of the reference
-implementations (``schedulefree.AdamWScheduleFreeReference`` and
-``SGDScheduleFreeReference``, Meta's ``schedule_free`` repository): ``z``, ``x`` and the
-second moment are slots; the weight sum and the maximum learning rate seen are scalar
-slots, saved and restored with the optimizer.
+for evaluation and saving. The rules compute the reference implementations
+(``schedulefree.AdamWScheduleFreeReference`` and ``SGDScheduleFreeReference``, Meta's
+``schedule_free`` repository) to float32 rounding, with fewer full-size operations:
+``z``, ``x`` and the second moment are slots; the weight sum and the maximum learning rate
+seen are scalar slots, saved and restored with the optimizer.
 
 Example:
     >>> import hyperstep as hs, keras
