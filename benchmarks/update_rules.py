@@ -20,8 +20,16 @@ about the same load). ``--processes N`` runs the whole comparison in N fresh pro
 starts with its own allocator state, which moves both optimizers' times by up to +-15% on a
 busy machine) and ends with the median of each ratio over them.
 
+``--schedule-free``: hyperstep's schedule-free AdamW rule (``hs.rules.ScheduleFreeAdamW``)
+against ``keras.optimizers.AdamW`` (target <= 1.1), with Keras's own
+``keras.optimizers.ScheduleFreeAdamW`` timed in the same repeats for comparison. AdamW reads
+g, w, m, v and writes w, m, v, plus a read and a write of w for the decay (9 passes);
+schedule-free AdamW reads g, y, z, v, x and writes y, z, v, x (9 passes); with
+``memory_efficient=True`` (no ``x`` slot) and Keras's ScheduleFreeAdamW, g, y, z, v and y, z,
+v (7). Bytes/s counts those passes.
+
 Usage: python benchmarks/update_rules.py [--gpu] [--repeats N] [--steps N] [--params N]
-       [--processes N]
+       [--processes N] [--schedule-free]
 """
 
 from __future__ import annotations
@@ -85,8 +93,17 @@ def make_variant(name: str, shapes: list[tuple[int, ...]], jit_compile: bool) ->
     grads = [tf.random.stateless_normal(s, seed=[1, i]) * 1e-2 for i, s in enumerate(shapes)]
     if name == "keras":
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)
-    else:
+    elif name == "hyperstep":
         optimizer = hs.StepOptimizer(hs.rules.Adam(), learning_rate=1e-3)
+    elif name == "keras_adamw":
+        optimizer = keras.optimizers.AdamW(learning_rate=2.5e-3, weight_decay=0.08)
+    elif name.startswith("schedule_free"):
+        rule = hs.rules.ScheduleFreeAdamW(memory_efficient=name.endswith("efficient"))
+        optimizer = hs.StepOptimizer(rule, learning_rate=2.5e-3, weight_decay=0.08, warmup_steps=20)
+    else:  # keras_schedule_free
+        optimizer = keras.optimizers.ScheduleFreeAdamW(
+            learning_rate=2.5e-3, weight_decay=0.08, warmup_steps=20
+        )
     optimizer.build(variables)
 
     @tf.function(jit_compile=jit_compile)
@@ -215,7 +232,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=None, help="updates per timing (5; 100 --gpu)")
     parser.add_argument("--processes", type=int, default=1, help="fresh processes to run it in")
+    parser.add_argument(
+        "--schedule-free", action="store_true", help="schedule-free AdamW vs Keras AdamW"
+    )
     args = parser.parse_args()
+    if args.schedule_free:
+        schedule_free(args)
+        return
     if args.processes > 1:
         run_processes(args)
         return
@@ -283,6 +306,51 @@ def main() -> None:
             f"GPU: hyperstep reaches {100 * best:.1f}% {reference_label} "
             f"(jit_compile={jit_compile}); target >= 70%: {'ok' if best >= 0.7 else 'MISSED'}"
         )
+
+
+def schedule_free(args: argparse.Namespace) -> None:
+    """hs.rules.ScheduleFreeAdamW and keras.optimizers.ScheduleFreeAdamW vs keras AdamW."""
+    parameters = args.params or 10_000_000
+    steps = args.steps or 5
+    shapes = shapes_for(parameters)
+    print(f"TensorFlow {tf.__version__}, Keras {keras.__version__}, hyperstep {hs.__version__}")
+    print(
+        f"{parameters:,} parameters in {len(shapes)} variables; {steps} updates per timing, "
+        f"{args.repeats} interleaved repeats (CPU)\n"
+    )
+    names = ("keras_adamw", "schedule_free", "schedule_free_efficient", "keras_schedule_free")
+    with tf.device("/CPU:0"):
+        for jit_compile in (False, True):
+            variants = {n: make_variant(n, shapes, jit_compile) for n in names}
+            times: dict[str, list[float]] = {n: [] for n in variants}
+            for repeat in range(args.repeats):
+                order = list(variants) if repeat % 2 == 0 else list(variants)[::-1]
+                for n in order:
+                    times[n].append(time_steps(*variants[n], steps)[0])
+            for n, ts in times.items():
+                passes = 9 if n in ("keras_adamw", "schedule_free") else 7
+                rate = parameters * passes * 4 / statistics.median(ts)
+                print(
+                    f"jit_compile={jit_compile!s:5}  {n:19}  {summarize(ts)}  "
+                    f"{rate / 1e9:6.1f} GB/s"
+                )
+            for n in names[1:]:
+                ratio = statistics.median(times[n]) / statistics.median(times["keras_adamw"])
+                paired = statistics.median(
+                    a / b for a, b in zip(times[n], times["keras_adamw"], strict=True)
+                )
+                verdict = (
+                    ""
+                    if n != "schedule_free"
+                    else (f" (target <= 1.1: {'ok' if ratio <= 1.1 else 'MISSED'})")
+                )
+                fastest = min(times[n]) / min(times["keras_adamw"])
+                print(
+                    f"jit_compile={jit_compile!s:5}  ratio {n} / keras AdamW: median "
+                    f"{ratio:.3f}{verdict}, min {fastest:.3f}, paired {paired:.3f}"
+                )
+            print()
+            del variants
 
 
 if __name__ == "__main__":

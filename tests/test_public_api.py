@@ -11,6 +11,7 @@ AGREED = {
     "LRFinding",
     "ReduceOnPlateau",
     "StepOptimizer",
+    "averaged_weights",
     "callbacks",
     "doctor",
     "errors",
@@ -82,3 +83,8 @@ def test_importing_hyperstep_imports_no_keras_and_doctor_is_the_function() -> No
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False", "True", "True"]
+
+
+def test_schedule_free_rules_are_in_the_rules_namespace() -> None:
+    assert {"ScheduleFreeAdamW", "ScheduleFreeSGD"} <= set(hs.rules.__all__)
+    assert hs.rules.get_rule("schedulefreeadamw") == hs.rules.ScheduleFreeAdamW()

@@ -19,23 +19,31 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Clock": ("hyperstep.clock", "Clock"),
     "Cooldown": ("hyperstep.control.cooldown", "Cooldown"),
     "Diagnosis": ("hyperstep.doctor.report", "Diagnosis"),
+    "EMA": ("hyperstep.optim.averaging", "EMA"),
     "Finding": ("hyperstep.doctor.report", "Finding"),
     "Group": ("hyperstep.optim.groups", "Group"),
     "Hyperparameter": ("hyperstep.control.hyperparameter", "Hyperparameter"),
     "LRFinding": ("hyperstep.tune.finding", "LRFinding"),
     "ReduceOnPlateau": ("hyperstep.control.controllers", "ReduceOnPlateau"),
+    "SWA": ("hyperstep.optim.averaging", "SWA"),
+    "SkipNonFinite": ("hyperstep.optim.finite", "SkipNonFinite"),
     "StepOptimizer": ("hyperstep.optim.optimizer", "StepOptimizer"),
+    "averaged_weights": ("hyperstep.optim.averaging", "averaged_weights"),
     "callbacks": ("hyperstep.callbacks", None),
     "find_lr": ("hyperstep.tune.lr_find", "find_lr"),
     "errors": ("hyperstep.errors", None),
     "parse": ("hyperstep.schedules.parse", "parse"),
+    "refresh_batch_norm": ("hyperstep.optim.averaging", "refresh_batch_norm"),
     "rules": ("hyperstep.optim.rules", None),
     "scheduled": ("hyperstep.optim.scheduled", "scheduled"),
     "schedules": ("hyperstep.schedules", None),
+    "swa_learning_rate": ("hyperstep.optim.averaging", "swa_learning_rate"),
     "tune": ("hyperstep.tune", None),
 }
 
 __all__ = [
+    "EMA",
+    "SWA",
     "Clock",
     "Cooldown",
     "Diagnosis",
@@ -44,16 +52,20 @@ __all__ = [
     "Hyperparameter",
     "LRFinding",
     "ReduceOnPlateau",
+    "SkipNonFinite",
     "StepOptimizer",
     "__version__",
+    "averaged_weights",
     "callbacks",
     "doctor",
     "errors",
     "find_lr",
     "parse",
+    "refresh_batch_norm",
     "rules",
     "scheduled",
     "schedules",
+    "swa_learning_rate",
     "tune",
 ]
 
@@ -69,6 +81,14 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from hyperstep.control.hyperparameter import Hyperparameter
     from hyperstep.doctor.report import Diagnosis, Finding
     from hyperstep.optim import rules
+    from hyperstep.optim.averaging import (
+        EMA,
+        SWA,
+        averaged_weights,
+        refresh_batch_norm,
+        swa_learning_rate,
+    )
+    from hyperstep.optim.finite import SkipNonFinite
     from hyperstep.optim.groups import Group
     from hyperstep.optim.optimizer import StepOptimizer
     from hyperstep.optim.scheduled import scheduled

@@ -6,6 +6,8 @@
 - :class:`StartCooldown`: starts a :class:`hyperstep.Cooldown` at a step or epoch, after a
   time budget, or when a file appears.
 - :class:`Doctor`: a pre-flight diagnosis on the first batch of ``fit()``.
+- :class:`AveragedWeights`: evaluate, predict and save with averaged weights (schedule-free
+  ``x``, SWA, EMA) inside ``fit``.
 - :func:`read_all`: every hyperparameter's value in one call, for custom loops.
 
 The classes live in the rooms that own them (``control``, ``doctor``); this module only
@@ -16,5 +18,13 @@ from hyperstep.control.callbacks import LogHyperparameters, read_all
 from hyperstep.control.controllers import ReduceOnPlateau
 from hyperstep.control.cooldown import StartCooldown
 from hyperstep.doctor.callback import Doctor
+from hyperstep.optim.averaging import AveragedWeights
 
-__all__ = ["Doctor", "LogHyperparameters", "ReduceOnPlateau", "StartCooldown", "read_all"]
+__all__ = [
+    "AveragedWeights",
+    "Doctor",
+    "LogHyperparameters",
+    "ReduceOnPlateau",
+    "StartCooldown",
+    "read_all",
+]

@@ -195,9 +195,28 @@ class StepOptimizer(keras.optimizers.Optimizer):
         owners = assign_groups(self._group_specs, variables)
         names = [g.name for g in self._group_specs]
         self._variable_group = [0 if g is None else 1 + names.index(g.name) for g in owners]
-        slots = list(self.rule.slots)
+        slots = [key for key in self.rule.slots if key not in self.rule.copied_slots]
         created = self.add_optimizer_variables(variables, slots) if slots else ()
         self._slots = dict(zip(slots, created, strict=True))
+        # -- a rule's slots that start at the variable's value and scalar state (Rule) --
+        for key in self.rule.copied_slots:
+            self._slots[key] = [self._copied_slot(v, key) for v in variables]
+        for key, initial in self.rule.scalar_slots.items():
+            self._slots[key] = [
+                self.add_variable(
+                    (), keras.initializers.Constant(initial), "float32", name=f"{v.name}_{key}"
+                )
+                for v in variables
+            ]
+
+    def _copied_slot(self, variable: Any, key: str) -> Any:
+        if self._overwrite_variable_with_gradient(variable):
+            return None
+
+        def initial(shape: Any, dtype: Any = None) -> Any:  # read when created (or lifted)
+            return ops.copy(ops.cast(ops.convert_to_tensor(variable), variable.dtype))
+
+        return self.add_variable_from_reference(variable, key, initializer=initial)
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> None:
         grads = list(grads)

@@ -96,6 +96,10 @@ class Rule:
         hyperparameters: Name -> default value of every hyperparameter the rule reads.
         slots: Names of the per-variable state the rule keeps (zeros at start, one
             variable of the parameter's shape and dtype each).
+        copied_slots: The slots among ``slots`` that start at the variable's value.
+        scalar_slots: Name -> initial value of per-variable float32 scalars, passed in
+            ``slots`` too.
+        averaged_slot: The slot that :func:`hyperstep.averaged_weights` swaps in.
 
     Constructor arguments of a rule are structural options (``nesterov``, ``amsgrad``),
     never hyperparameters: those are given to the optimizer or to a group. A rule with
@@ -104,6 +108,14 @@ class Rule:
 
     hyperparameters: ClassVar[Mapping[str, float]] = {}
     slots: tuple[str, ...] = ()
+    #: Name -> initial value of per-variable float32 scalars the rule keeps (a running
+    #: weight sum, a maximum seen); in ``slots`` beside the full-size ones.
+    scalar_slots: ClassVar[Mapping[str, float]] = {}
+    #: The slots that start at the variable's value instead of zeros (schedule-free's z, x).
+    copied_slots: tuple[str, ...] = ()
+    #: The slot holding the weights to evaluate (schedule-free's ``x``), swapped into the
+    #: variables by :func:`hyperstep.averaged_weights`; ``None`` for most rules.
+    averaged_slot: ClassVar[str | None] = None
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         """Return the new value of ``variable`` (see the module docstring for the forms).
@@ -335,7 +347,18 @@ class Lion(Rule):
 
 BUILTIN: dict[str, type[Rule]] = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "lion": Lion}
 
-__all__ = ["SGD", "Adam", "AdamW", "Lion", "Rule", "Values", "get_rule", "register_rule"]
+__all__ = [
+    "SGD",
+    "Adam",
+    "AdamW",
+    "Lion",
+    "Rule",
+    "ScheduleFreeAdamW",
+    "ScheduleFreeSGD",
+    "Values",
+    "get_rule",
+    "register_rule",
+]
 
 
 def _check_bool(owner: str, name: str, value: Any) -> bool:
@@ -344,3 +367,8 @@ def _check_bool(owner: str, name: str, value: Any) -> bool:
             f"`{owner}({name}=...)` must be True or False. {received(name, value)}"
         )
     return value
+
+
+from hyperstep.optim.schedule_free import ScheduleFreeAdamW, ScheduleFreeSGD  # noqa: E402
+
+BUILTIN.update(schedulefreeadamw=ScheduleFreeAdamW, schedulefreesgd=ScheduleFreeSGD)

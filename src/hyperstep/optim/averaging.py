@@ -1,0 +1,378 @@
+"""Weights to evaluate: schedule-free's ``x``, SWA's equal average, an EMA on a schedule.
+
+Training updates one sequence of weights; evaluation and checkpoints often want another:
+
+- a schedule-free rule (:mod:`hyperstep.optim.schedule_free`) trains at ``y`` and keeps the
+  average ``x`` in a slot;
+- :class:`SWA` keeps ``avg = avg + (w - avg) / (n + 1)`` over the weights after every
+  ``every``-th update from step ``start`` (``torch.optim.swa_utils.AveragedModel``);
+- :class:`EMA` keeps ``avg = avg + (w - avg) * (1 - decay(step))``, ``decay`` any schedule.
+
+``with averaged_weights(source):`` exchanges the averaged weights and the model's variables
+and exchanges them back on exit (bit for bit: an exchange, not a recomputation). A flag in a
+saved variable records the exchange, so a checkpoint written inside the block resumes
+exactly. :class:`AveragedWeights` does the same around ``evaluate``, ``predict`` and the
+end of each epoch (where ``ModelCheckpoint`` saves) inside ``fit``;
+:func:`refresh_batch_norm` recomputes BatchNorm statistics at the averaged weights.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import keras
+from keras import ops
+
+from hyperstep.control.hyperparameter import Hyperparameter
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.optim.rules import Values
+from hyperstep.schedules import combinators, families
+from hyperstep.schedules.base import as_schedule
+
+__all__ = [
+    "EMA",
+    "SWA",
+    "AveragedWeights",
+    "averaged_weights",
+    "refresh_batch_norm",
+    "swa_learning_rate",
+]
+
+
+class _Average(keras.callbacks.Callback):
+    """An average of an optimizer's variables, updated by :meth:`update` after each update."""
+
+    def __init__(self, optimizer: Any, start: int, every: int) -> None:
+        super().__init__()
+        clock = getattr(optimizer, "clock", None)
+        if clock is None:
+            raise InvalidTypeError(
+                f"`{type(self).__name__}(optimizer=...)` takes a hyperstep optimizer "
+                f"(`hs.StepOptimizer` or `hs.scheduled(...)`). {received('optimizer', optimizer)}"
+            )
+        for name, value in (("start", start), ("every", every)):
+            if not isinstance(value, int) or value < (1 if name == "every" else 0):
+                raise InvalidArgumentError(
+                    f"`{type(self).__name__}({name}=...)` must be an integer >= "
+                    f"{1 if name == 'every' else 0}. {received(name, value)}"
+                )
+        self.optimizer, self.clock, self.start, self.every = optimizer, clock, start, every
+        self.averages: list[Any] = []
+        self.variables: list[Any] = []
+        self.n_averaged = keras.Variable(0, dtype="int64", trainable=False, name="n_averaged")
+        self.swapped = keras.Variable(False, dtype="bool", trainable=False, name="swapped")
+        optimizer._hs_average = self  # found by `averaged_weights(optimizer)`
+
+    def build(self, variables: Iterable[Any] | None = None) -> None:
+        """Create one average per variable (the optimizer's, once it is built)."""
+        if self.averages:
+            return
+        if variables is None:
+            if not self.optimizer.built:
+                raise InvalidArgumentError(
+                    f"{type(self).__name__}: build the optimizer first (or pass `variables`)."
+                )
+            variables = self.optimizer._trainable_variables
+        self.variables = list(variables)
+        self.averages = [
+            keras.Variable(ops.zeros(v.shape, v.dtype), trainable=False, name=f"{v.name}_average")
+            for v in self.variables
+        ]
+
+    def _weight(self, step: Any, n: Any) -> Any:  # the new weight's share in the average
+        raise NotImplementedError
+
+    def update(self) -> None:
+        """Average the current weights in if the clock's step is due; call after each update."""
+        self.build()
+        step = ops.cast(self.clock.step, "int64")
+        due = ops.logical_and(step >= self.start, ops.equal((step - self.start) % self.every, 0))
+        n = self.n_averaged
+        share = ops.where(ops.equal(n, 0), 1.0, self._weight(ops.cast(step, "float32"), n))
+        share = ops.where(due, share, 0.0)
+        for variable, average in zip(self.variables, self.averages, strict=True):
+            average.assign(average + (variable - average) * ops.cast(share, average.dtype))
+        n.assign(n + ops.cast(due, "int64"))
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        _ = self.model  # on JAX, Keras writes fit's state back into the variables on access
+        self.update()
+
+
+class SWA(_Average):
+    """Stochastic weight averaging: the equal average of the weights at due steps.
+
+    ``avg = avg + (w - avg) / (n + 1)``, taken after the update that brings the clock to a
+    step ``s`` with ``s >= start`` and ``(s - start) % every == 0``; ``n`` counts the
+    weights averaged so far (``torch.optim.swa_utils.AveragedModel``). Pair it with
+    :func:`swa_learning_rate`. As a Keras callback it updates after each batch of ``fit``;
+    in a custom loop call :meth:`update` after each optimizer update.
+
+    Args:
+        optimizer: A hyperstep optimizer (its clock decides the steps).
+        start: The first step averaged.
+        every: Average every ``every`` steps.
+
+    Example:
+        >>> import hyperstep as hs, keras
+        >>> opt = hs.StepOptimizer("sgd", learning_rate=1.0)
+        >>> w = keras.Variable([0.0])
+        >>> swa = hs.SWA(opt, start=1)
+        >>> for _ in range(3):
+        ...     opt.apply([keras.ops.ones(1)], [w])
+        ...     swa.update()
+        >>> with hs.averaged_weights(opt):      # the average of -1, -2, -3
+        ...     float(w.numpy()[0])
+        -2.0
+    """
+
+    def __init__(self, optimizer: Any, start: int = 0, every: int = 1) -> None:
+        super().__init__(optimizer, start, every)
+
+    def _weight(self, step: Any, n: Any) -> Any:
+        return 1.0 / (ops.cast(n, "float32") + 1.0)
+
+
+class EMA(_Average):
+    """An exponential moving average whose decay follows a schedule of the step.
+
+    ``avg = avg + (w - avg) * (1 - decay(step))`` after each due update (the first one
+    copies ``w``); ``decay`` is a number, a schedule or an expression, read on the
+    optimizer's clock as a :class:`hyperstep.Hyperparameter` (so it can be set or scaled).
+
+    Args:
+        optimizer: A hyperstep optimizer.
+        decay: The decay, e.g. ``"min(0.999, (1 + step) / (10 + step))"``.
+        start: The first step averaged.
+        every: Average every ``every`` steps.
+
+    Example:
+        >>> import hyperstep as hs, keras
+        >>> opt = hs.StepOptimizer("sgd", learning_rate=1.0)
+        >>> ema = hs.EMA(opt, decay=0.5)
+        >>> ema.decay.value.numpy().item()
+        0.5
+    """
+
+    def __init__(self, optimizer: Any, decay: Any = 0.999, start: int = 0, every: int = 1):
+        super().__init__(optimizer, start, every)
+        self.decay = Hyperparameter(decay, clock=self.clock, name="ema_decay")
+
+    def _weight(self, step: Any, n: Any) -> Any:
+        return 1.0 - self.decay.at(step)
+
+
+def swa_learning_rate(
+    before: Any, swa_lr: float, start: int, anneal_steps: int = 10, anneal_strategy: str = "cos"
+) -> Any:
+    """The learning rate of ``before`` until ``start``, then annealed to ``swa_lr`` (SWALR).
+
+    ``lr(start + s) = swa_lr * a + lr0 * (1 - a)``, ``a = (1 - cos(pi * t)) / 2`` (``"cos"``)
+    or ``t`` (``"linear"``), ``t = min(s / anneal_steps, 1)``, ``lr0 = before(start)``:
+    ``torch.optim.swa_utils.SWALR`` stepped once per step from ``start``.
+
+    Example:
+        >>> lr = swa_learning_rate(0.1, swa_lr=0.05, start=100, anneal_steps=10)
+        >>> [round(float(lr(s)), 4) for s in (99, 100, 105, 110, 200)]
+        [0.1, 0.1, 0.075, 0.05, 0.05]
+    """
+    if anneal_strategy not in ("cos", "linear"):
+        raise InvalidArgumentError(
+            "`swa_learning_rate(anneal_strategy=...)` must be 'cos' or 'linear'. "
+            f"{received('anneal_strategy', anneal_strategy)}"
+        )
+    before = as_schedule(before, name="before")
+    lr0 = float(ops.convert_to_numpy(before(start)))
+    steps = max(1, anneal_steps)
+    if anneal_strategy == "cos":
+        anneal = families.cosine(lr0, steps=steps, end=swa_lr)
+    else:
+        anneal = families.linear(lr0, swa_lr, steps=steps)
+    return combinators.join([before, anneal], [start])
+
+
+# ---- the exchange ----------------------------------------------------------------------
+
+
+def _unwrap(source: Any) -> Any:
+    while hasattr(source, "inner_optimizer") and not hasattr(source, "_hs_average"):
+        source = source.inner_optimizer  # a wrapper such as hs.SkipNonFinite
+    average = getattr(source, "_hs_average", None)
+    if average is not None:
+        return average
+    rule = getattr(source, "rule", None)
+    if isinstance(source, _Average) or (
+        getattr(source, "built", False)
+        and (getattr(rule, "averaged_slot", None) or getattr(rule, "memory_efficient", False))
+    ):
+        return source
+    raise InvalidArgumentError(
+        "`averaged_weights(source)` takes a built optimizer with a schedule-free rule, "
+        "an optimizer given to `hs.SWA`/`hs.EMA`, or one of those. " + received("source", source)
+    )
+
+
+def exchange(source: Any, averaged: bool) -> bool:
+    """Put the averaged (``True``) or the training (``False``) weights in the variables.
+
+    Returns whether anything moved. Exchanges are exact; a ``memory_efficient``
+    schedule-free rule computes ``x`` from ``y`` and ``z`` and restores the ``y`` it held
+    (or, after a restore from a checkpoint written with ``x`` in, computes ``y``).
+    """
+    source = _unwrap(source)
+    if isinstance(source, _Average):
+        source.build()
+        pairs, flags = list(zip(source.variables, source.averages, strict=True)), [source.swapped]
+    else:
+        variables = source._trainable_variables
+        flags = [f for f in source._slots["swapped"] if f is not None]
+        key = source.rule.averaged_slot
+        if key is None:
+            return _compute(source, variables, flags, averaged)
+        pairs = [
+            (v, s) for v, s in zip(variables, source._slots[key], strict=True) if s is not None
+        ]
+    if bool(ops.convert_to_numpy(flags[0])) == averaged:
+        return False
+    for variable, other in pairs:
+        held = ops.copy(variable.value)
+        variable.assign(other)
+        other.assign(held)
+    for flag in flags:
+        flag.assign(ops.cast(averaged, flag.dtype))
+    return True
+
+
+def _compute(optimizer: Any, variables: list[Any], flags: list[Any], averaged: bool) -> bool:
+    if bool(ops.convert_to_numpy(flags[0])) == averaged:
+        return False
+    rule, held = optimizer.rule, optimizer.__dict__.pop("_hs_held", None)
+    if averaged:
+        optimizer.__dict__["_hs_held"] = [ops.copy(v.value) for v in variables]
+    for index, variable in enumerate(variables):
+        if optimizer._slots["z"][index] is None:
+            continue
+        slots = Values({key: found[index] for key, found in optimizer._slots.items()})
+        if averaged:
+            variable.assign(rule.to_averaged(variable.value, slots))
+        elif held is not None:
+            variable.assign(held[index])
+        else:
+            variable.assign(rule.from_averaged(variable.value, slots))
+    for flag in flags:
+        flag.assign(ops.cast(averaged, flag.dtype))
+    return True
+
+
+@contextlib.contextmanager
+def averaged_weights(source: Any) -> Iterator[None]:
+    """Hold the averaged weights in the model's variables inside the block.
+
+    ``source`` is an optimizer with a schedule-free rule (``x``), an optimizer given to
+    :class:`SWA` or :class:`EMA`, or the averager itself. On exit the training weights come
+    back, exactly. Do not apply the optimizer inside the block.
+
+    Example:
+        See :class:`SWA`.
+    """
+    moved = exchange(source, True)
+    try:
+        yield
+    finally:
+        if moved:
+            exchange(source, False)
+
+
+class AveragedWeights(keras.callbacks.Callback):
+    """Evaluate, predict and save with the averaged weights inside ``fit``.
+
+    The averaged weights are exchanged in for ``evaluate`` and ``predict`` (also fit's
+    validation), and at the end of each epoch, so callbacks listed after this one
+    (``ModelCheckpoint``) save them; the training weights come back when the next epoch
+    begins. With ``at_end="averaged"`` the model keeps the averaged weights after ``fit``.
+
+    Args:
+        source: As for :func:`averaged_weights` (built lazily: the optimizer is built by
+            ``fit``).
+        at_end: ``"averaged"`` or ``"training"``: the weights left after ``fit``.
+
+    Example:
+        >>> import hyperstep as hs
+        >>> opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamW())
+        >>> hs.callbacks.AveragedWeights(opt).at_end
+        'averaged'
+    """
+
+    def __init__(self, source: Any, at_end: str = "averaged") -> None:
+        super().__init__()
+        if at_end not in ("averaged", "training"):
+            raise InvalidArgumentError(
+                "`AveragedWeights(at_end=...)` must be 'averaged' or 'training'. "
+                f"{received('at_end', at_end)}"
+            )
+        self.source, self.at_end = source, at_end
+        self._moved = False
+
+    def _to(self, averaged: bool) -> bool:
+        optimizer = getattr(self.source, "optimizer", self.source)
+        if not getattr(optimizer, "built", False):
+            return False
+        return exchange(self.source, averaged)
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        self._to(False)
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self._to(False)
+
+    def on_test_begin(self, logs: Any = None) -> None:
+        self._moved = self._to(True)
+
+    def on_test_end(self, logs: Any = None) -> None:
+        if self._moved:
+            self._to(False)
+            self._moved = False
+
+    on_predict_begin = on_test_begin
+    on_predict_end = on_test_end
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        self._to(True)
+
+    def on_train_end(self, logs: Any = None) -> None:
+        self._to(self.at_end == "averaged")
+
+
+def refresh_batch_norm(model: Any, data: Iterable[Any]) -> None:
+    """Recompute every BatchNormalization layer's statistics over ``data`` (``update_bn``).
+
+    ``moving_mean`` and ``moving_variance`` become the equal averages over the batches of
+    the batch mean and (biased, as Keras's training uses) batch variance, computed in
+    training mode at the weights now in the model (call it inside
+    :func:`averaged_weights`). Weights other than the statistics do not change.
+
+    Args:
+        model: A Keras model.
+        data: An iterable of input batches, or of ``(inputs, ...)`` tuples.
+    """
+    layers = [layer for layer in _walk(model) if isinstance(layer, keras.layers.BatchNormalization)]
+    if not layers:
+        return
+    momenta = [layer.momentum for layer in layers]
+    try:
+        for n, batch in enumerate(data):
+            inputs = batch[0] if isinstance(batch, tuple | list) else batch
+            for layer in layers:
+                layer.momentum = n / (n + 1)  # moving = (n * moving + batch) / (n + 1)
+            model(inputs, training=True)
+    finally:
+        for layer, momentum in zip(layers, momenta, strict=True):
+            layer.momentum = momentum
+
+
+def _walk(layer: Any) -> Iterator[Any]:
+    yield layer
+    for child in getattr(layer, "layers", []):
+        yield from _walk(child)
