@@ -34,24 +34,24 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "errors": ("hyperstep.errors", None),
     "parse": ("hyperstep.schedules.parse", "parse"),
     "refresh_batch_norm": ("hyperstep.optim.averaging", "refresh_batch_norm"),
-    "rules": ("hyperstep.optim.rules", None),
+    "rules": ("hyperstep.rules", None),
     "scheduled": ("hyperstep.optim.scheduled", "scheduled"),
     "schedules": ("hyperstep.schedules", None),
     "swa_learning_rate": ("hyperstep.optim.averaging", "swa_learning_rate"),
     "tune": ("hyperstep.tune", None),
 }
 
-__all__ = [
-    "EMA",
-    "SWA",
+__all__ = [  # noqa: RUF022 (plain sorted order, checked by tests/test_public_api.py)
     "Clock",
     "Cooldown",
     "Diagnosis",
+    "EMA",
     "Finding",
     "Group",
     "Hyperparameter",
     "LRFinding",
     "ReduceOnPlateau",
+    "SWA",
     "SkipNonFinite",
     "StepOptimizer",
     "__version__",
@@ -74,13 +74,12 @@ __all__ = [
 from hyperstep.doctor import doctor  # noqa: E402
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
-    from hyperstep import callbacks, errors, schedules, tune
+    from hyperstep import callbacks, errors, rules, schedules, tune
     from hyperstep.clock import Clock
     from hyperstep.control.controllers import ReduceOnPlateau
     from hyperstep.control.cooldown import Cooldown
     from hyperstep.control.hyperparameter import Hyperparameter
     from hyperstep.doctor.report import Diagnosis, Finding
-    from hyperstep.optim import rules
     from hyperstep.optim.averaging import (
         EMA,
         SWA,

@@ -50,7 +50,7 @@ def public_names() -> dict[str, str]:
     import hyperstep.errors
 
     names = {f"hyperstep.{n}": n for n in hs.__all__ if n != "__version__"}
-    for space in (hs.schedules, hs.callbacks, hs.rules):
+    for space in (hs.schedules, hs.callbacks, hs.rules, hs.tune):
         for n in space.__all__:
             names[f"{space.__name__}.{n}"] = getattr(getattr(space, n), "__name__", n)
     errors = [n for n in dir(hyperstep.errors) if n.endswith("Error")]

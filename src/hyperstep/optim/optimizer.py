@@ -26,6 +26,7 @@ from hyperstep._backend import after, native_variable
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.rules import Rule, Values, get_rule
 from hyperstep.schedules.base import Constant

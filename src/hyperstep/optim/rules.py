@@ -353,8 +353,6 @@ __all__ = [
     "AdamW",
     "Lion",
     "Rule",
-    "ScheduleFreeAdamW",
-    "ScheduleFreeSGD",
     "Values",
     "get_rule",
     "register_rule",
@@ -367,8 +365,3 @@ def _check_bool(owner: str, name: str, value: Any) -> bool:
             f"`{owner}({name}=...)` must be True or False. {received(name, value)}"
         )
     return value
-
-
-from hyperstep.optim.schedule_free import ScheduleFreeAdamW, ScheduleFreeSGD  # noqa: E402
-
-BUILTIN.update(schedulefreeadamw=ScheduleFreeAdamW, schedulefreesgd=ScheduleFreeSGD)

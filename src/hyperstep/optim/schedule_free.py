@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 from keras import ops
 
-from hyperstep.optim.rules import PACKAGE, Rule, Values, _check_bool, register_rule
+from hyperstep.optim.rules import BUILTIN, PACKAGE, Rule, Values, _check_bool, register_rule
 
 __all__ = ["ScheduleFreeAdamW", "ScheduleFreeSGD"]
 
@@ -193,3 +193,6 @@ class ScheduleFreeSGD(_ScheduleFree):
             return
         slots.z.assign_sub((gradient + variable * hp.weight_decay) * lr)
         _take_step(variable, slots, slots.z, ckp1, hp.momentum)
+
+
+BUILTIN.update(schedulefreeadamw=ScheduleFreeAdamW, schedulefreesgd=ScheduleFreeSGD)

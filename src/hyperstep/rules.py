@@ -1,0 +1,28 @@
+"""Update rules for :class:`hyperstep.StepOptimizer`, gathered in one namespace: ``hs.rules.X``.
+
+- :class:`Rule`: the base class (the equation of one step for one variable);
+  :func:`register_rule` and :func:`get_rule` to name and find rules.
+- Built-in rules matching Keras's optimizers: :class:`SGD`, :class:`Adam`, :class:`AdamW`,
+  :class:`Lion`.
+- Schedule-free rules (Defazio et al., arXiv 2405.15682): :class:`ScheduleFreeAdamW`,
+  :class:`ScheduleFreeSGD`.
+
+The rules live in the optimizer room (``hyperstep.optim.rules``,
+``hyperstep.optim.schedule_free``); this module only re-exports them.
+"""
+
+from hyperstep.optim.rules import SGD, Adam, AdamW, Lion, Rule, Values, get_rule, register_rule
+from hyperstep.optim.schedule_free import ScheduleFreeAdamW, ScheduleFreeSGD
+
+__all__ = [
+    "SGD",
+    "Adam",
+    "AdamW",
+    "Lion",
+    "Rule",
+    "ScheduleFreeAdamW",
+    "ScheduleFreeSGD",
+    "Values",
+    "get_rule",
+    "register_rule",
+]
