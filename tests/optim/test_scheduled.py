@@ -196,12 +196,20 @@ def test_values_at_step_t_are_used_before_the_clock_advances():
     assert int(opt.clock.step) == 4
 
 
-def test_setting_attributes_overrides_the_hyperparameter():
+def test_setting_attributes_rescales_the_hyperparameter():
+    # the contract changed (issue 14): `opt.x = number` (what Keras's callbacks do) rescales
+    # the schedule, which keeps running; `Hyperparameter.set` overrides (freezes) it
     opt = hs.scheduled(K.Adam(), learning_rate=0.01 * 0.5 ** (Step() / 10))
     opt.learning_rate = 0.5
     opt.beta_1 = 0.25
+    assert not bool(opt.hyperparameters["learning_rate"].is_set)
+    assert float(opt.learning_rate) == pytest.approx(0.5, rel=1e-7)
+    assert float(opt.beta_1) == pytest.approx(0.25, rel=1e-7)
+    opt.clock.step.assign(10)
+    assert float(opt.learning_rate) == pytest.approx(0.25, rel=1e-6)  # the schedule runs on
+    opt.hyperparameters["learning_rate"].set(0.5)
     assert bool(opt.hyperparameters["learning_rate"].is_set)
-    assert float(opt.learning_rate) == 0.5 and float(opt.beta_1) == 0.25
+    assert float(opt.learning_rate) == 0.5
 
 
 def test_learning_rate_from_a_keras_schedule_on_the_wrapped_optimizer_is_kept():

@@ -40,19 +40,23 @@ new clock (sharing is not in a config).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import keras
 from keras import ops
 
-from hyperstep._backend import after
+from hyperstep.backends import after, concrete
+from hyperstep.backends.internals import unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter, _track
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
 from hyperstep.optim._static import StaticScalar
 from hyperstep.optim.groups import Group, assign_groups
-from hyperstep.schedules.base import Constant, as_schedule
+from hyperstep.schedules.base import Constant, Schedule, as_schedule
+from hyperstep.schedules.keras_compat import KerasSchedule
 
 _TENSORFLOW = keras.backend.backend() == "tensorflow"
 if _TENSORFLOW:
@@ -81,6 +85,7 @@ class _State:
         self.owner: dict[int, str] = {}  # id(variable) -> group name, filled at build time
         self.fused = False  # TF's one-pass updates (hyperstep.optim._fused), set at install
         self.fused_decay = False  # ... and its one-multiply weight decay
+        self.live: dict[str, Any] = {}  # name -> the variable `opt.<name>` returns eagerly
 
 
 def _state(optimizer: Any) -> _State:
@@ -164,6 +169,8 @@ class ScheduledOptimizer:
             # Keras's own variable stays in `variables` (untracking it would break
             # tf.train.Checkpoint's append-only lists) but is no longer read.
             raw["learning_rate"] = float(learning_rate.numpy())
+        elif _keras_callable(learning_rate):
+            raw["learning_rate"] = None  # Keras calls it at every update, as without us
         else:
             raw["learning_rate"] = learning_rate
         for name in _introspect.numeric_names(self._hs_base):
@@ -172,7 +179,8 @@ class ScheduledOptimizer:
                 continue
             if isinstance(value, dict):
                 value = keras.saving.deserialize_keras_object(value)
-            self._hs_add(name, Hyperparameter(value, clock=clock, name=name))
+            hyperparameter = Hyperparameter(_schedule(value, name), clock=clock, name=name)
+            self._hs_add(name, hyperparameter)
         self._hs_install_groups(groups, clock)
         # once any value follows a schedule, TF updates take the one-pass forms of
         # hyperstep.optim._fused (every value constant: Keras's own code, bit-identical)
@@ -276,16 +284,44 @@ class ScheduledOptimizer:
         state = _state(self)
         if state.raw_mode or name not in state.hyperparameters:
             return state.raw.get(name)
-        if state.step is None:  # outside `apply`: the current effective value
-            return state.hyperparameters[name].value
-        return self.resolve(name, state.variable)
+        if state.step is not None:
+            return self.resolve(name, state.variable)
+        # outside `apply`: the current effective value; eagerly as a variable whose
+        # `assign` assigns the attribute (`opt.learning_rate.assign(x)`, Keras-style)
+        value = state.hyperparameters[name].value
+        if not concrete(value):
+            return value
+        live = state.live.get(name)
+        if live is None:
+            live = state.live[name] = _LiveValue(value, name=name)
+            live._hs_target = (self, name)
+        else:
+            keras.Variable.assign(live, value)
+        return live
 
     def _hs_set(self, name: str, value: Any) -> None:
+        """``opt.<name> = value``: a schedule replaces the hyperparameter's schedule (and
+        clears its override); a number rescales it (:meth:`Hyperparameter.assign`)."""
         state = _state(self)
-        if name in state.hyperparameters and not state.raw_mode:
-            state.hyperparameters[name].set(value)
-        else:
+        if name not in state.hyperparameters or state.raw_mode:
             state.raw[name] = value
+            return
+        hyperparameter = state.hyperparameters[name]
+        if isinstance(value, (str, keras.optimizers.schedules.LearningRateSchedule)):
+            hyperparameter.schedule = _schedule(value, name)
+            hyperparameter.clear()
+            schedule = hyperparameter.schedule
+            state.static[name] = schedule.value_ if isinstance(schedule, Constant) else None
+        elif _keras_callable(value):
+            raise InvalidTypeError(
+                f"`{name}` of an `hs.scheduled` optimizer takes a number or a schedule; a "
+                "callable is read only when given to the wrapped optimizer before wrapping "
+                "(`hs.scheduled(keras.optimizers.SGD(learning_rate=fn))`). For a value fixed "
+                f"from now on, use `opt.hyperparameters[{name!r}].set(x)` "
+                f"(`Hyperparameter.set`). {received(name, value)}"
+            )
+        else:
+            hyperparameter.assign(value)
 
     def _get_current_learning_rate(self) -> Any:
         if "learning_rate" not in _state(self).hyperparameters:
@@ -293,10 +329,17 @@ class ScheduledOptimizer:
         return self._hs_get("learning_rate")
 
     # ---- the update ---------------------------------------------------------------------
-    def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
+    @contextlib.contextmanager
+    def _hs_update(self, nested: bool = True) -> Iterator[None]:
+        """Fix the step for one update: values read inside are this update's, once each.
+
+        ``nested=True`` keeps an update already in progress (``build`` and
+        ``_clip_gradients`` called from ``apply``); ``apply`` itself starts a new one.
+        """
         state = _state(self)
-        if len(grads) == 0:
-            return super().apply(grads, trainable_variables)  # type: ignore[misc]
+        if nested and state.step is not None:
+            yield
+            return
         outer = (state.step, state.cache, state.host_step)
         state.host_step = self.clock.host_step()
         if state.host_step is not None:  # `at` takes a Python int too
@@ -304,11 +347,18 @@ class ScheduledOptimizer:
         else:
             state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
         try:
+            yield
+        finally:
+            state.step, state.cache, state.host_step = outer
+
+    def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
+        state = _state(self)
+        if len(grads) == 0:
+            return super().apply(grads, trainable_variables)  # type: ignore[misc]
+        with self._hs_update(nested=False):
             if _TENSORFLOW and not tf.executing_eagerly():
                 grads = self._hs_after_values(grads)
             result = super().apply(grads, trainable_variables)  # type: ignore[misc]
-        finally:
-            state.step, state.cache, state.host_step = outer
         if state.advance:
             steps = self.gradient_accumulation_steps
             if steps:  # the clock counts applied updates, not accumulated micro-steps
@@ -349,22 +399,27 @@ class ScheduledOptimizer:
                     # TF's update path passes the backing tf.Variable, not the Keras one
                     inner = variable.value if _TENSORFLOW else variable
                     state.owner[id(variable)] = state.owner[id(inner)] = group.name
-        if state.step is not None:  # built by `apply`
+        with self._hs_update():
             return super().build(variables)  # type: ignore[misc]
-        state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
-        try:
-            return super().build(variables)  # type: ignore[misc]
-        finally:
-            state.step, state.cache = None, {}
 
     def _clip_gradients(self, grads: Any) -> Any:
-        clipvalue = self.clipvalue if _JAX else None  # type: ignore[attr-defined]
-        if isinstance(clipvalue, StaticScalar):  # jnp.clip takes arrays only
-            if not clipvalue > 0:
-                return grads
-            v = clipvalue.value
-            return [ops.clip(g, -v, v) if g is not None else g for g in grads]
-        return super()._clip_gradients(grads)  # type: ignore[misc]
+        """Keras's clipping (``BaseOptimizer._clip_gradients`` and its helpers, formula for
+        formula), with each bound rounded once to the gradient's dtype, as Keras's Python
+        floats are: ``clipnorm``: ``g * c / max(norm(g), c)``; ``global_clipnorm``:
+        ``g * c * min(1 / norm(all), 1 / c)``; ``clipvalue``: ``clip(g, -c, c)``."""
+        with self._hs_update():
+            clipnorm, global_clipnorm, clipvalue = (
+                self.clipnorm,  # type: ignore[attr-defined]
+                self.global_clipnorm,  # type: ignore[attr-defined]
+                self.clipvalue,  # type: ignore[attr-defined]
+            )
+            if clipnorm is not None and clipnorm and clipnorm > 0:
+                return [_clip_by_norm(g, clipnorm) if g is not None else g for g in grads]
+            if global_clipnorm is not None and global_clipnorm and global_clipnorm > 0:
+                return _clip_by_global_norm(grads, global_clipnorm)
+            if clipvalue is not None and clipvalue and clipvalue > 0:
+                return [_clip_by_value(g, clipvalue) if g is not None else g for g in grads]
+            return grads
 
     def _apply_weight_decay(self, variables: Any) -> Any:
         state = _state(self)
@@ -419,6 +474,92 @@ class ScheduledOptimizer:
 
     def _hs_group_variables(self) -> list[Any]:
         return list(getattr(self, "_trainable_variables", []) or [])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keras pickles an optimizer as its `.keras` bytes and a method of its class, which
+        # pickle cannot find by name for a class made at run time: name the wrapped class
+        _, args = super().__reduce__()  # type: ignore[misc]
+        return (_unpickle, (self._hs_base, args))
+
+
+def _unpickle(base: type, args: tuple[Any, ...]) -> Any:
+    return unpickle_optimizer(scheduled_class(base), args)
+
+
+def _keras_callable(value: Any) -> bool:
+    """Whether Keras would call ``value`` for a learning rate (a callable, not a schedule)."""
+    return (
+        callable(value)
+        and not isinstance(value, keras.optimizers.schedules.LearningRateSchedule)
+        and not isinstance(value, keras.Variable)
+    )
+
+
+def _schedule(value: Any, name: str) -> Schedule:
+    """``value`` as a schedule; a Keras ``LearningRateSchedule`` keeps its own code
+    (:class:`~hyperstep.schedules.keras_compat.KerasSchedule`): convert it with
+    ``hs.schedules.from_keras`` for the hyperstep equivalent."""
+    if isinstance(value, keras.optimizers.schedules.LearningRateSchedule) and not isinstance(
+        value, Schedule
+    ):
+        return KerasSchedule(value)
+    return as_schedule(value, name=name)
+
+
+class _LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
+    """``opt.<name>`` read eagerly: the current value, whose ``assign`` is ``opt.<name> = x``."""
+
+    _hs_target: tuple[Any, str]
+
+    def assign(self, value: Any) -> Any:
+        optimizer, name = self._hs_target
+        optimizer._hs_set(name, value)
+        return optimizer._hs_get(name)
+
+    def assign_add(self, value: Any) -> Any:
+        return self.assign(ops.add(self.value, value))
+
+    def assign_sub(self, value: Any) -> Any:
+        return self.assign(ops.subtract(self.value, value))
+
+
+def _in_dtype(value: Any, dtype: Any) -> Any:
+    """A hyperparameter value as a scalar of ``dtype``, rounded once (a Python float, an
+    :class:`~hyperstep.optim._exact.ExactScalar`'s float64, a traced float32 value)."""
+    if isinstance(value, (int, float)):
+        return ops.convert_to_tensor(value, dtype)
+    if isinstance(value, StaticScalar):
+        value = value.value
+    elif _TENSORFLOW and isinstance(value, ExactScalar):
+        return tf.convert_to_tensor(value, dtype)
+    return ops.cast(value, dtype)
+
+
+def _clip_by_norm(values: Any, clipnorm: Any) -> Any:
+    values = ops.convert_to_tensor(values)
+    c = _in_dtype(clipnorm, values.dtype)
+    l2sum = ops.sum(ops.square(values), None, keepdims=True)
+    pred = l2sum > 0
+    l2sum_safe = ops.where(pred, l2sum, ops.ones_like(l2sum))  # no nan gradient
+    l2norm = ops.where(pred, ops.sqrt(l2sum_safe), l2sum)
+    return ops.convert_to_tensor(ops.multiply(values, c)) / ops.maximum(l2norm, c)
+
+
+def _clip_by_global_norm(grads: list[Any], clipnorm: Any) -> list[Any]:
+    present = [ops.convert_to_tensor(g) for g in grads if g is not None]
+    if not present:
+        return grads
+    c = _in_dtype(clipnorm, present[0].dtype)
+    norm = ops.sqrt(ops.sum(ops.stack([ops.sum(ops.square(g)) for g in present])))
+    finite = c * ops.minimum(1.0 / norm, 1.0 / c)
+    scale = finite + (norm - norm)  # nan for an inf or nan norm
+    return [g * scale if g is not None else g for g in grads]
+
+
+def _clip_by_value(values: Any, clipvalue: Any) -> Any:
+    values = ops.convert_to_tensor(values)
+    c = _in_dtype(clipvalue, values.dtype)
+    return ops.clip(values, -c, c)
 
 
 def _serialized(hyperparameters: dict[str, Hyperparameter]) -> dict[str, Any]:
@@ -545,11 +686,13 @@ def scheduled(
             f"{received('advance', advance)}"
         )
     _introspect.check_names(optimizer, list(hyperparameters))
-    given = {name: as_schedule(value, name=name) for name, value in hyperparameters.items()}
+    given = {name: _schedule(value, name) for name, value in hyperparameters.items()}
     config = optimizer.get_config()
     learning_rate = optimizer._learning_rate
     if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
         config["learning_rate"] = learning_rate
+    elif _keras_callable(learning_rate):
+        config["learning_rate"] = learning_rate  # not its serialized form
     return scheduled_class(cls)(
         **config, hyperparameters=given, clock=clock, advance=advance, groups=list(groups)
     )
