@@ -41,6 +41,7 @@ new clock (sharing is not in a config).
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -687,8 +688,11 @@ def scheduled(
         )
     _introspect.check_names(optimizer, list(hyperparameters))
     given = {name: _schedule(value, name) for name, value in hyperparameters.items()}
-    config = optimizer.get_config()
     learning_rate = optimizer._learning_rate
+    with warnings.catch_warnings():
+        if _keras_callable(learning_rate):  # Keras warns that it serializes a lambda
+            warnings.simplefilter("ignore")
+        config = optimizer.get_config()
     if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
         config["learning_rate"] = learning_rate
     elif _keras_callable(learning_rate):
