@@ -180,9 +180,9 @@ def main() -> None:
     print("RESULT " + json.dumps(result))
 
 
-
 # compile-heavy (dynamo traces each optimizer's step: minutes on 2 cores): `make test-slow`
 pytestmark = pytest.mark.slow
+
 
 # ---- the tests -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")

@@ -1,9 +1,9 @@
-"""One-pass updates for ``hs.scheduled`` on TensorFlow, used when a value follows a schedule.
+"""One-pass updates for ``hs.scheduled(..., fused=True)`` on TensorFlow (opt-in).
 
 TensorFlow-specific (``tf.raw_ops``). Keras writes each optimizer's update as separate
 elementwise TensorFlow ops, each a pass over the weights. When at least one hyperparameter
-of an ``hs.scheduled`` optimizer follows a schedule (so no bit-for-bit equality with a plain
-Keras optimizer is expected), two updates are done in fewer passes, with the same formulas:
+of an ``hs.scheduled(..., fused=True)`` optimizer is read, two updates are done in fewer
+passes, with the same formulas (not bitwise Keras's: the default, ``fused=False``, is):
 
 * decoupled weight decay, ``w <- w * (1 - lr * wd)`` (torch's form: one multiply) instead of
   Keras's ``w <- w - w * wd * lr`` (two multiplies and a subtraction), just before the
@@ -19,8 +19,8 @@ Keras optimizer is expected), two updates are done in fewer passes, with the sam
   twelve. The scalars are rounded to the variable's dtype first (``1 - beta_1`` in float32;
   Keras computes it from a Python float), so values agree to float32 rounding, not bitwise.
 
-With every value constant, ``hs.scheduled`` runs Keras's own code and is bit-identical to the
-plain optimizer.
+Without ``fused=True``, ``hs.scheduled`` runs Keras's own code and is bitwise the plain
+optimizer with the same values set before each step.
 """
 
 from __future__ import annotations

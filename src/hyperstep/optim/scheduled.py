@@ -14,17 +14,25 @@ Inside ``apply``:
 3. the clock advances to ``t + 1`` if this optimizer owns it (see :class:`hyperstep.Clock`).
 
 Keras's ``iterations`` keeps counting this optimizer's own updates (Adam's bias correction
-uses it), so with constant values the updates are bit-identical to the wrapped optimizer
-(on TensorFlow, values reach Keras's code as :class:`~hyperstep.optim._exact.ExactScalar`,
-which rounds like a Python float). Once any value follows a schedule, TensorFlow updates
-take fewer passes over the weights with the same formulas (:mod:`hyperstep.optim._fused`:
-Adam/AdamW through the fused ``ResourceApplyAdam`` kernel, weight decay as one multiply);
-they match a plain optimizer set before each step to float32 rounding of ``1 - beta``.
+uses it). Every update is Keras's own code, with the values reaching it as Keras's own
+would (on TensorFlow as :class:`~hyperstep.optim._exact.ExactScalar`, which rounds like a
+Python float; on eager torch as Python floats), so on those backends the weights are
+bitwise those of the plain optimizer whose values are set before each step. On JAX,
+constants reach a jitted step as float32 values (``1 - beta_2`` rounds differently: up to
+~5e-5 of a step). ``fused=True`` opts into TensorFlow's one-pass updates
+(:mod:`hyperstep.optim._fused`), faster and equal to float32 rounding of ``1 - beta``.
 
-Reading ``opt.beta_1`` outside ``apply`` gives the current effective value (a float32
-tensor); assigning ``opt.beta_1 = 0.5`` or ``opt.learning_rate = 0.5`` (as Keras's
-``ReduceLROnPlateau`` and ``LearningRateScheduler`` do) sets the hyperparameter's override.
-Keras's own ``learning_rate`` variable stays in ``opt.variables`` but is no longer read.
+Reading ``opt.beta_1`` outside ``apply`` gives the current effective value (eagerly, a
+variable whose ``assign`` is the attribute assignment). Assigning to the attribute follows
+Keras: a schedule (hyperstep's, Keras's or an expression) replaces the hyperparameter's
+schedule and clears its override; a number rescales it (:meth:`Hyperparameter.assign`:
+``scale *= x / current``), so the value is ``x`` now and the schedule keeps running. That is
+what Keras's ``ReduceLROnPlateau`` (each reduction multiplies the schedule: the same trace as
+``hs.ReduceOnPlateau(..., compat="keras")``) and ``LearningRateScheduler`` (its value at each
+epoch's start, the schedule's shape within the epoch) do. ``Hyperparameter.set`` instead
+fixes the value until ``clear``. Keras's own ``learning_rate`` variable stays in
+``opt.variables`` but is no longer read. A callable learning rate given to the wrapped
+optimizer stays Keras's (called at each update; not in ``opt.hyperparameters``).
 
 Saving: ``opt.clock`` and every ``opt.hyperparameters[name]`` are Keras layers reachable
 from the optimizer, so ``.keras``/``save_weights`` store them under the optimizer and
@@ -84,6 +92,7 @@ class _State:
         self.raw_mode = False
         self.groups: list[Group] = []
         self.owner: dict[int, str] = {}  # id(variable) -> group name, filled at build time
+        self.fused_requested = False  # `fused=True` was passed
         self.fused = False  # TF's one-pass updates (hyperstep.optim._fused), set at install
         self.fused_decay = False  # ... and its one-multiply weight decay
         self.live: dict[str, Any] = {}  # name -> the variable `opt.<name>` returns eagerly
@@ -122,9 +131,11 @@ class ScheduledOptimizer:
         clock: Any = None,
         advance: bool | None = None,
         groups: Any = (),
+        fused: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        _state(self).fused_requested = bool(fused)
         self._hs_install(hyperparameters or {}, clock, advance, groups)
 
     # ---- public surface -----------------------------------------------------------------
@@ -183,9 +194,9 @@ class ScheduledOptimizer:
             hyperparameter = Hyperparameter(_schedule(value, name), clock=clock, name=name)
             self._hs_add(name, hyperparameter)
         self._hs_install_groups(groups, clock)
-        # once any value follows a schedule, TF updates take the one-pass forms of
-        # hyperstep.optim._fused (every value constant: Keras's own code, bit-identical)
-        state.fused = _TENSORFLOW and any(v is None for v in state.static.values())
+        # `fused=True`: TF updates take the one-pass forms of hyperstep.optim._fused
+        # (otherwise Keras's own code: bitwise the plain optimizer set before each step)
+        state.fused = _TENSORFLOW and state.fused_requested
         state.fused_decay = state.fused and _fused.decays_in_update(self)
         if _JAX:
             # JAX trains statelessly: only `opt.variables` go into and out of the jitted
@@ -463,6 +474,7 @@ class ScheduledOptimizer:
         config["hyperparameters"] = _serialized(own)  # a group's own are saved with it
         config["clock"] = keras.saving.serialize_keras_object(self.clock)
         config["advance"] = state.advance
+        config["fused"] = state.fused_requested
         config["groups"] = [
             {
                 "name": group.name,
@@ -611,9 +623,11 @@ def scheduled_class(cls: type) -> type:
 
 def scheduled(
     optimizer: keras.optimizers.Optimizer,
+    *,
     clock: Clock | None = None,
     advance: bool | None = None,
     groups: Any = (),
+    fused: bool = False,
     **hyperparameters: Any,
 ) -> keras.optimizers.Optimizer:
     """Return ``optimizer`` with its numeric hyperparameters read from variables each step.
@@ -636,8 +650,16 @@ def scheduled(
         groups: :class:`~hyperstep.Group` objects giving sets of variables their own
             hyperparameters (``opt.hyperparameters["group/name"]``); checked when the
             optimizer is built (a pattern matching nothing, a variable matched twice).
-        **hyperparameters: ``name=value``, each value a number, a hyperstep or Keras
-            schedule, or an expression string.
+        fused: Whether TensorFlow updates take one-pass kernels (Adam and AdamW through
+            ``ResourceApplyAdam``, decoupled weight decay as one multiply): faster, but
+            ``1 - beta`` is rounded in float32 (up to ~1e-5 relative per step). By
+            default (``False``) every update is Keras's own code: bitwise the plain
+            optimizer with the same values set before each step. No effect on JAX and
+            torch (no such kernels).
+        **hyperparameters: ``name=value``, each value a number, a hyperstep schedule or
+            an expression string, or a Keras ``LearningRateSchedule`` (evaluated by its
+            own code; ``hs.schedules.from_keras`` converts the built-in ones to hyperstep's
+            equivalents).
 
     Raises:
         ValueError: For a name that is not a numeric hyperparameter of the optimizer
@@ -681,6 +703,10 @@ def scheduled(
         raise InvalidTypeError(
             f"`hs.scheduled(clock=...)` must be an `hs.Clock` or None. {received('clock', clock)}"
         )
+    if not isinstance(fused, bool):
+        raise InvalidTypeError(
+            f"`hs.scheduled(fused=...)` must be True or False. {received('fused', fused)}"
+        )
     if advance is not None and not isinstance(advance, bool):
         raise InvalidTypeError(
             f"`hs.scheduled(advance=...)` must be True, False or None. "
@@ -698,7 +724,12 @@ def scheduled(
     elif _keras_callable(learning_rate):
         config["learning_rate"] = learning_rate  # not its serialized form
     return scheduled_class(cls)(
-        **config, hyperparameters=given, clock=clock, advance=advance, groups=list(groups)
+        **config,
+        hyperparameters=given,
+        clock=clock,
+        advance=advance,
+        groups=list(groups),
+        fused=fused,
     )
 
 
