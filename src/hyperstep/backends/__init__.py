@@ -184,3 +184,45 @@ def concrete(value: Any) -> bool:
 
         return not torch.compiler.is_compiling()
     return True
+
+
+def on_claim() -> None:
+    """Called when an optimizer claims a clock: on JAX, teach Keras's trainer that the step
+    may be in the model's and the optimizer's state (:mod:`hyperstep.backends.jax`)."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        from hyperstep.backends.jax import optimizer_copy_wins_in_fit
+
+        optimizer_copy_wins_in_fit()
+
+
+def add_one_in_place(variable: Any) -> Any:
+    """``variable += 1`` in place on eager torch (Keras's ``assign_add`` costs ~70 us of
+    Python there; the in-place add ~10 us): the new value, or ``None`` elsewhere."""
+    import keras
+
+    if keras.backend.backend() != "torch" or in_stateless_scope():
+        return None
+    import torch
+
+    with torch.no_grad():
+        return variable.value.add_(1)
+
+
+def host_int(variable: Any) -> int | None:
+    """A scalar integer variable as a Python int where reading it is free: eager torch with
+    the value on the CPU, outside ``torch.compile`` and ``keras.StatelessScope``; else None.
+
+    Reads the torch tensor directly (``_value``: Keras's ``value`` costs ~5 us on torch).
+    """
+    import keras
+
+    if keras.backend.backend() != "torch":
+        return None
+    import torch
+
+    value = variable._value
+    if value.device.type != "cpu" or torch.compiler.is_compiling() or in_stateless_scope():
+        return None
+    return int(value)
