@@ -68,9 +68,7 @@ PENDING_PRIVATE = {"doctor/diagnose.py", "doctor/graph.py", "cli/demo_train.py"}
 PENDING_BRANCH = {
     "control/callbacks.py",
     "control/controllers.py",
-    "control/hyperparameter.py",
     "optim/scheduled.py",
-    "schedules/base.py",
 }
 
 

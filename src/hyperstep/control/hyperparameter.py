@@ -14,7 +14,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from hyperstep.backends import concrete, integer_dtype, unmapped_in_jit
+from hyperstep.backends import concrete, fast_value, integer_dtype, unmapped_in_jit
 from hyperstep.clock import Clock
 from hyperstep.errors import FrozenValueError, InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import (
@@ -28,8 +28,6 @@ from hyperstep.schedules.base import (
 )
 
 _BUILTIN_STATE = ("scale", "override")
-_TORCH = keras.backend.backend() == "torch"
-_JAX = keras.backend.backend() == "jax"
 #: steps per table of schedule values kept by :meth:`Hyperparameter.host_float`
 _TABLE_STEPS = 1024
 
@@ -152,13 +150,10 @@ class Hyperparameter(keras.layers.Layer):
                 clock's step, ``scale``, ``override``) are not in the stateless state being
                 traced: the compiled function would keep their values at tracing time.
         """
-        if _JAX:
-            self._check_mapped()
-        if _TORCH:
-            value = self._torch_at(step)
-            if value is not None:
-                return value
-        return self._at_ops(step)
+        self._check_mapped()  # JAX only (nothing to check elsewhere)
+        # eager torch: 2-3 torch calls (each keras.ops call costs ~15 us of Python there)
+        value = fast_value(self.schedule, step, self.scale, self.override)
+        return value if value is not None else self._at_ops(step)
 
     def _check_mapped(self) -> None:
         unmapped = unmapped_in_jit([self.clock.step, self.scale, self.override])
@@ -181,23 +176,6 @@ class Hyperparameter(keras.layers.Layer):
         override = self.override.value
         scaled = ops.multiply(self.schedule(step), self.scale.value)
         return ops.where(ops.isnan(override), scaled, override)
-
-    def _torch_at(self, step: Any) -> Any:
-        """:meth:`at` in 2-3 torch calls for a float32 tensor step; ``None`` otherwise.
-
-        Each ``keras.ops`` call costs ~15 us of Python on eager torch, several times the
-        kernel, so the value is computed with torch directly (the same bits, tested), and
-        the schedule's ``value`` is called without ``__call__``'s casts.
-        """
-        import torch
-
-        if not isinstance(step, torch.Tensor) or step.dtype != torch.float32:
-            return None
-        base = self.schedule.value(step)
-        if not isinstance(base, torch.Tensor) or base.dtype != torch.float32:
-            return None  # a schedule of another kind (a wrapped Keras one): the general path
-        override = self.override.value
-        return torch.where(torch.isnan(override), base * self.scale.value, override)
 
     def host_float(self, step: int) -> float | None:
         """The effective value at integer ``step`` as a Python float, computed on the host.

@@ -49,6 +49,7 @@ new clock (sharing is not in a config).
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -77,19 +78,51 @@ if _TENSORFLOW:
 _JAX = keras.backend.backend() == "jax"
 
 
+class _PerThread:
+    """An attribute of :class:`_State` with one value per thread (``threading.local``).
+
+    The state of an update in progress (its step, values, variable) belongs to the thread
+    running it: another thread reading ``opt.learning_rate`` meanwhile (a logger while
+    ``fit`` traces) must see the current value, not the traced step of the update.
+    """
+
+    def __init__(self, default: Any) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, state: Any, owner: type | None = None) -> Any:
+        if state is None:
+            return self
+        local = state.local
+        try:
+            return getattr(local, self.name)
+        except AttributeError:
+            value = self.default() if callable(self.default) else self.default
+            setattr(local, self.name, value)
+            return value
+
+    def __set__(self, state: Any, value: Any) -> None:
+        setattr(state.local, self.name, value)
+
+
 class _State:
     """Transient per-optimizer state kept out of Keras's and TensorFlow's tracking."""
 
+    # the update in progress, per thread
+    step = _PerThread(None)  # the step read at the start of `apply`, else None
+    host_step = _PerThread(None)  # the same as a Python int, on eager CPU torch
+    cache = _PerThread(dict)  # values computed in this update, by (key, graph)
+    variable = _PerThread(None)  # the variable being updated, for `resolve`
+    raw_mode = _PerThread(False)  # `get_config` reads Keras's raw values
+
     def __init__(self) -> None:
+        self.local = threading.local()
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.static: dict[str, float | None] = {}
         self.raw: dict[str, Any] = {}
         self.advance = False
-        self.step: Any = None  # the step read at the start of `apply`, else None
-        self.host_step: int | None = None  # the same as a Python int, on eager CPU torch
-        self.cache: dict[Any, Any] = {}
-        self.variable: Any = None  # the variable being updated, for `resolve`
-        self.raw_mode = False
         self.groups: list[Group] = []
         self.owner: dict[int, str] = {}  # id(variable) -> group name, filled at build time
         self.fused_requested = False  # `fused=True` was passed
@@ -491,7 +524,7 @@ class ScheduledOptimizer:
     def __reduce__(self) -> tuple[Any, ...]:
         # Keras pickles an optimizer as its `.keras` bytes and a method of its class, which
         # pickle cannot find by name for a class made at run time: name the wrapped class
-        _, args = super().__reduce__()  # type: ignore[misc]
+        _, args = super().__reduce__()  # type: ignore[misc,str-unpack]
         return (_unpickle, (self._hs_base, args))
 
 
