@@ -15,7 +15,7 @@ loop and in ``fit``:
                       on the learning rate updated once per block (epoch).
 
 * ``fused``           the same with ``fused=True``: TensorFlow's fused ``ResourceApplyAdam``
-                      kernel and weight decay in one multiply (``hyperstep.optim._fused``),
+                      kernel and weight decay in one multiply (``hyperstep.backends.tensorflow``),
                       the same formulas in fewer passes over the weights than Keras's
                       separate ops, rounded differently (``hyperstep`` is Keras's own update,
                       bitwise).

@@ -68,7 +68,6 @@ PENDING_PRIVATE = {"doctor/diagnose.py", "doctor/graph.py", "cli/demo_train.py"}
 PENDING_BRANCH = {
     "control/callbacks.py",
     "control/controllers.py",
-    "optim/scheduled.py",
 }
 
 

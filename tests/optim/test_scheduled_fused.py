@@ -1,4 +1,4 @@
-"""hs.scheduled's one-pass updates on TensorFlow (hyperstep.optim._fused), opted into with
+"""hs.scheduled's one-pass updates on TensorFlow (hyperstep.backends.tensorflow), opted into with
 ``fused=True``: the fused Adam kernel and torch-form weight decay, against independent
 float32 references; Keras's own code by default (bitwise: tests/optim/test_scheduled_exact.py)."""
 
@@ -52,7 +52,7 @@ def _train(opt, steps, compiled):
 
 
 def _adamw_float32(steps, beta_2=0.999, epsilon=1e-7):
-    """AdamW in numpy float32, term for term as in ``hyperstep.optim._fused``."""
+    """AdamW in numpy float32, term for term as in ``hyperstep.backends.tensorflow``."""
     w, m, v = START.copy(), np.zeros(6, "float32"), np.zeros(6, "float32")
     one, b2, eps = np.float32(1), np.float32(beta_2), np.float32(epsilon)
     for t in range(steps):

@@ -265,3 +265,100 @@ def _backend() -> str:
     import keras
 
     return str(keras.backend.backend())
+
+
+# ---- what hs.scheduled hands Keras's optimizer code -------------------------------------------
+def keras_scalar(value: Any, exact: Any, static: float | None, *, checked: bool) -> Any:
+    """A hyperparameter's value for Keras's optimizer code, read the way Keras reads its own.
+
+    ``value()`` is the float32 value, ``exact()`` the same in float64 with constants exact,
+    ``static`` the constant (``None`` for a schedule), ``checked`` whether Keras tests it in a
+    Python ``if`` while tracing. TensorFlow: an :class:`~hyperstep.backends.tensorflow.
+    ExactScalar` (rounds like a Python float: bitwise Keras's updates); JAX, when checked: a
+    :class:`~hyperstep.backends.static.StaticScalar` (a tracer cannot answer ``if``);
+    otherwise ``value()``. ``exact=None``: always ``value()`` (the learning rate, which Keras
+    reads from a float32 variable itself).
+    """
+    name = _backend()
+    if name == "tensorflow" and exact is not None:
+        from hyperstep.backends.tensorflow import ExactScalar
+
+        return ExactScalar(exact(), static)
+    if name == "jax" and checked:
+        from hyperstep.backends.static import StaticScalar
+
+        return StaticScalar(value(), static)
+    return value()
+
+
+def scalar_tensor(value: Any) -> Any:
+    """The tensor behind a value from :func:`keras_scalar` (itself for a plain tensor)."""
+    from hyperstep.backends.static import StaticNumber, StaticScalar
+
+    if isinstance(value, StaticScalar):
+        return value.value
+    if isinstance(value, StaticNumber):
+        return value.tensor  # type: ignore[attr-defined]
+    return value
+
+
+def in_dtype(value: Any, dtype: Any) -> Any:
+    """A value from :func:`keras_scalar` (or a Python number) as a scalar of ``dtype``,
+    rounded once: a Python float or an ExactScalar's float64 directly, like Keras's floats."""
+    from keras import ops
+
+    from hyperstep.backends.static import StaticNumber, StaticScalar
+
+    if isinstance(value, (int, float)):
+        return ops.convert_to_tensor(value, dtype)
+    if isinstance(value, StaticScalar):
+        return ops.cast(value.value, dtype)
+    if isinstance(value, StaticNumber):  # TensorFlow's ExactScalar: its conversion
+        import tensorflow as tf
+
+        return tf.convert_to_tensor(value, dtype)
+    return ops.cast(value, dtype)
+
+
+def graph_key() -> Any:
+    """The graph values are being built in (TensorFlow's default graph), else ``None``:
+    values cached for one update are kept per graph."""
+    if _backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    return tf.compat.v1.get_default_graph()
+
+
+def builds_graph() -> bool:
+    """Whether ops are being recorded into a TensorFlow graph (so :func:`after` orders them)."""
+    if _backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return not tf.executing_eagerly()
+
+
+def trains_statelessly() -> bool:
+    """Whether Keras trains statelessly (JAX): only ``optimizer.variables`` go into and out of
+    a jitted step, so a clock's step and hyperparameter state read there must be among them."""
+    return _backend() == "jax"
+
+
+def optimizer_mixins() -> tuple[type, ...]:
+    """Backend mixins for ``hs.scheduled``'s classes (TensorFlow: one ``iterations`` read)."""
+    if _backend() != "tensorflow":
+        return ()
+    from hyperstep.backends.tensorflow import SharedIterations
+
+    return (SharedIterations,)
+
+
+def fused_updates() -> Any:
+    """The module of fused one-pass updates (:mod:`hyperstep.backends.tensorflow`), or
+    ``None`` where there are none (JAX, torch)."""
+    if _backend() != "tensorflow":
+        return None
+    from hyperstep.backends import tensorflow
+
+    return tensorflow

@@ -350,7 +350,7 @@ class Hyperparameter(keras.layers.Layer):
         return variable
 
     def _new_state(self, name: str, initial: Any, dtype: str) -> Any:
-        if dtype == "int64":  # int32 on JAX without x64 (see hyperstep._backend.integer_dtype)
+        if dtype == "int64":  # int32 on JAX without x64 (see hyperstep.backends.integer_dtype)
             dtype = integer_dtype()
         variable = self.add_weight(
             shape=(),

@@ -15,12 +15,12 @@ Inside ``apply``:
 
 Keras's ``iterations`` keeps counting this optimizer's own updates (Adam's bias correction
 uses it). Every update is Keras's own code, with the values reaching it as Keras's own
-would (on TensorFlow as :class:`~hyperstep.optim._exact.ExactScalar`, which rounds like a
+would (on TensorFlow as :class:`~hyperstep.backends.tensorflow.ExactScalar`, which rounds like a
 Python float; on eager torch as Python floats), so on those backends the weights are
 bitwise those of the plain optimizer whose values are set before each step. On JAX,
 constants reach a jitted step as float32 values (``1 - beta_2`` rounds differently: up to
 ~5e-5 of a step). ``fused=True`` opts into TensorFlow's one-pass updates
-(:mod:`hyperstep.optim._fused`), faster and equal to float32 rounding of ``1 - beta``.
+(:mod:`hyperstep.backends.tensorflow`), faster and equal to float32 rounding of ``1 - beta``.
 
 Reading ``opt.beta_1`` outside ``apply`` gives the current effective value (eagerly, a
 variable whose ``assign`` is the attribute assignment). Assigning to the attribute follows
@@ -57,25 +57,21 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep.backends import after, concrete
+from hyperstep import backends
+from hyperstep.backends import after, concrete, native_variable
 from hyperstep.backends.internals import unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter, _track
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
-from hyperstep.optim._static import StaticScalar
+from hyperstep.optim.core import (
+    advance_after_update,
+    assign_attribute,
+    keras_callable,
+    schedule_of,
+)
 from hyperstep.optim.groups import Group, assign_groups
-from hyperstep.schedules.base import Constant, Schedule, as_schedule
-from hyperstep.schedules.keras_compat import KerasSchedule
-
-_TENSORFLOW = keras.backend.backend() == "tensorflow"
-if _TENSORFLOW:
-    import tensorflow as tf
-
-    from hyperstep.optim import _fused
-    from hyperstep.optim._exact import ExactScalar
-
-_JAX = keras.backend.backend() == "jax"
+from hyperstep.schedules.base import Constant
 
 
 class _PerThread:
@@ -126,7 +122,7 @@ class _State:
         self.groups: list[Group] = []
         self.owner: dict[int, str] = {}  # id(variable) -> group name, filled at build time
         self.fused_requested = False  # `fused=True` was passed
-        self.fused = False  # TF's one-pass updates (hyperstep.optim._fused), set at install
+        self.fused = False  # TF's one-pass updates (hyperstep.backends.tensorflow), set at install
         self.fused_decay = False  # ... and its one-multiply weight decay
         self.live: dict[str, Any] = {}  # name -> the variable `opt.<name>` returns eagerly
 
@@ -150,6 +146,7 @@ class ScheduledOptimizer:
     # provided by the Keras optimizer class this mixin is combined with
     name: str
     clock: Clock
+    iterations: Any
     gradient_accumulation_steps: Any
     _iterations: Any
     _learning_rate: Any
@@ -214,7 +211,7 @@ class ScheduledOptimizer:
             # Keras's own variable stays in `variables` (untracking it would break
             # tf.train.Checkpoint's append-only lists) but is no longer read.
             raw["learning_rate"] = float(learning_rate.numpy())
-        elif _keras_callable(learning_rate):
+        elif keras_callable(learning_rate):
             raw["learning_rate"] = None  # Keras calls it at every update, as without us
         else:
             raw["learning_rate"] = learning_rate
@@ -224,14 +221,15 @@ class ScheduledOptimizer:
                 continue
             if isinstance(value, dict):
                 value = keras.saving.deserialize_keras_object(value)
-            hyperparameter = Hyperparameter(_schedule(value, name), clock=clock, name=name)
+            hyperparameter = Hyperparameter(schedule_of(value, name), clock=clock, name=name)
             self._hs_add(name, hyperparameter)
         self._hs_install_groups(groups, clock)
-        # `fused=True`: TF updates take the one-pass forms of hyperstep.optim._fused
+        # `fused=True`: TF updates take the one-pass forms of hyperstep.backends.tensorflow
         # (otherwise Keras's own code: bitwise the plain optimizer set before each step)
-        state.fused = _TENSORFLOW and state.fused_requested
-        state.fused_decay = state.fused and _fused.decays_in_update(self)
-        if _JAX:
+        fused = backends.fused_updates()  # None where there are no such kernels
+        state.fused = fused is not None and state.fused_requested
+        state.fused_decay = state.fused and fused.decays_in_update(self)
+        if backends.trains_statelessly():
             # JAX trains statelessly: only `opt.variables` go into and out of the jitted
             # step, so the clock and the hyperparameters' state must be among them.
             # (each scalar in that state costs ~5 us per step: only the ones read)
@@ -283,7 +281,7 @@ class ScheduledOptimizer:
     def _hs_cached(self, key: str, make: Any) -> Any:
         """``make()``, computed once per update and graph (Keras reads values per variable)."""
         cache = _state(self).cache
-        graph = tf.compat.v1.get_default_graph() if _TENSORFLOW else None
+        graph = backends.graph_key()
         found = cache.get((key, id(graph)))
         if found is not None and found[0] is graph:
             return found[1]
@@ -301,29 +299,16 @@ class ScheduledOptimizer:
             value = hyperparameter.host_float(state.host_step)
             if value is not None:
                 return value
-        if _JAX and name.split("/")[-1] in _introspect.checked_in_python(self._hs_base):
-            # Keras tests it in Python (`if self.momentum != 0`): a tracer cannot answer
-            return StaticScalar(hyperparameter.at(state.step), state.static[name])
-        if name == "learning_rate" or not _TENSORFLOW:
-            return hyperparameter.at(state.step)  # on torch in a few direct torch calls
-        return ExactScalar(hyperparameter.exact_at(state.step), state.static[name])
+        checked = name.split("/")[-1] in _introspect.checked_in_python(self._hs_base)
+        # Keras's own learning rate is a float32 variable: no exact form needed
+        exact = None if name == "learning_rate" else lambda: hyperparameter.exact_at(state.step)
+        return backends.keras_scalar(
+            lambda: hyperparameter.at(state.step), exact, state.static[name], checked=checked
+        )
 
-    if _TENSORFLOW:  # torch.compile (dynamo) cannot trace `super()` in a property
-
-        @property
-        def iterations(self) -> Any:
-            """Keras's update counter; inside ``apply``, one read per update.
-
-            Keras's ``update_step`` reads ``self.iterations`` once per variable; returning
-            the same tensor (read when first needed, before the counter advances at the end
-            of ``apply``) gives the same values and lets TensorFlow's graph optimizer share
-            the per-variable scalar arithmetic derived from it (``beta_1 ** (t + 1)``, ...).
-            """
-            iterations = super().iterations  # type: ignore[misc]
-            if _state(self).step is None:
-                return iterations
-            # a read (keras.ops.convert_to_tensor would keep the variable); "@" is no name
-            return self._hs_cached("@iterations", lambda: tf.convert_to_tensor(iterations))
+    def _hs_updating(self) -> bool:
+        """Whether an update is in progress in this thread (its step fixed)."""
+        return _state(self).step is not None
 
     def _hs_get(self, name: str) -> Any:
         state = _state(self)
@@ -351,22 +336,9 @@ class ScheduledOptimizer:
         if name not in state.hyperparameters or state.raw_mode:
             state.raw[name] = value
             return
-        hyperparameter = state.hyperparameters[name]
-        if isinstance(value, (str, keras.optimizers.schedules.LearningRateSchedule)):
-            hyperparameter.schedule = _schedule(value, name)
-            hyperparameter.clear()
-            schedule = hyperparameter.schedule
-            state.static[name] = schedule.value_ if isinstance(schedule, Constant) else None
-        elif _keras_callable(value):
-            raise InvalidTypeError(
-                f"`{name}` of an `hs.scheduled` optimizer takes a number or a schedule; a "
-                "callable is read only when given to the wrapped optimizer before wrapping "
-                "(`hs.scheduled(keras.optimizers.SGD(learning_rate=fn))`). For a value fixed "
-                f"from now on, use `opt.hyperparameters[{name!r}].set(x)` "
-                f"(`Hyperparameter.set`). {received(name, value)}"
-            )
-        else:
-            hyperparameter.assign(value)
+        assign_attribute(state.hyperparameters[name], name, value)
+        schedule = state.hyperparameters[name].schedule
+        state.static[name] = schedule.value_ if isinstance(schedule, Constant) else None
 
     def _get_current_learning_rate(self) -> Any:
         if "learning_rate" not in _state(self).hyperparameters:
@@ -401,28 +373,23 @@ class ScheduledOptimizer:
         if len(grads) == 0:
             return super().apply(grads, trainable_variables)  # type: ignore[misc]
         with self._hs_update(nested=False):
-            if _TENSORFLOW and not tf.executing_eagerly():
+            if backends.builds_graph():
                 grads = self._hs_after_values(grads)
             result = super().apply(grads, trainable_variables)  # type: ignore[misc]
         if state.advance:
-            steps = self.gradient_accumulation_steps
-            if steps:  # the clock counts applied updates, not accumulated micro-steps
-                applied = ops.equal(ops.mod(self._iterations.value, steps), 0)
-                self.clock.step.assign_add(ops.cast(applied, self.clock.step.dtype))
-            else:
-                self.clock.advance()
+            advance_after_update(self, self.clock)
         return result
 
     def _hs_after_values(self, grads: Any) -> list[Any]:
-        """``grads``, gated on this update's hyperparameter values (see ``_backend.after``).
+        """``grads``, gated on this update's values (see ``hyperstep.backends.after``).
 
         The values are cached, so Keras's update reuses them.
         """
         state = _state(self)
-        scalars = [state.step, self.iterations]
+        scalars = [state.step, self.iterations]  # type: ignore[attr-defined]
         for key in self._hs_read_keys():
             value = self._hs_value(key)
-            scalars.append(value.tensor if isinstance(value, ExactScalar) else value)
+            scalars.append(backends.scalar_tensor(value))
         return after(scalars, grads)
 
     def _hs_read_keys(self) -> list[str]:
@@ -442,7 +409,7 @@ class ScheduledOptimizer:
             for variable, group in zip(variables, owners, strict=True):
                 if group is not None:
                     # TF's update path passes the backing tf.Variable, not the Keras one
-                    inner = variable.value if _TENSORFLOW else variable
+                    inner = native_variable(variable)
                     state.owner[id(variable)] = state.owner[id(inner)] = group.name
         with self._hs_update():
             return super().build(variables)  # type: ignore[misc]
@@ -487,10 +454,11 @@ class ScheduledOptimizer:
         try:
             if "learning_rate" in state.hyperparameters:
                 learning_rate = self.resolve("learning_rate", variable)
-            if state.fused_decay:
-                _fused.decay(self, variable, learning_rate)
-            if state.fused and _fused.adam_applies(self, gradient, variable):
-                return _fused.adam(self, gradient, variable, learning_rate)
+            fused = backends.fused_updates() if state.fused else None
+            if fused is not None and state.fused_decay:
+                fused.decay(self, variable, learning_rate)
+            if fused is not None and fused.adam_applies(self, gradient, variable):
+                return fused.adam(self, gradient, variable, learning_rate)
             return super().update_step(gradient, variable, learning_rate)  # type: ignore[misc]
         finally:
             state.variable = outer
@@ -532,26 +500,6 @@ def _unpickle(base: type, args: tuple[Any, ...]) -> Any:
     return unpickle_optimizer(scheduled_class(base), args)
 
 
-def _keras_callable(value: Any) -> bool:
-    """Whether Keras would call ``value`` for a learning rate (a callable, not a schedule)."""
-    return (
-        callable(value)
-        and not isinstance(value, keras.optimizers.schedules.LearningRateSchedule)
-        and not isinstance(value, keras.Variable)
-    )
-
-
-def _schedule(value: Any, name: str) -> Schedule:
-    """``value`` as a schedule; a Keras ``LearningRateSchedule`` keeps its own code
-    (:class:`~hyperstep.schedules.keras_compat.KerasSchedule`): convert it with
-    ``hs.schedules.from_keras`` for the hyperstep equivalent."""
-    if isinstance(value, keras.optimizers.schedules.LearningRateSchedule) and not isinstance(
-        value, Schedule
-    ):
-        return KerasSchedule(value)
-    return as_schedule(value, name=name)
-
-
 class _LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
     """``opt.<name>`` read eagerly: the current value, whose ``assign`` is ``opt.<name> = x``."""
 
@@ -569,16 +517,7 @@ class _LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
         return self.assign(ops.subtract(self.value, value))
 
 
-def _in_dtype(value: Any, dtype: Any) -> Any:
-    """A hyperparameter value as a scalar of ``dtype``, rounded once (a Python float, an
-    :class:`~hyperstep.optim._exact.ExactScalar`'s float64, a traced float32 value)."""
-    if isinstance(value, (int, float)):
-        return ops.convert_to_tensor(value, dtype)
-    if isinstance(value, StaticScalar):
-        value = value.value
-    elif _TENSORFLOW and isinstance(value, ExactScalar):
-        return tf.convert_to_tensor(value, dtype)
-    return ops.cast(value, dtype)
+_in_dtype = backends.in_dtype
 
 
 def _clip_by_norm(values: Any, clipnorm: Any) -> Any:
@@ -648,7 +587,8 @@ def scheduled_class(cls: type) -> type:
     namespace["_hs_base"] = cls
     namespace["__module__"] = __name__
     namespace["__doc__"] = f"{cls.__name__} with every numeric hyperparameter on a schedule."
-    sub = type(f"Scheduled{cls.__name__}", (ScheduledOptimizer, cls), namespace)
+    bases = (ScheduledOptimizer, *backends.optimizer_mixins(), cls)
+    sub = type(f"Scheduled{cls.__name__}", bases, namespace)
     sub = keras.saving.register_keras_serializable(package="hyperstep")(sub)
     _CLASSES[cls] = sub
     return sub
@@ -746,15 +686,15 @@ def scheduled(
             f"{received('advance', advance)}"
         )
     _introspect.check_names(optimizer, list(hyperparameters))
-    given = {name: _schedule(value, name) for name, value in hyperparameters.items()}
+    given = {name: schedule_of(value, name) for name, value in hyperparameters.items()}
     learning_rate = optimizer._learning_rate
     with warnings.catch_warnings():
-        if _keras_callable(learning_rate):  # Keras warns that it serializes a lambda
+        if keras_callable(learning_rate):  # Keras warns that it serializes a lambda
             warnings.simplefilter("ignore")
         config = optimizer.get_config()
     if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
         config["learning_rate"] = learning_rate
-    elif _keras_callable(learning_rate):
+    elif keras_callable(learning_rate):
         config["learning_rate"] = learning_rate  # not its serialized form
     return scheduled_class(cls)(
         **config,
