@@ -13,7 +13,9 @@ variant for one block of steps, in a rotating order):
 * ``keras``      ``keras.optimizers.AdamW`` with a Keras ``ExponentialDecay`` learning rate
                  (constant ``beta_1`` and ``weight_decay``): the baseline;
 * ``hyperstep``  ``hs.scheduled(AdamW(), ...)`` with the learning rate, ``beta_1`` and
-                 ``weight_decay`` all on schedules;
+                 ``weight_decay`` all on schedules (Keras's own update: bitwise Keras);
+* ``fused``      (TensorFlow only) the same with ``fused=True``: TensorFlow's one-pass
+                 ``ResourceApplyAdam`` and weight decay in one multiply;
 * ``optax``      (JAX only) the same three schedules through
                  ``optax.inject_hyperparams(optax.adamw)``, in the same jitted step;
 * ``keras+12``   (JAX only) the baseline with 12 unused scalar variables added to the
@@ -58,9 +60,10 @@ def _optimizer(variant: str) -> Any:
 
     import hyperstep as hs
 
-    if variant == "hyperstep":
+    if variant in ("hyperstep", "fused"):
         return hs.scheduled(
             keras.optimizers.AdamW(),
+            fused=variant == "fused",
             learning_rate=hs.schedules.exponential(1e-3, 0.5, every=1000),
             beta_1="0.95 - 0.1 * min(step / 1000, 1)",
             weight_decay=hs.schedules.linear(0.0, 1e-4, steps=10_000),
@@ -223,6 +226,8 @@ def child(repeats: int, steps: int) -> dict[str, Any]:
     y = rng.integers(0, 10, size=(BATCH,)).astype("int32")
     make = {"tensorflow": _step_tensorflow, "jax": _step_jax, "torch": _step_torch}[backend]
     runs = {v: make(mlp(), _optimizer(v), x, y) for v in ("keras", "hyperstep")}
+    if backend == "tensorflow":
+        runs["fused"] = make(mlp(), _optimizer("fused"), x, y)
     if backend == "jax":
         runs["optax"] = _step_optax(mlp(), x, y)
         runs["keras+12"] = make(*_padded(12), x, y)

@@ -1,6 +1,6 @@
 """Overhead of ``hs.scheduled`` against plain Keras: time per training step.
 
-MLP 784-256-256-10, batch 128, Adam, float32, CPU. Four variants, measured interleaved
+MLP 784-256-256-10, batch 128, Adam, float32, CPU. Six variants, measured interleaved
 (each repeat runs every variant once, in a rotating order) in a custom ``tf.function``
 loop and in ``fit``:
 
@@ -14,11 +14,11 @@ loop and in ``fit``:
                       beta_1=...)`` with all three on schedules, plus ``hs.ReduceOnPlateau``
                       on the learning rate updated once per block (epoch).
 
-Once a value follows a schedule, ``hs.scheduled`` on TensorFlow updates Adam with
-TensorFlow's fused ``ResourceApplyAdam`` kernel and decays weights in one multiply
-(``hyperstep.optim._fused``): the same formulas in fewer passes over the weights than
-Keras's separate ops, so ``hyperstep`` can be faster than ``keras`` although it does more
-(weight decay, three schedules).
+* ``fused``           the same with ``fused=True``: TensorFlow's fused ``ResourceApplyAdam``
+                      kernel and weight decay in one multiply (``hyperstep.backends.tensorflow``),
+                      the same formulas in fewer passes over the weights than Keras's
+                      separate ops, rounded differently (``hyperstep`` is Keras's own update,
+                      bitwise).
 
 Prints min/median/max milliseconds per step, the median ratio to ``keras`` and the median
 of ratios paired within each repeat. The target is a median ratio <= 1.02 for
@@ -54,7 +54,7 @@ import hyperstep as hs
 
 BATCH = 128
 TARGET = 1.02
-VARIANTS = ("keras", "keras-decay", "keras-schedule", "python-assign", "hyperstep")
+VARIANTS = ("keras", "keras-decay", "keras-schedule", "python-assign", "hyperstep", "fused")
 TIMER = time.perf_counter  # --cpu-time: time.process_time with one TensorFlow thread
 
 
@@ -65,9 +65,10 @@ def _optimizer(variant: str) -> tuple[keras.optimizers.Optimizer, object]:
     if variant == "keras-schedule":
         decay = keras.optimizers.schedules.ExponentialDecay(1e-3, 1000, 0.5)
         return keras.optimizers.Adam(decay), None
-    if variant == "hyperstep":
+    if variant in ("hyperstep", "fused"):
         opt = hs.scheduled(
             keras.optimizers.Adam(),
+            fused=variant == "fused",
             learning_rate=hs.schedules.exponential(1e-3, 0.5, every=1000),
             weight_decay=hs.schedules.linear(0.0, 1e-4, steps=10_000),
             beta_1="0.95 - 0.1 * min(step / 1000, 1)",
@@ -226,6 +227,10 @@ def _report(title: str, times: dict[str, list[float]]) -> bool:
         f"median ratio {same:.3f}, paired {same_paired:.3f} "
         f"(target <= {TARGET}: {'met' if same <= TARGET else 'NOT met'})"
     )
+    fused = statistics.median(
+        f / d for f, d in zip(times["fused"], times["keras-decay"], strict=True)
+    )
+    print(f"fused / keras-decay (fused=True, the same formulas): paired {fused:.3f}")
     print(
         f"keras-decay / keras (what Keras's own constant weight decay costs): "
         f"{decay / base:.3f}, paired {paired['keras-decay']:.3f}"

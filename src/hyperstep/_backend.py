@@ -1,154 +1,23 @@
-"""Checks that Keras has a usable backend before anything else imports it."""
+"""The backend room's interface under its former name (see :mod:`hyperstep.backends`)."""
 
-from __future__ import annotations
+from hyperstep.backends import (
+    after,
+    backend_name,
+    check_backend,
+    in_stateless_scope,
+    integer_dtype,
+    native_variable,
+    require_tensorflow,
+    unmapped_in_jit,
+)
 
-import functools
-import importlib.util
-import os
-from typing import Any
-
-_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
-_EXTRAS = {
-    "tensorflow": "pip install 'hyperstep[cpu]' (tensorflow-cpu) or 'hyperstep[tf]' (tensorflow)",
-    "jax": "pip install 'hyperstep[jax]'",
-    "torch": "pip install 'hyperstep[torch]'",
-}
-
-
-def backend_name() -> str:
-    """Return the backend Keras will use: ``KERAS_BACKEND`` or the Keras config, else TF."""
-    name = os.environ.get("KERAS_BACKEND")
-    if name:
-        return name
-    try:
-        import json
-
-        path = os.path.join(
-            os.environ.get("KERAS_HOME", os.path.join(os.path.expanduser("~"), ".keras")),
-            "keras.json",
-        )
-        with open(path) as f:
-            return str(json.load(f).get("backend", "tensorflow"))
-    except (OSError, ValueError):
-        return "tensorflow"
-
-
-def check_backend() -> None:
-    """Raise ImportError naming the extras to install when Keras's backend is missing."""
-    name = backend_name()
-    package = _PACKAGES.get(name)
-    if package is None or importlib.util.find_spec(package) is not None:
-        return
-    raise ImportError(
-        f"hyperstep needs a Keras backend, and the selected one ({name!r}) is not installed. "
-        f"Install one with {_EXTRAS[name]}, or set KERAS_BACKEND to an installed backend "
-        "(tensorflow, jax or torch)."
-    )
-
-
-def integer_dtype() -> str:
-    """Return the dtype of integer state: ``"int64"``, or ``"int32"`` on JAX without x64.
-
-    JAX stores 32-bit integers unless ``jax_enable_x64`` is on (``JAX_ENABLE_X64=1``); asking
-    it for int64 warns and truncates. A clock in int32 counts up to 2**31 - 1 steps.
-    """
-    import keras
-
-    if keras.backend.backend() != "jax":
-        return "int64"
-    import jax
-
-    return "int64" if jax.config.read("jax_enable_x64") else "int32"
-
-
-def in_stateless_scope() -> bool:
-    """Whether Keras records assignments instead of making them (``keras.StatelessScope``)."""
-    from keras.src.backend.common.stateless_scope import in_stateless_scope as inside
-
-    return bool(inside())
-
-
-def unmapped_in_jit(variables: list[Any]) -> list[Any]:
-    """The ``variables`` a ``jax.jit`` trace being recorded would read as constants.
-
-    Inside a staged JAX trace (``jax.jit``, ``lax.scan``, ...; not Keras's symbolic shape
-    inference), a Keras variable read outside a ``keras.StatelessScope`` that maps it gives
-    its current array, which the compiled function then keeps. Empty outside such a trace
-    and on other backends. Uses JAX's private trace state (``jax._src.core``); if that
-    changes, nothing is reported.
-    """
-    probes = _jax_probes()
-    if probes is None:
-        return []
-    core, get_stateless_scope, in_symbolic_scope = probes
-    if core.trace_state_clean() or in_symbolic_scope() or not core.unsafe_am_i_under_a_jit():
-        return []
-    scope = get_stateless_scope()
-    if scope is None:
-        return list(variables)
-    return [v for v in variables if scope.get_current_value(v) is None]
-
-
-@functools.cache
-def _jax_probes() -> tuple[Any, Any, Any] | None:
-    """JAX's trace state and Keras's scope getters, or ``None`` (not JAX, or moved)."""
-    import keras
-
-    if keras.backend.backend() != "jax":
-        return None
-    try:
-        from jax._src import core
-        from keras.src.backend.common.stateless_scope import get_stateless_scope
-        from keras.src.backend.common.symbolic_scope import in_symbolic_scope
-    except ImportError:
-        return None
-    if not hasattr(core, "trace_state_clean") or not hasattr(core, "unsafe_am_i_under_a_jit"):
-        return None
-    return core, get_stateless_scope, in_symbolic_scope
-
-
-def native_variable(variable: Any) -> Any:
-    """The backend variable behind a Keras variable (TensorFlow: its ``tf.Variable``).
-
-    TensorFlow's update paths hand optimizers either; other backends: ``variable``.
-    """
-    import keras
-
-    if keras.backend.backend() == "tensorflow" and isinstance(variable, keras.Variable):
-        return variable.value
-    return variable
-
-
-def require_tensorflow(feature: str) -> None:
-    """Raise :class:`hyperstep.errors.BackendError` unless Keras runs on TensorFlow."""
-    import keras
-
-    from hyperstep.errors import BackendError
-
-    if keras.backend.backend() != "tensorflow":
-        raise BackendError(
-            f"{feature} needs the TensorFlow backend; Keras is running on "
-            f"{keras.backend.backend()!r}. Set KERAS_BACKEND=tensorflow before importing keras."
-        )
-
-
-def after(scalars: list[Any], tensors: list[Any]) -> list[Any]:
-    """``tensors``, usable only once ``scalars`` are computed (in a TensorFlow graph).
-
-    TensorFlow's executor runs whichever ops are ready, and the few cheap reads behind an
-    optimizer's hyperparameter values queue behind full-size ops: measured on Adam, every
-    variable's ``g - m`` and ``g**2`` ran first and waited, allocated all at once, for
-    ``1 - beta_1``, with more page faults. Gradients gated on the values let each variable's
-    update run from its first op to its assign while its temporaries are hot. ``tf.identity``
-    forwards the buffer: nothing is copied. Eagerly and on other backends: ``tensors``.
-    """
-    import keras
-
-    if keras.backend.backend() != "tensorflow":
-        return tensors
-    import tensorflow as tf
-
-    if tf.executing_eagerly():
-        return tensors
-    with tf.control_dependencies([s for s in scalars if tf.is_tensor(s)]):
-        return [tf.identity(t) if isinstance(t, tf.Tensor) else t for t in tensors]
+__all__ = [
+    "after",
+    "backend_name",
+    "check_backend",
+    "in_stateless_scope",
+    "integer_dtype",
+    "native_variable",
+    "require_tensorflow",
+    "unmapped_in_jit",
+]

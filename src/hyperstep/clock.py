@@ -14,10 +14,9 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep._backend import in_stateless_scope, integer_dtype
+from hyperstep import backends
+from hyperstep.backends import integer_dtype
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-
-_TORCH = keras.backend.backend() == "torch"
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
@@ -120,13 +119,9 @@ class Clock(keras.layers.Layer):
     # ---- advancing ----------------------------------------------------------------------
     def advance(self) -> Any:
         """Add one to ``step`` (``step.assign_add(1)``) and return the variable's new value."""
-        if _TORCH and not in_stateless_scope():
-            # Keras's assign_add costs ~70 us of Python on torch; the in-place add ~10 us
-            import torch
-
-            with torch.no_grad():
-                return self.step.value.add_(1)
-        return self.step.assign_add(1)
+        # eager torch: in place (Keras's assign_add costs ~70 us of Python there)
+        found = backends.add_one_in_place(self.step)
+        return found if found is not None else self.step.assign_add(1)
 
     def host_step(self) -> int | None:
         """``step`` as a Python int where reading it is free, else ``None``.
@@ -137,14 +132,7 @@ class Clock(keras.layers.Layer):
         would be baked into the graph (a recompile per value), on a GPU reading it waits for
         the device, and in graphs (TensorFlow, JAX) it is a symbolic value: ``None`` there.
         """
-        if not _TORCH:
-            return None
-        import torch
-
-        step = self.step._value  # Keras's `value` property costs ~5 us on torch
-        if step.device.type != "cpu" or torch.compiler.is_compiling() or in_stateless_scope():
-            return None
-        return int(step)
+        return backends.host_int(self.step)
 
     def claim(self, owner: Any, advance: bool | None) -> bool:
         """Decide whether ``owner`` advances this clock; return that decision.
@@ -164,8 +152,7 @@ class Clock(keras.layers.Layer):
                     "`advance=False` to the others. Received: advance=True"
                 )
             self._owner = weakref.ref(owner)
-        if keras.backend.backend() == "jax":
-            _optimizer_copy_wins_in_jax_fit()  # the optimizer will hold a copy of `step`
+        backends.on_claim()  # JAX: the optimizer will hold a copy of `step` in fit
         return bool(advance)
 
     # ---- stateless training (JAX) -------------------------------------------------------
@@ -244,82 +231,6 @@ class Clock(keras.layers.Layer):
 
     def __repr__(self) -> str:
         return f"Clock(steps_per_epoch={self._steps_per_epoch!r}, name={self.name!r})"
-
-
-def _optimizer_copy_wins_in_jax_fit() -> None:
-    """Teach Keras's JAX trainer that a variable may be in the model's and the optimizer's state.
-
-    Keras's JAX ``fit`` carries ``model.non_trainable_variables`` and
-    ``optimizer.variables`` as separate lists of arrays between jitted steps and writes
-    them back at the end of an epoch (optimizer last). A clock's step is in both lists when
-    a hyperparameter in the model runs on an optimizer's clock. Two changes, installed
-    once:
-
-    * before and after Keras's own ``train_step``, the model's copy of every variable the
-      optimizer also holds takes the optimizer's value: the forward pass reads the step the
-      optimizer is about to use, and the state handed on agrees (the optimizer also wins
-      in Keras's ``jax_state_sync``, which assigns its values last); decided while
-      tracing, it adds nothing to the compiled step;
-    * when the state is read from the variables, the model's copy gets its own buffer
-      (the jitted step donates its inputs, and XLA refuses one buffer donated twice).
-
-    A model whose ``train_step`` does not call ``super().train_step`` uses
-    :meth:`Clock.stateless_copy` itself.
-    """
-    from keras.src.backend.jax.trainer import JAXTrainer
-
-    keras_train_step = JAXTrainer.train_step
-    keras_get_jax_state = JAXTrainer._get_jax_state
-    if getattr(keras_train_step, "_hyperstep", False):
-        return
-
-    def train_step(self: Any, state: Any, data: Any) -> Any:
-        shared = _shared_in_fit(self)
-        if not shared or len(state) != 4:
-            return keras_train_step(self, state, data)
-        logs, state = keras_train_step(self, _optimizer_copy(state, shared), data)
-        return logs, _optimizer_copy(state, shared)
-
-    def _get_jax_state(self: Any, *args: Any, **kwargs: Any) -> Any:
-        state = keras_get_jax_state(self, *args, **kwargs)
-        if not (kwargs.get("non_trainable_variables") and kwargs.get("optimizer_variables")):
-            return state
-        shared = _shared_in_fit(self)
-        if shared:
-            import jax.numpy as jnp
-
-            index = 1 if kwargs.get("trainable_variables") else 0
-            non_trainable = list(state[index])
-            for i, _ in shared:
-                non_trainable[i] = jnp.array(non_trainable[i], copy=True)
-            state = (*state[:index], non_trainable, *state[index + 1 :])
-        return state
-
-    train_step.__doc__ = keras_train_step.__doc__
-    train_step._hyperstep = True  # type: ignore[attr-defined]
-    JAXTrainer.train_step = train_step  # type: ignore[method-assign]
-    JAXTrainer._get_jax_state = _get_jax_state  # type: ignore[method-assign]
-
-
-def _optimizer_copy(state: Any, shared: list[tuple[int, int]]) -> Any:
-    """Keras's JAX training state with the optimizer's value in the model's copies."""
-    trainable, non_trainable, optimizer_values, metrics = state
-    non_trainable = list(non_trainable)
-    for i, j in shared:
-        non_trainable[i] = optimizer_values[j]
-    return trainable, non_trainable, optimizer_values, metrics
-
-
-def _shared_in_fit(model: Any) -> list[tuple[int, int]]:
-    """``(i, j)`` for each variable at ``model.non_trainable_variables[i]`` and
-    ``model.optimizer.variables[j]``."""
-    optimizer = getattr(model, "optimizer", None)
-    if optimizer is None:
-        return []
-    where = {id(v): j for j, v in enumerate(optimizer.variables)}
-    return [
-        (i, where[id(v)]) for i, v in enumerate(model.non_trainable_variables) if id(v) in where
-    ]
 
 
 def _positive_int(value: Any) -> int:

@@ -3,7 +3,7 @@
 Keras tests some hyperparameters in Python while tracing (``if self.momentum != 0`` in SGD
 and RMSprop, ``if self.clipvalue and self.clipvalue > 0`` in every optimizer); under
 ``jax.jit`` a value read from variables cannot answer, so ``hs.scheduled`` hands those as
-:class:`hyperstep.optim._static.StaticScalar`. Each configuration trains the same model
+:class:`hyperstep.backends.static.StaticScalar`. Each configuration trains the same model
 plainly and scheduled (constant values) in one JAX process; the weights must agree to
 float32 rounding and must have moved.
 """

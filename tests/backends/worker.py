@@ -346,7 +346,7 @@ def check_tensorflow_only() -> dict[str, str]:
         "hyperstep.doctor.diagnose",
         "hyperstep.doctor.probe",
         "hyperstep.doctor.graph",
-        "hyperstep.optim._exact",
+        "hyperstep.backends.tensorflow",
     ]:
         attempts[module] = lambda module=module: importlib.import_module(module)
     examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")

@@ -160,8 +160,11 @@ def test_learning_rate_reads_and_sets_the_default_group() -> None:
     opt.clock.step.assign(10)
     assert float(opt.learning_rate) == pytest.approx(0.005)
     opt.learning_rate = 0.2  # what Keras's LearningRateScheduler / ReduceLROnPlateau do
-    assert bool(opt.hyperparameters["learning_rate"].is_set)
+    # (since issue 14: rescales the running schedule, as on hs.scheduled; set() overrides)
+    assert not bool(opt.hyperparameters["learning_rate"].is_set)
     assert float(opt.learning_rate) == pytest.approx(0.2)
+    opt.clock.step.assign(20)
+    assert float(opt.learning_rate) == pytest.approx(0.1)  # the schedule ran on, halved
 
 
 def test_shared_clock_advances_once_per_training_step() -> None:

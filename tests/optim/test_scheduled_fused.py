@@ -1,6 +1,6 @@
-"""hs.scheduled's one-pass updates on TensorFlow (hyperstep.optim._fused), used once a value
-follows a schedule: the fused Adam kernel and torch-form weight decay, against independent
-float32 references; Keras's own code when every value is constant."""
+"""hs.scheduled's one-pass updates on TensorFlow (hyperstep.backends.tensorflow), opted into with
+``fused=True``: the fused Adam kernel and torch-form weight decay, against independent
+float32 references; Keras's own code by default (bitwise: tests/optim/test_scheduled_exact.py)."""
 
 import keras
 import numpy as np
@@ -30,6 +30,7 @@ def _wd(t):
 def _scheduled(cls=K.AdamW, **kwargs):
     return hs.scheduled(
         cls(**kwargs),
+        fused=True,
         learning_rate=0.05 * 0.9 ** (Step() / 3),
         beta_1=0.9 - 0.02 * Step(),
         weight_decay=0.1 * (1 + Step() / 10),
@@ -51,7 +52,7 @@ def _train(opt, steps, compiled):
 
 
 def _adamw_float32(steps, beta_2=0.999, epsilon=1e-7):
-    """AdamW in numpy float32, term for term as in ``hyperstep.optim._fused``."""
+    """AdamW in numpy float32, term for term as in ``hyperstep.backends.tensorflow``."""
     w, m, v = START.copy(), np.zeros(6, "float32"), np.zeros(6, "float32")
     one, b2, eps = np.float32(1), np.float32(beta_2), np.float32(epsilon)
     for t in range(steps):
@@ -79,11 +80,14 @@ def _op_types(opt):
     return {op.type for op in step.get_concrete_function().graph.get_operations()}
 
 
-def test_the_kernel_runs_only_once_a_value_is_scheduled():
+def test_the_kernel_runs_only_with_fused_true():
     assert "ResourceApplyAdam" in _op_types(_scheduled())
-    assert "ResourceApplyAdam" in _op_types(hs.scheduled(K.Adam(), learning_rate=1e-3 * Step()))
-    # every value constant: Keras's own update (bit-identical, tests/optim/test_scheduled.py)
+    fused = hs.scheduled(K.Adam(), fused=True, learning_rate=1e-3 * Step())
+    assert "ResourceApplyAdam" in _op_types(fused)
+    # by default Keras's own update, schedules or not (bitwise: test_scheduled_exact.py)
     assert "ResourceApplyAdam" not in _op_types(hs.scheduled(K.AdamW()))
+    assert "ResourceApplyAdam" not in _op_types(hs.scheduled(K.Adam(), learning_rate=Step()))
+    assert "ResourceApplyAdam" in _op_types(type(fused).from_config(fused.get_config()))
     # amsgrad has no kernel here: Keras's update, with the one-pass decay
     assert "ResourceApplyAdam" not in _op_types(_scheduled(amsgrad=True))
 
@@ -91,7 +95,10 @@ def test_the_kernel_runs_only_once_a_value_is_scheduled():
 def test_one_pass_weight_decay_for_other_optimizers():
     # SGD: w <- w * (1 - lr * wd) - lr * g, with g taken before the decay
     opt = hs.scheduled(
-        K.SGD(), learning_rate=0.05 * 0.9 ** (Step() / 3), weight_decay=0.1 * (1 + Step() / 10)
+        K.SGD(),
+        fused=True,
+        learning_rate=0.05 * 0.9 ** (Step() / 3),
+        weight_decay=0.1 * (1 + Step() / 10),
     )
     w = START.copy()
     for t in range(8):
@@ -119,7 +126,7 @@ def test_sparse_gradients_take_keras_update():
 
     reference = K.Adam()
     expected = train(reference, lambda t: setattr(reference, "learning_rate", float(_lr(t))))
-    actual = train(hs.scheduled(K.Adam(), learning_rate=0.05 * 0.9 ** (Step() / 3)))
+    actual = train(hs.scheduled(K.Adam(), fused=True, learning_rate=0.05 * 0.9 ** (Step() / 3)))
     np.testing.assert_allclose(actual, expected, rtol=1e-6)
 
 
@@ -142,9 +149,9 @@ def test_the_kernel_composes_with_keras_optimizer_features(extra):
     for i in range(8):
         reference.learning_rate = float(_lr(i // every))
         reference.apply([w_ref.value - TARGET], [w_ref])
-    opt = hs.scheduled(K.Adam(**extra), learning_rate=0.05 * 0.9 ** (Step() / 3))
+    opt = hs.scheduled(K.Adam(**extra), fused=True, learning_rate=0.05 * 0.9 ** (Step() / 3))
     if every == 1:  # (with accumulation the update is inside a cond's branch function)
-        kernel = _op_types(hs.scheduled(K.Adam(**extra), learning_rate=Step()))
+        kernel = _op_types(hs.scheduled(K.Adam(**extra), fused=True, learning_rate=Step()))
         assert "ResourceApplyAdam" in kernel
     # Adam's step differs by ~1e-5 relative (1 - beta_2 rounded in float32): lr * 8 * 1e-5
     np.testing.assert_allclose(_train(opt, 8, compiled=True), w_ref.numpy(), atol=5e-6)

@@ -277,8 +277,9 @@ def test_a_scheduled_optimizer_inside_a_loss_scale_optimizer_trains_and_saves(tm
     assert int(restored.clock.step) == 8
 
 
-def test_keras_reduce_lr_on_plateau_sets_the_override_instead_of_raising():
-    # plain Keras raises "learning rate is not settable" with a schedule (DESIGN fact 1)
+def test_keras_reduce_lr_on_plateau_multiplies_the_schedule_instead_of_raising():
+    # plain Keras raises "learning rate is not settable" with a schedule (DESIGN fact 1);
+    # on a scheduled optimizer each reduction multiplies the running schedule (issue 14)
     model = _model()
     opt = hs.scheduled(K.Adam(), learning_rate=0.01 * 0.5 ** (Step() / 100))
     model.compile(opt, "mse")
@@ -287,5 +288,6 @@ def test_keras_reduce_lr_on_plateau_sets_the_override_instead_of_raising():
     )
     model.fit(X, Y, batch_size=8, epochs=3, verbose=0, callbacks=[plateau])
     lr = opt.hyperparameters["learning_rate"]
-    assert bool(lr.is_set)
-    np.testing.assert_allclose(float(lr.override), 0.01 * 0.5 ** (8 / 100) * 0.25, rtol=1e-5)
+    assert not bool(lr.is_set)
+    assert float(lr.scale) == 0.25  # reduced at the ends of epochs 2 and 3, each exact
+    np.testing.assert_allclose(float(lr.value), 0.01 * 0.5 ** (12 / 100) * 0.25, rtol=1e-5)

@@ -14,7 +14,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from hyperstep._backend import integer_dtype, unmapped_in_jit
+from hyperstep.backends import concrete, fast_value, integer_dtype, unmapped_in_jit
 from hyperstep.clock import Clock
 from hyperstep.errors import FrozenValueError, InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import (
@@ -28,8 +28,6 @@ from hyperstep.schedules.base import (
 )
 
 _BUILTIN_STATE = ("scale", "override")
-_TORCH = keras.backend.backend() == "torch"
-_JAX = keras.backend.backend() == "jax"
 #: steps per table of schedule values kept by :meth:`Hyperparameter.host_float`
 _TABLE_STEPS = 1024
 
@@ -116,7 +114,13 @@ class Hyperparameter(keras.layers.Layer):
     # ---- the schedule -------------------------------------------------------------------
     @property
     def schedule(self) -> Schedule:
-        """The schedule, with ``epoch`` bound to the clock's ``steps_per_epoch`` if known."""
+        """The schedule, with ``epoch`` bound to the clock's ``steps_per_epoch`` if known.
+
+        Assigning one (a hyperstep or Keras schedule, a number or an expression string)
+        replaces it; ``scale`` and the override stay. A traced step (``tf.function``,
+        ``jax.jit``, ``torch.compile``) keeps the schedule it was traced with until it is
+        traced again.
+        """
         steps = self.clock.steps_per_epoch
         if not self._uses_epoch or steps is None:
             return self._raw_schedule
@@ -124,6 +128,12 @@ class Hyperparameter(keras.layers.Layer):
             self._bound_schedule = bind_epochs(self._raw_schedule, steps)
             self._bound_steps = steps  # a re-linked clock may count other epochs
         return self._bound_schedule
+
+    @schedule.setter
+    def schedule(self, value: ScheduleLike) -> None:
+        self._raw_schedule = as_schedule(value, name="schedule")
+        self._uses_epoch = uses_epoch(self._raw_schedule)
+        self._bound_schedule = self._bound_steps = self._table = None
 
     # ---- values -------------------------------------------------------------------------
     @property
@@ -147,13 +157,12 @@ class Hyperparameter(keras.layers.Layer):
                 f"`Hyperparameter.at(step=...)` takes a number, an array or a tensor of steps. "
                 f"{received('step', step)}"
             )
-        if _JAX:
-            self._check_mapped()
-        if _TORCH:
-            value = self._torch_at(step)
-            if value is not None:
-                return value
-        return self._at_ops(step)
+        self._check_mapped()  # JAX only (nothing to check elsewhere)
+        if self._cooldown is not None:  # the cooldown's value goes through keras.ops
+            return self._at_ops(step)
+        # eager torch: 2-3 torch calls (each keras.ops call costs ~15 us of Python there)
+        value = fast_value(self.schedule, step, self.scale, self.override)
+        return value if value is not None else self._at_ops(step)
 
     def _check_mapped(self) -> None:
         unmapped = unmapped_in_jit([self.clock.step, self.scale, self.override])
@@ -184,25 +193,6 @@ class Hyperparameter(keras.layers.Layer):
         override = self.override.value
         scaled = ops.multiply(self.base_at(step), self.scale.value)
         return ops.where(ops.isnan(override), scaled, override)
-
-    def _torch_at(self, step: Any) -> Any:
-        """:meth:`at` in 2-3 torch calls for a float32 tensor step; ``None`` otherwise.
-
-        Each ``keras.ops`` call costs ~15 us of Python on eager torch, several times the
-        kernel, so the value is computed with torch directly (the same bits, tested), and
-        the schedule's ``value`` is called without ``__call__``'s casts.
-        """
-        import torch
-
-        if not isinstance(step, torch.Tensor) or step.dtype != torch.float32:
-            return None
-        base = self.schedule.value(step)
-        if not isinstance(base, torch.Tensor) or base.dtype != torch.float32:
-            return None  # a schedule of another kind (a wrapped Keras one): the general path
-        if self._cooldown is not None:
-            base = self._cooldown.apply(self.schedule, base, step)
-        override = self.override.value
-        return torch.where(torch.isnan(override), base * self.scale.value, override)
 
     def host_float(self, step: int) -> float | None:
         """The effective value at integer ``step`` as a Python float, computed on the host.
@@ -273,6 +263,69 @@ class Hyperparameter(keras.layers.Layer):
             value = check_number(f"{self.name}.set", "value", value)
         self.override.assign(ops.cast(value, "float32"))
 
+    def assign(self, value: Any) -> None:
+        """Make the current value ``value`` and keep the schedule running.
+
+        ``scale <- scale * value / current`` (the ratio rounded to float32 once), so the
+        schedule goes on from ``value`` with its own shape; while an override is set, the
+        override becomes ``value``. This is what assigning a number to an ``hs.scheduled``
+        optimizer's attribute does (``opt.learning_rate = 1e-4``, as Keras's
+        ``ReduceLROnPlateau`` and ``LearningRateScheduler`` do): Keras's reductions then
+        multiply the schedule instead of freezing it. :meth:`set` instead fixes the value
+        until :meth:`clear`.
+
+        Raises:
+            ValueError: Eagerly, if the schedule's value is 0 or not finite at this step
+                (a schedule cannot be rescaled from 0: use :meth:`set`). A constant schedule
+                then takes ``value`` as its override. In a traced step such a value takes
+                ``value`` as its override.
+
+        Example:
+            >>> hp = Hyperparameter("0.1 * (1 - step / 100)", name="lr")
+            >>> hp.assign(0.05)
+            >>> round(float(hp.value), 6), bool(hp.is_set)
+            (0.05, False)
+            >>> _ = hp.clock.step.assign(50)
+            >>> round(float(hp.value), 6)  # half way down the schedule, from 0.05
+            0.025
+        """
+        if isinstance(value, (bool, int, float)) or not hasattr(value, "dtype"):
+            value = check_number(f"{self.name}.assign", "value", value)
+        step = self.clock.step.value
+        if concrete(step) and concrete(value):
+            self._assign_now(float(ops.convert_to_numpy(value)), step)
+            return
+        override = self.override.value
+        current = ops.multiply(ops.cast(self.schedule(step), "float32"), self.scale.value)
+        ratio = ops.cast(ops.cast(value, "float64") / ops.cast(current, "float64"), "float32")
+        rescale = ops.logical_and(
+            ops.isnan(override),
+            ops.logical_and(ops.isfinite(current), ops.not_equal(current, 0.0)),
+        )
+        self.scale.assign(ops.where(rescale, self.scale.value * ratio, self.scale.value))
+        self.override.assign(ops.where(rescale, override, ops.cast(value, "float32")))
+
+    def _assign_now(self, value: float, step: Any) -> None:
+        if not math.isnan(float(ops.convert_to_numpy(self.override))):
+            self.set(value)
+            return
+        base = np.float32(ops.convert_to_numpy(self.schedule(step)))
+        scale = np.float32(ops.convert_to_numpy(self.scale))
+        current = np.float32(base * scale)
+        if not (np.isfinite(current) and current != 0):
+            if isinstance(self.schedule, Constant):
+                self.set(value)
+                return
+            raise InvalidArgumentError(
+                f"Hyperparameter {self.name!r} cannot be rescaled to {value}: its value at "
+                f"step {int(ops.convert_to_numpy(step))} is {float(current)}. Assigning a number "
+                "to it (`opt.<name> = x`) multiplies its schedule; to fix the value instead, "
+                f"call `Hyperparameter.set` (`opt.hyperparameters[{self.name!r}].set(x)`). "
+                f"{received('value', value)}"
+            )
+        ratio = np.float32(value / float(current))
+        self.scale.assign(np.float32(scale * ratio))
+
     def clear(self) -> None:
         """Remove the override: the value follows ``schedule(step) * scale`` again."""
         self.override.assign(math.nan)
@@ -318,7 +371,7 @@ class Hyperparameter(keras.layers.Layer):
         return variable
 
     def _new_state(self, name: str, initial: Any, dtype: str) -> Any:
-        if dtype == "int64":  # int32 on JAX without x64 (see hyperstep._backend.integer_dtype)
+        if dtype == "int64":  # int32 on JAX without x64 (see hyperstep.backends.integer_dtype)
             dtype = integer_dtype()
         variable = self.add_weight(
             shape=(),

@@ -10,7 +10,7 @@ so TensorFlow orders them; there is no race as in seed 000's ``tf.group``).
 
 The hyperparameter values are computed once per update, before any variable's: in a
 TensorFlow graph the gradients wait for them, so no full-size temporary waits for a scalar
-(see ``hyperstep._backend.after``; the built-in rules then cost the same full-size ops as
+(see ``hyperstep.backends.after``; the built-in rules then cost the same full-size ops as
 Keras's optimizers).
 """
 
@@ -22,11 +22,12 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep._backend import after, native_variable
+from hyperstep.backends import after, native_variable
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
+from hyperstep.optim.core import advance_after_update, assign_attribute
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.rules import Rule, Values, get_rule
 from hyperstep.schedules.base import Constant
@@ -67,7 +68,9 @@ class StepOptimizer(keras.optimizers.Optimizer):
     Clock, hyperparameter and slot variables are the optimizer's variables, so they are
     saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``).
     ``learning_rate`` reads the default group's value; assigning it (as Keras callbacks
-    do) sets an override (:meth:`hyperstep.Hyperparameter.set`).
+    do) works as on ``hs.scheduled``: a schedule replaces the schedule, a number rescales
+    it (:meth:`hyperstep.Hyperparameter.assign`; the schedule keeps running), while
+    :meth:`hyperstep.Hyperparameter.set` overrides it.
 
     Args:
         rule: A :class:`~hyperstep.rules.Rule` (instance, subclass or name: ``"adam"``).
@@ -109,9 +112,9 @@ class StepOptimizer(keras.optimizers.Optimizer):
     def __init__(
         self,
         rule: Any,
+        *,
         groups: Iterable[Group] = (),
         clock: Any = None,
-        *,
         advance: bool | None = None,
         name: str | None = None,
         **hyperparameters: Any,
@@ -224,13 +227,8 @@ class StepOptimizer(keras.optimizers.Optimizer):
         if not grads:
             return
         super().apply(grads, trainable_variables)
-        if not self.advance:
-            return
-        if self.gradient_accumulation_steps:
-            applied = ops.equal(self._iterations % self.gradient_accumulation_steps, 0)
-            self.clock.step.assign_add(ops.cast(applied, self.clock.step.dtype))
-        else:
-            self.clock.advance()
+        if self.advance:
+            advance_after_update(self, self.clock)
 
     def _backend_update_step(
         self, grads: Any, trainable_variables: Any, learning_rate: Any
@@ -299,7 +297,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
                 f"Rule {type(self.rule).__name__} has no `learning_rate`; its hyperparameters "
                 f"are {list(self.rule.hyperparameters)}."
             )
-        hp.set(value)
+        assign_attribute(hp, "learning_rate", value)  # as hs.scheduled (hyperstep.optim.core)
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:

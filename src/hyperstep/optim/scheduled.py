@@ -14,17 +14,25 @@ Inside ``apply``:
 3. the clock advances to ``t + 1`` if this optimizer owns it (see :class:`hyperstep.Clock`).
 
 Keras's ``iterations`` keeps counting this optimizer's own updates (Adam's bias correction
-uses it), so with constant values the updates are bit-identical to the wrapped optimizer
-(on TensorFlow, values reach Keras's code as :class:`~hyperstep.optim._exact.ExactScalar`,
-which rounds like a Python float). Once any value follows a schedule, TensorFlow updates
-take fewer passes over the weights with the same formulas (:mod:`hyperstep.optim._fused`:
-Adam/AdamW through the fused ``ResourceApplyAdam`` kernel, weight decay as one multiply);
-they match a plain optimizer set before each step to float32 rounding of ``1 - beta``.
+uses it). Every update is Keras's own code, with the values reaching it as Keras's own
+would (on TensorFlow as :class:`~hyperstep.backends.tensorflow.ExactScalar`, which rounds like a
+Python float; on eager torch as Python floats), so on those backends the weights are
+bitwise those of the plain optimizer whose values are set before each step. On JAX,
+constants reach a jitted step as float32 values (``1 - beta_2`` rounds differently: up to
+~5e-5 of a step). ``fused=True`` opts into TensorFlow's one-pass updates
+(:mod:`hyperstep.backends.tensorflow`), faster and equal to float32 rounding of ``1 - beta``.
 
-Reading ``opt.beta_1`` outside ``apply`` gives the current effective value (a float32
-tensor); assigning ``opt.beta_1 = 0.5`` or ``opt.learning_rate = 0.5`` (as Keras's
-``ReduceLROnPlateau`` and ``LearningRateScheduler`` do) sets the hyperparameter's override.
-Keras's own ``learning_rate`` variable stays in ``opt.variables`` but is no longer read.
+Reading ``opt.beta_1`` outside ``apply`` gives the current effective value (eagerly, a
+variable whose ``assign`` is the attribute assignment). Assigning to the attribute follows
+Keras: a schedule (hyperstep's, Keras's or an expression) replaces the hyperparameter's
+schedule and clears its override; a number rescales it (:meth:`Hyperparameter.assign`:
+``scale *= x / current``), so the value is ``x`` now and the schedule keeps running. That is
+what Keras's ``ReduceLROnPlateau`` (each reduction multiplies the schedule: the same trace as
+``hs.ReduceOnPlateau(..., compat="keras")``) and ``LearningRateScheduler`` (its value at each
+epoch's start, the schedule's shape within the epoch) do. ``Hyperparameter.set`` instead
+fixes the value until ``clear``. Keras's own ``learning_rate`` variable stays in
+``opt.variables`` but is no longer read. A callable learning rate given to the wrapped
+optimizer stays Keras's (called at each update; not in ``opt.hyperparameters``).
 
 Saving: ``opt.clock`` and every ``opt.hyperparameters[name]`` are Keras layers reachable
 from the optimizer, so ``.keras``/``save_weights`` store them under the optimizer and
@@ -40,47 +48,83 @@ new clock (sharing is not in a config).
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import keras
 from keras import ops
 
-from hyperstep._backend import after
+from hyperstep import backends
+from hyperstep.backends import after, concrete, native_variable
+from hyperstep.backends.internals import unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter, _track
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
-from hyperstep.optim._static import StaticScalar
+from hyperstep.optim.core import (
+    advance_after_update,
+    assign_attribute,
+    keras_callable,
+    schedule_of,
+)
 from hyperstep.optim.groups import Group, assign_groups
-from hyperstep.schedules.base import Constant, as_schedule
+from hyperstep.schedules.base import Constant
 
-_TENSORFLOW = keras.backend.backend() == "tensorflow"
-if _TENSORFLOW:
-    import tensorflow as tf
 
-    from hyperstep.optim import _fused
-    from hyperstep.optim._exact import ExactScalar
+class _PerThread:
+    """An attribute of :class:`_State` with one value per thread (``threading.local``).
 
-_JAX = keras.backend.backend() == "jax"
+    The state of an update in progress (its step, values, variable) belongs to the thread
+    running it: another thread reading ``opt.learning_rate`` meanwhile (a logger while
+    ``fit`` traces) must see the current value, not the traced step of the update.
+    """
+
+    def __init__(self, default: Any) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, state: Any, owner: type | None = None) -> Any:
+        if state is None:
+            return self
+        local = state.local
+        try:
+            return getattr(local, self.name)
+        except AttributeError:
+            value = self.default() if callable(self.default) else self.default
+            setattr(local, self.name, value)
+            return value
+
+    def __set__(self, state: Any, value: Any) -> None:
+        setattr(state.local, self.name, value)
 
 
 class _State:
     """Transient per-optimizer state kept out of Keras's and TensorFlow's tracking."""
 
+    # the update in progress, per thread
+    step = _PerThread(None)  # the step read at the start of `apply`, else None
+    host_step = _PerThread(None)  # the same as a Python int, on eager CPU torch
+    cache = _PerThread(dict)  # values computed in this update, by (key, graph)
+    variable = _PerThread(None)  # the variable being updated, for `resolve`
+    raw_mode = _PerThread(False)  # `get_config` reads Keras's raw values
+
     def __init__(self) -> None:
+        self.local = threading.local()
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.static: dict[str, float | None] = {}
         self.raw: dict[str, Any] = {}
         self.advance = False
-        self.step: Any = None  # the step read at the start of `apply`, else None
-        self.host_step: int | None = None  # the same as a Python int, on eager CPU torch
-        self.cache: dict[Any, Any] = {}
-        self.variable: Any = None  # the variable being updated, for `resolve`
-        self.raw_mode = False
         self.groups: list[Group] = []
         self.owner: dict[int, str] = {}  # id(variable) -> group name, filled at build time
-        self.fused = False  # TF's one-pass updates (hyperstep.optim._fused), set at install
+        self.fused_requested = False  # `fused=True` was passed
+        self.fused = False  # TF's one-pass updates (hyperstep.backends.tensorflow), set at install
         self.fused_decay = False  # ... and its one-multiply weight decay
+        self.live: dict[str, Any] = {}  # name -> the variable `opt.<name>` returns eagerly
 
 
 def _state(optimizer: Any) -> _State:
@@ -102,6 +146,7 @@ class ScheduledOptimizer:
     # provided by the Keras optimizer class this mixin is combined with
     name: str
     clock: Clock
+    iterations: Any
     gradient_accumulation_steps: Any
     _iterations: Any
     _learning_rate: Any
@@ -116,9 +161,11 @@ class ScheduledOptimizer:
         clock: Any = None,
         advance: bool | None = None,
         groups: Any = (),
+        fused: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        _state(self).fused_requested = bool(fused)
         self._hs_install(hyperparameters or {}, clock, advance, groups)
 
     # ---- public surface -----------------------------------------------------------------
@@ -165,6 +212,8 @@ class ScheduledOptimizer:
             # Keras's own variable stays in `variables` (untracking it would break
             # tf.train.Checkpoint's append-only lists) but is no longer read.
             raw["learning_rate"] = float(learning_rate.numpy())
+        elif keras_callable(learning_rate):
+            raw["learning_rate"] = None  # Keras calls it at every update, as without us
         else:
             raw["learning_rate"] = learning_rate
         for name in _introspect.numeric_names(self._hs_base):
@@ -173,13 +222,15 @@ class ScheduledOptimizer:
                 continue
             if isinstance(value, dict):
                 value = keras.saving.deserialize_keras_object(value)
-            self._hs_add(name, Hyperparameter(value, clock=clock, name=name))
+            hyperparameter = Hyperparameter(schedule_of(value, name), clock=clock, name=name)
+            self._hs_add(name, hyperparameter)
         self._hs_install_groups(groups, clock)
-        # once any value follows a schedule, TF updates take the one-pass forms of
-        # hyperstep.optim._fused (every value constant: Keras's own code, bit-identical)
-        state.fused = _TENSORFLOW and any(v is None for v in state.static.values())
-        state.fused_decay = state.fused and _fused.decays_in_update(self)
-        if _JAX:
+        # `fused=True`: TF updates take the one-pass forms of hyperstep.backends.tensorflow
+        # (otherwise Keras's own code: bitwise the plain optimizer set before each step)
+        fused = backends.fused_updates()  # None where there are no such kernels
+        state.fused = fused is not None and state.fused_requested
+        state.fused_decay = state.fused and fused.decays_in_update(self)
+        if backends.trains_statelessly():
             # JAX trains statelessly: only `opt.variables` go into and out of the jitted
             # step, so the clock and the hyperparameters' state must be among them.
             # (each scalar in that state costs ~5 us per step: only the ones read)
@@ -231,7 +282,7 @@ class ScheduledOptimizer:
     def _hs_cached(self, key: str, make: Any) -> Any:
         """``make()``, computed once per update and graph (Keras reads values per variable)."""
         cache = _state(self).cache
-        graph = tf.compat.v1.get_default_graph() if _TENSORFLOW else None
+        graph = backends.graph_key()
         found = cache.get((key, id(graph)))
         if found is not None and found[0] is graph:
             return found[1]
@@ -249,44 +300,46 @@ class ScheduledOptimizer:
             value = hyperparameter.host_float(state.host_step)
             if value is not None:
                 return value
-        if _JAX and name.split("/")[-1] in _introspect.checked_in_python(self._hs_base):
-            # Keras tests it in Python (`if self.momentum != 0`): a tracer cannot answer
-            return StaticScalar(hyperparameter.at(state.step), state.static[name])
-        if name == "learning_rate" or not _TENSORFLOW:
-            return hyperparameter.at(state.step)  # on torch in a few direct torch calls
-        return ExactScalar(hyperparameter.exact_at(state.step), state.static[name])
+        checked = name.split("/")[-1] in _introspect.checked_in_python(self._hs_base)
+        # Keras's own learning rate is a float32 variable: no exact form needed
+        exact = None if name == "learning_rate" else lambda: hyperparameter.exact_at(state.step)
+        return backends.keras_scalar(
+            lambda: hyperparameter.at(state.step), exact, state.static[name], checked=checked
+        )
 
-    if _TENSORFLOW:  # torch.compile (dynamo) cannot trace `super()` in a property
-
-        @property
-        def iterations(self) -> Any:
-            """Keras's update counter; inside ``apply``, one read per update.
-
-            Keras's ``update_step`` reads ``self.iterations`` once per variable; returning
-            the same tensor (read when first needed, before the counter advances at the end
-            of ``apply``) gives the same values and lets TensorFlow's graph optimizer share
-            the per-variable scalar arithmetic derived from it (``beta_1 ** (t + 1)``, ...).
-            """
-            iterations = super().iterations  # type: ignore[misc]
-            if _state(self).step is None:
-                return iterations
-            # a read (keras.ops.convert_to_tensor would keep the variable); "@" is no name
-            return self._hs_cached("@iterations", lambda: tf.convert_to_tensor(iterations))
+    def _hs_updating(self) -> bool:
+        """Whether an update is in progress in this thread (its step fixed)."""
+        return _state(self).step is not None
 
     def _hs_get(self, name: str) -> Any:
         state = _state(self)
         if state.raw_mode or name not in state.hyperparameters:
             return state.raw.get(name)
-        if state.step is None:  # outside `apply`: the current effective value
-            return state.hyperparameters[name].value
-        return self.resolve(name, state.variable)
+        if state.step is not None:
+            return self.resolve(name, state.variable)
+        # outside `apply`: the current effective value; eagerly as a variable whose
+        # `assign` assigns the attribute (`opt.learning_rate.assign(x)`, Keras-style)
+        value = state.hyperparameters[name].value
+        if not concrete(value):
+            return value
+        live = state.live.get(name)
+        if live is None:
+            live = state.live[name] = _LiveValue(value, name=name)
+            live._hs_target = (self, name)
+        else:
+            keras.Variable.assign(live, value)
+        return live
 
     def _hs_set(self, name: str, value: Any) -> None:
+        """``opt.<name> = value``: a schedule replaces the hyperparameter's schedule (and
+        clears its override); a number rescales it (:meth:`Hyperparameter.assign`)."""
         state = _state(self)
-        if name in state.hyperparameters and not state.raw_mode:
-            state.hyperparameters[name].set(value)
-        else:
+        if name not in state.hyperparameters or state.raw_mode:
             state.raw[name] = value
+            return
+        assign_attribute(state.hyperparameters[name], name, value)
+        schedule = state.hyperparameters[name].schedule
+        state.static[name] = schedule.value_ if isinstance(schedule, Constant) else None
 
     def _get_current_learning_rate(self) -> Any:
         if "learning_rate" not in _state(self).hyperparameters:
@@ -294,10 +347,17 @@ class ScheduledOptimizer:
         return self._hs_get("learning_rate")
 
     # ---- the update ---------------------------------------------------------------------
-    def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
+    @contextlib.contextmanager
+    def _hs_update(self, nested: bool = True) -> Iterator[None]:
+        """Fix the step for one update: values read inside are this update's, once each.
+
+        ``nested=True`` keeps an update already in progress (``build`` and
+        ``_clip_gradients`` called from ``apply``); ``apply`` itself starts a new one.
+        """
         state = _state(self)
-        if len(grads) == 0:
-            return super().apply(grads, trainable_variables)  # type: ignore[misc]
+        if nested and state.step is not None:
+            yield
+            return
         outer = (state.step, state.cache, state.host_step)
         state.host_step = self.clock.host_step()
         if state.host_step is not None:  # `at` takes a Python int too
@@ -305,30 +365,32 @@ class ScheduledOptimizer:
         else:
             state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
         try:
-            if _TENSORFLOW and not tf.executing_eagerly():
-                grads = self._hs_after_values(grads)
-            result = super().apply(grads, trainable_variables)  # type: ignore[misc]
+            yield
         finally:
             state.step, state.cache, state.host_step = outer
+
+    def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
+        state = _state(self)
+        if len(grads) == 0:
+            return super().apply(grads, trainable_variables)  # type: ignore[misc]
+        with self._hs_update(nested=False):
+            if backends.builds_graph():
+                grads = self._hs_after_values(grads)
+            result = super().apply(grads, trainable_variables)  # type: ignore[misc]
         if state.advance:
-            steps = self.gradient_accumulation_steps
-            if steps:  # the clock counts applied updates, not accumulated micro-steps
-                applied = ops.equal(ops.mod(self._iterations.value, steps), 0)
-                self.clock.step.assign_add(ops.cast(applied, self.clock.step.dtype))
-            else:
-                self.clock.advance()
+            advance_after_update(self, self.clock)
         return result
 
     def _hs_after_values(self, grads: Any) -> list[Any]:
-        """``grads``, gated on this update's hyperparameter values (see ``_backend.after``).
+        """``grads``, gated on this update's values (see ``hyperstep.backends.after``).
 
         The values are cached, so Keras's update reuses them.
         """
         state = _state(self)
-        scalars = [state.step, self.iterations]
+        scalars = [state.step, self.iterations]  # type: ignore[attr-defined]
         for key in self._hs_read_keys():
             value = self._hs_value(key)
-            scalars.append(value.tensor if isinstance(value, ExactScalar) else value)
+            scalars.append(backends.scalar_tensor(value))
         return after(scalars, grads)
 
     def _hs_read_keys(self) -> list[str]:
@@ -348,24 +410,29 @@ class ScheduledOptimizer:
             for variable, group in zip(variables, owners, strict=True):
                 if group is not None:
                     # TF's update path passes the backing tf.Variable, not the Keras one
-                    inner = variable.value if _TENSORFLOW else variable
+                    inner = native_variable(variable)
                     state.owner[id(variable)] = state.owner[id(inner)] = group.name
-        if state.step is not None:  # built by `apply`
+        with self._hs_update():
             return super().build(variables)  # type: ignore[misc]
-        state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
-        try:
-            return super().build(variables)  # type: ignore[misc]
-        finally:
-            state.step, state.cache = None, {}
 
     def _clip_gradients(self, grads: Any) -> Any:
-        clipvalue = self.clipvalue if _JAX else None  # type: ignore[attr-defined]
-        if isinstance(clipvalue, StaticScalar):  # jnp.clip takes arrays only
-            if not clipvalue > 0:
-                return grads
-            v = clipvalue.value
-            return [ops.clip(g, -v, v) if g is not None else g for g in grads]
-        return super()._clip_gradients(grads)  # type: ignore[misc]
+        """Keras's clipping (``BaseOptimizer._clip_gradients`` and its helpers, formula for
+        formula), with each bound rounded once to the gradient's dtype, as Keras's Python
+        floats are: ``clipnorm``: ``g * c / max(norm(g), c)``; ``global_clipnorm``:
+        ``g * c * min(1 / norm(all), 1 / c)``; ``clipvalue``: ``clip(g, -c, c)``."""
+        with self._hs_update():
+            clipnorm, global_clipnorm, clipvalue = (
+                self.clipnorm,  # type: ignore[attr-defined]
+                self.global_clipnorm,  # type: ignore[attr-defined]
+                self.clipvalue,  # type: ignore[attr-defined]
+            )
+            if clipnorm is not None and clipnorm and clipnorm > 0:
+                return [_clip_by_norm(g, clipnorm) if g is not None else g for g in grads]
+            if global_clipnorm is not None and global_clipnorm and global_clipnorm > 0:
+                return _clip_by_global_norm(grads, global_clipnorm)
+            if clipvalue is not None and clipvalue and clipvalue > 0:
+                return [_clip_by_value(g, clipvalue) if g is not None else g for g in grads]
+            return grads
 
     def _apply_weight_decay(self, variables: Any) -> Any:
         state = _state(self)
@@ -388,10 +455,11 @@ class ScheduledOptimizer:
         try:
             if "learning_rate" in state.hyperparameters:
                 learning_rate = self.resolve("learning_rate", variable)
-            if state.fused_decay:
-                _fused.decay(self, variable, learning_rate)
-            if state.fused and _fused.adam_applies(self, gradient, variable):
-                return _fused.adam(self, gradient, variable, learning_rate)
+            fused = backends.fused_updates() if state.fused else None
+            if fused is not None and state.fused_decay:
+                fused.decay(self, variable, learning_rate)
+            if fused is not None and fused.adam_applies(self, gradient, variable):
+                return fused.adam(self, gradient, variable, learning_rate)
             return super().update_step(gradient, variable, learning_rate)  # type: ignore[misc]
         finally:
             state.variable = outer
@@ -408,6 +476,7 @@ class ScheduledOptimizer:
         config["hyperparameters"] = _serialized(own)  # a group's own are saved with it
         config["clock"] = keras.saving.serialize_keras_object(self.clock)
         config["advance"] = state.advance
+        config["fused"] = state.fused_requested
         config["groups"] = [
             {
                 "name": group.name,
@@ -420,6 +489,63 @@ class ScheduledOptimizer:
 
     def _hs_group_variables(self) -> list[Any]:
         return list(getattr(self, "_trainable_variables", []) or [])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keras pickles an optimizer as its `.keras` bytes and a method of its class, which
+        # pickle cannot find by name for a class made at run time: name the wrapped class
+        _, args = super().__reduce__()  # type: ignore[misc,str-unpack]
+        return (_unpickle, (self._hs_base, args))
+
+
+def _unpickle(base: type, args: tuple[Any, ...]) -> Any:
+    return unpickle_optimizer(scheduled_class(base), args)
+
+
+class _LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
+    """``opt.<name>`` read eagerly: the current value, whose ``assign`` is ``opt.<name> = x``."""
+
+    _hs_target: tuple[Any, str]
+
+    def assign(self, value: Any) -> Any:
+        optimizer, name = self._hs_target
+        optimizer._hs_set(name, value)
+        return optimizer._hs_get(name)
+
+    def assign_add(self, value: Any) -> Any:
+        return self.assign(ops.add(self.value, value))
+
+    def assign_sub(self, value: Any) -> Any:
+        return self.assign(ops.subtract(self.value, value))
+
+
+_in_dtype = backends.in_dtype
+
+
+def _clip_by_norm(values: Any, clipnorm: Any) -> Any:
+    values = ops.convert_to_tensor(values)
+    c = _in_dtype(clipnorm, values.dtype)
+    l2sum = ops.sum(ops.square(values), None, keepdims=True)
+    pred = l2sum > 0
+    l2sum_safe = ops.where(pred, l2sum, ops.ones_like(l2sum))  # no nan gradient
+    l2norm = ops.where(pred, ops.sqrt(l2sum_safe), l2sum)
+    return ops.convert_to_tensor(ops.multiply(values, c)) / ops.maximum(l2norm, c)
+
+
+def _clip_by_global_norm(grads: list[Any], clipnorm: Any) -> list[Any]:
+    present = [ops.convert_to_tensor(g) for g in grads if g is not None]
+    if not present:
+        return grads
+    c = _in_dtype(clipnorm, present[0].dtype)
+    norm = ops.sqrt(ops.sum(ops.stack([ops.sum(ops.square(g)) for g in present])))
+    finite = c * ops.minimum(1.0 / norm, 1.0 / c)
+    scale = finite + (norm - norm)  # nan for an inf or nan norm
+    return [g * scale if g is not None else g for g in grads]
+
+
+def _clip_by_value(values: Any, clipvalue: Any) -> Any:
+    values = ops.convert_to_tensor(values)
+    c = _in_dtype(clipvalue, values.dtype)
+    return ops.clip(values, -c, c)
 
 
 def _check_install(base: type, given: Any, clock: Any, advance: Any, groups: Any) -> None:
@@ -497,7 +623,8 @@ def scheduled_class(cls: type) -> type:
     namespace["_hs_base"] = cls
     namespace["__module__"] = __name__
     namespace["__doc__"] = f"{cls.__name__} with every numeric hyperparameter on a schedule."
-    sub = type(f"Scheduled{cls.__name__}", (ScheduledOptimizer, cls), namespace)
+    bases = (ScheduledOptimizer, *backends.optimizer_mixins(), cls)
+    sub = type(f"Scheduled{cls.__name__}", bases, namespace)
     sub = keras.saving.register_keras_serializable(package="hyperstep")(sub)
     _CLASSES[cls] = sub
     return sub
@@ -505,9 +632,11 @@ def scheduled_class(cls: type) -> type:
 
 def scheduled(
     optimizer: keras.optimizers.Optimizer,
+    *,
     clock: Clock | None = None,
     advance: bool | None = None,
     groups: Any = (),
+    fused: bool = False,
     **hyperparameters: Any,
 ) -> keras.optimizers.Optimizer:
     """Return ``optimizer`` with its numeric hyperparameters read from variables each step.
@@ -530,8 +659,16 @@ def scheduled(
         groups: :class:`~hyperstep.Group` objects giving sets of variables their own
             hyperparameters (``opt.hyperparameters["group/name"]``); checked when the
             optimizer is built (a pattern matching nothing, a variable matched twice).
-        **hyperparameters: ``name=value``, each value a number, a hyperstep or Keras
-            schedule, or an expression string.
+        fused: Whether TensorFlow updates take one-pass kernels (Adam and AdamW through
+            ``ResourceApplyAdam``, decoupled weight decay as one multiply): faster, but
+            ``1 - beta`` is rounded in float32 (up to ~1e-5 relative per step). By
+            default (``False``) every update is Keras's own code: bitwise the plain
+            optimizer with the same values set before each step. No effect on JAX and
+            torch (no such kernels).
+        **hyperparameters: ``name=value``, each value a number, a hyperstep schedule or
+            an expression string, or a Keras ``LearningRateSchedule`` (evaluated by its
+            own code; ``hs.schedules.from_keras`` converts the built-in ones to hyperstep's
+            equivalents).
 
     Raises:
         ValueError: For a name that is not a numeric hyperparameter of the optimizer
@@ -575,6 +712,10 @@ def scheduled(
         raise InvalidTypeError(
             f"`hs.scheduled(clock=...)` must be an `hs.Clock` or None. {received('clock', clock)}"
         )
+    if not isinstance(fused, bool):
+        raise InvalidTypeError(
+            f"`hs.scheduled(fused=...)` must be True or False. {received('fused', fused)}"
+        )
     if advance is not None and not isinstance(advance, bool):
         raise InvalidTypeError(
             f"`hs.scheduled(advance=...)` must be True, False or None. "
@@ -586,13 +727,23 @@ def scheduled(
             f"{received('groups', groups)}"
         )
     _introspect.check_names(optimizer, list(hyperparameters))
-    given = {name: as_schedule(value, name=name) for name, value in hyperparameters.items()}
-    config = optimizer.get_config()
+    given = {name: schedule_of(value, name) for name, value in hyperparameters.items()}
     learning_rate = optimizer._learning_rate
+    with warnings.catch_warnings():
+        if keras_callable(learning_rate):  # Keras warns that it serializes a lambda
+            warnings.simplefilter("ignore")
+        config = optimizer.get_config()
     if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
         config["learning_rate"] = learning_rate
+    elif keras_callable(learning_rate):
+        config["learning_rate"] = learning_rate  # not its serialized form
     return scheduled_class(cls)(
-        **config, hyperparameters=given, clock=clock, advance=advance, groups=list(groups)
+        **config,
+        hyperparameters=given,
+        clock=clock,
+        advance=advance,
+        groups=list(groups),
+        fused=fused,
     )
 
 

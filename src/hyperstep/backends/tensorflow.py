@@ -1,6 +1,7 @@
-"""A scalar tensor that behaves like a Python float inside Keras optimizer code.
+"""TensorFlow: Python-float rounding in graphs (:class:`ExactScalar`) and fused updates.
 
-TensorFlow-specific (registers a tensor conversion function).
+:class:`ExactScalar` is a scalar tensor that behaves like a Python float inside Keras
+optimizer code (it registers a tensor conversion function).
 
 Keras optimizers read hyperparameters as Python floats: ``1 - self.beta_1`` is computed
 in float64 when the step is traced, and only the result is rounded to float32. Returning
@@ -22,14 +23,15 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from hyperstep._backend import require_tensorflow
+from hyperstep.backends import native_variable, require_tensorflow
 
-require_tensorflow("hyperstep.optim._exact (Python-float rounding in TF graphs)")
+require_tensorflow("hyperstep.backends.tensorflow (Python-float rounding, fused kernels)")
 
+import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import ops  # noqa: E402
 
-from hyperstep.optim._static import StaticNumber  # noqa: E402
+from hyperstep.backends.static import StaticNumber  # noqa: E402
 
 _OPS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[float, float], float]]] = {
     "add": (ops.add, operator.add),
@@ -150,3 +152,115 @@ def _convert(value: ExactScalar, dtype: Any = None, name: Any = None, as_ref: bo
 
 
 tf.register_tensor_conversion_function(ExactScalar, _convert)
+
+
+# ---- fused updates (hs.scheduled(..., fused=True)) ------------------------------------------
+# One-pass updates for ``hs.scheduled(..., fused=True)`` on TensorFlow (opt-in).
+#
+# TensorFlow-specific (``tf.raw_ops``). Keras writes each optimizer's update as separate
+# elementwise TensorFlow ops, each a pass over the weights. When at least one hyperparameter
+# of an ``hs.scheduled(..., fused=True)`` optimizer is read, two updates are done in fewer
+# passes, with the same formulas (not bitwise Keras's: the default, ``fused=False``, is):
+#
+# * decoupled weight decay, ``w <- w * (1 - lr * wd)`` (torch's form: one multiply) instead of
+#   Keras's ``w <- w - w * wd * lr`` (two multiplies and a subtraction), just before the
+#   variable's own update;
+# * Adam and AdamW (without ``amsgrad``), with TensorFlow's fused kernel
+#   ``ResourceApplyAdam``:
+#
+#   ``alpha = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)``, ``t = iterations + 1``
+#   ``m += (g - m) * (1 - beta_1)``;  ``v += (g^2 - v) * (1 - beta_2)``
+#   ``w -= m * alpha / (sqrt(v) + epsilon)``
+#
+#   which is Keras's ``Adam.update_step`` term for term, computed in one pass instead of about
+#   twelve. The scalars are rounded to the variable's dtype first (``1 - beta_1`` in float32;
+#   Keras computes it from a Python float), so values agree to float32 rounding, not bitwise.
+#
+# Without ``fused=True``, ``hs.scheduled`` runs Keras's own code and is bitwise the plain
+# optimizer with the same values set before each step.
+
+_KERNEL_DTYPES = (tf.float32, tf.float64)
+
+
+def _scalar(value: Any, dtype: Any) -> Any:
+    """``value`` in ``dtype``: an :class:`ExactScalar` through its conversion (one cast per
+    graph and dtype, shared by every variable's update), a tensor cast."""
+    if isinstance(value, ExactScalar):
+        return tf.convert_to_tensor(value, dtype)
+    return tf.cast(value, dtype)
+
+
+def decays_in_update(optimizer: Any) -> bool:
+    """Whether :func:`decay` replaces ``optimizer``'s weight decay: Keras's standard one
+    (Muon, which decays some variables with its own rate, keeps its own)."""
+    base = keras.optimizers.Optimizer._apply_weight_decay
+    return bool(optimizer._hs_base._apply_weight_decay is base)
+
+
+def decay(optimizer: Any, variable: Any, learning_rate: Any) -> None:
+    """``w <- w * (1 - lr * wd)`` if ``optimizer`` decays ``variable``; call it just before
+    the variable's update, in place of Keras's ``_apply_weight_decay`` for all variables."""
+    weight_decay = optimizer.weight_decay
+    if weight_decay is None or not optimizer._use_weight_decay(variable):
+        return
+    var = native_variable(variable)
+    keep = 1 - _scalar(learning_rate, var.dtype) * _scalar(weight_decay, var.dtype)
+    var.assign(var * keep)
+
+
+def adam_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
+    """Whether :func:`adam` computes ``optimizer``'s update of ``variable``.
+
+    Keras's ``Adam.update_step`` itself (Adam, AdamW, not a subclass that overrides it),
+    without ``amsgrad``, a dense gradient and a float32 or float64 variable.
+    """
+    return (
+        optimizer._hs_base.update_step is keras.optimizers.Adam.update_step
+        and not optimizer.amsgrad
+        and isinstance(gradient, tf.Tensor)
+        and native_variable(variable).dtype in _KERNEL_DTYPES
+    )
+
+
+def adam(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> Any:
+    """Keras's Adam update of ``variable`` with ``ResourceApplyAdam`` (see the module)."""
+    var = native_variable(variable)
+    dtype = var.dtype
+    t = tf.cast(optimizer.iterations + 1, dtype)
+    beta_1 = _scalar(optimizer.beta_1, dtype)
+    beta_2 = _scalar(optimizer.beta_2, dtype)
+    index = optimizer._get_variable_index(variable)
+    return tf.raw_ops.ResourceApplyAdam(
+        var=var.handle,
+        m=native_variable(optimizer._momentums[index]).handle,
+        v=native_variable(optimizer._velocities[index]).handle,
+        beta1_power=tf.pow(beta_1, t),
+        beta2_power=tf.pow(beta_2, t),
+        lr=_scalar(learning_rate, dtype),
+        beta1=beta_1,
+        beta2=beta_2,
+        epsilon=_scalar(optimizer.epsilon, dtype),
+        grad=tf.cast(gradient, dtype),
+    )
+
+
+# ---- the optimizer's reads ------------------------------------------------------------------
+class SharedIterations:
+    """Mixin for ``hs.scheduled``'s classes on TensorFlow: ``iterations``, one read per update.
+
+    Keras's ``update_step`` reads ``self.iterations`` once per variable; returning the same
+    tensor (read when first needed, before the counter advances at the end of ``apply``)
+    gives the same values and lets TensorFlow's graph optimizer share the per-variable
+    scalar arithmetic derived from it (``beta_1 ** (t + 1)``, ...). (Not on torch:
+    ``torch.compile`` cannot trace ``super()`` in a property.)
+    """
+
+    _hs_cached: Any
+
+    @property
+    def iterations(self) -> Any:
+        iterations = super().iterations  # type: ignore[misc]
+        if not self._hs_updating():  # type: ignore[attr-defined]
+            return iterations
+        # a read (keras.ops.convert_to_tensor would keep the variable); "@" is no name
+        return self._hs_cached("@iterations", lambda: tf.convert_to_tensor(iterations))

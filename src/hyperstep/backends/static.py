@@ -8,7 +8,7 @@ array conversion (``__jax_array__``) use the traced value, so run-time changes r
 update without recompiling, while ``bool()`` and comparisons with Python numbers use
 ``static``: the constant the hyperparameter was built from or, for a schedule, ``+inf`` (a
 positive number, so Keras builds the state a changing value needs). This is the JAX
-counterpart of :class:`hyperstep.optim._exact.ExactScalar` on TensorFlow.
+counterpart of :class:`hyperstep.backends.tensorflow.ExactScalar` on TensorFlow.
 
 Example:
     >>> import jax.numpy as jnp
@@ -30,7 +30,7 @@ from typing import Any
 class StaticNumber:
     """Python truth and comparisons with numbers answered by ``static``, not by the value.
 
-    The base of :class:`StaticScalar` (JAX) and :class:`~hyperstep.optim._exact.ExactScalar`
+    The base of :class:`StaticScalar` (JAX) and :class:`~hyperstep.backends.tensorflow.ExactScalar`
     (TensorFlow). ``static`` is the constant a hyperparameter was built from, or ``None`` for
     a schedule, read as ``+inf`` (a positive number). A comparison with anything but a number
     compares the traced value (:meth:`_compare_traced`).

@@ -1,0 +1,85 @@
+"""JAX: Keras's JAX trainer taught that a clock's step may be in two states at once.
+
+Uses Keras's private ``keras.src.backend.jax.trainer.JAXTrainer`` (``train_step`` and
+``_get_jax_state``), pinned by ``tests/backends/test_jax_training.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def optimizer_copy_wins_in_fit() -> None:
+    """Teach Keras's JAX trainer that a variable may be in the model's and the optimizer's state.
+
+    Keras's JAX ``fit`` carries ``model.non_trainable_variables`` and
+    ``optimizer.variables`` as separate lists of arrays between jitted steps and writes
+    them back at the end of an epoch (optimizer last). A clock's step is in both lists when
+    a hyperparameter in the model runs on an optimizer's clock. Two changes, installed
+    once:
+
+    * before and after Keras's own ``train_step``, the model's copy of every variable the
+      optimizer also holds takes the optimizer's value: the forward pass reads the step the
+      optimizer is about to use, and the state handed on agrees (the optimizer also wins
+      in Keras's ``jax_state_sync``, which assigns its values last); decided while
+      tracing, it adds nothing to the compiled step;
+    * when the state is read from the variables, the model's copy gets its own buffer
+      (the jitted step donates its inputs, and XLA refuses one buffer donated twice).
+
+    A model whose ``train_step`` does not call ``super().train_step`` uses
+    :meth:`Clock.stateless_copy` itself.
+    """
+    from keras.src.backend.jax.trainer import JAXTrainer
+
+    keras_train_step = JAXTrainer.train_step
+    keras_get_jax_state = JAXTrainer._get_jax_state
+    if getattr(keras_train_step, "_hyperstep", False):
+        return
+
+    def train_step(self: Any, state: Any, data: Any) -> Any:
+        shared = _shared_in_fit(self)
+        if not shared or len(state) != 4:
+            return keras_train_step(self, state, data)
+        logs, state = keras_train_step(self, _optimizer_copy(state, shared), data)
+        return logs, _optimizer_copy(state, shared)
+
+    def _get_jax_state(self: Any, *args: Any, **kwargs: Any) -> Any:
+        state = keras_get_jax_state(self, *args, **kwargs)
+        if not (kwargs.get("non_trainable_variables") and kwargs.get("optimizer_variables")):
+            return state
+        shared = _shared_in_fit(self)
+        if shared:
+            import jax.numpy as jnp
+
+            index = 1 if kwargs.get("trainable_variables") else 0
+            non_trainable = list(state[index])
+            for i, _ in shared:
+                non_trainable[i] = jnp.array(non_trainable[i], copy=True)
+            state = (*state[:index], non_trainable, *state[index + 1 :])
+        return state
+
+    train_step.__doc__ = keras_train_step.__doc__
+    train_step._hyperstep = True  # type: ignore[attr-defined]
+    JAXTrainer.train_step = train_step  # type: ignore[method-assign]
+    JAXTrainer._get_jax_state = _get_jax_state  # type: ignore[method-assign]
+
+
+def _optimizer_copy(state: Any, shared: list[tuple[int, int]]) -> Any:
+    """Keras's JAX training state with the optimizer's value in the model's copies."""
+    trainable, non_trainable, optimizer_values, metrics = state
+    non_trainable = list(non_trainable)
+    for i, j in shared:
+        non_trainable[i] = optimizer_values[j]
+    return trainable, non_trainable, optimizer_values, metrics
+
+
+def _shared_in_fit(model: Any) -> list[tuple[int, int]]:
+    """``(i, j)`` for each variable at ``model.non_trainable_variables[i]`` and
+    ``model.optimizer.variables[j]``."""
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:
+        return []
+    where = {id(v): j for j, v in enumerate(optimizer.variables)}
+    return [
+        (i, where[id(v)]) for i, v in enumerate(model.non_trainable_variables) if id(v) in where
+    ]
