@@ -330,6 +330,19 @@ def graph_key() -> Any:
     return tf.compat.v1.get_default_graph()
 
 
+def graph_key_function() -> Any:
+    """:func:`graph_key` as a function chosen once (it is read per value on eager torch)."""
+    if _backend() != "tensorflow":
+        return _no_graph
+    import tensorflow as tf
+
+    return tf.compat.v1.get_default_graph
+
+
+def _no_graph() -> None:
+    return None
+
+
 def builds_graph() -> bool:
     """Whether ops are being recorded into a TensorFlow graph (so :func:`after` orders them)."""
     if _backend() != "tensorflow":

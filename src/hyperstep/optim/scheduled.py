@@ -73,48 +73,28 @@ from hyperstep.optim.core import (
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.schedules.base import Constant
 
+_graph_key = backends.graph_key_function()  # TF: the default graph; elsewhere None
 
-class _PerThread:
-    """An attribute of :class:`_State` with one value per thread (``threading.local``).
 
-    The state of an update in progress (its step, values, variable) belongs to the thread
-    running it: another thread reading ``opt.learning_rate`` meanwhile (a logger while
-    ``fit`` traces) must see the current value, not the traced step of the update.
-    """
+class _Update(threading.local):
+    """The update in progress, one per thread (``threading.local``; class attributes are the
+    defaults). Another thread reading ``opt.learning_rate`` meanwhile (a logger while
+    ``fit`` traces) must see the current value, not the traced step of this update."""
 
-    def __init__(self, default: Any) -> None:
-        self.default = default
+    step: Any = None  # the step read at the start of `apply`, else None
+    host_step: int | None = None  # the same as a Python int, on eager CPU torch
+    variable: Any = None  # the variable being updated, for `resolve`
+    raw_mode = False  # `get_config` reads Keras's raw values
 
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, state: Any, owner: type | None = None) -> Any:
-        if state is None:
-            return self
-        local = state.local
-        try:
-            return getattr(local, self.name)
-        except AttributeError:
-            value = self.default() if callable(self.default) else self.default
-            setattr(local, self.name, value)
-            return value
-
-    def __set__(self, state: Any, value: Any) -> None:
-        setattr(state.local, self.name, value)
+    def __init__(self) -> None:
+        self.cache: dict[Any, Any] = {}  # values computed in this update, by (key, graph)
 
 
 class _State:
     """Transient per-optimizer state kept out of Keras's and TensorFlow's tracking."""
 
-    # the update in progress, per thread
-    step = _PerThread(None)  # the step read at the start of `apply`, else None
-    host_step = _PerThread(None)  # the same as a Python int, on eager CPU torch
-    cache = _PerThread(dict)  # values computed in this update, by (key, graph)
-    variable = _PerThread(None)  # the variable being updated, for `resolve`
-    raw_mode = _PerThread(False)  # `get_config` reads Keras's raw values
-
     def __init__(self) -> None:
-        self.local = threading.local()
+        self.update = _Update()
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.static: dict[str, float | None] = {}
         self.raw: dict[str, Any] = {}
@@ -281,8 +261,8 @@ class ScheduledOptimizer:
     # ---- reading values -----------------------------------------------------------------
     def _hs_cached(self, key: str, make: Any) -> Any:
         """``make()``, computed once per update and graph (Keras reads values per variable)."""
-        cache = _state(self).cache
-        graph = backends.graph_key()
+        cache = _state(self).update.cache
+        graph = _graph_key()
         found = cache.get((key, id(graph)))
         if found is not None and found[0] is graph:
             return found[1]
@@ -296,27 +276,29 @@ class ScheduledOptimizer:
     def _hs_evaluate(self, name: str) -> Any:
         state = _state(self)
         hyperparameter = state.hyperparameters[name]
-        if state.host_step is not None:  # eager torch: Python numbers, as Keras's own are
-            value = hyperparameter.host_float(state.host_step)
+        if state.update.host_step is not None:  # eager torch: Python numbers, as Keras's own are
+            value = hyperparameter.host_float(state.update.host_step)
             if value is not None:
                 return value
         checked = name.split("/")[-1] in _introspect.checked_in_python(self._hs_base)
         # Keras's own learning rate is a float32 variable: no exact form needed
-        exact = None if name == "learning_rate" else lambda: hyperparameter.exact_at(state.step)
+        exact = (
+            None if name == "learning_rate" else lambda: hyperparameter.exact_at(state.update.step)
+        )
         return backends.keras_scalar(
-            lambda: hyperparameter.at(state.step), exact, state.static[name], checked=checked
+            lambda: hyperparameter.at(state.update.step), exact, state.static[name], checked=checked
         )
 
     def _hs_updating(self) -> bool:
         """Whether an update is in progress in this thread (its step fixed)."""
-        return _state(self).step is not None
+        return _state(self).update.step is not None
 
     def _hs_get(self, name: str) -> Any:
         state = _state(self)
-        if state.raw_mode or name not in state.hyperparameters:
+        if state.update.raw_mode or name not in state.hyperparameters:
             return state.raw.get(name)
-        if state.step is not None:
-            return self.resolve(name, state.variable)
+        if state.update.step is not None:
+            return self.resolve(name, state.update.variable)
         # outside `apply`: the current effective value; eagerly as a variable whose
         # `assign` assigns the attribute (`opt.learning_rate.assign(x)`, Keras-style)
         value = state.hyperparameters[name].value
@@ -334,7 +316,7 @@ class ScheduledOptimizer:
         """``opt.<name> = value``: a schedule replaces the hyperparameter's schedule (and
         clears its override); a number rescales it (:meth:`Hyperparameter.assign`)."""
         state = _state(self)
-        if name not in state.hyperparameters or state.raw_mode:
+        if name not in state.hyperparameters or state.update.raw_mode:
             state.raw[name] = value
             return
         assign_attribute(state.hyperparameters[name], name, value)
@@ -355,19 +337,19 @@ class ScheduledOptimizer:
         ``_clip_gradients`` called from ``apply``); ``apply`` itself starts a new one.
         """
         state = _state(self)
-        if nested and state.step is not None:
+        if nested and state.update.step is not None:
             yield
             return
-        outer = (state.step, state.cache, state.host_step)
-        state.host_step = self.clock.host_step()
-        if state.host_step is not None:  # `at` takes a Python int too
-            state.step, state.cache = state.host_step, {}
+        outer = (state.update.step, state.update.cache, state.update.host_step)
+        state.update.host_step = self.clock.host_step()
+        if state.update.host_step is not None:  # `at` takes a Python int too
+            state.update.step, state.update.cache = state.update.host_step, {}
         else:
-            state.step, state.cache = ops.cast(self.clock.step.value, "float32"), {}
+            state.update.step, state.update.cache = ops.cast(self.clock.step.value, "float32"), {}
         try:
             yield
         finally:
-            state.step, state.cache, state.host_step = outer
+            state.update.step, state.update.cache, state.update.host_step = outer
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
         state = _state(self)
@@ -387,7 +369,7 @@ class ScheduledOptimizer:
         The values are cached, so Keras's update reuses them.
         """
         state = _state(self)
-        scalars = [state.step, self.iterations]  # type: ignore[attr-defined]
+        scalars = [state.update.step, self.iterations]  # type: ignore[attr-defined]
         for key in self._hs_read_keys():
             value = self._hs_value(key)
             scalars.append(backends.scalar_tensor(value))
@@ -440,18 +422,18 @@ class ScheduledOptimizer:
             return  # in `update_step`, just before each variable's update
         if not state.owner:
             return super()._apply_weight_decay(variables)  # type: ignore[misc]
-        outer = state.variable
+        outer = state.update.variable
         try:
             for variable in variables:  # each variable with its own group's values
-                state.variable = variable
+                state.update.variable = variable
                 super()._apply_weight_decay([variable])  # type: ignore[misc]
         finally:
-            state.variable = outer
+            state.update.variable = outer
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> Any:
         state = _state(self)
-        outer = state.variable
-        state.variable = variable
+        outer = state.update.variable
+        state.update.variable = variable
         try:
             if "learning_rate" in state.hyperparameters:
                 learning_rate = self.resolve("learning_rate", variable)
@@ -462,16 +444,16 @@ class ScheduledOptimizer:
                 return fused.adam(self, gradient, variable, learning_rate)
             return super().update_step(gradient, variable, learning_rate)  # type: ignore[misc]
         finally:
-            state.variable = outer
+            state.update.variable = outer
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
         state = _state(self)
-        state.raw_mode = True
+        state.update.raw_mode = True
         try:
             config = super().get_config()  # type: ignore[misc]
         finally:
-            state.raw_mode = False
+            state.update.raw_mode = False
         own = {k: hp for k, hp in state.hyperparameters.items() if "/" not in k}
         config["hyperparameters"] = _serialized(own)  # a group's own are saved with it
         config["clock"] = keras.saving.serialize_keras_object(self.clock)
