@@ -77,6 +77,9 @@ def class_trainable() -> type:
             self.epoch += 1
             return {k: float(v[-1]) for k, v in history.history.items()}
 
+        def save_checkpoint(self, checkpoint_dir: str) -> None:  # Ray saves at the end
+            self.model.save_weights(os.path.join(checkpoint_dir, "model.weights.h5"))
+
     return Minimal
 
 
