@@ -6,11 +6,14 @@ config's learning rate set as an override, and report ``fit``'s logs:
 
 * ``function``  the minimal hand-written trainable: ``build(config)``, ``hp.set(...)``, then
                 ``model.fit(epochs=1)`` and ``tune.report(logs)`` in a loop;
+* ``class``     the same as a minimal hand-written class ``Trainable`` (``step`` = one fit),
+                Ray's path for the adapter: separates Ray's class/function paths from the
+                adapter's own work;
 * ``hyperstep`` ``hs.tune.trainable(build, data)``: the same fit per report, plus the
                 hyperparameters' values, the clock's step and Ray's class-trainable path.
 
 The time per report is Ray's ``time_this_iter_s`` (the first report, which traces the step,
-is dropped). Each repeat runs both (in alternating order), one Tuner each. Prints
+is dropped). Each repeat runs all three (in rotating order), one Tuner each. Prints
 min/median/max seconds per report, the ratio of medians and the median of ratios paired
 within each repeat. Target: ratio <= 1.1.
 
@@ -55,6 +58,29 @@ def function_trainable(config: dict) -> None:
     for epoch in range(10**9):
         history = model.fit(**data, initial_epoch=epoch, epochs=epoch + 1, verbose=0)
         tune.report({k: float(v[-1]) for k, v in history.history.items()})
+
+
+def class_trainable() -> type:
+    """The minimal hand-written Ray class trainable (Ray's path for ``hs.tune.trainable``)."""
+    from ray import tune
+
+    class Minimal(tune.Trainable):  # type: ignore[misc]
+        def setup(self, config: dict) -> None:
+            self.model = pbt_digits.build(config)
+            self.model.optimizer.hyperparameters["learning_rate"].set(config["learning_rate"])
+            self.data, self.epoch = pbt_digits.data(), 0
+
+        def step(self) -> dict:
+            history = self.model.fit(
+                **self.data, initial_epoch=self.epoch, epochs=self.epoch + 1, verbose=0
+            )
+            self.epoch += 1
+            return {k: float(v[-1]) for k, v in history.history.items()}
+
+        def save_checkpoint(self, checkpoint_dir: str) -> None:  # Ray saves at the end
+            self.model.save_weights(os.path.join(checkpoint_dir, "model.weights.h5"))
+
+    return Minimal
 
 
 def run(trainable: object, reports: int, storage: str) -> list[float]:
@@ -122,19 +148,21 @@ def main() -> None:
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     variants = {
         "function": function_trainable,
+        "class": class_trainable(),
         "hyperstep": hs.tune.trainable(pbt_digits.build, pbt_digits.data, metric="val_loss"),
     }
     times: dict[str, list[float]] = {name: [] for name in variants}
-    paired = []
+    paired, paired_class = [], []
     with tempfile.TemporaryDirectory() as storage:
         for repeat in range(args.repeats):
-            order = list(variants) if repeat % 2 == 0 else list(variants)[::-1]
+            order = list(variants)[repeat % 3 :] + list(variants)[: repeat % 3]
             medians = {}
             for name in order:
                 measured = run(variants[name], args.reports, storage)
                 times[name].extend(measured)
                 medians[name] = statistics.median(measured)
             paired.append(medians["hyperstep"] / medians["function"])
+            paired_class.append(medians["hyperstep"] / medians["class"])
             print(f"repeat {repeat}: " + ", ".join(f"{k} {v:.3f} s" for k, v in medians.items()))
     ray.shutdown()
     for name, values in times.items():
@@ -147,6 +175,12 @@ def main() -> None:
         f"ratio hyperstep/function: {ratio:.3f} (paired: min {min(paired):.3f} median "
         f"{statistics.median(paired):.3f} max {max(paired):.3f}); target <= {TARGET}: "
         f"{'met' if statistics.median(paired) <= TARGET else 'NOT met'}"
+    )
+    ratio = statistics.median(times["hyperstep"]) / statistics.median(times["class"])
+    print(
+        f"ratio hyperstep/class (Ray's class-trainable path on both sides): {ratio:.3f} "
+        f"(paired: min {min(paired_class):.3f} median {statistics.median(paired_class):.3f} "
+        f"max {max(paired_class):.3f})"
     )
 
 
