@@ -72,7 +72,7 @@ def test_schedules_export_the_vocabulary_and_helpers_not_the_node_classes() -> N
                 assert name not in exported
 
 
-def test_importing_hyperstep_imports_no_keras_and_doctor_is_the_function() -> None:
+def test_importing_hyperstep_imports_no_keras_and_doctor_is_callable() -> None:
     import subprocess
     import sys
 
@@ -83,6 +83,16 @@ def test_importing_hyperstep_imports_no_keras_and_doctor_is_the_function() -> No
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False", "True", "True"]
+
+
+def test_import_hyperstep_doctor_as_gives_the_package_which_is_callable() -> None:
+    import types
+
+    import hyperstep.doctor as d
+
+    assert isinstance(d, types.ModuleType) and d is hs.doctor
+    assert d.CODES and d.Finding is hs.Finding
+    assert callable(d) and d.doctor.__name__ == "doctor"
 
 
 def test_schedule_free_rules_are_in_the_rules_namespace() -> None:

@@ -69,9 +69,8 @@ __all__ = [  # noqa: RUF022 (plain sorted order, checked by tests/test_public_ap
     "tune",
 ]
 
-# Eager and cheap (no Keras): binding the function after the subpackage has been imported
-# keeps `hs.doctor` the function whatever is imported later.
-from hyperstep.doctor import doctor  # noqa: E402
+# Eager and cheap (no Keras): the doctor package is callable, `hs.doctor(model, data)`
+from hyperstep import doctor  # noqa: E402
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
     from hyperstep import callbacks, errors, rules, schedules, tune

@@ -1,5 +1,9 @@
 """The doctor: why each variable does or does not train, in ``fit()`` and in custom loops.
 
+``hs.doctor(model, data)`` calls :func:`doctor`: the package itself is callable, so
+``import hyperstep.doctor as d`` gives the package (``d.CODES``, ``d.Finding``) and
+``d(model, data)`` the diagnosis.
+
 TensorFlow only (it reads traced graphs): under another Keras backend :func:`doctor`
 raises :class:`hyperstep.errors.BackendError`; importing this package does not need
 TensorFlow.
@@ -7,6 +11,8 @@ TensorFlow.
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -95,3 +101,21 @@ def __getattr__(name: str) -> Any:
 
         return Doctor
     raise AttributeError(f"module 'hyperstep.doctor' has no attribute {name!r}")
+
+
+class _CallablePackage(types.ModuleType):
+    """``hyperstep.doctor(...)`` is :func:`doctor` (one name for the package and the call)."""
+
+    def __call__(
+        self,
+        model: Any,
+        data: Any,
+        *,
+        loss_fn: Callable[[Any, Any], Any] | None = None,
+        optimizer: Any = None,
+        var_list: Sequence[Any] | None = None,
+    ) -> Diagnosis:
+        return doctor(model, data, loss_fn=loss_fn, optimizer=optimizer, var_list=var_list)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

@@ -234,7 +234,7 @@ class Constant(Schedule):
 
     def value(self, step: Any) -> Any:
         # torch: the same tensor as ops.full without its ~15 us of Python (hyperstep.backends)
-        found = backends.full_float32(step, self.value_)
+        found = None if NUMPY else backends.full_float32(step, self.value_)
         return found if found is not None else ops.full(ops.shape(step), self.value_, "float32")
 
     def arguments(self) -> dict[str, Any]:
