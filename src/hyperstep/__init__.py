@@ -69,8 +69,12 @@ __all__ = [  # noqa: RUF022 (plain sorted order, checked by tests/test_public_ap
     "tune",
 ]
 
-# Eager and cheap (no Keras): the doctor package is callable, `hs.doctor(model, data)`
-from hyperstep import doctor  # noqa: E402
+# Eager and cheap (no Keras): the doctor package is callable, `hs.doctor(model, data)`;
+# type checkers see the function it calls
+if TYPE_CHECKING:
+    from hyperstep.doctor import doctor
+else:
+    from hyperstep import doctor
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
     from hyperstep import callbacks, errors, rules, schedules, tune

@@ -228,7 +228,7 @@ def _train(
         demo_state.truncate_logs(out, checkpoint.epoch, checkpoint.step)
         first = checkpoint.epoch
         say(f"resuming from epoch {checkpoint.epoch} / step {checkpoint.step} (saved in {out})")
-    diagnosis = hs.doctor.doctor(model, (data.x_train[:BATCH_SIZE], data.y_train[:BATCH_SIZE]))
+    diagnosis = hs.doctor(model, (data.x_train[:BATCH_SIZE], data.y_train[:BATCH_SIZE]))
     say(f"pre-flight check: {diagnosis}")
     callbacks = _callbacks(model, plateau, out, checkpoint is not None, config, verbose)
     callbacks += extra
