@@ -76,18 +76,33 @@ from hyperstep.schedules.base import Constant
 _graph_key = backends.graph_key_function()  # TF: the default graph; elsewhere None
 
 
-class _Update(threading.local):
-    """The update in progress, one per thread (``threading.local``; class attributes are the
-    defaults). Another thread reading ``opt.learning_rate`` meanwhile (a logger while
-    ``fit`` traces) must see the current value, not the traced step of this update."""
+class _Update:
+    """The update in progress (class attributes are the defaults). It is shared by the
+    threads of one update (``tf.distribute`` runs ``apply`` in replica threads and the
+    update in the main thread, in one graph); a read from anywhere else (a logger reading
+    ``opt.learning_rate`` while ``fit`` traces) sees the current value (:meth:`owns`)."""
 
     step: Any = None  # the step read at the start of `apply`, else None
+    graph: Any = None  # TensorFlow: the graph the update is built in
+    thread: int | None = None  # elsewhere: the thread running it
     host_step: int | None = None  # the same as a Python int, on eager CPU torch
     variable: Any = None  # the variable being updated, for `resolve`
     raw_mode = False  # `get_config` reads Keras's raw values
 
     def __init__(self) -> None:
         self.cache: dict[Any, Any] = {}  # values computed in this update, by (key, graph)
+
+    def owns(self) -> bool:
+        """Whether the caller reads inside this update: in its TensorFlow graph or a graph
+        nested in it (a ``cond`` branch), else (no graphs) in the same thread."""
+        if self.step is None:
+            return False
+        if self.graph is None:
+            return threading.get_ident() == self.thread
+        graph = _graph_key()
+        while graph is not None and graph is not self.graph:
+            graph = getattr(graph, "outer_graph", None)
+        return graph is not None
 
 
 class _State:
@@ -290,17 +305,18 @@ class ScheduledOptimizer:
         )
 
     def _hs_updating(self) -> bool:
-        """Whether an update is in progress in this thread (its step fixed)."""
-        return _state(self).update.step is not None
+        """Whether the caller reads inside an update in progress (its step fixed)."""
+        return _state(self).update.owns()
 
     def _hs_get(self, name: str) -> Any:
         state = _state(self)
         if state.update.raw_mode or name not in state.hyperparameters:
             return state.raw.get(name)
-        if state.update.step is not None:
+        if state.update.owns():
             return self.resolve(name, state.update.variable)
-        # outside `apply`: the current effective value; eagerly as a variable whose
-        # `assign` assigns the attribute (`opt.learning_rate.assign(x)`, Keras-style)
+        # outside `apply` (or another thread reading meanwhile): the current effective
+        # value; eagerly as a variable whose `assign` assigns the attribute
+        # (`opt.learning_rate.assign(x)`, Keras-style)
         value = state.hyperparameters[name].value
         if not concrete(value):
             return value
@@ -337,10 +353,12 @@ class ScheduledOptimizer:
         ``_clip_gradients`` called from ``apply``); ``apply`` itself starts a new one.
         """
         state = _state(self)
-        if nested and state.update.step is not None:
+        if nested and state.update.owns():
             yield
             return
-        outer = (state.update.step, state.update.cache, state.update.host_step)
+        update = state.update
+        outer = (update.step, update.cache, update.host_step, update.graph, update.thread)
+        update.graph, update.thread = _graph_key(), threading.get_ident()
         state.update.host_step = self.clock.host_step()
         if state.update.host_step is not None:  # `at` takes a Python int too
             state.update.step, state.update.cache = state.update.host_step, {}
@@ -349,7 +367,7 @@ class ScheduledOptimizer:
         try:
             yield
         finally:
-            state.update.step, state.update.cache, state.update.host_step = outer
+            update.step, update.cache, update.host_step, update.graph, update.thread = outer
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
         state = _state(self)
