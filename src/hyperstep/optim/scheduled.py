@@ -225,15 +225,21 @@ class ScheduledOptimizer:
         fused = backends.fused_updates()  # None where there are no such kernels
         state.fused = fused is not None and state.fused_requested
         state.fused_decay = state.fused and fused.decays_in_update(self)
-        if backends.trains_statelessly():
-            # JAX trains statelessly: only `opt.variables` go into and out of the jitted
-            # step, so the clock and the hyperparameters' state must be among them.
-            # (each scalar in that state costs ~5 us per step: only the ones read)
-            read = [state.hyperparameters[key] for key in self._hs_read_keys()]
-            hp_variables = [v for hp in read for v in hp.variables]
-            for variable in [clock.step, *hp_variables]:
-                if not self._tracker.is_in_store("variables", variable):
-                    self._track_variable(variable)
+        self._hs_track_state()
+
+    def _hs_track_state(self) -> None:
+        """JAX trains statelessly: only `opt.variables` go into and out of the jitted step,
+        so the clock and the state of the hyperparameters read must be among them (each
+        scalar costs ~5 us per step: only those). Called at install and again at ``build``,
+        for state added since (a :class:`~hyperstep.Cooldown`'s start)."""
+        if not backends.trains_statelessly():
+            return
+        state = _state(self)
+        read = [state.hyperparameters[key] for key in self._hs_read_keys()]
+        hp_variables = [v for hp in read for v in hp.variables]
+        for variable in [self.clock.step, *hp_variables]:
+            if not self._tracker.is_in_store("variables", variable):
+                self._track_variable(variable)
 
     def _hs_add(self, key: str, hyperparameter: Hyperparameter) -> None:
         """Register ``hyperparameter`` under ``key`` (``name`` or ``group/name``), tracked."""
@@ -412,6 +418,7 @@ class ScheduledOptimizer:
                     # TF's update path passes the backing tf.Variable, not the Keras one
                     inner = native_variable(variable)
                     state.owner[id(variable)] = state.owner[id(inner)] = group.name
+        self._hs_track_state()
         with self._hs_update():
             return super().build(variables)  # type: ignore[misc]
 
