@@ -444,6 +444,32 @@ class ScheduledOptimizer:
         finally:
             state.update.variable = outer
 
+    def _backend_update_step(self, grads: Any, trainable_variables: Any, learning_rate: Any) -> Any:
+        """Keras's torch optimizers update every variable at once with one learning rate
+        (``_parallel_update_step``, ``torch._foreach_*``): with groups, once per group, each
+        with its own values."""
+        state = _state(self)
+        if not state.owner or not hasattr(self, "_parallel_update_step"):
+            return super()._backend_update_step(  # type: ignore[misc]
+                grads, trainable_variables, learning_rate
+            )
+        by_group: dict[str | None, tuple[list[Any], list[Any]]] = {}
+        for gradient, variable in zip(grads, trainable_variables, strict=True):
+            pair = by_group.setdefault(state.owner.get(id(variable)), ([], []))
+            pair[0].append(gradient)
+            pair[1].append(variable)
+        outer = state.update.variable
+        try:
+            for group_grads, variables in by_group.values():
+                state.update.variable = variables[0]  # `resolve` reads this group's values
+                if "learning_rate" in state.hyperparameters:
+                    learning_rate = self.resolve("learning_rate", variables[0])
+                super()._backend_update_step(  # type: ignore[misc]
+                    group_grads, variables, learning_rate
+                )
+        finally:
+            state.update.variable = outer
+
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> Any:
         state = _state(self)
         outer = state.update.variable
