@@ -180,3 +180,27 @@ def test_traced_once_across_main_value_changes():
         used = before - model.layers[0].bias.numpy()[0]
         assert used == pytest.approx(float(expected), rel=1e-5), t
     assert len(traces) == 1
+
+
+def test_pickle_and_deepcopy_link_the_copy_to_its_own_main_value():
+    import copy
+    import pickle
+
+    opt = _optimizer()
+    opt.hyperparameters["learning_rate"].scale.assign(0.5)
+    for copied in (pickle.loads(pickle.dumps(opt)), copy.deepcopy(opt)):
+        copied.hyperparameters["learning_rate"].set(0.01)
+        _assert_ten_times(copied)
+        assert float(copied.hyperparameters["head/learning_rate"].value) == TEN * np.float32(0.01)
+    _assert_ten_times(opt)  # the original still follows its own (scaled, not set) value
+    assert not bool(opt.hyperparameters["learning_rate"].is_set)
+
+
+def test_parse_takes_extra_names():
+    three = hs.schedules.constant(3.0)
+    schedule = hs.parse("2 * x + step", names={"x": three})
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(schedule([0, 5])), [6.0, 11.0])
+    with pytest.raises(
+        ScheduleSyntaxError, match=r"unknown name 'y' \(names: step, epoch, pi, e, x\)"
+    ):
+        hs.parse("2 * y", names={"x": three})
