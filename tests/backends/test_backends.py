@@ -193,3 +193,22 @@ def test_jax_jit_read_outside_the_traced_state_raises_instead_of_freezing(
     assert found["mapped"] == repr(float(np.float32(0.3)))
     assert found["mapped_at_step_7"] == repr(float(np.float32(0.7)))
     assert found["grad_eagerly"] == repr(float(np.float32(0.3)))  # traced, not compiled
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_plateau_reduction_of_the_main_rate_reaches_a_relative_group(
+    results: dict[str, Any], backend: str
+) -> None:
+    found = results[backend]["relative_group"]
+    main, used = np.array(found["main"]), np.array(found["used"])
+    # each update moved the bias by the group's rate: 10 x the main rate read before it
+    # (on torch, Keras's `_parallel_update_step` once ignored every group's learning rate)
+    np.testing.assert_allclose(used, 10 * main, rtol=1e-5)
+    # ... and the main rate was halved by the plateau (no epoch after the first improves)
+    assert found["reductions"] == 2
+    epoch = np.arange(len(main)) // (len(main) // 3)
+    halved = np.float32(0.5) ** np.maximum(0, epoch - 1)
+    # (one float32 ulp: the schedule is evaluated as a vector here, as a scalar in fit)
+    np.testing.assert_allclose(main, np.float32(found["schedule"]) * halved, rtol=1e-6)
+    assert found["loaded_group"] == "10.0 * learning_rate"
+    assert found["loaded_value"] == np.float32(10) * np.float32(0.02)

@@ -203,6 +203,70 @@ def check_step_optimizer() -> dict[str, Any]:
     return {"weights": weights(model), "step": step}
 
 
+def check_relative_group(tmp: str) -> dict[str, Any]:
+    """A group at ``"10 * learning_rate"`` under ``fit`` while a plateau halves the main rate.
+
+    With ``loss = mean(model(x))`` the gradient of the bias is exactly 1, so each SGD
+    update moves it by minus the rate the compiled step used: recorded per batch with the
+    main rate read before it. Then a ``.keras`` round trip.
+    """
+    import keras
+    import numpy as np
+
+    import hyperstep as hs
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, name="head")])
+    model.set_weights([np.ones((3, 1), "float32"), np.zeros((1,), "float32")])
+    optimizer = hs.scheduled(
+        keras.optimizers.SGD(),
+        learning_rate="warmup(cosine(0.1, steps=100), steps=10)",
+        groups=[hs.Group("head", match="*bias", learning_rate="10 * learning_rate")],
+    )
+    main = optimizer.hyperparameters["learning_rate"]
+    plateau = hs.ReduceOnPlateau(main, monitor="loss", factor=0.5, patience=0, min_delta=10.0)
+    rows: list[list[float]] = []
+
+    def bias(callback: Any) -> float:
+        return float(keras.ops.convert_to_numpy(callback.model.layers[0].bias)[0])
+
+    class Used(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            rows.append([bias(self), float(keras.ops.convert_to_numpy(main.value))])
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            rows[-1].append(bias(self))
+
+    def mean(y_true: Any, y_pred: Any) -> Any:
+        return keras.ops.mean(y_pred)
+
+    model.compile(optimizer, mean)
+    x, _ = data()
+    model.fit(
+        x,
+        x[:, :1],
+        batch_size=BATCH,
+        epochs=EPOCHS,
+        shuffle=False,
+        verbose=0,
+        callbacks=[Used(), plateau],
+    )
+    path = os.path.join(tmp, "relative.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path, custom_objects={"mean": mean})
+    hps = loaded.optimizer.hyperparameters
+    hps["learning_rate"].set(0.02)
+    return {
+        "main": [row[1] for row in rows],
+        "used": [row[0] - row[2] for row in rows],
+        "reductions": plateau.reductions,
+        "schedule": [
+            float(v) for v in keras.ops.convert_to_numpy(main.schedule(np.arange(len(rows))))
+        ],
+        "loaded_group": repr(hps["head/learning_rate"].schedule),
+        "loaded_value": float(keras.ops.convert_to_numpy(hps["head/learning_rate"].value)),
+    }
+
+
 def loop_tensorflow(model: Any, optimizer: Any, plateau: Any) -> tuple[list[Any], int]:
     import tensorflow as tf
 
@@ -438,7 +502,8 @@ def main() -> None:
                 result["tensorflow_only"] = check_tensorflow_only()
             if backend == "jax":
                 result["jit_reads"] = check_jit_reads()
-            result["fit"] = check_fit(tmp)  # last: it saves with Keras
+            result["fit"] = check_fit(tmp)  # it saves with Keras (imports TensorFlow)
+            result["relative_group"] = check_relative_group(tmp)
     result["warnings"] = [
         f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})"
         for w in caught

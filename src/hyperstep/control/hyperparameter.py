@@ -16,6 +16,7 @@ from keras import ops
 
 from hyperstep.backends import concrete, fast_value, integer_dtype, unmapped_in_jit
 from hyperstep.clock import Clock
+from hyperstep.control.relative import references
 from hyperstep.errors import FrozenValueError, InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import (
     Constant,
@@ -107,6 +108,7 @@ class Hyperparameter(keras.layers.Layer):
         self._state: dict[str, Any] = {}
         self._pending: dict[str, Any] = {}
         self._table: tuple[Schedule, int, list[float]] | None = None
+        self._relative: tuple[Schedule | None, bool] = (None, False)
         #: a started :class:`hyperstep.Cooldown` replaces the schedule from its start step
         self._cooldown: Any = None
         self.built = True
@@ -204,7 +206,8 @@ class Hyperparameter(keras.layers.Layer):
         float32 numbers is exact in a Python float, so once rounded to float32 it equals
         :meth:`at` (to the last bit for elementwise schedule arithmetic; a vectorized ``pow``
         may round one bit differently from a scalar one). ``None`` for a schedule whose
-        vectorized value is not a float32 vector (a wrapped Keras schedule). Used by
+        vectorized value is not a float32 vector (a wrapped Keras schedule) or that names
+        another hyperparameter (``"10 * learning_rate"``). Used by
         ``hs.scheduled`` on eager torch, where each tensor op costs ~10 us of Python. Reads
         the variables' own tensors (``_value``: Keras's ``value`` property costs ~5 us on
         torch), so only eagerly and outside ``keras.StatelessScope``: not for graphs,
@@ -216,6 +219,10 @@ class Hyperparameter(keras.layers.Layer):
         if self._cooldown is not None and int(self._cooldown.variables[0]._value) >= 0:
             return None  # a started cooldown: the general path reads its variable
         schedule = self.schedule
+        if self._relative[0] is not schedule:
+            self._relative = (schedule, bool(references(schedule)))
+        if self._relative[1]:  # "10 * learning_rate": reads another's state
+            return None
         if isinstance(schedule, Constant):
             base = float(schedule.value_)
         else:

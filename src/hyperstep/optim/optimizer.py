@@ -25,6 +25,7 @@ from keras import ops
 from hyperstep.backends import after, native_variable
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
+from hyperstep.control.relative import references, relative, resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
 from hyperstep.optim.core import advance_after_update, assign_attribute
@@ -154,17 +155,24 @@ class StepOptimizer(keras.optimizers.Optimizer):
         self.clock = _pick_clock(
             clock, [hyperparameters, *(g.hyperparameters for g in groups)], f"{self.name}_clock"
         )
-        own = {
-            key: self._hyperparameter(key, hyperparameters.get(key, default))
-            for key, default in rule.hyperparameters.items()
-        }
+        # expressions may name the rule's other hyperparameters ("0.1 * learning_rate")
+        own = resolve(
+            {
+                key: hyperparameters.get(key, default)
+                for key, default in rule.hyperparameters.items()
+            },
+            self._hyperparameter,
+            "StepOptimizer",
+        )
         self._group_specs = groups
         self.groups: dict[str, Group] = {}
         tables = [own]
         self.hyperparameters: dict[str, Any] = dict(own)
         for group in groups:
-            bound = {
-                key: self._hyperparameter(f"{group.name}/{key}", value)
+            bound = {  # a group's expressions may name the optimizer's own hyperparameters
+                key: self._hyperparameter(
+                    f"{group.name}/{key}", relative(value, own) if isinstance(value, str) else value
+                )
                 for key, value in group.hyperparameters.items()
             }
             self.groups[group.name] = Group(group.name, group.match, **bound)
@@ -379,6 +387,8 @@ def _serialize(hp: Any) -> Any:
     schedule = hp.schedule
     if isinstance(schedule, Constant):
         return schedule.value_
+    if references(schedule):  # "10 * learning_rate" is saved as its text
+        return repr(schedule)
     return keras.saving.serialize_keras_object(schedule)
 
 

@@ -62,6 +62,7 @@ from hyperstep.backends import after, concrete, native_variable
 from hyperstep.backends.internals import unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter, _track
+from hyperstep.control.relative import references, relative, resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
 from hyperstep.optim.core import (
@@ -211,13 +212,21 @@ class ScheduledOptimizer:
             raw["learning_rate"] = None  # Keras calls it at every update, as without us
         else:
             raw["learning_rate"] = learning_rate
+        values: dict[str, Any] = {}
         for name in _introspect.numeric_names(self._hs_base):
             value = given.get(name, raw.get(name))
             if value is None:
                 continue
             if isinstance(value, dict):
                 value = keras.saving.deserialize_keras_object(value)
-            hyperparameter = Hyperparameter(schedule_of(value, name), clock=clock, name=name)
+            values[name] = value
+        # expressions may name the optimizer's other hyperparameters ("0.1 * learning_rate")
+        built = resolve(
+            values,
+            lambda name, value: Hyperparameter(schedule_of(value, name), clock=clock, name=name),
+            "hs.scheduled(...)",
+        )
+        for name, hyperparameter in built.items():
             self._hs_add(name, hyperparameter)
         self._hs_install_groups(groups, clock)
         # `fused=True`: TF updates take the one-pass forms of hyperstep.backends.tensorflow
@@ -236,6 +245,7 @@ class ScheduledOptimizer:
             return
         state = _state(self)
         read = [state.hyperparameters[key] for key in self._hs_read_keys()]
+        read += [ref.target for hp in read for ref in references(hp.schedule)]
         hp_variables = [v for hp in read for v in hp.variables]
         for variable in [self.clock.step, *hp_variables]:
             if not self._tracker.is_in_store("variables", variable):
@@ -252,6 +262,8 @@ class ScheduledOptimizer:
     def _hs_install_groups(self, groups: Any, clock: Clock) -> None:
         state = _state(self)
         valid = set(state.hyperparameters)
+        # a group's expressions may name the optimizer's own hyperparameters
+        own = {key: hp for key, hp in state.hyperparameters.items() if "/" not in key}
         for spec in groups:
             if isinstance(spec, dict):
                 spec = Group.from_config(spec)
@@ -270,6 +282,8 @@ class ScheduledOptimizer:
             for name, value in spec.hyperparameters.items():
                 if isinstance(value, dict):
                     value = keras.saving.deserialize_keras_object(value)
+                elif isinstance(value, str):  # "10 * learning_rate": the optimizer's own
+                    value = relative(value, own)
                 bound[name] = Hyperparameter(value, clock=clock, name=f"{spec.name}.{name}")
                 self._hs_add(f"{spec.name}/{name}", bound[name])
             state.groups.append(Group(spec.name, spec.match, **bound))
@@ -455,6 +469,32 @@ class ScheduledOptimizer:
         finally:
             state.update.variable = outer
 
+    def _backend_update_step(self, grads: Any, trainable_variables: Any, learning_rate: Any) -> Any:
+        """Keras's torch optimizers update every variable at once with one learning rate
+        (``_parallel_update_step``, ``torch._foreach_*``): with groups, once per group, each
+        with its own values."""
+        state = _state(self)
+        if not state.owner or not hasattr(self, "_parallel_update_step"):
+            return super()._backend_update_step(  # type: ignore[misc]
+                grads, trainable_variables, learning_rate
+            )
+        by_group: dict[str | None, tuple[list[Any], list[Any]]] = {}
+        for gradient, variable in zip(grads, trainable_variables, strict=True):
+            pair = by_group.setdefault(state.owner.get(id(variable)), ([], []))
+            pair[0].append(gradient)
+            pair[1].append(variable)
+        outer = state.update.variable
+        try:
+            for group_grads, variables in by_group.values():
+                state.update.variable = variables[0]  # `resolve` reads this group's values
+                if "learning_rate" in state.hyperparameters:
+                    learning_rate = self.resolve("learning_rate", variables[0])
+                super()._backend_update_step(  # type: ignore[misc]
+                    group_grads, variables, learning_rate
+                )
+        finally:
+            state.update.variable = outer
+
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> Any:
         state = _state(self)
         outer = state.update.variable
@@ -591,8 +631,11 @@ def _check_install(base: type, given: Any, clock: Any, advance: Any, groups: Any
 
 
 def _serialized(hyperparameters: dict[str, Hyperparameter]) -> dict[str, Any]:
+    # a value naming other hyperparameters ("10 * learning_rate") is saved as its text
     return {
-        name: keras.saving.serialize_keras_object(hp._raw_schedule)
+        name: repr(hp._raw_schedule)
+        if references(hp._raw_schedule)
+        else keras.saving.serialize_keras_object(hp._raw_schedule)
         for name, hp in hyperparameters.items()
     }
 
@@ -734,7 +777,10 @@ def scheduled(
             f"{received('groups', groups)}"
         )
     _introspect.check_names(optimizer, list(hyperparameters))
-    given = {name: schedule_of(value, name) for name, value in hyperparameters.items()}
+    given = {  # strings are parsed at install: they may name each other ("0.1 * momentum")
+        name: value if isinstance(value, str) else schedule_of(value, name)
+        for name, value in hyperparameters.items()
+    }
     learning_rate = optimizer._learning_rate
     with warnings.catch_warnings():
         if keras_callable(learning_rate):  # Keras warns that it serializes a lambda

@@ -37,7 +37,7 @@ import inspect
 import math
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hyperstep.errors import ScheduleSyntaxError
@@ -113,7 +113,12 @@ _REFUSED: dict[type, str] = {
 }
 
 
-def parse(text: str, steps_per_epoch: int | None = None) -> Schedule:
+def parse(
+    text: str,
+    steps_per_epoch: int | None = None,
+    *,
+    names: Mapping[str, Schedule] | None = None,
+) -> Schedule:
     """Read a schedule from an expression.
 
     ``parse(repr(s))`` evaluates equal to ``s`` for every schedule ``s``.
@@ -123,6 +128,9 @@ def parse(text: str, steps_per_epoch: int | None = None) -> Schedule:
             or ``"0.1 * 0.9 ** floor(epoch / 5)"``. Line breaks count as spaces.
         steps_per_epoch: Updates per epoch, binding every ``epoch`` in the text; ``None``
             leaves ``epoch`` unbound (a :class:`hyperstep.Clock` binds it later).
+        names: Extra names the text may use, each standing for the schedule-like node it
+            maps to (an optimizer passes its own hyperparameters, so that a group can write
+            ``"10 * learning_rate"``); ``None`` allows only the built-in names.
 
     Returns:
         The :class:`~hyperstep.schedules.Schedule` the text describes.
@@ -178,7 +186,7 @@ def parse(text: str, steps_per_epoch: int | None = None) -> Schedule:
         ) from None
     except ValueError as error:  # e.g. integer literals longer than 4300 digits
         raise ScheduleSyntaxError(f"syntax error: {error}", line, 0) from None
-    schedule = _Reader(line, steps_per_epoch).schedule(tree.body)
+    schedule = _Reader(line, steps_per_epoch, names or {}).schedule(tree.body)
     if steps_per_epoch is not None and base.uses_epoch(schedule):  # e.g. unit="epoch"
         schedule = base.bind_epochs(schedule, steps_per_epoch)
     return schedule
@@ -237,8 +245,11 @@ def _suggest(name: str, options: list[str]) -> str:
 class _Reader:
     """Turns a whitelisted syntax tree into a schedule, raising at the first refusal."""
 
-    def __init__(self, text: str, steps_per_epoch: int | None) -> None:
+    def __init__(
+        self, text: str, steps_per_epoch: int | None, names: Mapping[str, Schedule]
+    ) -> None:
         self.text = text
+        self.names = names
         self.steps_per_epoch = steps_per_epoch
         self.depth = 0
         self.vocabulary = vocabulary()
@@ -328,6 +339,8 @@ class _Reader:
             return Epoch(self.steps_per_epoch)
         if node.id in _NUMBERS:
             return _NUMBERS[node.id]
+        if node.id in self.names:
+            return self.names[node.id]
         if node.id in self.vocabulary:
             cls = self.vocabulary[node.id]
             raise self.error(
@@ -335,10 +348,11 @@ class _Reader:
             )
         if node.id in FUNCTIONS:
             raise self.error(node, f"'{node.id}' is a function; call it: {node.id}(...)")
-        options = [*_NAMES, *self.vocabulary, *FUNCTIONS]
+        known = [*_NAMES, *self.names]
+        options = [*known, *self.vocabulary, *FUNCTIONS]
         raise self.error(
             node,
-            f"unknown name '{node.id}'{_suggest(node.id, options)} (names: {', '.join(_NAMES)})",
+            f"unknown name '{node.id}'{_suggest(node.id, options)} (names: {', '.join(known)})",
         )
 
     def unary(self, node: ast.UnaryOp) -> Any:
