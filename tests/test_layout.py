@@ -1,4 +1,5 @@
-"""The layout rule of DESIGN.md: a module imports only rooms to its left."""
+"""The layout rule: a module imports only rooms to its left (errors, backends, clock,
+schedules, control, optim, doctor, tune, demo, cli)."""
 
 import ast
 import pathlib

@@ -1,7 +1,7 @@
 """The hyperstep exception tree and the helpers that word its messages.
 
 Every error names the argument, what was expected, what was received and what to type
-instead (see STYLE.md rule 4). All hyperstep errors derive from :class:`HyperstepError`;
+instead, ending with ``Received: name=value``. All hyperstep errors derive from :class:`HyperstepError`;
 value problems are also ``ValueError`` and type problems ``TypeError`` so that callers
 catching the builtin types keep working.
 """

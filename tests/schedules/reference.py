@@ -1,7 +1,8 @@
 """Independent closed forms of the schedule families in plain Python float64, and the
 comparison used by every schedule test.
 
-Written from the formulas in the peers' documentation (see PRIOR_ART.md section 3), one
+Written from the formulas in the peers' sources and documentation (Keras's
+``learning_rate_schedule.py``, optax's ``schedules``, torch's ``lr_scheduler.py``), one
 step at a time with ``if``s, deliberately unlike the vectorized float32 implementation.
 Load it from a test with ``load_reference()`` (tests have no package ``__init__``).
 """

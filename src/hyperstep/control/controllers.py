@@ -53,7 +53,9 @@ class ReduceOnPlateau(keras.callbacks.Callback):
     * while an override is set (``target.set(v)``) reductions still multiply the scale;
       they show once the override is cleared (floors use ``schedule * scale``).
 
-    ``compat`` reproduces a peer's rule exactly (see PRIOR_ART.md §3.9):
+    ``compat`` reproduces a peer's rule exactly (read from each peer's source:
+    ``keras/src/callbacks/reduce_lr_on_plateau.py``, ``torch/optim/lr_scheduler.py``,
+    ``optax/contrib/_reduce_on_plateau.py``):
 
     * ``"keras"``: ``keras.callbacks.ReduceLROnPlateau``: improvement
       ``value + min_delta < best``; cooldown decrements first and zeroes ``wait``, and the

@@ -1,7 +1,7 @@
 """Validation and float32 helpers shared by the schedule families and combinators.
 
-The ``check_*`` functions validate constructor arguments and word their errors as
-STYLE.md rule 4 asks: the call, what was expected, and ``Received: name=value``.
+The ``check_*`` functions validate constructor arguments and word their errors the
+house way: the call, what was expected, and ``Received: name=value``.
 """
 
 from __future__ import annotations
