@@ -1,9 +1,9 @@
 """The hyperstep exception tree and the helpers that word its messages.
 
 Every error names the argument, what was expected, what was received and what to type
-instead, ending with ``Received: name=value``. All hyperstep errors derive from :class:`HyperstepError`;
-value problems are also ``ValueError`` and type problems ``TypeError`` so that callers
-catching the builtin types keep working.
+instead, ending with ``Received: name=value``. All hyperstep errors derive from
+:class:`HyperstepError`; value problems are also ``ValueError`` and type problems
+``TypeError`` so that callers catching the builtin types keep working.
 """
 
 from __future__ import annotations
