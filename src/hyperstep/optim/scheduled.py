@@ -49,7 +49,6 @@ new clock (sharing is not in a config).
 from __future__ import annotations
 
 import contextlib
-import threading
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -85,7 +84,6 @@ class _Update:
 
     step: Any = None  # the step read at the start of `apply`, else None
     graph: Any = None  # TensorFlow: the graph the update is built in
-    thread: int | None = None  # elsewhere: the thread running it
     host_step: int | None = None  # the same as a Python int, on eager CPU torch
     variable: Any = None  # the variable being updated, for `resolve`
     raw_mode = False  # `get_config` reads Keras's raw values
@@ -95,11 +93,13 @@ class _Update:
 
     def owns(self) -> bool:
         """Whether the caller reads inside this update: in its TensorFlow graph or a graph
-        nested in it (a ``cond`` branch), else (no graphs) in the same thread."""
+        nested in it (a ``cond`` branch). Without graphs (JAX, torch) any read during the
+        update is inside it: asking which thread reads would break ``torch.compile``'s
+        graph (dynamo does not trace ``threading``)."""
         if self.step is None:
             return False
         if self.graph is None:
-            return threading.get_ident() == self.thread
+            return True
         graph = _graph_key()
         while graph is not None and graph is not self.graph:
             graph = getattr(graph, "outer_graph", None)
@@ -113,6 +113,7 @@ class _State:
         self.update = _Update()
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.static: dict[str, float | None] = {}
+        self.checked: frozenset[str] = frozenset()  # names Keras's code tests in Python `if`s
         self.raw: dict[str, Any] = {}
         self.advance = False
         self.groups: list[Group] = []
@@ -198,6 +199,8 @@ class ScheduledOptimizer:
         if isinstance(clock, dict):
             clock = keras.saving.deserialize_keras_object(clock)
         _check_install(self._hs_base, given, clock, advance, groups)
+        # read once here: inside a compiled step (torch.compile) reading source code breaks it
+        state.checked = _introspect.checked_in_python(self._hs_base)
         if clock is None:
             clock = Clock(name=f"{self.name}_clock")
         self.clock = clock
@@ -315,7 +318,7 @@ class ScheduledOptimizer:
             value = hyperparameter.host_float(state.update.host_step)
             if value is not None:
                 return value
-        checked = name.split("/")[-1] in _introspect.checked_in_python(self._hs_base)
+        checked = name.split("/")[-1] in state.checked
         # Keras's own learning rate is a float32 variable: no exact form needed
         exact = (
             None if name == "learning_rate" else lambda: hyperparameter.exact_at(state.update.step)
@@ -377,8 +380,8 @@ class ScheduledOptimizer:
             yield
             return
         update = state.update
-        outer = (update.step, update.cache, update.host_step, update.graph, update.thread)
-        update.graph, update.thread = _graph_key(), threading.get_ident()
+        outer = (update.step, update.cache, update.host_step, update.graph)
+        update.graph = _graph_key()
         state.update.host_step = self.clock.host_step()
         if state.update.host_step is not None:  # `at` takes a Python int too
             state.update.step, state.update.cache = state.update.host_step, {}
@@ -387,7 +390,7 @@ class ScheduledOptimizer:
         try:
             yield
         finally:
-            update.step, update.cache, update.host_step, update.graph, update.thread = outer
+            update.step, update.cache, update.host_step, update.graph = outer
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
         state = _state(self)

@@ -66,9 +66,13 @@ class Schedule(_Base):  # type: ignore[misc]
                 f"A schedule takes a step: a number, an array or a tensor of steps. "
                 f"{received('step', step)}"
             )
-        if isinstance(step, (int, float, list, tuple, np.ndarray, np.number)):
-            # to float32 on the host: a Python or NumPy int beyond int32 (JAX's default
-            # integer) reaches every backend, rounded as a cast would round it
+        if isinstance(step, (int, float)):
+            # a Python number: through a Python float (exact up to 2**53), no NumPy, so that
+            # torch.compile traces it; an int beyond int32 (JAX's default) still works
+            return self.value(ops.convert_to_tensor(float(step), "float32"))
+        if isinstance(step, (list, tuple, np.ndarray, np.number)):
+            # to float32 on the host: a NumPy int beyond int32 (JAX's default integer)
+            # reaches every backend, rounded as a cast would round it
             step = np.asarray(step).astype(np.float32)
         return self.value(ops.cast(ops.convert_to_tensor(step), "float32"))
 
