@@ -244,6 +244,12 @@ def adam(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> An
     )
 
 
+def group_update(optimizer: Any, grads: Any, variables: Any, learning_rate: Any) -> bool:
+    """Always ``False`` on TensorFlow: its fused kernels are per variable (:func:`adam`);
+    the multi-tensor path is torch's (:mod:`hyperstep.backends.torch`)."""
+    return False
+
+
 # ---- the optimizer's reads ------------------------------------------------------------------
 class SharedIterations:
     """Mixin for ``hs.scheduled``'s classes on TensorFlow: ``iterations``, one read per update.
