@@ -1,0 +1,123 @@
+"""``update_rules.py --torch-fused``: AdamW updates on Keras's torch backend against PyTorch's.
+
+Times one update of 8 x 1024x1024 weights and 8 x 1024 biases (8,396,800 float32
+parameters) by:
+
+* ``keras``: ``keras.optimizers.AdamW().apply`` (Keras's torch optimizer, ``torch._foreach_*``);
+* ``hs_default``: ``hs.scheduled(AdamW(), learning_rate=<cosine>)``, Keras's own code;
+* ``hs_fused``: the same with ``fused=True`` (``torch._fused_adamw_``, see
+  :mod:`hyperstep.backends.torch`);
+* ``torch_fused``, ``torch_foreach``: ``torch.optim.AdamW(fused=True)`` / ``(foreach=True)``.
+
+Each repeat times every variant back to back, the order reversed every other repeat; prints
+min/median/max per update and the ratios (median, min, paired median). Targets: ``hs_fused``
+within 1.2x of ``torch_fused``; ``keras`` at least 8x ``hs_fused``. CPU only.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+import torch
+
+import hyperstep as hs
+
+LAYERS, WIDTH = 8, 1024
+
+
+def _tensors(seed: int, scale: float = 1.0) -> list[torch.Tensor]:
+    rng = np.random.default_rng(seed)
+    shapes = [s for _ in range(LAYERS) for s in ((WIDTH, WIDTH), (WIDTH,))]
+    return [torch.from_numpy(scale * rng.standard_normal(s, dtype=np.float32)) for s in shapes]
+
+
+def _variants() -> dict[str, Callable[[], None]]:
+    init, grads = _tensors(0), _tensors(1, 1e-2)
+    variants: dict[str, Callable[[], None]] = {}
+
+    def keras_variant(make: Callable[[], Any]) -> Callable[[], None]:
+        variables = [keras.Variable(t.clone()) for t in init]
+        optimizer = make()
+        optimizer.build(variables)
+        return lambda: optimizer.apply(grads, variables)
+
+    schedule = "cosine(1e-3, steps=100000)"
+    variants["keras"] = keras_variant(lambda: keras.optimizers.AdamW(1e-3, weight_decay=0.01))
+    for name, fused in (("hs_default", False), ("hs_fused", True)):
+        variants[name] = keras_variant(
+            lambda fused=fused: hs.scheduled(
+                keras.optimizers.AdamW(weight_decay=0.01), learning_rate=schedule, fused=fused
+            )
+        )
+    for name, kind in (("torch_fused", "fused"), ("torch_foreach", "foreach")):
+        params = [torch.nn.Parameter(t.clone()) for t in init]
+        for p, g in zip(params, grads, strict=True):
+            p.grad = g
+        optimizer = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, **{kind: True})
+        variants[name] = optimizer.step
+    return variants
+
+
+def _time(step: Callable[[], None], steps: int) -> float:
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return (time.perf_counter() - start) / steps
+
+
+def _summary(times: list[float]) -> str:
+    ms = [1e3 * t for t in times]
+    return f"min {min(ms):8.2f}  median {statistics.median(ms):8.2f}  max {max(ms):8.2f} ms"
+
+
+def _ratio(times: dict[str, list[float]], a: str, b: str) -> tuple[float, float, float]:
+    median = statistics.median(times[a]) / statistics.median(times[b])
+    fastest = min(times[a]) / min(times[b])
+    paired = statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
+    return median, fastest, paired
+
+
+def main(repeats: int, steps: int) -> None:
+    parameters = LAYERS * (WIDTH * WIDTH + WIDTH)
+    print(
+        f"torch {torch.__version__} ({torch.get_num_threads()} threads), Keras "
+        f"{keras.__version__} on {keras.backend.backend()}, hyperstep {hs.__version__}"
+    )
+    print(
+        f"AdamW, {parameters:,} parameters ({LAYERS} x {WIDTH}x{WIDTH} + biases); {steps} "
+        f"updates per timing, {repeats} interleaved repeats (CPU)\n"
+    )
+    variants = _variants()
+    for step in variants.values():  # warm up: slots, tables, allocator
+        _time(step, 2)
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for repeat in range(repeats):
+        order = list(variants) if repeat % 2 == 0 else list(variants)[::-1]
+        for name in order:
+            times[name].append(_time(variants[name], steps))
+    for name, found in times.items():
+        print(f"{name:13}  {_summary(found)}")
+    print()
+    targets = {("hs_fused", "torch_fused"): 1.2}
+    for a, b in (
+        ("hs_fused", "torch_fused"),
+        ("hs_fused", "torch_foreach"),
+        ("hs_default", "keras"),
+        ("keras", "hs_fused"),
+        ("keras", "torch_fused"),
+    ):
+        median, fastest, paired = _ratio(times, a, b)
+        verdict = ""
+        if (a, b) in targets:
+            ok = median <= targets[(a, b)]
+            verdict = f" (target <= {targets[(a, b)]}: {'ok' if ok else 'MISSED'})"
+        if (a, b) == ("keras", "hs_fused"):
+            verdict = f" (target >= 8: {'ok' if median >= 8 else 'MISSED'})"
+        print(
+            f"ratio {a} / {b}: median {median:.3f}{verdict}, min {fastest:.3f}, paired {paired:.3f}"
+        )
