@@ -77,16 +77,13 @@ def _number(value: Any) -> float:
     return float(value)
 
 
-def group_update(
-    optimizer: Any, grads: Sequence[Any], variables: Sequence[Any], learning_rate: Any
-) -> bool:
-    """Update ``variables`` (one group) with PyTorch's fused Adam kernel; ``False`` (nothing
-    done) where it does not apply: not Keras's Adam or AdamW, ``torch.compile``, a stateless
-    scope, or a gradient whose dtype, device or layout the kernel does not take."""
-    if not _adam_like(optimizer) or torch.compiler.is_compiling() or in_stateless_scope():
+def applies(grads: Sequence[Any], variables: Sequence[Any]) -> bool:
+    """Whether :func:`adam` can update ``variables``: eagerly (not under ``torch.compile``, not
+    in a stateless scope), each gradient a dense tensor of its variable's dtype and device."""
+    if torch.compiler.is_compiling() or in_stateless_scope():
         return False
-    params = [v.value for v in variables]
-    for param, grad in zip(params, grads, strict=True):
+    for variable, grad in zip(variables, grads, strict=True):
+        param = variable.value
         if (
             not isinstance(grad, torch.Tensor)
             or grad.layout != torch.strided
@@ -95,40 +92,84 @@ def group_update(
             or param.dtype not in _KERNEL_DTYPES
         ):
             return False
-    lr = _number(learning_rate)
-    beta_1 = _number(optimizer.beta_1)
-    beta_2 = _number(optimizer.beta_2)
-    weight_decay = 0.0 if optimizer.weight_decay is None else _number(optimizer.weight_decay)
-    iterations = optimizer.iterations.value
-    t = int(iterations) + 1 if iterations.device.type == "cpu" else None
-    # Keras's epsilon outside the bias correction: eps' = eps / sqrt(1 - beta_2^t)
-    epsilon = _number(optimizer.epsilon)
-    amsgrad = bool(optimizer.amsgrad)
-    buckets: dict[tuple[Any, Any, bool], list[int]] = {}
-    for index, (variable, param) in enumerate(zip(variables, params, strict=True)):
-        decays = weight_decay != 0.0 and optimizer._use_weight_decay(variable)
-        buckets.setdefault((param.device, param.dtype, decays), []).append(index)
+    return True
+
+
+def adam(
+    grads: Sequence[Any],
+    variables: Sequence[Any],
+    slots: Sequence[Sequence[Any]],
+    *,
+    step: int,
+    learning_rate: Any,
+    beta_1: Any,
+    beta_2: Any,
+    epsilon: Any,
+    weight_decay: Sequence[Any],
+    amsgrad: bool,
+) -> None:
+    """Keras's Adam update of ``variables`` with PyTorch's fused kernel (see the module).
+
+    ``slots``: per variable, its momentum and velocity (and velocity hat with ``amsgrad``)
+    Keras variables; ``step``: ``t``, the update's 1-based count; ``weight_decay``: per
+    variable, its decoupled weight decay (0 for none). Values may be numbers or tensors
+    (read back once each). Call only where :func:`applies`.
+    """
+    lr, b1, b2 = _number(learning_rate), _number(beta_1), _number(beta_2)
+    eps = _number(epsilon) / (1.0 - b2**step) ** 0.5  # Keras's epsilon, outside the correction
+    buckets: dict[tuple[Any, Any, float], list[int]] = {}
+    for index, (variable, decay) in enumerate(zip(variables, weight_decay, strict=True)):
+        param = variable.value
+        buckets.setdefault((param.device, param.dtype, _number(decay)), []).append(index)
     with torch.no_grad():
-        for (device, _, decays), indices in buckets.items():
-            chosen = [variables[i] for i in indices]
-            slots = [optimizer._get_variable_index(v) for v in chosen]
-            if t is None:  # the counter on a device: one read back per update and bucket
-                t = int(iterations) + 1
-            step = torch.full((), float(t), dtype=torch.float32, device=device)
-            kernel = torch._fused_adamw_ if decays else torch._fused_adam_
+        for (device, _, decay), indices in buckets.items():
+            t = torch.full((), float(step), dtype=torch.float32, device=device)
+            kernel = torch._fused_adamw_ if decay != 0.0 else torch._fused_adam_
             kernel(
-                [params[i] for i in indices],
+                [variables[i].value for i in indices],
                 [grads[i] for i in indices],
-                [optimizer._momentums[s].value for s in slots],
-                [optimizer._velocities[s].value for s in slots],
-                [optimizer._velocity_hats[s].value for s in slots] if amsgrad else [],
-                [step] * len(indices),
+                [slots[i][0].value for i in indices],
+                [slots[i][1].value for i in indices],
+                [slots[i][2].value for i in indices] if amsgrad else [],
+                [t] * len(indices),
                 lr=lr,
-                beta1=beta_1,
-                beta2=beta_2,
-                weight_decay=weight_decay if decays else 0.0,
-                eps=epsilon / (1.0 - beta_2**t) ** 0.5,
+                beta1=b1,
+                beta2=b2,
+                weight_decay=decay,
+                eps=eps,
                 amsgrad=amsgrad,
                 maximize=False,
             )
+
+
+def group_update(
+    optimizer: Any, grads: Sequence[Any], variables: Sequence[Any], learning_rate: Any
+) -> bool:
+    """Update ``variables`` (one group of a Keras Adam or AdamW wrapped by ``hs.scheduled``)
+    with :func:`adam`; ``False`` (nothing done) where it does not apply."""
+    if not _adam_like(optimizer) or not applies(grads, variables):
+        return False
+    amsgrad = bool(optimizer.amsgrad)
+    slots = []
+    for variable in variables:
+        index = optimizer._get_variable_index(variable)
+        found = [optimizer._momentums[index], optimizer._velocities[index]]
+        slots.append([*found, optimizer._velocity_hats[index]] if amsgrad else found)
+    weight_decay = 0.0 if optimizer.weight_decay is None else _number(optimizer.weight_decay)
+    decays = [
+        weight_decay if weight_decay != 0.0 and optimizer._use_weight_decay(v) else 0.0
+        for v in variables
+    ]
+    adam(
+        grads,
+        variables,
+        slots,
+        step=int(optimizer.iterations.value) + 1,
+        learning_rate=learning_rate,
+        beta_1=optimizer.beta_1,
+        beta_2=optimizer.beta_2,
+        epsilon=optimizer.epsilon,
+        weight_decay=decays,
+        amsgrad=amsgrad,
+    )
     return True
