@@ -4,7 +4,9 @@ This file is also the worker (``KERAS_BACKEND=torch python tests/backends/test_t
 it prints one JSON object, checked here. Every case trains three variables (two decayed, one
 excluded from weight decay) for 100 steps on fixed random gradients, with the learning rate
 on a cosine schedule (a new value every step); in one case ``beta_1`` on a schedule too, in
-another a :class:`~hyperstep.Group` with half the learning rate (``"0.5 * learning_rate"``):
+another a :class:`~hyperstep.Group` with half the learning rate (``"0.5 * learning_rate"``);
+``StepOptimizer-*``: ``hs.StepOptimizer(hs.rules.AdamW(), ..., fused=True)`` likewise (the
+"keras" figure then compares with the rule's own update):
 
 * ``oracle``: hyperstep's fused update against ``torch.optim.AdamW(fused=True)`` /
   ``torch.optim.Adam(fused=True)`` (the same kernel) whose ``lr``, ``betas`` and ``eps`` are
@@ -36,6 +38,10 @@ CASES = {  # name: (Keras optimizer, torch optimizer, keyword arguments, beta_1 
     "AdamW-amsgrad": ("AdamW", "AdamW", {"weight_decay": 0.05, "amsgrad": True}, False),
     "AdamW-beta_1": ("AdamW", "AdamW", {"weight_decay": 0.1}, True),
     "AdamW-group": ("AdamW", "AdamW", {"weight_decay": 0.1}, False),  # w2: half the lr
+    # hs.StepOptimizer with the rules of the same names (the rule decays every variable)
+    "StepOptimizer-AdamW": ("AdamW", "AdamW", {"weight_decay": 0.1}, False),
+    "StepOptimizer-Adam": ("Adam", "Adam", {}, False),
+    "StepOptimizer-group": ("AdamW", "AdamW", {"weight_decay": 0.1}, False),
 }
 EPSILON = 1e-7  # Keras's default
 
@@ -62,6 +68,8 @@ def _case(name: str) -> dict[str, Any]:
 
     def train(fused: bool) -> tuple[list[Any], list[float], list[float]]:
         variables = [keras.Variable(a, name=f"w{i}") for i, a in enumerate(init)]
+        if name.startswith("StepOptimizer"):
+            return train_rule(variables, fused)
         base = getattr(keras.optimizers, keras_name)(**kwargs)
         extra = {"beta_1": hs.parse("0.9 - 0.001 * step")} if schedule_beta else {}
         if name.endswith("group"):
@@ -81,13 +89,31 @@ def _case(name: str) -> dict[str, Any]:
             opt.apply([torch.from_numpy(x) for x in g], variables)
         return [v.numpy() for v in variables], lrs, betas
 
+    def train_rule(variables: list[Any], fused: bool) -> tuple[list[Any], list[float], list[float]]:
+        groups = []
+        if name.endswith("group"):
+            groups = [hs.Group("half", match=variables[2], learning_rate="0.5 * learning_rate")]
+        opt = hs.StepOptimizer(
+            getattr(hs.rules, keras_name)(),
+            learning_rate=hs.parse(f"cosine(2e-2, steps={STEPS})"),
+            groups=groups,
+            fused=fused,
+            **kwargs,
+        )
+        opt.build(variables)
+        lrs = []
+        for g in grads:
+            lrs.append(float(opt.learning_rate))
+            opt.apply([torch.from_numpy(x) for x in g], variables)
+        return [v.numpy() for v in variables], lrs, [0.9] * STEPS
+
     fused, lrs, betas = train(True)
     default, _, _ = train(False)
 
     params = [torch.nn.Parameter(torch.from_numpy(a.copy())) for a in init]
     decay = kwargs.get("weight_decay", 0.0)
     groups = [{"params": [params[0]], "weight_decay": decay}]
-    groups.append({"params": [params[1]], "weight_decay": 0.0})
+    groups.append({"params": [params[1]], "weight_decay": 0.0 if "Step" not in name else decay})
     groups.append({"params": [params[2]], "weight_decay": decay})
     amsgrad = bool(kwargs.get("amsgrad", False))
     reference = getattr(torch.optim, torch_name)(groups, fused=True, amsgrad=amsgrad)

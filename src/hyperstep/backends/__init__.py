@@ -382,3 +382,13 @@ def fused_updates() -> Any:
 
         return torch
     return None
+
+
+def multi_tensor_adam() -> Any:
+    """The module with PyTorch's fused multi-tensor Adam (``applies``, ``adam``:
+    :mod:`hyperstep.backends.torch`) on torch, else ``None``."""
+    if _backend() != "torch":
+        return None
+    from hyperstep.backends import torch
+
+    return torch
