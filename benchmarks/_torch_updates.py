@@ -7,6 +7,7 @@ parameters) by:
 * ``hs_default``: ``hs.scheduled(AdamW(), learning_rate=<cosine>)``, Keras's own code;
 * ``hs_fused``: the same with ``fused=True`` (``torch._fused_adamw_``, see
   :mod:`hyperstep.backends.torch`);
+* ``step_fused``: ``hs.StepOptimizer(hs.rules.AdamW(), ..., fused=True)``;
 * ``torch_fused``, ``torch_foreach``: ``torch.optim.AdamW(fused=True)`` / ``(foreach=True)``.
 
 Each repeat times every variant back to back, the order reversed every other repeat; prints
@@ -54,6 +55,11 @@ def _variants() -> dict[str, Callable[[], None]]:
                 keras.optimizers.AdamW(weight_decay=0.01), learning_rate=schedule, fused=fused
             )
         )
+    variants["step_fused"] = keras_variant(
+        lambda: hs.StepOptimizer(
+            hs.rules.AdamW(), learning_rate=schedule, weight_decay=0.01, fused=True
+        )
+    )
     for name, kind in (("torch_fused", "fused"), ("torch_foreach", "foreach")):
         params = [torch.nn.Parameter(t.clone()) for t in init]
         for p, g in zip(params, grads, strict=True):
@@ -107,6 +113,7 @@ def main(repeats: int, steps: int) -> None:
     for a, b in (
         ("hs_fused", "torch_fused"),
         ("hs_fused", "torch_foreach"),
+        ("step_fused", "torch_fused"),
         ("hs_default", "keras"),
         ("keras", "hs_fused"),
         ("keras", "torch_fused"),
