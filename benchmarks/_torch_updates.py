@@ -17,6 +17,7 @@ within 1.2x of ``torch_fused``; ``keras`` at least 8x ``hs_fused``. CPU only.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from collections.abc import Callable
@@ -128,3 +129,88 @@ def main(repeats: int, steps: int) -> None:
         print(
             f"ratio {a} / {b}: median {median:.3f}{verdict}, min {fastest:.3f}, paired {paired:.3f}"
         )
+
+
+# ---- overhead.py --torch-fit ------------------------------------------------------------------
+FIT_UNITS = (2048, 2048, 768)  # 784-2048-2048-768-10: 7,385,354 parameters
+FIT_BATCH, FIT_STEPS = 32, 20
+
+
+def _fit_variants() -> dict[str, Callable[[], None]]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((FIT_BATCH * FIT_STEPS, 784), dtype=np.float32)
+    y = rng.integers(0, 10, FIT_BATCH * FIT_STEPS)
+    variants: dict[str, Callable[[], None]] = {}
+
+    def keras_model(optimizer: Any) -> Callable[[], None]:
+        keras.utils.set_random_seed(0)
+        layers: list[Any] = [keras.Input((784,))]
+        layers += [keras.layers.Dense(units, activation="relu") for units in FIT_UNITS]
+        model = keras.Sequential([*layers, keras.layers.Dense(10)])
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        model.compile(optimizer=optimizer, loss=loss)
+        return lambda: model.fit(x, y, batch_size=FIT_BATCH, epochs=1, verbose=0, shuffle=False)
+
+    variants["keras"] = keras_model(keras.optimizers.AdamW(1e-3, weight_decay=0.01))
+    variants["hs_fused"] = keras_model(
+        hs.scheduled(
+            keras.optimizers.AdamW(weight_decay=0.01),
+            learning_rate="cosine(1e-3, steps=100000)",
+            fused=True,
+        )
+    )
+    torch.manual_seed(0)
+    sizes = (784, *FIT_UNITS)
+    modules: list[torch.nn.Module] = []
+    for n_in, n_out in itertools.pairwise(sizes):
+        modules += [torch.nn.Linear(n_in, n_out), torch.nn.ReLU()]
+    net = torch.nn.Sequential(*modules, torch.nn.Linear(sizes[-1], 10))
+    optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.01, fused=True)
+    batches = [
+        (torch.from_numpy(x[i : i + FIT_BATCH]), torch.from_numpy(y[i : i + FIT_BATCH]))
+        for i in range(0, len(x), FIT_BATCH)
+    ]
+
+    def torch_loop() -> None:
+        for xb, yb in batches:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(net(xb), yb).backward()
+            optimizer.step()
+
+    variants["torch_fused"] = torch_loop
+    return variants
+
+
+def fit_main(repeats: int) -> None:
+    """``model.fit`` steps on the torch backend: Keras AdamW, ``fused=True``, plain PyTorch."""
+    parameters = sum(a * b + b for a, b in zip((784, *FIT_UNITS), (*FIT_UNITS, 10), strict=True))
+    print(
+        f"torch {torch.__version__} ({torch.get_num_threads()} threads), Keras "
+        f"{keras.__version__} on {keras.backend.backend()}, hyperstep {hs.__version__}"
+    )
+    print(
+        f"MLP 784-{'-'.join(map(str, FIT_UNITS))}-10 ({parameters:,} parameters), batch "
+        f"{FIT_BATCH}, AdamW; time per step over {FIT_STEPS}-step fits (PyTorch: a plain loop "
+        f"with torch.optim.AdamW(fused=True)), {repeats} interleaved repeats (CPU)\n"
+    )
+    variants = _fit_variants()
+    for run in variants.values():
+        run()  # warm up
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for repeat in range(repeats):
+        order = list(variants) if repeat % 2 == 0 else list(variants)[::-1]
+        for name in order:
+            times[name].append(_time(variants[name], 1) / FIT_STEPS)
+    for name, found in times.items():
+        print(f"{name:11}  {_summary(found)}")
+    print()
+    median, fastest, paired = _ratio(times, "keras", "hs_fused")
+    verdict = "ok" if median >= 2 else "MISSED"
+    print(
+        f"ratio keras / hs_fused: median {median:.3f} (target >= 2: {verdict}), min "
+        f"{fastest:.3f}, paired {paired:.3f}"
+    )
+    median, fastest, paired = _ratio(times, "hs_fused", "torch_fused")
+    print(
+        f"ratio hs_fused / torch_fused: median {median:.3f}, min {fastest:.3f}, paired {paired:.3f}"
+    )
