@@ -36,10 +36,17 @@ from typing import Any
 
 import keras
 import torch
-from keras.src.backend.torch.optimizers import torch_adam
-from keras.src.backend.torch.optimizers.torch_optimizer import TorchOptimizer
 
 from hyperstep.backends import in_stateless_scope
+
+try:  # Keras's torch optimizers (private): if they move, fused=True runs Keras's code
+    from keras.src.backend.torch.optimizers import torch_adam
+    from keras.src.backend.torch.optimizers.torch_optimizer import TorchOptimizer
+
+    _KERAS_ADAM: Any = torch_adam.Adam._parallel_update_step
+    _KERAS_DECAY: Any = TorchOptimizer._apply_weight_decay
+except (ImportError, AttributeError):
+    _KERAS_ADAM = _KERAS_DECAY = None
 
 _KERNEL_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
@@ -48,8 +55,9 @@ def _adam_like(optimizer: Any) -> bool:
     """Whether ``optimizer`` runs Keras's torch Adam update (Adam, AdamW) and weight decay."""
     base = optimizer._hs_base
     return bool(
-        getattr(base, "_parallel_update_step", None) is torch_adam.Adam._parallel_update_step
-        and base._apply_weight_decay is TorchOptimizer._apply_weight_decay
+        _KERAS_ADAM is not None
+        and getattr(base, "_parallel_update_step", None) is _KERAS_ADAM
+        and base._apply_weight_decay is _KERAS_DECAY
     )
 
 
