@@ -165,6 +165,7 @@ tf.register_tensor_conversion_function(ExactScalar, _convert)
 # * decoupled weight decay, ``w <- w * (1 - lr * wd)`` (torch's form: one multiply) instead of
 #   Keras's ``w <- w - w * wd * lr`` (two multiplies and a subtraction), just before the
 #   variable's own update;
+# * SGD with momentum with ``ResourceApplyKerasMomentum`` (Keras's formula, see :func:`sgd`);
 # * Adam and AdamW (without ``amsgrad``), with TensorFlow's fused kernel
 #   ``ResourceApplyAdam``:
 #
@@ -241,6 +242,34 @@ def adam(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> An
         beta2=beta_2,
         epsilon=_scalar(optimizer.epsilon, dtype),
         grad=tf.cast(gradient, dtype),
+    )
+
+
+def sgd_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
+    """Whether :func:`sgd` computes ``optimizer``'s update of ``variable``: Keras's
+    ``SGD.update_step`` itself, with momentum, a dense gradient and a float variable."""
+    return (
+        optimizer._hs_base.update_step is keras.optimizers.SGD.update_step
+        and optimizer.momentum != 0
+        and isinstance(gradient, tf.Tensor)
+        and native_variable(variable).dtype in _KERNEL_DTYPES
+    )
+
+
+def sgd(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> Any:
+    """Keras's SGD-with-momentum update of ``variable`` with ``ResourceApplyKerasMomentum``:
+    ``m = m * momentum - g * lr``; ``w += m`` (Nesterov: ``w += m * momentum - g * lr``),
+    Keras's ``SGD.update_step`` term for term in one pass instead of three to five."""
+    var = native_variable(variable)
+    dtype = var.dtype
+    index = optimizer._get_variable_index(variable)
+    return tf.raw_ops.ResourceApplyKerasMomentum(
+        var=var.handle,
+        accum=native_variable(optimizer.momentums[index]).handle,
+        lr=_scalar(learning_rate, dtype),
+        grad=tf.cast(gradient, dtype),
+        momentum=_scalar(optimizer.momentum, dtype),
+        use_nesterov=bool(optimizer.nesterov),
     )
 
 

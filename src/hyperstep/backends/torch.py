@@ -76,6 +76,11 @@ def adam_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
     return False
 
 
+def sgd_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
+    """Always ``False`` on torch (see the module: Keras's SGD keeps its ``_foreach`` code)."""
+    return False
+
+
 def _number(value: Any) -> float:
     """A hyperparameter value as a Python float (a tensor is read back: one sync on a GPU)."""
     if isinstance(value, (int, float)):

@@ -521,6 +521,8 @@ class ScheduledOptimizer:
                 fused.decay(self, variable, learning_rate)
             if fused is not None and fused.adam_applies(self, gradient, variable):
                 return fused.adam(self, gradient, variable, learning_rate)
+            if fused is not None and fused.sgd_applies(self, gradient, variable):
+                return fused.sgd(self, gradient, variable, learning_rate)
             return super().update_step(gradient, variable, learning_rate)  # type: ignore[misc]
         finally:
             state.update.variable = outer
@@ -724,7 +726,8 @@ def scheduled(
             hyperparameters (``opt.hyperparameters["group/name"]``); checked when the
             optimizer is built (a pattern matching nothing, a variable matched twice).
         fused: Whether TensorFlow updates take one-pass kernels (Adam and AdamW through
-            ``ResourceApplyAdam``, decoupled weight decay as one multiply): faster, but
+            ``ResourceApplyAdam``, SGD with momentum through
+            ``ResourceApplyKerasMomentum``, decoupled weight decay as one multiply): faster, but
             ``1 - beta`` is rounded in float32 (up to ~1e-5 relative per step). By
             default (``False``) every update is Keras's own code: bitwise the plain
             optimizer with the same values set before each step. On torch, Adam and
