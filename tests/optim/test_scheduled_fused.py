@@ -201,3 +201,35 @@ def test_sgd_without_momentum_or_fused_keeps_keras_ops():
 
     ops = {op.type for op in step.get_concrete_function().graph.get_operations()}
     assert "ResourceApplyKerasMomentum" not in ops
+
+
+def _rmsprop(fused, centered):
+    return hs.scheduled(
+        K.RMSprop(momentum=0.5, centered=centered),
+        fused=fused,
+        learning_rate=0.01 * 0.9 ** (Step() / 3),
+        rho=0.9 - 0.01 * Step(),
+        momentum=0.8 - 0.01 * Step(),
+    )
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_rmsprop_momentum_takes_rmsprop_kernel_with_keras_formula(centered):
+    """``ResourceApply(Centered)RMSProp`` computes Keras's RMSprop with momentum (``epsilon``
+    inside the square root) in one op: equal to Keras's own update (the default path) to
+    float32 rounding (TensorFlow updates ``v`` as ``v += (g^2 - v) * (1 - rho)``)."""
+    expected = _train(_rmsprop(False, centered), 20, compiled=False)
+    opt = _rmsprop(True, centered)
+    w = keras.Variable(START.copy())
+    opt.build([w])
+
+    @tf.function
+    def step():
+        opt.apply([w.value - TARGET], [w])
+
+    kernel = "ResourceApplyCenteredRMSProp" if centered else "ResourceApplyRMSProp"
+    assert kernel in {op.type for op in step.get_concrete_function().graph.get_operations()}
+    for _ in range(20):
+        step()
+    np.testing.assert_allclose(w.numpy(), expected, rtol=0, atol=2e-6)
+    assert not np.array_equal(expected, START)

@@ -81,6 +81,11 @@ def sgd_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
     return False
 
 
+def rmsprop_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
+    """Always ``False`` on torch (PyTorch has no fused RMSprop kernel)."""
+    return False
+
+
 def _number(value: Any) -> float:
     """A hyperparameter value as a Python float (a tensor is read back: one sync on a GPU)."""
     if isinstance(value, (int, float)):

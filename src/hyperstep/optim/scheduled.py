@@ -523,6 +523,8 @@ class ScheduledOptimizer:
                 return fused.adam(self, gradient, variable, learning_rate)
             if fused is not None and fused.sgd_applies(self, gradient, variable):
                 return fused.sgd(self, gradient, variable, learning_rate)
+            if fused is not None and fused.rmsprop_applies(self, gradient, variable):
+                return fused.rmsprop(self, gradient, variable, learning_rate)
             return super().update_step(gradient, variable, learning_rate)  # type: ignore[misc]
         finally:
             state.update.variable = outer
@@ -727,7 +729,8 @@ def scheduled(
             optimizer is built (a pattern matching nothing, a variable matched twice).
         fused: Whether TensorFlow updates take one-pass kernels (Adam and AdamW through
             ``ResourceApplyAdam``, SGD with momentum through
-            ``ResourceApplyKerasMomentum``, decoupled weight decay as one multiply): faster, but
+            ``ResourceApplyKerasMomentum``, RMSprop with momentum through
+            ``ResourceApplyRMSProp``, decoupled weight decay as one multiply): faster, but
             ``1 - beta`` is rounded in float32 (up to ~1e-5 relative per step). By
             default (``False``) every update is Keras's own code: bitwise the plain
             optimizer with the same values set before each step. On torch, Adam and
