@@ -42,8 +42,12 @@ for Adam, AdamW, SGD(momentum=0.9) and RMSprop(momentum=0.9) (``ResourceApplyAda
 ``ResourceApplyKerasMomentum``, ``ResourceApplyRMSProp``). Target: at most 0.8x Keras's
 time for each.
 
+``--jax``: Keras's JAX backend: jitted Keras AdamW, the same under ``hs.scheduled`` and
+``optax.adamw`` (``benchmarks/_jax_updates.py``): XLA already fuses the update, so JAX needs
+no ``fused`` path.
+
 Usage: python benchmarks/update_rules.py [--gpu] [--repeats N] [--steps N] [--params N]
-       [--processes N] [--schedule-free] [--torch-fused] [--tf-fused]
+       [--processes N] [--schedule-free] [--torch-fused] [--tf-fused] [--jax]
 """
 
 from __future__ import annotations
@@ -68,6 +72,17 @@ if __name__ == "__main__" and "--torch-fused" in sys.argv:
     parsed.add_argument("--steps", type=int, default=5)
     torch_args = parsed.parse_args()
     torch_main(torch_args.repeats, torch_args.steps)
+    sys.exit(0)
+if __name__ == "__main__" and "--jax" in sys.argv:
+    os.environ["KERAS_BACKEND"] = "jax"  # before Keras is imported
+    from _jax_updates import main as jax_main  # benchmarks/ (the script's folder)
+
+    parsed = argparse.ArgumentParser(description="AdamW on Keras's JAX backend vs optax")
+    parsed.add_argument("--jax", action="store_true")
+    parsed.add_argument("--repeats", type=int, default=7)
+    parsed.add_argument("--steps", type=int, default=5)
+    jax_args = parsed.parse_args()
+    jax_main(jax_args.repeats, jax_args.steps)
     sys.exit(0)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
