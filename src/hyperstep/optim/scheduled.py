@@ -503,8 +503,9 @@ class ScheduledOptimizer:
             fused = backends.fused_updates()
             if fused.group_update(self, grads, variables, learning_rate):
                 return None
-            if state.fused_decay and hasattr(self, "_parallel_update_step"):
-                super()._apply_weight_decay(variables)  # type: ignore[misc]
+            decayed = [v for v in variables if self._use_weight_decay(v)]  # type: ignore[attr-defined]
+            if state.fused_decay and decayed and hasattr(self, "_parallel_update_step"):
+                super()._apply_weight_decay(decayed)  # type: ignore[misc]
         return super()._backend_update_step(  # type: ignore[misc]
             grads, variables, learning_rate
         )
