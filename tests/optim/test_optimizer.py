@@ -336,3 +336,12 @@ def test_gradients_reach_the_rule_after_the_hyperparameter_values() -> None:
         before = ancestors(gradient)
         assert learning_rate.op in before
         assert step.op in before
+
+
+def test_fused_is_checked_and_kept_in_the_config():
+    with pytest.raises(TypeError, match="fused"):
+        hs.StepOptimizer("adam", fused="yes")
+    opt = hs.StepOptimizer("adamw", learning_rate=1e-3, fused=True)
+    assert opt.get_config()["fused"] is True
+    assert hs.StepOptimizer.from_config(opt.get_config()).fused is True
+    assert hs.StepOptimizer.from_config(hs.StepOptimizer("adam").get_config()).fused is False

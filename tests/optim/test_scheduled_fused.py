@@ -155,3 +155,81 @@ def test_the_kernel_composes_with_keras_optimizer_features(extra):
         assert "ResourceApplyAdam" in kernel
     # Adam's step differs by ~1e-5 relative (1 - beta_2 rounded in float32): lr * 8 * 1e-5
     np.testing.assert_allclose(_train(opt, 8, compiled=True), w_ref.numpy(), atol=5e-6)
+
+
+def _sgd(fused, nesterov):
+    return hs.scheduled(
+        K.SGD(momentum=0.5, nesterov=nesterov),
+        fused=fused,
+        learning_rate=0.05 * 0.9 ** (Step() / 3),
+        momentum=0.9 - 0.01 * Step(),
+    )
+
+
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_sgd_momentum_takes_keras_momentum_kernel_with_keras_formula(nesterov):
+    """``ResourceApplyKerasMomentum`` computes Keras's ``m = m * momentum - g * lr``;
+    ``w += m`` (Nesterov: ``w += m * momentum - g * lr``) in one op: equal to Keras's own
+    update (the default path, bitwise Keras's SGD set per step) to float32 rounding (the
+    kernel may contract a multiply-add where the separate ops round twice)."""
+    expected = _train(_sgd(False, nesterov), 20, compiled=False)
+    opt = _sgd(True, nesterov)
+    w = keras.Variable(START.copy())
+    opt.build([w])
+
+    @tf.function
+    def step():
+        opt.apply([w.value - TARGET], [w])
+
+    ops = {op.type for op in step.get_concrete_function().graph.get_operations()}
+    assert "ResourceApplyKerasMomentum" in ops
+    for _ in range(20):
+        step()
+    np.testing.assert_allclose(w.numpy(), expected, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(_train(_sgd(True, nesterov), 20, False), expected, rtol=0, atol=1e-6)
+    assert not np.array_equal(expected, START)
+
+
+def test_sgd_without_momentum_or_fused_keeps_keras_ops():
+    opt = _sgd(False, False)
+    w = keras.Variable(START.copy())
+    opt.build([w])
+
+    @tf.function
+    def step():
+        opt.apply([w.value - TARGET], [w])
+
+    ops = {op.type for op in step.get_concrete_function().graph.get_operations()}
+    assert "ResourceApplyKerasMomentum" not in ops
+
+
+def _rmsprop(fused, centered):
+    return hs.scheduled(
+        K.RMSprop(momentum=0.5, centered=centered),
+        fused=fused,
+        learning_rate=0.01 * 0.9 ** (Step() / 3),
+        rho=0.9 - 0.01 * Step(),
+        momentum=0.8 - 0.01 * Step(),
+    )
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_rmsprop_momentum_takes_rmsprop_kernel_with_keras_formula(centered):
+    """``ResourceApply(Centered)RMSProp`` computes Keras's RMSprop with momentum (``epsilon``
+    inside the square root) in one op: equal to Keras's own update (the default path) to
+    float32 rounding (TensorFlow updates ``v`` as ``v += (g^2 - v) * (1 - rho)``)."""
+    expected = _train(_rmsprop(False, centered), 20, compiled=False)
+    opt = _rmsprop(True, centered)
+    w = keras.Variable(START.copy())
+    opt.build([w])
+
+    @tf.function
+    def step():
+        opt.apply([w.value - TARGET], [w])
+
+    kernel = "ResourceApplyCenteredRMSProp" if centered else "ResourceApplyRMSProp"
+    assert kernel in {op.type for op in step.get_concrete_function().graph.get_operations()}
+    for _ in range(20):
+        step()
+    np.testing.assert_allclose(w.numpy(), expected, rtol=0, atol=2e-6)
+    assert not np.array_equal(expected, START)

@@ -368,10 +368,27 @@ def optimizer_mixins() -> tuple[type, ...]:
 
 
 def fused_updates() -> Any:
-    """The module of fused one-pass updates (:mod:`hyperstep.backends.tensorflow`), or
-    ``None`` where there are none (JAX, torch)."""
-    if _backend() != "tensorflow":
-        return None
-    from hyperstep.backends import tensorflow
+    """The module of fused updates for ``hs.scheduled(..., fused=True)``:
+    :mod:`hyperstep.backends.tensorflow` (one-pass ``ResourceApply*`` kernels per variable),
+    :mod:`hyperstep.backends.torch` (PyTorch's multi-tensor fused kernels per group), or
+    ``None`` on JAX, where XLA already fuses Keras's update into one pass."""
+    name = _backend()
+    if name == "tensorflow":
+        from hyperstep.backends import tensorflow
 
-    return tensorflow
+        return tensorflow
+    if name == "torch":
+        from hyperstep.backends import torch
+
+        return torch
+    return None
+
+
+def multi_tensor_adam() -> Any:
+    """The module with PyTorch's fused multi-tensor Adam (``applies``, ``adam``:
+    :mod:`hyperstep.backends.torch`) on torch, else ``None``."""
+    if _backend() != "torch":
+        return None
+    from hyperstep.backends import torch
+
+    return torch

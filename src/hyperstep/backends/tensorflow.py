@@ -165,6 +165,8 @@ tf.register_tensor_conversion_function(ExactScalar, _convert)
 # * decoupled weight decay, ``w <- w * (1 - lr * wd)`` (torch's form: one multiply) instead of
 #   Keras's ``w <- w - w * wd * lr`` (two multiplies and a subtraction), just before the
 #   variable's own update;
+# * SGD with momentum with ``ResourceApplyKerasMomentum`` (Keras's formula, see :func:`sgd`);
+# * RMSprop with momentum with ``ResourceApply(Centered)RMSProp`` (see :func:`rmsprop`);
 # * Adam and AdamW (without ``amsgrad``), with TensorFlow's fused kernel
 #   ``ResourceApplyAdam``:
 #
@@ -242,6 +244,77 @@ def adam(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> An
         epsilon=_scalar(optimizer.epsilon, dtype),
         grad=tf.cast(gradient, dtype),
     )
+
+
+def sgd_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
+    """Whether :func:`sgd` computes ``optimizer``'s update of ``variable``: Keras's
+    ``SGD.update_step`` itself, with momentum, a dense gradient and a float variable."""
+    return (
+        optimizer._hs_base.update_step is keras.optimizers.SGD.update_step
+        and optimizer.momentum != 0
+        and isinstance(gradient, tf.Tensor)
+        and native_variable(variable).dtype in _KERNEL_DTYPES
+    )
+
+
+def sgd(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> Any:
+    """Keras's SGD-with-momentum update of ``variable`` with ``ResourceApplyKerasMomentum``:
+    ``m = m * momentum - g * lr``; ``w += m`` (Nesterov: ``w += m * momentum - g * lr``),
+    Keras's ``SGD.update_step`` term for term in one pass instead of three to five."""
+    var = native_variable(variable)
+    dtype = var.dtype
+    index = optimizer._get_variable_index(variable)
+    return tf.raw_ops.ResourceApplyKerasMomentum(
+        var=var.handle,
+        accum=native_variable(optimizer.momentums[index]).handle,
+        lr=_scalar(learning_rate, dtype),
+        grad=tf.cast(gradient, dtype),
+        momentum=_scalar(optimizer.momentum, dtype),
+        use_nesterov=bool(optimizer.nesterov),
+    )
+
+
+def rmsprop_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
+    """Whether :func:`rmsprop` computes ``optimizer``'s update of ``variable``: Keras's
+    ``RMSprop.update_step`` itself, with momentum (the kernels need its slot), a dense
+    gradient and a float variable."""
+    return (
+        optimizer._hs_base.update_step is keras.optimizers.RMSprop.update_step
+        and optimizer.momentum > 0
+        and isinstance(gradient, tf.Tensor)
+        and native_variable(variable).dtype in _KERNEL_DTYPES
+    )
+
+
+def rmsprop(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> Any:
+    """Keras's RMSprop-with-momentum update with ``ResourceApply(Centered)RMSProp``:
+    ``v += (g^2 - v) * (1 - rho)``; centered: ``a += (g - a) * (1 - rho)``;
+    ``mom = momentum * mom + lr * g / sqrt(v [- a^2] + epsilon)``; ``w -= mom`` (Keras's
+    formula, ``epsilon`` inside the square root; ``v`` updated in TensorFlow's form, so equal
+    to float32 rounding)."""
+    var = native_variable(variable)
+    dtype = var.dtype
+    index = optimizer._get_variable_index(variable)
+    common = {
+        "var": var.handle,
+        "ms": native_variable(optimizer._velocities[index]).handle,
+        "mom": native_variable(optimizer._momentums[index]).handle,
+        "lr": _scalar(learning_rate, dtype),
+        "rho": _scalar(optimizer.rho, dtype),
+        "momentum": _scalar(optimizer.momentum, dtype),
+        "epsilon": _scalar(optimizer.epsilon, dtype),
+        "grad": tf.cast(gradient, dtype),
+    }
+    if optimizer.centered:
+        mg = native_variable(optimizer._average_gradients[index]).handle
+        return tf.raw_ops.ResourceApplyCenteredRMSProp(mg=mg, **common)
+    return tf.raw_ops.ResourceApplyRMSProp(**common)
+
+
+def group_update(optimizer: Any, grads: Any, variables: Any, learning_rate: Any) -> bool:
+    """Always ``False`` on TensorFlow: its fused kernels are per variable (:func:`adam`);
+    the multi-tensor path is torch's (:mod:`hyperstep.backends.torch`)."""
+    return False
 
 
 # ---- the optimizer's reads ------------------------------------------------------------------

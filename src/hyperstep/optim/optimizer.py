@@ -22,11 +22,13 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep import backends
 from hyperstep.backends import after, native_variable
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.relative import references, relative, resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
 from hyperstep.optim.core import advance_after_update, assign_attribute
 from hyperstep.optim.groups import Group, assign_groups
@@ -83,6 +85,11 @@ class StepOptimizer(keras.optimizers.Optimizer):
             yes unless another optimizer already does (one advance per training step; see
             :class:`hyperstep.Clock` for the GAN pattern).
         name: The optimizer's name.
+        fused: Whether the :class:`~hyperstep.rules.Adam` and
+            :class:`~hyperstep.rules.AdamW` rules update through PyTorch's fused kernel on
+            torch (``torch._fused_adamw_``, one pass per tensor, per group; equal to the
+            rule to float32 rounding; see :mod:`hyperstep.backends.torch`). Eager CPU
+            torch only; elsewhere, and for other rules, the rule's own update.
         **hyperparameters: Values of the rule's hyperparameters, plus Keras's
             ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``use_ema``,
             ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor`` and
@@ -118,8 +125,13 @@ class StepOptimizer(keras.optimizers.Optimizer):
         clock: Any = None,
         advance: bool | None = None,
         name: str | None = None,
+        fused: bool = False,
         **hyperparameters: Any,
     ) -> None:
+        if not isinstance(fused, bool):
+            raise InvalidTypeError(
+                "`StepOptimizer(fused=...)` must be True or False. " + received("fused", fused)
+            )
         keras_arguments = {
             k: hyperparameters.pop(k) for k in KERAS_ARGUMENTS if k in hyperparameters
         }
@@ -152,6 +164,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
             )
         super().__init__(learning_rate=_no_learning_rate, name=name, **keras_arguments)
         self.rule = rule
+        self.fused = fused
         self.clock = _pick_clock(
             clock, [hyperparameters, *(g.hyperparameters for g in groups)], f"{self.name}_clock"
         )
@@ -241,6 +254,8 @@ class StepOptimizer(keras.optimizers.Optimizer):
     def _backend_update_step(
         self, grads: Any, trainable_variables: Any, learning_rate: Any
     ) -> None:
+        if self.fused and self._fused_update(grads, trainable_variables):
+            return
         # the values every update of this step reads, computed once and passed the way Keras
         # passes `learning_rate` (so tf.distribute hands them to each replica's update)
         step = ops.cast(self.clock.step, "float32")
@@ -260,6 +275,43 @@ class StepOptimizer(keras.optimizers.Optimizer):
         scalars += [t for _, complements in tables for t in complements.values()]
         grads = after(scalars, grads)
         super()._backend_update_step(grads, trainable_variables, (step, tables))
+
+    def _fused_update(self, grads: Any, variables: Any) -> bool:
+        """``fused=True``: the Adam and AdamW rules through PyTorch's fused kernel, once per
+        group (:func:`hyperstep.backends.torch.adam`); ``False`` (nothing done) elsewhere:
+        another rule or backend, ``torch.compile``, or the clock not readable for free."""
+        kernel = backends.multi_tensor_adam()
+        rule = self.rule
+        if kernel is None or type(rule) not in (_rules.Adam, _rules.AdamW):
+            return False
+        step = backends.host_int(self.clock.step)
+        if step is None or not kernel.applies(grads, variables):
+            return False
+        keys = (
+            ("momentum", "velocity", "velocity_hat") if rule.amsgrad else ("momentum", "velocity")
+        )
+        members: dict[int, list[int]] = {}
+        for variable in variables:
+            index = self._get_variable_index(variable)
+            members.setdefault(self._variable_group[index], []).append(index)
+        position = {self._get_variable_index(v): i for i, v in enumerate(variables)}
+        for group, indices in members.items():
+            table = self._tables[group]
+            value = {key: _host_value(hp, step) for key, hp in table.items()}
+            decay = value.get("weight_decay", 0.0)
+            kernel.adam(
+                [grads[position[i]] for i in indices],
+                [variables[position[i]] for i in indices],
+                [[self._slots[key][i] for key in keys] for i in indices],
+                step=step + 1,
+                learning_rate=value["learning_rate"],
+                beta_1=value["beta_1"],
+                beta_2=value["beta_2"],
+                epsilon=value["epsilon"],
+                weight_decay=[decay] * len(indices),
+                amsgrad=rule.amsgrad,
+            )
+        return True
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
         step, tables = learning_rate
@@ -323,6 +375,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
             "groups": groups,
             "clock": keras.saving.serialize_keras_object(self.clock),
             "advance": self.advance,
+            "fused": self.fused,
             **{key: getattr(self, key) for key in KERAS_ARGUMENTS},
             **{key: _serialize(hp) for key, hp in self._tables[0].items()},
         }
@@ -339,8 +392,9 @@ class StepOptimizer(keras.optimizers.Optimizer):
             }
             groups.append(Group(group["name"], group["match"], **values))
         clock = keras.saving.deserialize_keras_object(config.pop("clock"), custom_objects)
+        fused = bool(config.pop("fused", False))
         values = {k: _deserialize(v, custom_objects) for k, v in config.items()}
-        return cls(rule, groups=groups, clock=clock, **values)
+        return cls(rule, groups=groups, clock=clock, fused=fused, **values)
 
 
 def _check_names(rule: Rule, owner: str, given: Mapping[str, Any]) -> None:
@@ -371,6 +425,13 @@ def _pick_clock(clock: Any, tables: list[Mapping[str, Any]], name: str) -> Any:
             if isinstance(value, Hyperparameter):
                 return value.clock
     return Clock(name=name)
+
+
+def _host_value(hp: Any, step: int) -> float:
+    """A Hyperparameter's value at ``step`` as a Python number (from its host table, else
+    read back)."""
+    value = hp.host_float(step)
+    return float(hp.value) if value is None else value
 
 
 def _evaluate(hp: Any) -> tuple[Any, Any]:

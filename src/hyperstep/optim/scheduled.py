@@ -20,7 +20,8 @@ Python float; on eager torch as Python floats), so on those backends the weights
 bitwise those of the plain optimizer whose values are set before each step. On JAX,
 constants reach a jitted step as float32 values (``1 - beta_2`` rounds differently: up to
 ~5e-5 of a step). ``fused=True`` opts into TensorFlow's one-pass updates
-(:mod:`hyperstep.backends.tensorflow`), faster and equal to float32 rounding of ``1 - beta``.
+(:mod:`hyperstep.backends.tensorflow`) and PyTorch's fused Adam kernel
+(:mod:`hyperstep.backends.torch`): faster, and equal to Keras's updates to float32 rounding.
 
 Reading ``opt.beta_1`` outside ``apply`` gives the current effective value (eagerly, a
 variable whose ``assign`` is the attribute assignment). Assigning to the attribute follows
@@ -119,7 +120,7 @@ class _State:
         self.groups: list[Group] = []
         self.owner: dict[int, str] = {}  # id(variable) -> group name, filled at build time
         self.fused_requested = False  # `fused=True` was passed
-        self.fused = False  # TF's one-pass updates (hyperstep.backends.tensorflow), set at install
+        self.fused = False  # fused kernels (hyperstep.backends.tensorflow/.torch), set at install
         self.fused_decay = False  # ... and its one-multiply weight decay
         self.live: dict[str, Any] = {}  # name -> the variable `opt.<name>` returns eagerly
 
@@ -467,6 +468,8 @@ class ScheduledOptimizer:
         outer = state.update.variable
         try:
             for variable in variables:  # each variable with its own group's values
+                if not self._use_weight_decay(variable):  # type: ignore[attr-defined]
+                    continue  # (Keras's torch decay fails on an empty list)
                 state.update.variable = variable
                 super()._apply_weight_decay([variable])  # type: ignore[misc]
         finally:
@@ -478,9 +481,7 @@ class ScheduledOptimizer:
         with its own values."""
         state = _state(self)
         if not state.owner or not hasattr(self, "_parallel_update_step"):
-            return super()._backend_update_step(  # type: ignore[misc]
-                grads, trainable_variables, learning_rate
-            )
+            return self._hs_update_group(grads, trainable_variables, learning_rate)
         by_group: dict[str | None, tuple[list[Any], list[Any]]] = {}
         for gradient, variable in zip(grads, trainable_variables, strict=True):
             pair = by_group.setdefault(state.owner.get(id(variable)), ([], []))
@@ -492,11 +493,25 @@ class ScheduledOptimizer:
                 state.update.variable = variables[0]  # `resolve` reads this group's values
                 if "learning_rate" in state.hyperparameters:
                     learning_rate = self.resolve("learning_rate", variables[0])
-                super()._backend_update_step(  # type: ignore[misc]
-                    group_grads, variables, learning_rate
-                )
+                self._hs_update_group(group_grads, variables, learning_rate)
         finally:
             state.update.variable = outer
+
+    def _hs_update_group(self, grads: Any, variables: Any, learning_rate: Any) -> Any:
+        """One group's update: with ``fused=True`` on torch, PyTorch's fused kernel
+        (:func:`hyperstep.backends.torch.group_update`), else Keras's own code (decaying the
+        weights first where the fused path took the decay over and cannot run)."""
+        state = _state(self)
+        if state.fused:
+            fused = backends.fused_updates()
+            if fused.group_update(self, grads, variables, learning_rate):
+                return None
+            decayed = [v for v in variables if self._use_weight_decay(v)]  # type: ignore[attr-defined]
+            if state.fused_decay and decayed and hasattr(self, "_parallel_update_step"):
+                super()._apply_weight_decay(decayed)  # type: ignore[misc]
+        return super()._backend_update_step(  # type: ignore[misc]
+            grads, variables, learning_rate
+        )
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> Any:
         state = _state(self)
@@ -510,6 +525,10 @@ class ScheduledOptimizer:
                 fused.decay(self, variable, learning_rate)
             if fused is not None and fused.adam_applies(self, gradient, variable):
                 return fused.adam(self, gradient, variable, learning_rate)
+            if fused is not None and fused.sgd_applies(self, gradient, variable):
+                return fused.sgd(self, gradient, variable, learning_rate)
+            if fused is not None and fused.rmsprop_applies(self, gradient, variable):
+                return fused.rmsprop(self, gradient, variable, learning_rate)
             return super().update_step(gradient, variable, learning_rate)  # type: ignore[misc]
         finally:
             state.update.variable = outer
@@ -713,11 +732,16 @@ def scheduled(
             hyperparameters (``opt.hyperparameters["group/name"]``); checked when the
             optimizer is built (a pattern matching nothing, a variable matched twice).
         fused: Whether TensorFlow updates take one-pass kernels (Adam and AdamW through
-            ``ResourceApplyAdam``, decoupled weight decay as one multiply): faster, but
+            ``ResourceApplyAdam``, SGD with momentum through
+            ``ResourceApplyKerasMomentum``, RMSprop with momentum through
+            ``ResourceApplyRMSProp``, decoupled weight decay as one multiply): faster, but
             ``1 - beta`` is rounded in float32 (up to ~1e-5 relative per step). By
             default (``False``) every update is Keras's own code: bitwise the plain
-            optimizer with the same values set before each step. No effect on JAX and
-            torch (no such kernels).
+            optimizer with the same values set before each step. On torch, Adam and
+            AdamW take PyTorch's fused kernel (``torch._fused_adamw_``, one pass per
+            tensor; equal to Keras's update to float32 rounding; see
+            :mod:`hyperstep.backends.torch`); other optimizers run Keras's code. No effect
+            on JAX (XLA fuses Keras's update already).
         **hyperparameters: ``name=value``, each value a number, a hyperstep schedule or
             an expression string, or a Keras ``LearningRateSchedule`` (evaluated by its
             own code; ``hs.schedules.from_keras`` converts the built-in ones to hyperstep's
