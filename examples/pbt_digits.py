@@ -23,7 +23,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import hyperstep as hs
-from hyperstep.cli import demo_model
+import hyperstep.demo.model as demo_model
 
 EPOCHS = demo_model.DEFAULT_EPOCHS  # 20, as the demo
 EPOCHS_PER_REPORT = 2
