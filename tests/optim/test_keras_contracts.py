@@ -29,6 +29,12 @@ CLASSES = sorted(
     and getattr(K, name) is not K.Optimizer
     and name not in ("LossScaleOptimizer", "MultiOptimizer")
 )
+#: Keras 3.10's own Muon fails on TensorFlow variables ('ResourceVariable' object has no
+#: attribute 'path'); Keras 3.15 runs it (make test-oldest runs Keras 3.10)
+OLD_MUON = pytest.mark.skipif(
+    keras.version().startswith("3.10."), reason="Keras 3.10's own Muon fails on TF variables"
+)
+CASES = [pytest.param(name, marks=OLD_MUON) if name == "Muon" else name for name in CLASSES]
 
 
 def _other(opt: Any) -> str:
@@ -57,12 +63,16 @@ def _changed(name: str) -> Any:
     return opt
 
 
+@pytest.mark.skipif(
+    tuple(int(part) for part in keras.version().split(".")[:2]) < (3, 15),
+    reason=f"the optimizer list of Keras 3.15 (this is {keras.version()})",
+)
 def test_every_keras_optimizer_is_covered() -> None:
     assert {"Adam", "AdamW", "SGD", "RMSprop", "Muon", "ScheduleFreeAdamW"} <= set(CLASSES)
     assert len(CLASSES) == 14  # Keras 3.15
 
 
-@pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("name", CASES)
 def test_pickle_and_deepcopy_keep_schedules_overrides_scales_and_the_step(name: str) -> None:
     opt = _changed(name)
     for again in (pickle.loads(pickle.dumps(opt)), copy.deepcopy(opt)):
@@ -72,7 +82,7 @@ def test_pickle_and_deepcopy_keep_schedules_overrides_scales_and_the_step(name: 
         assert again.clock is not opt.clock
 
 
-@pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("name", CASES)
 def test_serialize_and_from_config_round_trip(name: str) -> None:
     opt = _changed(name)
     again = K.deserialize(K.serialize(opt))
@@ -83,7 +93,7 @@ def test_serialize_and_from_config_round_trip(name: str) -> None:
     }
 
 
-@pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("name", CASES)
 def test_callable_learning_rate_is_called_by_keras_as_without_hyperstep(name: str) -> None:
     # Keras's test_callable_learning_rate, on every optimizer, against the plain one
     results = []
@@ -97,7 +107,7 @@ def test_callable_learning_rate_is_called_by_keras_as_without_hyperstep(name: st
     assert "learning_rate" not in opt.hyperparameters  # Keras's own path, untouched
 
 
-@pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("name", CASES)
 def test_assigning_a_schedule_replaces_the_hyperparameters_schedule(name: str) -> None:
     opt = hs.scheduled(getattr(K, name)())
     keras_schedule = K.schedules.PolynomialDecay(0.1, 4)
@@ -114,7 +124,7 @@ def test_assigning_a_schedule_replaces_the_hyperparameters_schedule(name: str) -
     assert float(getattr(opt, other)) == pytest.approx(0.05)
 
 
-@pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("name", CASES)
 def test_learning_rate_assign_is_assigning_the_attribute(name: str) -> None:
     opt = hs.scheduled(getattr(K, name)(), learning_rate="0.01 * 0.5 ** (step / 10)")
     opt.learning_rate.assign(1e-4)
@@ -126,7 +136,7 @@ def test_learning_rate_assign_is_assigning_the_attribute(name: str) -> None:
     assert len(opt.variables) == 2  # the value read is not one of the optimizer's variables
 
 
-@pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("mode", ["clipnorm", "clipvalue", "global_clipnorm"])
 def test_clipping_is_keras_on_every_float_dtype(name: str, mode: str) -> None:
     # Keras's test_clip_norm / test_clip_value / test_global_clip_norm, bit for bit
@@ -147,7 +157,7 @@ def test_clipping_is_keras_on_every_float_dtype(name: str, mode: str) -> None:
     ]
 
 
-@pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("name", CASES)
 def test_dot_keras_save_and_load(name: str, tmp_path: Any) -> None:
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     opt = _changed(name)

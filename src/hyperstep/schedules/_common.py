@@ -58,14 +58,19 @@ def check_positive(owner: str, name: str, value: Any) -> float:
     return number
 
 
+def float32(number: float) -> float:
+    """``number`` rounded to float32 (``inf`` beyond its largest finite value)."""
+    try:
+        return float(struct.unpack("f", struct.pack("f", number))[0])
+    except OverflowError:
+        return math.copysign(math.inf, number)
+
+
 def check_factor(owner: str, name: str, value: Any) -> float:
     """Return a factor > 0 that stays a positive finite number in float32 (schedules compute
     in float32: a factor rounding to 0 or inf there divides by zero or overflows)."""
     number = check_positive(owner, name, value)
-    try:
-        rounded = struct.unpack("f", struct.pack("f", number))[0]
-    except OverflowError:  # beyond float32's largest finite value
-        rounded = math.inf
+    rounded = float32(number)
     if rounded == 0.0 or math.isinf(rounded):
         raise InvalidArgumentError(
             f"`{owner}({name}=...)` rounds to {rounded} in float32, in which schedules "

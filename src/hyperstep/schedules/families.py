@@ -44,6 +44,7 @@ from hyperstep.schedules._common import (
     check_numbers,
     check_positive,
     check_steps,
+    float32,
 )
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Epoch, Schedule, check_number, register
@@ -202,8 +203,11 @@ class InverseTime(Schedule):
             raise InvalidArgumentError(
                 f"`inverse_time(rate=...)` must be a number >= 0. {received('rate', rate)}"
             )
-        if self.rate > 0:
-            check_factor("inverse_time", "rate", rate)  # inf in float32: 0 * inf at step 0
+        if math.isinf(float32(self.rate)):  # 0 * inf at step 0 (a rate rounding to 0 is 0)
+            raise InvalidArgumentError(
+                "`inverse_time(rate=...)` rounds to inf in float32, in which schedules compute; "
+                f"use a rate below 3e38. {received('rate', rate)}"
+            )
         self.every = check_steps("inverse_time", "every", every)
         self.staircase = check_flag("inverse_time", "staircase", staircase)
 
