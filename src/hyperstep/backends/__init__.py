@@ -260,6 +260,16 @@ def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
     return torch.where(torch.isnan(unset), base * scale.value, unset)
 
 
+def compiling() -> bool:
+    """Whether ``torch.compile`` (dynamo) is tracing the caller: code that dynamo cannot
+    trace (``threading``) must be skipped there."""
+    if _backend() != "torch":
+        return False
+    import torch
+
+    return bool(torch.compiler.is_compiling())
+
+
 @functools.cache
 def _backend() -> str:
     import keras

@@ -50,6 +50,7 @@ new clock (sharing is not in a config).
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -85,6 +86,7 @@ class _Update:
 
     step: Any = None  # the step read at the start of `apply`, else None
     graph: Any = None  # TensorFlow: the graph the update is built in
+    thread: int | None = None  # elsewhere: the thread running it
     host_step: int | None = None  # the same as a Python int, on eager CPU torch
     variable: Any = None  # the variable being updated, for `resolve`
     raw_mode = False  # `get_config` reads Keras's raw values
@@ -94,13 +96,11 @@ class _Update:
 
     def owns(self) -> bool:
         """Whether the caller reads inside this update: in its TensorFlow graph or a graph
-        nested in it (a ``cond`` branch). Without graphs (JAX, torch) any read during the
-        update is inside it: asking which thread reads would break ``torch.compile``'s
-        graph (dynamo does not trace ``threading``)."""
+        nested in it (a ``cond`` branch), else (no graphs: JAX, torch) in its thread."""
         if self.step is None:
             return False
-        if self.graph is None:
-            return True
+        if self.graph is None:  # no thread under torch.compile, which cannot trace `threading`
+            return self.thread is None or threading.get_ident() == self.thread
         graph = _graph_key()
         while graph is not None and graph is not self.graph:
             graph = getattr(graph, "outer_graph", None)
@@ -381,8 +381,9 @@ class ScheduledOptimizer:
             yield
             return
         update = state.update
-        outer = (update.step, update.cache, update.host_step, update.graph)
+        outer = (update.step, update.cache, update.host_step, update.graph, update.thread)
         update.graph = _graph_key()
+        update.thread = None if backends.compiling() else threading.get_ident()
         state.update.host_step = self.clock.host_step()
         if state.update.host_step is not None:  # `at` takes a Python int too
             state.update.step, state.update.cache = state.update.host_step, {}
@@ -391,7 +392,7 @@ class ScheduledOptimizer:
         try:
             yield
         finally:
-            update.step, update.cache, update.host_step, update.graph = outer
+            update.step, update.cache, update.host_step, update.graph, update.thread = outer
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
         state = _state(self)
