@@ -8,9 +8,11 @@ time, so ``import hyperstep`` can check the backend before Keras loads.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
+from collections.abc import Iterator
 from typing import Any
 
 _PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
@@ -360,6 +362,41 @@ def builds_graph() -> bool:
     import tensorflow as tf
 
     return not tf.executing_eagerly()
+
+
+def distributes() -> bool:
+    """Whether ``tf.distribute`` strategies can hold the state (the TensorFlow backend):
+    metrics are reduced across replicas and variables read in their strategy's scope."""
+    return _backend() == "tensorflow"
+
+
+def compile_reads(function: Any) -> Any:
+    """``tf.function(function)`` on TensorFlow (for a function that only reads variables, so
+    it traces once), else ``function`` itself."""
+    if _backend() != "tensorflow":
+        return function
+    import tensorflow as tf
+
+    return tf.function(function, autograph=False)
+
+
+@contextlib.contextmanager
+def deterministic_ops() -> Iterator[None]:
+    """TensorFlow's deterministic ops while inside (left as they were on exit); nothing on
+    other backends. Reads the current setting through TensorFlow's private config."""
+    if _backend() != "tensorflow":
+        yield
+        return
+    import tensorflow as tf
+    from tensorflow.python.framework import config as tf_config
+
+    was = tf_config.is_op_determinism_enabled()
+    tf.config.experimental.enable_op_determinism()
+    try:
+        yield
+    finally:
+        if not was:  # leave the process as it was (the tests run in one process)
+            tf_config.disable_op_determinism()
 
 
 def trains_statelessly() -> bool:

@@ -19,6 +19,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from hyperstep import backends
 from hyperstep._backend import require_tensorflow
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
@@ -372,13 +373,9 @@ class LogHyperparameters(keras.callbacks.Callback):
 
 
 def _compile(function: Any) -> Any:
-    """``tf.function(function)`` on the TensorFlow backend (it reads variables only, so it
-    traces once), else ``function`` itself."""
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        return tf.function(function, autograph=False)
-    return function
+    """``function`` compiled where the backend compiles (it reads variables only, so it
+    traces once)."""
+    return backends.compile_reads(function)
 
 
 def _is_hyperparameter(value: Any) -> bool:

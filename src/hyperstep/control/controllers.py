@@ -18,6 +18,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from hyperstep import backends
 from hyperstep.control.callbacks import infer_steps_per_epoch, savers_before
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -415,7 +416,7 @@ class ReduceOnPlateau(keras.callbacks.Callback):
 
 def _reduce(value: Any, reduce: str | None, variable: Any) -> Any:
     """``value`` reduced across replicas and workers (TensorFlow); checked elsewhere."""
-    if keras.backend.backend() != "tensorflow":
+    if not backends.distributes():
         if reduce not in ("mean", "sum", None):
             raise InvalidArgumentError(
                 "`ReduceOnPlateau.update(reduce=...)` must be 'mean', 'sum' or None. "
@@ -429,7 +430,7 @@ def _reduce(value: Any, reduce: str | None, variable: Any) -> Any:
 
 def _scope_of(variable: Any) -> Any:
     """The tf.distribute scope ``variable`` was created in, if none is entered (TensorFlow)."""
-    if keras.backend.backend() != "tensorflow":
+    if not backends.distributes():
         return contextlib.nullcontext()
     from hyperstep.control.distribute import scope_of
 
@@ -537,11 +538,8 @@ def _concrete_float(value: Any) -> float | None:
     """Return ``value`` as a Python float when it is concrete (not symbolic), else None."""
     if isinstance(value, (int, float, np.number, np.ndarray)):
         return float(np.asarray(value).reshape(()))
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        if not tf.executing_eagerly():
-            return None
+    if backends.builds_graph():
+        return None
     try:
         return float(np.asarray(ops.convert_to_numpy(value)).reshape(()))
     except Exception:  # a tracer or a symbolic tensor: no warning possible

@@ -104,17 +104,12 @@ _COLUMNS = (
 def deterministic(seed: int) -> Iterator[None]:
     """Seed Keras, NumPy and Python, and make TensorFlow ops deterministic while inside."""
     import keras
-    import tensorflow as tf
-    from tensorflow.python.framework import config as tf_config
 
-    was = tf_config.is_op_determinism_enabled()
+    from hyperstep import backends
+
     keras.utils.set_random_seed(seed)
-    tf.config.experimental.enable_op_determinism()
-    try:
+    with backends.deterministic_ops():
         yield
-    finally:
-        if not was:  # leave the process as it was (the tests run in one process)
-            tf_config.disable_op_determinism()
 
 
 def train(
