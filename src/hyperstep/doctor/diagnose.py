@@ -59,11 +59,10 @@ def _validate(model: Any, data: Any, loss_fn: Any, var_list: Any) -> list[Any] |
 
 
 def _global_seed_state() -> list[Any]:
-    try:
-        from keras.src.backend.common import global_state
+    from hyperstep.backends.internals import global_seed_generator
 
-        generator = global_state.get_global_attribute("global_seed_generator")
-    except ImportError:  # pragma: no cover - other Keras versions
+    generator = global_seed_generator()
+    if generator is None:
         return []
     state = getattr(generator, "state", None)
     return [] if state is None else [state]

@@ -24,7 +24,8 @@ from hyperstep._backend import require_tensorflow
 require_tensorflow("hyperstep.doctor.graph (the doctor's graph analysis)")
 
 import tensorflow as tf  # noqa: E402
-from tensorflow.python.framework import ops as tf_ops  # noqa: E402
+
+from hyperstep.backends.internals import gradient_function  # noqa: E402
 
 #: Ops through which no useful gradient flows (the registered gradient is None or zero).
 NON_DIFFERENTIABLE = frozenset(
@@ -133,7 +134,7 @@ def _stops_gradient(op: Any, opaque: bool) -> bool:
     if op.type in OPAQUE:
         return False
     try:
-        return tf_ops.get_gradient_function(op) is None
+        return gradient_function(op) is None
     except LookupError:
         return True
 
