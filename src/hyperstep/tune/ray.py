@@ -19,6 +19,7 @@ from typing import Any
 import keras
 
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
+from hyperstep.tune.replay import flatten
 
 #: what the config value of a hyperparameter writes: its override or its scale
 APPLY_MODES = ("override", "scale")
@@ -278,21 +279,6 @@ class Member:
         with open(os.path.join(directory, _META)) as f:
             meta = json.load(f)
         self.epoch, self.applied = int(meta["epoch"]), dict(meta["applied"])
-
-
-def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Return ``config`` with nested dicts flattened to ``"outer/inner"`` keys.
-
-    ``{"head": {"learning_rate": 0.1}}`` names the Group hyperparameter
-    ``"head/learning_rate"`` (Ray's PB2 rejects ``/`` in its bounds' keys).
-    """
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{prefix}{key}/"))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def _number(tensor: Any) -> float:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -84,7 +85,7 @@ def replay(
         boundaries.append(report)
         configs.append(config)
     boundaries = [b * steps_per_report for b in boundaries]
-    initial, configs = _flatten(initial), [_flatten(c) for c in configs]
+    initial, configs = flatten(initial), [flatten(c) for c in configs]
     keys = [k for k, v in initial.items() if _numeric(v) and all(k in c for c in configs)]
     return {
         key: piecewise(boundaries, [float(c[key]) for c in configs])
@@ -140,11 +141,16 @@ def load_policy(
     return initial, changes[::-1]
 
 
-def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Return ``config`` with nested dicts flattened to ``"outer/inner"`` keys.
+
+    ``{"head": {"learning_rate": 0.1}}`` names the Group hyperparameter
+    ``"head/learning_rate"`` (Ray's PB2 rejects ``/`` in its bounds' keys).
+    """
     flat: dict[str, Any] = {}
     for key, value in config.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}/"))
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{prefix}{key}/"))
         else:
             flat[f"{prefix}{key}"] = value
     return flat
