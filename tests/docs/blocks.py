@@ -17,7 +17,6 @@ import re
 import shlex
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 SHELL = {"sh", "bash", "shell"}
@@ -83,7 +82,10 @@ def parse(path: Path, page: str | None = None) -> list[Block]:
                 end += 1
             if end == len(lines):
                 raise ValueError(f"{where}: the block is not closed")
-            body = [text[len(indent) :] if text.startswith(indent) else text for text in lines[index + 1 : end]]
+            body = [
+                text[len(indent) :] if text.startswith(indent) else text
+                for text in lines[index + 1 : end]
+            ]
             block = Block(page, index + 1, fence["info"], "\n".join(body) + "\n", **pending)
             pending = {}
             if block.language == "text" and only_blank_since_runnable:
@@ -141,9 +143,9 @@ def _commands(code: str) -> list[str]:
 
 def check_pip(words: list[str], root: Path) -> None:
     """``pip install 'hyperstep[EXTRA,...]'``: each extra is one of pyproject's."""
-    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
-    ]
+    pyproject = (root / "pyproject.toml").read_text()
+    section = pyproject.split("[project.optional-dependencies]")[1].split("\n[")[0]
+    extras = set(re.findall(r"^([\w-]+) = \[", section, re.M))  # no tomllib on Python 3.10
     for word in words:
         match = re.fullmatch(r"hyperstep(?:\[([\w,-]+)\])?", word)
         assert match, f"`pip install {word}`: not hyperstep or hyperstep[extras]"

@@ -5,11 +5,13 @@ Conventions, read by ``blocks.py``:
 - **Python blocks** (```` ```python ````) of a page run in order, in one namespace per
   *session*, as one interpreter session would run them; each runs for real, on small data.
   The default session, ``main``, runs in this process on TensorFlow (after
-  ``keras.backend.clear_session()``, as in a fresh process); any other session runs in
-  its own process: ``jax`` and ``torch`` with that ``KERAS_BACKEND``, the others on
-  TensorFlow (``tf1`` runs the ``tf.compat.v1`` recipes with eager execution disabled,
-  ``mirrored`` splits the CPU into two logical devices for ``tf.distribute``). Sessions
-  in :data:`SLOW` run in ``make test-slow`` only.
+  ``keras.backend.clear_session()``, as in a fresh process), in ``make test``. Any other
+  session runs in its own process, in ``make test-slow`` (a process costs a backend
+  import, and these blocks train or compile more): ``jax`` and ``torch`` with that
+  ``KERAS_BACKEND``, the others on TensorFlow (``tf1`` runs the ``tf.compat.v1`` recipes
+  with eager execution disabled, ``mirrored`` splits the CPU into two logical devices for
+  ``tf.distribute``, ``slow`` is for long blocks: Ray, the demo, shell commands that
+  import TensorFlow).
 - **Hidden blocks**: an HTML comment that starts with ``<!-- test`` on its own line and
   ends with ``-->`` on its own line holds Python code that runs where it stands, unseen on
   the rendered page: the setup an excerpt needs (data, a model, the objects named before
@@ -47,10 +49,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from blocks import Block, normalize, parse, run
 
 ROOT = Path(__file__).parents[2]
-PAGES = {p.name: p for p in sorted((ROOT / "docs").glob("*.md"))} | {"README.md": ROOT / "README.md"}
+PAGES = {p.name: p for p in sorted((ROOT / "docs").glob("*.md"))} | {
+    "README.md": ROOT / "README.md"
+}
 
-#: sessions run only by ``make test-slow``: Ray, the demo, the range test on the digits
-SLOW = {"slow"}
 #: the environment of a session in its own process, besides ``KERAS_BACKEND=tensorflow``
 ENV = {"jax": {"KERAS_BACKEND": "jax"}, "torch": {"KERAS_BACKEND": "torch"}}
 
@@ -63,7 +65,8 @@ NOT_RUN = {
     (
         "schedules.md",
         'model.fit(..., callbacks=[hs.callbacks.StartCooldown(cooldown, when_file="cooldown")])',
-    ): "two terminals at once (tests/control covers `when_file`)",
+    ): "two terminals at once (tests/control/test_cooldown.py runs `when_file`)",
+    ("tune.md", "python examples/pbt_digits.py"): "a 3-minute population, and a Ray cluster",
 }
 
 
@@ -76,7 +79,7 @@ def sessions() -> list[pytest.param]:
     for page in PAGES:
         for name in dict.fromkeys(b.session for b in blocks_of(page) if b.runnable):
             if to_run(page, name):
-                marks = [pytest.mark.slow] if name in SLOW else []
+                marks = [] if name == "main" else [pytest.mark.slow]
                 found.append(pytest.param(page, name, marks=marks, id=f"{page}-{name}"))
     return found
 
@@ -125,7 +128,12 @@ def test_blocks_run_and_print_what_the_page_shows(
             **ENV.get(session, {}),
         }
         done = subprocess.run(
-            [sys.executable, str(Path(__file__).with_name("blocks.py")), f".{session}.json", f".{session}.out"],
+            [
+                sys.executable,
+                str(Path(__file__).with_name("blocks.py")),
+                f".{session}.json",
+                f".{session}.out",
+            ],
             cwd=workdir,
             env=env,
             capture_output=True,
@@ -156,4 +164,6 @@ def test_every_block_is_run_or_listed(page: str) -> None:
 def test_the_list_of_blocks_not_run_is_short_and_current() -> None:
     assert len(NOT_RUN) <= 8
     for page, head in NOT_RUN:
-        assert any(b.head.startswith(head) for b in blocks_of(page)), f"stale NOT_RUN entry {page}: {head}"
+        assert any(b.head.startswith(head) for b in blocks_of(page)), (
+            f"stale NOT_RUN entry {page}: {head}"
+        )
