@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,8 +50,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 from blocks import Block, normalize, parse, run
 
 ROOT = Path(__file__).parents[2]
-PAGES = {p.name: p for p in sorted((ROOT / "docs").glob("*.md"))} | {
-    "README.md": ROOT / "README.md"
+DOCS = ROOT / "docs"
+#: every page, by its path relative to docs/ (the API reference's too), and the README
+PAGES = {
+    **{
+        p.relative_to(DOCS).as_posix(): p
+        for p in sorted(DOCS.rglob("*.md"))
+        if "_ext" not in p.parts
+    },
+    "README.md": ROOT / "README.md",
 }
 
 #: the environment of a session in its own process, besides ``KERAS_BACKEND=tensorflow``
@@ -94,7 +102,7 @@ def to_run(page: str, session: str) -> list[Block]:
 
 @pytest.fixture(scope="module")
 def workdirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return {page: tmp_path_factory.mktemp(page.replace(".", "_")) for page in PAGES}
+    return {page: tmp_path_factory.mktemp(re.sub(r"\W", "_", page)) for page in PAGES}
 
 
 @pytest.mark.parametrize(("page", "session"), sessions())
@@ -159,6 +167,8 @@ def test_every_block_is_run_or_listed(page: str) -> None:
         assert not (listed(block) and block.output_of is not None), block.where
     html = markdown.markdown(PAGES[page].read_text(), extensions=["fenced_code", "tables", "toc"])
     assert html.count("<pre>") == len(visible), f"{page}: a code block the parser missed"
+    shown = re.sub(r"<!--.*?-->", "", html, flags=re.S)  # hidden blocks stay HTML comments
+    assert "&lt;!--" not in shown and "<!-- test" not in shown, f"{page}: a hidden block shows"
 
 
 def test_the_list_of_blocks_not_run_is_short_and_current() -> None:
