@@ -1,17 +1,11 @@
 """The documentation: ``mkdocs build --strict`` succeeds, the API reference names every
-public name, and the code on the user's pages runs as written.
-
-``recipes.md``, ``scaling.md`` and ``backends.md`` show excerpts of longer programs (the
-old TF1 code beside the new): the programs themselves are ``examples/`` and the tests that
-run them (``tests/examples``, ``tests/distribute``, ``tests/backends``).
+public name, and every page is in the navigation. The pages' code blocks run in
+``test_blocks.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -19,16 +13,9 @@ from pathlib import Path
 import pytest
 
 import hyperstep as hs
-from hyperstep.cli.main import main
 
 ROOT = Path(__file__).parents[2]
 DOCS = ROOT / "docs"
-#: pages whose every python block runs, in order, in one namespace per page
-RUNNABLE = ["index.md", "runtime.md"]
-
-
-def blocks(page: str, language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", (DOCS / page).read_text(), flags=re.S)
 
 
 @pytest.fixture(scope="module")
@@ -78,36 +65,3 @@ def test_every_page_is_in_the_navigation_and_no_page_points_outside_the_reposito
         assert relative in nav, f"{relative} is not in mkdocs.yml's nav"
         text = page.read_text()
         assert not re.search(r"DESIGN\.md|STYLE\.md|PRIOR_ART\.md|seeds/", text), relative
-
-
-@pytest.mark.parametrize("page", RUNNABLE)
-def test_python_blocks_of_the_page_run(page: str) -> None:
-    namespace: dict[str, object] = {"__name__": f"docs_{page}"}
-    found = blocks(page, "python")
-    assert found
-    for index, code in enumerate(found):
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(compile(code, f"{page} block {index}", "exec"), namespace)
-
-
-@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
-def test_every_python_block_of_every_page_is_valid_python(page: str) -> None:
-    for index, code in enumerate(blocks(page, "python")):
-        compile(code, f"{page} block {index}", "exec")  # the excerpts too
-
-
-def test_plot_commands_of_the_docs_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    lines = [
-        line
-        for page in ("index.md", "cli.md")
-        for block in blocks(page, "sh")
-        for line in block.splitlines()
-        if line.startswith("hyperstep plot")
-    ]
-    assert len(lines) >= 3
-    for line in lines:
-        argv = shlex.split(line.split("#")[0])[1:]
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert main(argv) == 0, line
-    assert (tmp_path / "lr.png").is_file()

@@ -44,7 +44,8 @@ def replay(
     its multiplier (retrain with ``learning_rate=base * replay(...)["learning_rate"]``).
 
     Args:
-        policy_file: A ``pbt_policy_<trial_id>.txt`` written by Ray Tune's PBT scheduler.
+        policy_file: A ``pbt_policy_<trial_id>.txt`` written by Ray Tune's PBT scheduler
+            (a leading ``~`` is expanded).
         steps_per_report: Training steps per Ray report (training iteration).
         synch: Whether the policy comes from ``PopulationBasedTraining(synch=True)``.
 
@@ -103,7 +104,7 @@ def load_policy(
     The chain is walked from the last line back while each line's target tag is the
     previous line's clone tag; earlier lines were overwritten by a later exploit.
     """
-    path = os.fspath(policy_file)
+    path = os.path.expanduser(os.fspath(policy_file))
     if not os.path.isfile(path):
         raise InvalidArgumentError(
             f"`replay(policy_file=...)` must be a PBT policy log (pbt_policy_<trial>.txt in "
