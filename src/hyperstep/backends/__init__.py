@@ -71,9 +71,14 @@ def integer_dtype() -> str:
 
 def in_stateless_scope() -> bool:
     """Whether Keras records assignments instead of making them (``keras.StatelessScope``)."""
-    from keras.src.backend.common.stateless_scope import in_stateless_scope as inside
+    return bool(_stateless_scope_probe()())
 
-    return bool(inside())
+
+@functools.cache
+def _stateless_scope_probe() -> Any:
+    from hyperstep.backends.versions import reach
+
+    return reach("keras.src.backend.common.stateless_scope.in_stateless_scope")
 
 
 def unmapped_in_jit(variables: list[Any]) -> list[Any]:
@@ -88,8 +93,8 @@ def unmapped_in_jit(variables: list[Any]) -> list[Any]:
     probes = _jax_probes()
     if probes is None:
         return []
-    core, get_stateless_scope, in_symbolic_scope = probes
-    if core.trace_state_clean() or in_symbolic_scope() or not core.unsafe_am_i_under_a_jit():
+    trace_state_clean, under_jit, get_stateless_scope, in_symbolic_scope = probes
+    if trace_state_clean() or in_symbolic_scope() or not under_jit():
         return []
     scope = get_stateless_scope()
     if scope is None:
@@ -98,21 +103,24 @@ def unmapped_in_jit(variables: list[Any]) -> list[Any]:
 
 
 @functools.cache
-def _jax_probes() -> tuple[Any, Any, Any] | None:
+def _jax_probes() -> tuple[Any, Any, Any, Any] | None:
     """JAX's trace state and Keras's scope getters, or ``None`` (not JAX, or moved)."""
     import keras
 
     if keras.backend.backend() != "jax":
         return None
-    try:
-        from jax._src import core
-        from keras.src.backend.common.stateless_scope import get_stateless_scope
-        from keras.src.backend.common.symbolic_scope import in_symbolic_scope
-    except ImportError:
-        return None
-    if not hasattr(core, "trace_state_clean") or not hasattr(core, "unsafe_am_i_under_a_jit"):
-        return None
-    return core, get_stateless_scope, in_symbolic_scope
+    from hyperstep.backends.versions import reach
+
+    common = "keras.src.backend.common"
+    probes = (
+        reach("jax._src.core.trace_state_clean/unsafe_am_i_under_a_jit", fallback=None),
+        reach(f"{common}.stateless_scope.get_stateless_scope", fallback=None),
+        reach(f"{common}.symbolic_scope.in_symbolic_scope", fallback=None),
+    )
+    if any(probe is None for probe in probes):
+        return None  # a diagnostic only: without these, nothing is reported
+    (trace_state_clean, under_jit), get_stateless_scope, in_symbolic_scope = probes
+    return trace_state_clean, under_jit, get_stateless_scope, in_symbolic_scope
 
 
 def native_variable(variable: Any) -> Any:
@@ -224,7 +232,12 @@ def host_int(variable: Any) -> int | None:
         return None
     import torch
 
-    value = variable._value
+    try:
+        value = variable._value
+    except AttributeError as error:
+        from hyperstep.backends.versions import missing
+
+        raise missing("keras.src.backend.torch.core.Variable._value", error) from error
     if value.device.type != "cpu" or torch.compiler.is_compiling() or in_stateless_scope():
         return None
     return int(value)
@@ -388,15 +401,17 @@ def deterministic_ops() -> Iterator[None]:
         yield
         return
     import tensorflow as tf
-    from tensorflow.python.framework import config as tf_config
 
-    was = tf_config.is_op_determinism_enabled()
+    from hyperstep.backends.versions import reach
+
+    enabled, disable = reach("tensorflow.python.framework.config.is_op_determinism_enabled")
+    was = enabled()
     tf.config.experimental.enable_op_determinism()
     try:
         yield
     finally:
         if not was:  # leave the process as it was (the tests run in one process)
-            tf_config.disable_op_determinism()
+            disable()
 
 
 def trains_statelessly() -> bool:
