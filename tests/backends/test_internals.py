@@ -46,6 +46,11 @@ def test_keras_optimizer_private_members_hyperstep_reads() -> None:
     index = opt._get_variable_index(v)
     assert opt._momentums[index].shape == v.shape and opt._velocities[index].shape == v.shape
     assert opt._use_weight_decay(v) is True
+    # the variables being trained, the optimizer's own (SkipNonFinite), and the check that
+    # skips slots for variables Keras overwrites with their gradient (StepOptimizer)
+    assert len(opt._trainable_variables) == 1 and opt._trainable_variables[0] is v
+    assert opt._variables == opt.variables
+    assert opt._overwrite_variable_with_gradient(v) is False
     # the methods hs.scheduled and StepOptimizer override, with Keras's signatures
     base = K.Optimizer
     for name, parameters in {
