@@ -208,8 +208,9 @@ def on_claim() -> None:
 
 
 def add_one_in_place(variable: Any) -> Any:
-    """``variable += 1`` in place on eager torch (Keras's ``assign_add`` costs ~70 us of
-    Python there; the in-place add ~10 us): the new value, or ``None`` elsewhere."""
+    """``variable += 1`` in place on eager torch: the new value; ``None`` elsewhere.
+
+    Cheaper than Keras's ``assign_add`` there (docs/backends.md)."""
     import keras
 
     if keras.backend.backend() != "torch" or in_stateless_scope():
@@ -221,10 +222,12 @@ def add_one_in_place(variable: Any) -> Any:
 
 
 def host_int(variable: Any) -> int | None:
-    """A scalar integer variable as a Python int where reading it is free: eager torch with
-    the value on the CPU, outside ``torch.compile`` and ``keras.StatelessScope``; else None.
+    """A scalar integer variable as a Python int where reading it is free, else ``None``.
 
-    Reads the torch tensor directly (``_value``: Keras's ``value`` costs ~5 us on torch).
+    Free: eager torch with the value on the CPU, outside ``torch.compile`` and
+    ``keras.StatelessScope``.
+
+    Reads the torch tensor directly (``_value``, cheaper than Keras's ``value``).
     """
     import keras
 
@@ -244,8 +247,9 @@ def host_int(variable: Any) -> int | None:
 
 
 def full_float32(step: Any, value: float) -> Any:
-    """``full(shape(step), value)`` in float32 with torch directly for a torch ``step`` (the
-    same tensor as ``keras.ops.full``, without its ~15 us of Python); ``None`` otherwise."""
+    """``full(shape(step), value)`` in float32 for a torch ``step``; ``None`` otherwise.
+
+    Torch directly: the same tensor as ``keras.ops.full``, with less Python."""
     if _backend() != "torch":
         return None
     import torch
@@ -256,11 +260,12 @@ def full_float32(step: Any, value: float) -> Any:
 
 
 def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
-    """``override if set else schedule(step) * scale`` in 2-3 torch calls for a float32 torch
-    ``step`` (the same bits as the ``keras.ops`` form, tested); ``None`` otherwise.
+    """``override if set else schedule(step) * scale`` for a float32 torch ``step``, else None.
 
-    Each ``keras.ops`` call costs ~15 us of Python on eager torch, several times the kernel;
-    the schedule's ``value`` is called without ``__call__``'s casts.
+    In 2-3 torch calls, the same bits as the ``keras.ops`` form (tested).
+
+    (Each ``keras.ops`` call costs more Python on eager torch than its kernel: see
+    docs/backends.md.) The schedule's ``value`` is called without ``__call__``'s casts.
     """
     if _backend() != "torch":
         return None

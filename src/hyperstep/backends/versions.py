@@ -210,8 +210,7 @@ _NO_FALLBACK: Any = object()
 
 
 def installed(package: str) -> str | None:
-    """The installed version of ``package`` (``"keras"``, ``"tensorflow"``, ``"jax"``,
-    ``"torch"``), or ``None`` when it is not installed."""
+    """The installed version of ``package`` (``"keras"``, ...), ``None`` if not installed."""
     module = sys.modules.get(package)
     if module is None:
         try:
@@ -263,8 +262,9 @@ def missing(name: str, error: BaseException) -> BackendError:
 
 
 def reach(name: str, get: Callable[[], Any] | None = None, fallback: Any = _NO_FALLBACK) -> Any:
-    """Private API ``name``: ``get()`` (default: its probe), or its ``fallback``, or
-    :func:`missing`'s error when it is not there.
+    """Private API ``name`` if it is there, else ``fallback`` or :func:`missing`'s error.
+
+    ``get()`` reaches it (default: the API's probe).
 
     Example:
         >>> reach("keras.Optimizer._unpickle_model").__name__

@@ -143,8 +143,7 @@ def config_of(optimizer: Any) -> dict[str, Any]:
 
 
 def restore(optimizer: Any, config: Mapping[str, Any] | None) -> Any:
-    """Attach the average described by ``config`` (from :func:`config_of`); returns
-    ``optimizer``."""
+    """Attach the average ``config`` describes (:func:`config_of`); return ``optimizer``."""
     if config is not None:
         attach(optimizer, AverageState.from_config({**config, "clock": optimizer.clock}))
     return optimizer
