@@ -161,3 +161,24 @@ def test_resumes_are_bitwise_on_other_backends(backend, hang_timeout):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     progress = done.stdout.split()[0]  # tf.train.Checkpoint's cases skip: TensorFlow only
     assert (progress.count("."), progress.count("s")) == (9, 3), done.stdout
+
+
+@pytest.mark.parametrize("copy_of", ["pickle", "deepcopy"])
+def test_pickle_and_deepcopy_keep_the_average(copy_of):
+    """A copied optimizer is not built (Keras's pickle of an optimizer alone): its average's
+    counters come back at once, the averages when the copy is built."""
+    import copy
+    import pickle
+
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
+    w = keras.Variable(W0)
+    ema = hs.EMA(opt, decay=DECAY, start=1)
+    for i in range(4):
+        opt.apply([keras.ops.convert_to_tensor(X[i, :4, :3])], [w])
+        ema.update()
+    copied = pickle.loads(pickle.dumps(opt)) if copy_of == "pickle" else copy.deepcopy(opt)
+    state = copied._hs_average_state
+    assert state is not opt._hs_average_state and state.matches(opt._hs_average_state)
+    assert int(state.n_averaged) == int(ema.n_averaged) == 4
+    copied.build([keras.Variable(W0)])
+    np.testing.assert_array_equal(state.build_averages()[0].numpy(), ema.averages[0].numpy())

@@ -66,6 +66,7 @@ class AverageState(keras.layers.Layer):
             self.decay = Hyperparameter(decay, clock=clock, name="ema_decay")
         self.averages: list[Any] = []
         self._optimizer: Any = None  # a weak reference, set by `attach`
+        self._pending: tuple[Any, ...] = ()  # saved averages loaded before they existed
         self.built = True
 
     def build_averages(self, variables: Iterable[Any] | None = None) -> list[Any]:
@@ -90,6 +91,9 @@ class AverageState(keras.layers.Layer):
             ]
             for index, average in enumerate(self.averages):  # restored now if pending
                 _track(self, f"average_{index}", average)
+            pending, self._pending = self._pending, ()
+            for average, value in zip(self.averages, pending, strict=False):
+                average.assign(value)
         return self.averages
 
     def _build_if_possible(self) -> None:
@@ -103,7 +107,15 @@ class AverageState(keras.layers.Layer):
 
     def load_own_variables(self, store: Any) -> None:
         self._build_if_possible()
-        super().load_own_variables(store)
+        own = [*self._trainable_variables, *self._non_trainable_variables]
+        if self.averages or len(store.keys()) <= len(own):
+            super().load_own_variables(store)
+            return
+        # the optimizer is not built yet (an optimizer loaded on its own, as `pickle` does):
+        # the counters now, the averages when they are created
+        for index, variable in enumerate(own):
+            variable.assign(store[str(index)])
+        self._pending = tuple(store[str(i)][...] for i in range(len(own), len(store.keys())))
 
     def matches(self, other: AverageState) -> bool:
         """Whether ``other`` describes the same average (then it continues this one)."""
