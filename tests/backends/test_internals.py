@@ -85,15 +85,6 @@ def test_keras_torch_variable_keeps_its_tensor_in_value() -> None:
     assert "_value" in inspect.getsource(Variable._initialize)
 
 
-def test_tensorflow_conversion_hook_and_fused_adam_kernel() -> None:
-    import tensorflow as tf
-
-    assert callable(tf.register_tensor_conversion_function)
-    assert {"var", "m", "v", "beta1_power", "lr", "grad"} <= set(
-        inspect.signature(tf.raw_ops.ResourceApplyAdam).parameters
-    )
-
-
 def test_keras_rmsprop_centered_keeps_average_gradients_by_variable_index() -> None:
     # TensorFlow's fused ResourceApplyCenteredRMSProp reads the centered average (mg)
     v = keras.Variable(np.ones(2, "float32"))
@@ -240,3 +231,12 @@ def test_a_moved_private_attribute_on_a_hot_path_is_the_same_error() -> None:
         tf_backend.decay(Moved(), keras.Variable([1.0]), 0.1)
     with pytest.raises(BackendError, match="_momentums"):
         tf_backend.adam(Moved(), keras.ops.ones(1), keras.Variable([1.0]), 0.1)
+
+
+def test_tensorflow_conversion_hook_and_fused_adam_kernel() -> None:
+    import tensorflow as tf
+
+    assert callable(tf.register_tensor_conversion_function)
+    assert {"var", "m", "v", "beta1_power", "lr", "grad"} <= set(
+        inspect.signature(tf.raw_ops.ResourceApplyAdam).parameters
+    )

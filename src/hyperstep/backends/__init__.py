@@ -71,14 +71,9 @@ def integer_dtype() -> str:
 
 def in_stateless_scope() -> bool:
     """Whether Keras records assignments instead of making them (``keras.StatelessScope``)."""
-    return bool(_stateless_scope_probe()())
+    inside = _stateless_scope_probe()
 
-
-@functools.cache
-def _stateless_scope_probe() -> Any:
-    from hyperstep.backends.versions import reach
-
-    return reach("keras.src.backend.common.stateless_scope.in_stateless_scope")
+    return bool(inside())
 
 
 def unmapped_in_jit(variables: list[Any]) -> list[Any]:
@@ -100,6 +95,14 @@ def unmapped_in_jit(variables: list[Any]) -> list[Any]:
     if scope is None:
         return list(variables)
     return [v for v in variables if scope.get_current_value(v) is None]
+
+
+@functools.cache
+def _stateless_scope_probe() -> Any:
+    """Keras's private ``in_stateless_scope``, through the version check."""
+    from hyperstep.backends.versions import reach
+
+    return reach("keras.src.backend.common.stateless_scope.in_stateless_scope")
 
 
 @functools.cache

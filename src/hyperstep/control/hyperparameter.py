@@ -42,15 +42,23 @@ class Hyperparameter(keras.layers.Layer):
     ``scale`` (float32, 1.0) and ``override`` (float32, nan while no override is set:
     ``is_set = not isnan(override)``) are non-trainable variables; controllers add theirs
     with :meth:`add_state`. ``value`` reads them, so a traced training step sees every change
-    without retracing.
+    without retracing. (One variable for the override and its flag: each variable is one
+    more array through a jitted JAX step, ~5 us a step each.)
 
-    A hyperparameter is a Keras layer: assigned as an attribute of a layer or model
-    (``self.kl_beta = hs.Hyperparameter(...)`` in ``__init__``), or in an ``hs.scheduled``
-    optimizer, its variables and its clock's step are saved and restored with it
-    (``.keras``, ``save_weights``, ``tf.train.Checkpoint``; what each stores, and sharing a
-    clock across a ``.keras`` file: docs/backends.md, "Saving").
+    A hyperparameter is a Keras layer. Assigned as an attribute of a layer or model
+    (``self.kl_beta = hs.Hyperparameter(...)`` in ``__init__``) its variables and its
+    clock's step are saved and restored with that model by ``model.save`` (``.keras``),
+    ``save_weights`` and ``tf.train.Checkpoint``. The hyperparameters of an
+    ``hs.scheduled`` optimizer are saved with the optimizer. Variables are stored by name,
+    so state a controller adds after loading (:meth:`add_state`) still gets its saved value.
 
     Schedules that use ``epoch`` are bound to ``clock.steps_per_epoch`` when it is known.
+
+    Sharing survives ``save_weights``/``load_weights`` and ``tf.train.Checkpoint`` (you
+    rebuild the objects in code). A ``.keras`` file stores each object's config, so after
+    ``keras.models.load_model`` a model's free hyperparameter and the optimizer have
+    separate clocks (each restored to its saved step); re-link them with
+    ``model.kl_beta.clock = model.optimizer.clock``.
 
     Args:
         value: A number, a hyperstep schedule, a Keras ``LearningRateSchedule`` or an
@@ -176,9 +184,8 @@ class Hyperparameter(keras.layers.Layer):
         )
 
     def base_at(self, step: Any) -> Any:
-        """``schedule(step)``, or the started cooldown's value: what ``scale`` multiplies.
-
-        See :class:`hyperstep.Cooldown`."""
+        """``schedule(step)``, or the cooldown from its start step if one was started: the
+        value ``scale`` multiplies (see :class:`hyperstep.Cooldown`)."""
         value = self.schedule(step)
         if self._cooldown is not None:
             value = self._cooldown.apply(self.schedule, value, step)
@@ -201,9 +208,9 @@ class Hyperparameter(keras.layers.Layer):
         may round one bit differently from a scalar one). ``None`` for a schedule whose
         vectorized value is not a float32 vector (a wrapped Keras schedule) or that names
         another hyperparameter (``"10 * learning_rate"``). Used by
-        ``hs.scheduled`` on eager torch, where tensor ops cost more Python than their
-        kernels (docs/backends.md). Reads the variables' own tensors (``_value``), so only
-        eagerly and outside ``keras.StatelessScope``: not for graphs,
+        ``hs.scheduled`` on eager torch, where each tensor op costs ~10 us of Python. Reads
+        the variables' own tensors (``_value``: Keras's ``value`` property costs ~5 us on
+        torch), so only eagerly and outside ``keras.StatelessScope``: not for graphs,
         ``torch.compile`` or stateless calls.
         """
         override = float(self.override._value)
@@ -393,7 +400,8 @@ class Hyperparameter(keras.layers.Layer):
 
     @property
     def variables(self) -> list[Any]:
-        """Every variable ``value`` reads: the clock's step, ``scale``, ``override``, added state.
+        """Every variable ``value`` reads: the clock's ``step``, then ``scale``,
+        ``override``, then added state.
 
         Keras collects ``model.variables`` (and ``non_trainable_variables``) from these, so a
         hyperparameter assigned to a model carries its clock's step with the model's state:
