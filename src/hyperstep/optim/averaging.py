@@ -13,7 +13,8 @@ and exchanges them back on exit (bit for bit: an exchange, not a recomputation).
 saved variable records the exchange, so a checkpoint written inside the block resumes
 exactly. :class:`AveragedWeights` does the same around ``evaluate``, ``predict`` and the
 end of each epoch (where ``ModelCheckpoint`` saves) inside ``fit``;
-:func:`refresh_batch_norm` recomputes BatchNorm statistics at the averaged weights.
+:func:`refresh_batch_norm` recomputes BatchNorm statistics at the averaged weights. An
+average is saved with its optimizer (:mod:`hyperstep.optim.average_state`).
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ class SWA(_Average):
     step ``s`` with ``s >= start`` and ``(s - start) % every == 0``; ``n`` counts the
     weights averaged so far (``torch.optim.swa_utils.AveragedModel``). Pair it with
     :func:`swa_learning_rate`. As a Keras callback it updates after each batch of ``fit``;
-    in a custom loop call :meth:`update` after each optimizer update.
+    in a custom loop call :meth:`update` after each optimizer update. Saved with the
+    optimizer; the same ``SWA(...)`` on a loaded optimizer continues it.
 
     Args:
         optimizer: A hyperstep optimizer (its clock decides the steps).
