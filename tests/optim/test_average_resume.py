@@ -160,7 +160,7 @@ def test_resumes_are_bitwise_on_other_backends(backend, hang_timeout):
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=hang_timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     progress = done.stdout.split()[0]  # tf.train.Checkpoint's cases skip: TensorFlow only
-    assert (progress.count("."), progress.count("s")) == (9, 3), done.stdout
+    assert (progress.count("."), progress.count("s")) == (11, 3), done.stdout
 
 
 @pytest.mark.parametrize("copy_of", ["pickle", "deepcopy"])
