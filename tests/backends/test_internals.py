@@ -1,6 +1,8 @@
-"""Every behaviour of Keras, TensorFlow and JAX outside their public APIs that hyperstep
-relies on, one test each: a Keras, TensorFlow or JAX upgrade that changes one fails here by
-name (hyperstep.backends holds the code that uses them)."""
+"""Every behaviour of Keras, TensorFlow, JAX and torch outside their public APIs that
+hyperstep relies on, one test each: an upgrade that changes one fails here by name
+(hyperstep.backends holds the code that uses them; ``PINNED`` maps every entry of
+``hyperstep.backends.versions.PRIVATE_APIS`` to its test), and the version check that turns
+a moved one into one clear error."""
 
 from __future__ import annotations
 
@@ -10,9 +12,12 @@ import pickle
 
 import keras
 import numpy as np
+import pytest
 
 import hyperstep as hs
+from hyperstep.backends import versions
 from hyperstep.backends.internals import unpickle_optimizer
+from hyperstep.errors import BackendError
 
 K = keras.optimizers
 
@@ -41,6 +46,11 @@ def test_keras_optimizer_private_members_hyperstep_reads() -> None:
     index = opt._get_variable_index(v)
     assert opt._momentums[index].shape == v.shape and opt._velocities[index].shape == v.shape
     assert opt._use_weight_decay(v) is True
+    # the variables being trained, the optimizer's own (SkipNonFinite), and the check that
+    # skips slots for variables Keras overwrites with their gradient (StepOptimizer)
+    assert len(opt._trainable_variables) == 1 and opt._trainable_variables[0] is v
+    assert opt._variables == opt.variables
+    assert opt._overwrite_variable_with_gradient(v) is False
     # the methods hs.scheduled and StepOptimizer override, with Keras's signatures
     base = K.Optimizer
     for name, parameters in {
@@ -73,6 +83,154 @@ def test_keras_torch_variable_keeps_its_tensor_in_value() -> None:
     from keras.src.backend.torch.core import Variable
 
     assert "_value" in inspect.getsource(Variable._initialize)
+
+
+def test_keras_rmsprop_centered_keeps_average_gradients_by_variable_index() -> None:
+    # TensorFlow's fused ResourceApplyCenteredRMSProp reads the centered average (mg)
+    v = keras.Variable(np.ones(2, "float32"))
+    opt = K.RMSprop(centered=True, momentum=0.9)
+    opt.build([v])
+    index = opt._get_variable_index(v)
+    assert opt._average_gradients[index].shape == v.shape
+    assert opt._velocities[index].shape == opt._momentums[index].shape == v.shape
+
+
+def test_tensorflow_gradient_function_and_op_determinism_config() -> None:
+    import tensorflow as tf
+
+    from hyperstep.backends import deterministic_ops
+    from hyperstep.backends.internals import gradient_function
+
+    graph = tf.Graph()
+    with graph.as_default():
+        y = tf.square(tf.constant(2.0))
+    assert callable(gradient_function(y.op))  # the doctor asks which ops have gradients
+    enabled = versions.reach("tensorflow.python.framework.config.is_op_determinism_enabled")[0]
+    assert enabled() is False
+    with deterministic_ops():
+        assert enabled() is True
+    assert enabled() is False  # put back
+
+
+def test_keras_global_seed_generator_lives_in_global_state() -> None:
+    from hyperstep.backends.internals import global_seed_generator
+
+    keras.random.normal((1,))  # unseeded: Keras makes its global generator
+    assert isinstance(global_seed_generator(), keras.random.SeedGenerator)
+
+
+def test_keras_torch_adam_and_torch_fused_kernels() -> None:
+    # hs.scheduled(fused=True) on torch recognises Keras's torch Adam by identity and calls
+    # torch's fused kernels on the devices torch.optim lists
+    import torch
+    from keras.src.backend.torch.optimizers import torch_adam, torch_optimizer
+
+    assert "_parallel_update_step" in vars(torch_adam.Adam)
+    assert "_apply_weight_decay" in vars(torch_optimizer.TorchOptimizer)
+    assert callable(torch._fused_adam_) and callable(torch._fused_adamw_)
+    from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+
+    assert "cpu" in _get_fused_kernels_supported_devices()
+
+
+# ---- one version check for every private API (hyperstep.backends.versions) -----------------
+
+#: The test above that pins each private API hyperstep reaches.
+_SCOPES = test_keras_scopes_and_jax_trace_state
+_TORCH_ADAM = test_keras_torch_adam_and_torch_fused_kernels
+_TF = test_tensorflow_gradient_function_and_op_determinism_config
+_COMMON = "keras.src.backend.common"
+PINNED = {
+    "keras.Optimizer._unpickle_model": (
+        test_keras_pickles_an_optimizer_as_a_class_method_and_its_keras_bytes
+    ),
+    f"{_COMMON}.stateless_scope.in_stateless_scope": _SCOPES,
+    f"{_COMMON}.stateless_scope.get_stateless_scope": _SCOPES,
+    f"{_COMMON}.symbolic_scope.in_symbolic_scope": _SCOPES,
+    f"{_COMMON}.global_state.get_global_attribute": (
+        test_keras_global_seed_generator_lives_in_global_state
+    ),
+    "keras.src.backend.jax.trainer.JAXTrainer._get_jax_state": (
+        test_keras_jax_trainer_methods_the_clock_hook_wraps
+    ),
+    "keras.src.backend.torch.core.Variable._value": (
+        test_keras_torch_variable_keeps_its_tensor_in_value
+    ),
+    versions.OPTIMIZER_SLOTS: test_keras_rmsprop_centered_keeps_average_gradients_by_variable_index,
+    "keras.src.backend.torch.optimizers.torch_adam.Adam._parallel_update_step/"
+    "TorchOptimizer._apply_weight_decay": _TORCH_ADAM,
+    "tensorflow.python.framework.ops.get_gradient_function": _TF,
+    "tensorflow.python.framework.config.is_op_determinism_enabled": _TF,
+    "jax._src.core.trace_state_clean/unsafe_am_i_under_a_jit": _SCOPES,
+    "torch._fused_adam_/_fused_adamw_": _TORCH_ADAM,
+    "torch.utils._foreach_utils._get_fused_kernels_supported_devices": _TORCH_ADAM,
+}
+
+
+def test_every_private_api_has_a_pinning_test_and_is_reachable_on_the_installed_versions() -> None:
+    assert set(PINNED) == set(versions.PRIVATE_APIS)
+    for name, api in versions.PRIVATE_APIS.items():
+        assert api.package in versions.VERIFIED, name
+        assert versions.reach(name) is not None, name
+
+
+def test_the_dev_pins_are_in_the_verified_ranges() -> None:
+    for package in versions.VERIFIED:
+        assert versions.verified(package), (package, versions.installed(package))
+    assert versions.verified("keras", "3.10.0") and versions.verified("keras", "3.15.1")
+    assert not versions.verified("keras", "3.9.2") and not versions.verified("keras", "3.16.0")
+    assert versions.verified("torch", "2.13.0+cpu")
+
+
+def test_a_moved_private_api_outside_the_verified_range_is_one_clear_backend_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from keras.src.saving.keras_saveable import KerasSaveable
+
+    _, args = K.Adam().__reduce__()
+    monkeypatch.setattr(keras, "__version__", "3.99.0")
+    assert isinstance(unpickle_optimizer(K.Adam, args), K.Adam)  # still there: it works
+
+    _, args = K.Adam().__reduce__()
+    monkeypatch.delattr(KerasSaveable, "_unpickle_model")
+    with pytest.raises(BackendError) as raised:
+        unpickle_optimizer(K.Adam, args)
+    message = str(raised.value)
+    assert "keras's private `keras.Optimizer._unpickle_model`" in message
+    assert "installed keras 3.99.0 does not provide (AttributeError" in message
+    assert "verified with keras 3.10.0 to 3.15.1" in message
+    assert 'pip install "keras==3.15.1"' in message
+    assert isinstance(raised.value.__cause__, AttributeError)
+
+    monkeypatch.setattr(keras, "__version__", "3.12.0")  # in range: a hyperstep bug
+    with pytest.raises(BackendError, match="in the verified range, so this is a hyperstep bug"):
+        unpickle_optimizer(K.Adam, args)
+
+
+def test_an_optional_private_api_that_moved_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from keras.src.backend.common import global_state
+
+    from hyperstep.backends.internals import global_seed_generator
+
+    monkeypatch.delattr(global_state, "get_global_attribute")
+    assert global_seed_generator() is None  # the doctor then leaves the generator alone
+
+
+def test_a_moved_private_attribute_on_a_hot_path_is_the_same_error() -> None:
+    error = versions.missing("keras.src.backend.torch.core.Variable._value", AttributeError("x"))
+    assert isinstance(
+        error, BackendError
+    ) and "`keras.src.backend.torch.core.Variable._value`" in str(error)
+
+    class Moved:  # a Keras optimizer whose slot lists moved
+        weight_decay, iterations, beta_1, beta_2 = 0.1, 0, 0.9, 0.999
+
+    from hyperstep.backends import tensorflow as tf_backend
+
+    with pytest.raises(BackendError, match="_use_weight_decay"):
+        tf_backend.decay(Moved(), keras.Variable([1.0]), 0.1)
+    with pytest.raises(BackendError, match="_momentums"):
+        tf_backend.adam(Moved(), keras.ops.ones(1), keras.Variable([1.0]), 0.1)
 
 
 def test_tensorflow_conversion_hook_and_fused_adam_kernel() -> None:

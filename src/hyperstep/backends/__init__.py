@@ -71,7 +71,7 @@ def integer_dtype() -> str:
 
 def in_stateless_scope() -> bool:
     """Whether Keras records assignments instead of making them (``keras.StatelessScope``)."""
-    from keras.src.backend.common.stateless_scope import in_stateless_scope as inside
+    inside = _stateless_scope_probe()
 
     return bool(inside())
 
@@ -88,8 +88,8 @@ def unmapped_in_jit(variables: list[Any]) -> list[Any]:
     probes = _jax_probes()
     if probes is None:
         return []
-    core, get_stateless_scope, in_symbolic_scope = probes
-    if core.trace_state_clean() or in_symbolic_scope() or not core.unsafe_am_i_under_a_jit():
+    trace_state_clean, under_jit, get_stateless_scope, in_symbolic_scope = probes
+    if trace_state_clean() or in_symbolic_scope() or not under_jit():
         return []
     scope = get_stateless_scope()
     if scope is None:
@@ -98,21 +98,32 @@ def unmapped_in_jit(variables: list[Any]) -> list[Any]:
 
 
 @functools.cache
-def _jax_probes() -> tuple[Any, Any, Any] | None:
+def _stateless_scope_probe() -> Any:
+    """Keras's private ``in_stateless_scope``, through the version check."""
+    from hyperstep.backends.versions import reach
+
+    return reach("keras.src.backend.common.stateless_scope.in_stateless_scope")
+
+
+@functools.cache
+def _jax_probes() -> tuple[Any, Any, Any, Any] | None:
     """JAX's trace state and Keras's scope getters, or ``None`` (not JAX, or moved)."""
     import keras
 
     if keras.backend.backend() != "jax":
         return None
-    try:
-        from jax._src import core
-        from keras.src.backend.common.stateless_scope import get_stateless_scope
-        from keras.src.backend.common.symbolic_scope import in_symbolic_scope
-    except ImportError:
-        return None
-    if not hasattr(core, "trace_state_clean") or not hasattr(core, "unsafe_am_i_under_a_jit"):
-        return None
-    return core, get_stateless_scope, in_symbolic_scope
+    from hyperstep.backends.versions import reach
+
+    common = "keras.src.backend.common"
+    probes = (
+        reach("jax._src.core.trace_state_clean/unsafe_am_i_under_a_jit", fallback=None),
+        reach(f"{common}.stateless_scope.get_stateless_scope", fallback=None),
+        reach(f"{common}.symbolic_scope.in_symbolic_scope", fallback=None),
+    )
+    if any(probe is None for probe in probes):
+        return None  # a diagnostic only: without these, nothing is reported
+    (trace_state_clean, under_jit), get_stateless_scope, in_symbolic_scope = probes
+    return trace_state_clean, under_jit, get_stateless_scope, in_symbolic_scope
 
 
 def native_variable(variable: Any) -> Any:
@@ -200,8 +211,9 @@ def on_claim() -> None:
 
 
 def add_one_in_place(variable: Any) -> Any:
-    """``variable += 1`` in place on eager torch (Keras's ``assign_add`` costs ~70 us of
-    Python there; the in-place add ~10 us): the new value, or ``None`` elsewhere."""
+    """``variable += 1`` in place on eager torch: the new value; ``None`` elsewhere.
+
+    Cheaper than Keras's ``assign_add`` there (docs/backends.md)."""
     import keras
 
     if keras.backend.backend() != "torch" or in_stateless_scope():
@@ -213,10 +225,12 @@ def add_one_in_place(variable: Any) -> Any:
 
 
 def host_int(variable: Any) -> int | None:
-    """A scalar integer variable as a Python int where reading it is free: eager torch with
-    the value on the CPU, outside ``torch.compile`` and ``keras.StatelessScope``; else None.
+    """A scalar integer variable as a Python int where reading it is free, else ``None``.
 
-    Reads the torch tensor directly (``_value``: Keras's ``value`` costs ~5 us on torch).
+    Free: eager torch with the value on the CPU, outside ``torch.compile`` and
+    ``keras.StatelessScope``.
+
+    Reads the torch tensor directly (``_value``, cheaper than Keras's ``value``).
     """
     import keras
 
@@ -224,15 +238,21 @@ def host_int(variable: Any) -> int | None:
         return None
     import torch
 
-    value = variable._value
+    try:
+        value = variable._value
+    except AttributeError as error:
+        from hyperstep.backends.versions import missing
+
+        raise missing("keras.src.backend.torch.core.Variable._value", error) from error
     if value.device.type != "cpu" or torch.compiler.is_compiling() or in_stateless_scope():
         return None
     return int(value)
 
 
 def full_float32(step: Any, value: float) -> Any:
-    """``full(shape(step), value)`` in float32 with torch directly for a torch ``step`` (the
-    same tensor as ``keras.ops.full``, without its ~15 us of Python); ``None`` otherwise."""
+    """``full(shape(step), value)`` in float32 for a torch ``step``; ``None`` otherwise.
+
+    Torch directly: the same tensor as ``keras.ops.full``, with less Python."""
     if _backend() != "torch":
         return None
     import torch
@@ -243,11 +263,12 @@ def full_float32(step: Any, value: float) -> Any:
 
 
 def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
-    """``override if set else schedule(step) * scale`` in 2-3 torch calls for a float32 torch
-    ``step`` (the same bits as the ``keras.ops`` form, tested); ``None`` otherwise.
+    """``override if set else schedule(step) * scale`` for a float32 torch ``step``, else None.
 
-    Each ``keras.ops`` call costs ~15 us of Python on eager torch, several times the kernel;
-    the schedule's ``value`` is called without ``__call__``'s casts.
+    In 2-3 torch calls, the same bits as the ``keras.ops`` form (tested).
+
+    (Each ``keras.ops`` call costs more Python on eager torch than its kernel: see
+    docs/backends.md.) The schedule's ``value`` is called without ``__call__``'s casts.
     """
     if _backend() != "torch":
         return None
@@ -388,15 +409,17 @@ def deterministic_ops() -> Iterator[None]:
         yield
         return
     import tensorflow as tf
-    from tensorflow.python.framework import config as tf_config
 
-    was = tf_config.is_op_determinism_enabled()
+    from hyperstep.backends.versions import reach
+
+    enabled, disable = reach("tensorflow.python.framework.config.is_op_determinism_enabled")
+    was = enabled()
     tf.config.experimental.enable_op_determinism()
     try:
         yield
     finally:
         if not was:  # leave the process as it was (the tests run in one process)
-            tf_config.disable_op_determinism()
+            disable()
 
 
 def trains_statelessly() -> bool:

@@ -1,7 +1,8 @@
 """JAX: Keras's JAX trainer taught that a clock's step may be in two states at once.
 
 Uses Keras's private ``keras.src.backend.jax.trainer.JAXTrainer`` (``train_step`` and
-``_get_jax_state``), pinned by ``tests/backends/test_jax_training.py``.
+``_get_jax_state``, reached through :func:`hyperstep.backends.versions.reach`), pinned by
+``tests/backends/test_jax_training.py`` and ``tests/backends/test_internals.py``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def optimizer_copy_wins_in_fit() -> None:
     A model whose ``train_step`` does not call ``super().train_step`` uses
     :meth:`Clock.stateless_copy` itself.
     """
+    from hyperstep.backends.versions import reach
+
+    reach("keras.src.backend.jax.trainer.JAXTrainer._get_jax_state")
     from keras.src.backend.jax.trainer import JAXTrainer
 
     keras_train_step = JAXTrainer.train_step

@@ -32,6 +32,7 @@ import tensorflow as tf  # noqa: E402
 from keras import ops  # noqa: E402
 
 from hyperstep.backends.static import StaticNumber  # noqa: E402
+from hyperstep.backends.versions import OPTIMIZER_SLOTS, missing  # noqa: E402
 
 _OPS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[float, float], float]]] = {
     "add": (ops.add, operator.add),
@@ -192,6 +193,16 @@ def _scalar(value: Any, dtype: Any) -> Any:
     return tf.cast(value, dtype)
 
 
+def _slot(optimizer: Any, variable: Any, slots: str) -> Any:
+    """The handle of ``variable``'s slot in Keras's private slot list ``slots``."""
+    try:
+        return native_variable(
+            getattr(optimizer, slots)[optimizer._get_variable_index(variable)]
+        ).handle
+    except AttributeError as error:
+        raise missing(OPTIMIZER_SLOTS, error) from error
+
+
 def decays_in_update(optimizer: Any) -> bool:
     """Whether :func:`decay` replaces ``optimizer``'s weight decay: Keras's standard one
     (Muon, which decays some variables with its own rate, keeps its own)."""
@@ -203,7 +214,13 @@ def decay(optimizer: Any, variable: Any, learning_rate: Any) -> None:
     """``w <- w * (1 - lr * wd)`` if ``optimizer`` decays ``variable``; call it just before
     the variable's update, in place of Keras's ``_apply_weight_decay`` for all variables."""
     weight_decay = optimizer.weight_decay
-    if weight_decay is None or not optimizer._use_weight_decay(variable):
+    if weight_decay is None:
+        return
+    try:
+        decays = optimizer._use_weight_decay(variable)
+    except AttributeError as error:
+        raise missing(OPTIMIZER_SLOTS, error) from error
+    if not decays:
         return
     var = native_variable(variable)
     keep = 1 - _scalar(learning_rate, var.dtype) * _scalar(weight_decay, var.dtype)
@@ -231,11 +248,10 @@ def adam(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> An
     t = tf.cast(optimizer.iterations + 1, dtype)
     beta_1 = _scalar(optimizer.beta_1, dtype)
     beta_2 = _scalar(optimizer.beta_2, dtype)
-    index = optimizer._get_variable_index(variable)
     return tf.raw_ops.ResourceApplyAdam(
         var=var.handle,
-        m=native_variable(optimizer._momentums[index]).handle,
-        v=native_variable(optimizer._velocities[index]).handle,
+        m=_slot(optimizer, variable, "_momentums"),
+        v=_slot(optimizer, variable, "_velocities"),
         beta1_power=tf.pow(beta_1, t),
         beta2_power=tf.pow(beta_2, t),
         lr=_scalar(learning_rate, dtype),
@@ -294,11 +310,10 @@ def rmsprop(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) ->
     to float32 rounding)."""
     var = native_variable(variable)
     dtype = var.dtype
-    index = optimizer._get_variable_index(variable)
     common = {
         "var": var.handle,
-        "ms": native_variable(optimizer._velocities[index]).handle,
-        "mom": native_variable(optimizer._momentums[index]).handle,
+        "ms": _slot(optimizer, variable, "_velocities"),
+        "mom": _slot(optimizer, variable, "_momentums"),
         "lr": _scalar(learning_rate, dtype),
         "rho": _scalar(optimizer.rho, dtype),
         "momentum": _scalar(optimizer.momentum, dtype),
@@ -306,7 +321,7 @@ def rmsprop(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) ->
         "grad": tf.cast(gradient, dtype),
     }
     if optimizer.centered:
-        mg = native_variable(optimizer._average_gradients[index]).handle
+        mg = _slot(optimizer, variable, "_average_gradients")
         return tf.raw_ops.ResourceApplyCenteredRMSProp(mg=mg, **common)
     return tf.raw_ops.ResourceApplyRMSProp(**common)
 

@@ -171,8 +171,7 @@ class Cooldown:
 
 
 class StartCooldown(keras.callbacks.Callback):
-    """Start a :class:`Cooldown` in ``fit``: at a step or epoch, after a time budget, or when a
-    file appears.
+    """Start a :class:`Cooldown` in ``fit`` at a step, an epoch, a time budget or a file.
 
     The first trigger that fires starts the cooldown (later ones do nothing):
 

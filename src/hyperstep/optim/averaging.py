@@ -13,20 +13,22 @@ and exchanges them back on exit (bit for bit: an exchange, not a recomputation).
 saved variable records the exchange, so a checkpoint written inside the block resumes
 exactly. :class:`AveragedWeights` does the same around ``evaluate``, ``predict`` and the
 end of each epoch (where ``ModelCheckpoint`` saves) inside ``fit``;
-:func:`refresh_batch_norm` recomputes BatchNorm statistics at the averaged weights.
+:func:`refresh_batch_norm` recomputes BatchNorm statistics at the averaged weights. An
+average is saved with its optimizer (:mod:`hyperstep.optim.average_state`).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import keras
 from keras import ops
 
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.optim.average_state import ATTRIBUTE, AverageState, attach
 from hyperstep.optim.rules import Values
 from hyperstep.schedules import combinators, families
 from hyperstep.schedules.base import as_schedule
@@ -42,9 +44,16 @@ __all__ = [
 
 
 class _Average(keras.callbacks.Callback):
-    """An average of an optimizer's variables, updated by :meth:`update` after each update."""
+    """An average of an optimizer's variables, updated by :meth:`update` after each update.
 
-    def __init__(self, optimizer: Any, start: int, every: int) -> None:
+    Its state (:class:`~hyperstep.optim.average_state.AverageState`) is saved with the
+    optimizer; constructing the same average on an optimizer that holds one (after
+    ``load_model`` or a restore) continues it.
+    """
+
+    kind = ""
+
+    def __init__(self, optimizer: Any, start: int, every: int, decay: Any = None) -> None:
         super().__init__()
         clock = getattr(optimizer, "clock", None)
         if clock is None:
@@ -59,27 +68,42 @@ class _Average(keras.callbacks.Callback):
                     f"{1 if name == 'every' else 0}. {received(name, value)}"
                 )
         self.optimizer, self.clock, self.start, self.every = optimizer, clock, start, every
-        self.averages: list[Any] = []
         self.variables: list[Any] = []
-        self.n_averaged = keras.Variable(0, dtype="int64", trainable=False, name="n_averaged")
-        self.swapped = keras.Variable(False, dtype="bool", trainable=False, name="swapped")
-        optimizer._hs_average = self  # found by `averaged_weights(optimizer)`
+        owner = optimizer  # the state goes with the wrapped optimizer's config and variables
+        while hasattr(owner, "inner_optimizer"):  # a wrapper such as hs.SkipNonFinite
+            owner = owner.inner_optimizer
+        state = AverageState(self.kind, start, every, decay, clock=clock)
+        held = getattr(owner, ATTRIBUTE, None)
+        self.state = held if held is not None and held.matches(state) else attach(owner, state)
+        owner._hs_average = self  # found by `averaged_weights(optimizer)`
+
+    @property
+    def n_averaged(self) -> Any:
+        """The number of weights averaged so far (an int64 variable)."""
+        return self.state.n_averaged
+
+    @property
+    def swapped(self) -> Any:
+        """Whether the averaged weights are in the model's variables (a bool variable)."""
+        return self.state.swapped
+
+    @property
+    def averages(self) -> list[Any]:
+        """One average per variable (empty until built)."""
+        return self.state.averages
 
     def build(self, variables: Iterable[Any] | None = None) -> None:
         """Create one average per variable (the optimizer's, once it is built)."""
-        if self.averages:
+        if self.variables:
             return
-        if variables is None:
-            if not self.optimizer.built:
-                raise InvalidArgumentError(
-                    f"{type(self).__name__}: build the optimizer first (or pass `variables`)."
-                )
-            variables = self.optimizer._trainable_variables
-        self.variables = list(variables)
-        self.averages = [
-            keras.Variable(ops.zeros(v.shape, v.dtype), trainable=False, name=f"{v.name}_average")
-            for v in self.variables
-        ]
+        if variables is None and not self.optimizer.built:
+            raise InvalidArgumentError(
+                f"{type(self).__name__}: build the optimizer first (or pass `variables`)."
+            )
+        self.variables = list(
+            self.optimizer._trainable_variables if variables is None else variables
+        )
+        self.state.build_averages(self.variables)
 
     def _weight(self, step: Any, n: Any) -> Any:  # the new weight's share in the average
         raise NotImplementedError
@@ -87,14 +111,14 @@ class _Average(keras.callbacks.Callback):
     def update(self) -> None:
         """Average the current weights in if the clock's step is due; call after each update."""
         self.build()
-        step = ops.cast(self.clock.step, "int64")
+        step = self.clock.step.value
         due = ops.logical_and(step >= self.start, ops.equal((step - self.start) % self.every, 0))
         n = self.n_averaged
         share = ops.where(ops.equal(n, 0), 1.0, self._weight(ops.cast(step, "float32"), n))
         share = ops.where(due, share, 0.0)
         for variable, average in zip(self.variables, self.averages, strict=True):
             average.assign(average + (variable - average) * ops.cast(share, average.dtype))
-        n.assign(n + ops.cast(due, "int64"))
+        n.assign(n + ops.cast(due, n.dtype))
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
         _ = self.model  # on JAX, Keras writes fit's state back into the variables on access
@@ -108,7 +132,8 @@ class SWA(_Average):
     step ``s`` with ``s >= start`` and ``(s - start) % every == 0``; ``n`` counts the
     weights averaged so far (``torch.optim.swa_utils.AveragedModel``). Pair it with
     :func:`swa_learning_rate`. As a Keras callback it updates after each batch of ``fit``;
-    in a custom loop call :meth:`update` after each optimizer update.
+    in a custom loop call :meth:`update` after each optimizer update. Saved with the
+    optimizer; the same ``SWA(...)`` on a loaded optimizer continues it.
 
     Args:
         optimizer: A hyperstep optimizer (its clock decides the steps).
@@ -127,6 +152,8 @@ class SWA(_Average):
         ...     float(w.numpy()[0])
         -2.0
     """
+
+    kind = "swa"
 
     def __init__(self, optimizer: Any, start: int = 0, every: int = 1) -> None:
         super().__init__(optimizer, start, every)
@@ -156,9 +183,15 @@ class EMA(_Average):
         0.5
     """
 
+    kind = "ema"
+
     def __init__(self, optimizer: Any, decay: Any = 0.999, start: int = 0, every: int = 1):
-        super().__init__(optimizer, start, every)
-        self.decay = Hyperparameter(decay, clock=self.clock, name="ema_decay")
+        super().__init__(optimizer, start, every, decay)
+
+    @property
+    def decay(self) -> Hyperparameter:
+        """The decay, a :class:`hyperstep.Hyperparameter` on the optimizer's clock."""
+        return cast(Hyperparameter, self.state.decay)
 
     def _weight(self, step: Any, n: Any) -> Any:
         return 1.0 - self.decay.at(step)
@@ -197,13 +230,15 @@ def swa_learning_rate(
 
 
 def _unwrap(source: Any) -> Any:
-    while hasattr(source, "inner_optimizer") and not hasattr(source, "_hs_average"):
+    while hasattr(source, "inner_optimizer") and not hasattr(source, ATTRIBUTE):
         source = source.inner_optimizer  # a wrapper such as hs.SkipNonFinite
     average = getattr(source, "_hs_average", None)
-    if average is not None:
+    if average is not None and average.state is getattr(source, ATTRIBUTE, None):
         return average
+    if getattr(source, ATTRIBUTE, None) is not None:  # restored, not constructed again yet
+        return getattr(source, ATTRIBUTE)
     rule = getattr(source, "rule", None)
-    if isinstance(source, _Average) or (
+    if isinstance(source, _Average | AverageState) or (
         getattr(source, "built", False)
         and (getattr(rule, "averaged_slot", None) or getattr(rule, "memory_efficient", False))
     ):
@@ -225,6 +260,10 @@ def exchange(source: Any, averaged: bool) -> bool:
     if isinstance(source, _Average):
         source.build()
         pairs, flags = list(zip(source.variables, source.averages, strict=True)), [source.swapped]
+    elif isinstance(source, AverageState):
+        variables = source._optimizer()._trainable_variables
+        pairs = list(zip(variables, source.build_averages(), strict=True))
+        flags = [source.swapped]
     else:
         variables = source._trainable_variables
         flags = [f for f in source._slots["swapped"] if f is not None]

@@ -30,6 +30,8 @@ from hyperstep.control.relative import references, relative, resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
+from hyperstep.optim.average_state import config_of as average_config
+from hyperstep.optim.average_state import restore as restore_average
 from hyperstep.optim.core import advance_after_update, assign_attribute
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.rules import Rule, Values, get_rule
@@ -378,6 +380,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
             "fused": self.fused,
             **{key: getattr(self, key) for key in KERAS_ARGUMENTS},
             **{key: _serialize(hp) for key, hp in self._tables[0].items()},
+            **average_config(self),  # an hs.SWA/hs.EMA average, saved with it
         }
         return config
 
@@ -393,8 +396,10 @@ class StepOptimizer(keras.optimizers.Optimizer):
             groups.append(Group(group["name"], group["match"], **values))
         clock = keras.saving.deserialize_keras_object(config.pop("clock"), custom_objects)
         fused = bool(config.pop("fused", False))
+        average = config.pop("average", None)
         values = {k: _deserialize(v, custom_objects) for k, v in config.items()}
-        return cls(rule, groups=groups, clock=clock, fused=fused, **values)
+        optimizer = cls(rule, groups=groups, clock=clock, fused=fused, **values)
+        return restore_average(optimizer, average)
 
 
 def _check_names(rule: Rule, owner: str, given: Mapping[str, Any]) -> None:

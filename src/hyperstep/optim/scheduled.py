@@ -66,6 +66,8 @@ from hyperstep.control.hyperparameter import Hyperparameter, _track
 from hyperstep.control.relative import references, relative, resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
+from hyperstep.optim.average_state import config_of as average_config
+from hyperstep.optim.average_state import restore as restore_average
 from hyperstep.optim.core import (
     advance_after_update,
     assign_attribute,
@@ -555,7 +557,15 @@ class ScheduledOptimizer:
             }
             for group in state.groups
         ]
+        config.update(average_config(self))  # an hs.SWA/hs.EMA average
         return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> Any:
+        config = dict(config)
+        average = config.pop("average", None)
+        optimizer = super().from_config(config, custom_objects=custom_objects)  # type: ignore[misc]
+        return restore_average(optimizer, average)
 
     def _hs_group_variables(self) -> list[Any]:
         return list(getattr(self, "_trainable_variables", []) or [])

@@ -406,8 +406,9 @@ def _fold_with(function: Callable[..., Any], args: Sequence[Schedule]) -> float 
 
 @register
 class BinaryOp(Schedule):
-    """``left OP right`` for OP in ``+ - * / // % **`` and the comparisons (1.0 true, 0.0
-    false). ``//`` and ``%`` follow Python (``-7 % 3 == 2``, ``-7 // 3 == -3``). A constant
+    """``left OP right`` for OP in ``+ - * / // % **`` and the comparisons (1.0 true, 0.0 false).
+
+    ``//`` and ``%`` follow Python (``-7 % 3 == 2``, ``-7 // 3 == -3``). A constant
     sub-expression is computed in float64 and rounded to float32 once.
 
     Example:
@@ -565,8 +566,9 @@ _PYTHON_FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 @register
 class Function(Schedule):
-    """A function of schedules: ``min, max, floor, ceil, exp, log, sqrt, cos, sin, abs``,
-    ``where(cond, a, b)`` (``a`` where ``cond != 0``) and ``clip(x, low, high)``.
+    """``name(*args)`` of schedules: ``min, max, floor, ceil, exp, log, sqrt, cos, sin, abs``.
+
+    Also ``where(cond, a, b)`` (``a`` where ``cond != 0``) and ``clip(x, low, high)``.
 
     Example:
         >>> s = Function("min", [Step() / 10, 1.0])

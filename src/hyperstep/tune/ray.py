@@ -270,9 +270,11 @@ class Member:
             json.dump({"epoch": self.epoch, "applied": self.applied, "apply": self.mode}, f)
 
     def load(self, directory: str, config: Mapping[str, Any]) -> None:
-        """Load a checkpoint into the running model (rebuilt only if non-hyperparameter
-        config keys differ from the built model's); ``config`` is applied at the next
-        period where it differs from the checkpoint's values."""
+        """Load a checkpoint into the running model; ``config`` applies from the next period.
+
+        The model is rebuilt only if non-hyperparameter config keys differ from the built
+        model's; ``config`` is applied at the next period where it differs from the
+        checkpoint's values."""
         if self.model is None or self._structure(config) != self.structure:
             self.build(config)
         self.model.load_weights(os.path.join(directory, _WEIGHTS))

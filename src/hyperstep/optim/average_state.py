@@ -1,0 +1,161 @@
+"""The saved state of a weight average (:class:`~hyperstep.SWA`, :class:`~hyperstep.EMA`).
+
+One Keras layer attached to the optimizer holds ``n_averaged``, ``swapped``, one average
+per trained variable and EMA's ``decay`` (a :class:`~hyperstep.Hyperparameter`), so the
+average is saved and restored with the optimizer:
+
+- ``.keras``: the optimizer's config holds the average's (``kind``, ``start``, ``every``,
+  ``decay``) and ``from_config`` attaches it again; its variables are stored under the
+  optimizer (not in ``opt.variables``, whose count Keras checks on load);
+- ``save_weights``/``load_weights``: the same variables, once the average exists again
+  (construct the same ``hs.SWA``/``hs.EMA`` before loading);
+- ``tf.train.Checkpoint``: a dependency of the optimizer, restored when created later too.
+
+The averages exist once the optimizer is built (created at the first update, save or load).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import keras
+
+from hyperstep.backends import integer_dtype
+from hyperstep.control.hyperparameter import Hyperparameter, _track
+from hyperstep.errors import InvalidArgumentError
+
+__all__ = ["ATTRIBUTE", "AverageState", "attach", "config_of", "restore"]
+
+ATTRIBUTE = "_hs_average_state"  # the optimizer's attribute (and .keras path) that holds it
+
+
+@keras.saving.register_keras_serializable(package="hyperstep")
+class AverageState(keras.layers.Layer):
+    """``n_averaged``, ``swapped``, the averages and EMA's decay of one weight average.
+
+    Example:
+        >>> import hyperstep as hs
+        >>> opt = hs.StepOptimizer("sgd")
+        >>> state = hs.SWA(opt, start=5).state
+        >>> state.get_config()["start"], int(state.n_averaged)
+        (5, 0)
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        start: int = 0,
+        every: int = 1,
+        decay: Any = None,
+        clock: Any = None,
+        name: str = "average",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(name=name, **kwargs)
+        self.kind, self.start, self.every = kind, start, every
+        self.n_averaged = self.add_weight(
+            shape=(), dtype=integer_dtype(), initializer="zeros", trainable=False, name="n_averaged"
+        )
+        self.swapped = self.add_weight(
+            shape=(), dtype="bool", initializer="zeros", trainable=False, name="swapped"
+        )
+        self.decay: Hyperparameter | None = None
+        if kind == "ema":
+            self.decay = Hyperparameter(decay, clock=clock, name="ema_decay")
+        self.averages: list[Any] = []
+        self._optimizer: Any = None  # a weak reference, set by `attach`
+        self._pending: tuple[Any, ...] = ()  # saved averages loaded before they existed
+        self.built = True
+
+    def build_averages(self, variables: Iterable[Any] | None = None) -> list[Any]:
+        """Create one average per variable (the optimizer's trained ones by default)."""
+        if not self.averages:
+            if variables is None:
+                optimizer = self._optimizer() if self._optimizer is not None else None
+                if optimizer is None or not optimizer.built:
+                    raise InvalidArgumentError(
+                        f"{self.kind.upper()}: build the optimizer first (or pass `variables`)."
+                    )
+                variables = optimizer._trainable_variables
+            self.averages = [
+                self.add_weight(
+                    shape=v.shape,
+                    dtype=v.dtype,
+                    initializer="zeros",
+                    trainable=False,
+                    name=f"{v.name.split('/')[-1]}_average",
+                )
+                for v in variables
+            ]
+            for index, average in enumerate(self.averages):  # restored now if pending
+                _track(self, f"average_{index}", average)
+            pending, self._pending = self._pending, ()
+            for average, value in zip(self.averages, pending, strict=False):
+                average.assign(value)
+        return self.averages
+
+    def _build_if_possible(self) -> None:
+        optimizer = self._optimizer() if self._optimizer is not None else None
+        if not self.averages and optimizer is not None and optimizer.built:
+            self.build_averages()
+
+    def save_own_variables(self, store: Any) -> None:
+        self._build_if_possible()
+        super().save_own_variables(store)
+
+    def load_own_variables(self, store: Any) -> None:
+        self._build_if_possible()
+        own = [*self._trainable_variables, *self._non_trainable_variables]
+        if self.averages or len(store.keys()) <= len(own):
+            super().load_own_variables(store)
+            return
+        # the optimizer is not built yet (an optimizer loaded on its own, as `pickle` does):
+        # the counters now, the averages when they are created
+        for index, variable in enumerate(own):
+            variable.assign(store[str(index)])
+        self._pending = tuple(store[str(i)][...] for i in range(len(own), len(store.keys())))
+
+    def matches(self, other: AverageState) -> bool:
+        """Whether ``other`` describes the same average (then it continues this one)."""
+        return self.get_config() == other.get_config()
+
+    def get_config(self) -> dict[str, Any]:
+        decay = None
+        if self.decay is not None:
+            decay = keras.saving.serialize_keras_object(self.decay._raw_schedule)
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "start": self.start,
+            "every": self.every,
+            "decay": decay,
+        }
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> AverageState:
+        config = dict(config)
+        if config.get("decay") is not None:
+            config["decay"] = keras.saving.deserialize_keras_object(config["decay"])
+        return cls(**config)
+
+
+def attach(optimizer: Any, state: AverageState) -> AverageState:
+    """Make ``state`` the average saved with ``optimizer``; returns it."""
+    state._optimizer = weakref.ref(optimizer)
+    setattr(optimizer, ATTRIBUTE, state)  # on TensorFlow, also a checkpoint dependency
+    return state
+
+
+def config_of(optimizer: Any) -> dict[str, Any]:
+    """``{"average": config}`` for an optimizer with an average, else ``{}``."""
+    state = getattr(optimizer, ATTRIBUTE, None)
+    return {} if state is None else {"average": state.get_config()}
+
+
+def restore(optimizer: Any, config: Mapping[str, Any] | None) -> Any:
+    """Attach the average ``config`` describes (:func:`config_of`); return ``optimizer``."""
+    if config is not None:
+        attach(optimizer, AverageState.from_config({**config, "clock": optimizer.clock}))
+    return optimizer
