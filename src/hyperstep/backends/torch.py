@@ -23,10 +23,21 @@ kernel's scalars are float64 and it orders the arithmetic differently), not bitw
 default, ``fused=False``, is bitwise the plain Keras optimizer. ``amsgrad`` uses the
 kernel's ``max_exp_avg_sqs`` (Keras's ``velocity_hats``).
 
-The values must be Python numbers for the kernel: on eager CPU torch they are
+The kernel takes its values as Python numbers: on eager CPU torch they are
 (``Hyperparameter.host_float``); elsewhere (the clock on a GPU) each is read back once per
-update. Under ``torch.compile`` and inside ``keras.StatelessScope`` the update falls back to
-Keras's own code. Other optimizers (SGD, RMSprop, ...) run Keras's own code.
+update. Under ``torch.compile`` they stay tensors (so that they change without a
+recompile): the update is then one custom op, ``hyperstep::fused_adam_``, opaque to dynamo,
+which reads them back when the compiled step runs (no ``.item()`` while tracing, so no
+graph break) and calls the same kernel. Inside ``keras.StatelessScope``, on a device
+without fused kernels (``torch.optim``'s list) or with a torch without them, the update
+falls back to Keras's own ``_foreach`` code. Other optimizers (SGD, RMSprop, ...) run
+Keras's own code.
+
+Private APIs used here, each pinned by ``tests/backends/test_internals.py``: Keras's torch
+``Adam._parallel_update_step`` and ``TorchOptimizer._apply_weight_decay`` (identity checks),
+the optimizers' ``_momentums``/``_velocities``/``_velocity_hats``/``_get_variable_index``/
+``_use_weight_decay``, ``torch._fused_adam_``/``_fused_adamw_`` and
+``torch.utils._foreach_utils._get_fused_kernels_supported_devices``.
 """
 
 from __future__ import annotations
@@ -149,8 +160,12 @@ def _launch(
     with torch.no_grad():
         for (device, _), indices in buckets.items():
             t = torch.full((), float(step), dtype=torch.float32, device=device)
+            params, grads, exp_avgs, exp_avg_sqs = ([f[i] for i in indices] for f in tensors[:4])
             kernel(
-                *([found[i] for i in indices] for found in tensors[:4]),
+                params,
+                grads,
+                exp_avgs,
+                exp_avg_sqs,
                 [tensors[4][i] for i in indices] if amsgrad else [],
                 [t] * len(indices),
                 lr=lr,
