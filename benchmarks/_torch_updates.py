@@ -135,6 +135,7 @@ def main(repeats: int, steps: int) -> None:
 FIT_UNITS = (2048, 2048, 768)  # 784-2048-2048-768-10: 7,385,354 parameters
 FIT_BATCH = 32
 FIT_STEPS, FIT_SKIP = 12, 2  # steps per fit call; the first ones of each call are not timed
+_clock = time.perf_counter  # or time.process_time (--cpu-time)
 
 
 class _StepTimes(keras.callbacks.Callback):
@@ -146,7 +147,7 @@ class _StepTimes(keras.callbacks.Callback):
         self.ends: list[float] = []
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-        self.ends.append(time.perf_counter())
+        self.ends.append(_clock())
 
 
 def _fit_variants() -> dict[str, Callable[[], list[float]]]:
@@ -201,7 +202,7 @@ def _fit_variants() -> dict[str, Callable[[], list[float]]]:
             optimizer.zero_grad()
             torch.nn.functional.cross_entropy(net(xb), yb).backward()
             optimizer.step()
-            ends.append(time.perf_counter())
+            ends.append(_clock())
         return [b - a for a, b in itertools.pairwise(ends[FIT_SKIP - 1 :])]
 
     variants["torch_fused"] = torch_loop
@@ -220,15 +221,18 @@ def _spread(values: list[float], unit: float = 1.0, digits: int = 2) -> str:
     )
 
 
-def fit_main(repeats: int | None, seconds: float, threads: int) -> None:
+def fit_main(repeats: int | None, seconds: float, threads: int, cpu_time: bool = False) -> None:
     """``model.fit`` steps on the torch backend: Keras AdamW, ``fused=True``, plain PyTorch.
 
     Each repeat runs every variant once (a ``FIT_STEPS``-step fit, its first ``FIT_SKIP``
     steps not timed), in an order rotated every repeat, and keeps each variant's median step
     time; ratios are taken within each repeat (paired), so load that changes between
     repeats cancels out. Repeats run until ``seconds`` have passed (at least 5), or exactly
-    ``repeats`` when given.
+    ``repeats`` when given. ``cpu_time``: time the process's CPU time instead of wall time
+    (with one thread: what a step costs, whatever else runs on the machine).
     """
+    global _clock
+    _clock = time.process_time if cpu_time else time.perf_counter
     torch.set_num_threads(threads)
     parameters = sum(a * b + b for a, b in zip((784, *FIT_UNITS), (*FIT_UNITS, 10), strict=True))
     print(
@@ -240,7 +244,7 @@ def fit_main(repeats: int | None, seconds: float, threads: int) -> None:
         f"MLP 784-{'-'.join(map(str, FIT_UNITS))}-10 ({parameters:,} parameters), batch "
         f"{FIT_BATCH}, AdamW (PyTorch: a plain loop with torch.optim.AdamW(fused=True)); "
         f"{FIT_STEPS}-step runs, the first {FIT_SKIP} steps of each not timed, {budget}, "
-        "variants interleaved (CPU)\n"
+        f"variants interleaved (CPU; {'process CPU' if cpu_time else 'wall'} time)\n"
     )
     variants = _fit_variants()
     for _ in range(2):  # warm up: build, slots, tables, the allocator

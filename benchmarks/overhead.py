@@ -41,10 +41,12 @@ PyTorch loop with ``torch.optim.AdamW(fused=True)`` on the same network
 interleaved in a rotating order, each run's median step time kept and the ratios taken
 within each repeat (paired: load that changes between repeats cancels); prints their
 min/quartiles/median/max. Runs for ``--seconds`` (default 75, at least 5 repeats) or
-``--repeats N``.
+``--repeats N``. With ``--cpu-time``: one thread (unless ``--threads``), process CPU time:
+on a machine shared with other work, what each step costs rather than how long it waited.
 
 Usage: python benchmarks/overhead.py [--repeats N] [--steps N] [--cpu-time]
        python benchmarks/overhead.py --torch-fit [--repeats N] [--seconds S] [--threads N]
+                                     [--cpu-time]
 """
 
 from __future__ import annotations
@@ -64,9 +66,11 @@ if __name__ == "__main__" and "--torch-fit" in sys.argv:
     parsed.add_argument("--torch-fit", action="store_true")
     parsed.add_argument("--repeats", type=int, default=None, help="default: for --seconds")
     parsed.add_argument("--seconds", type=float, default=75.0)
-    parsed.add_argument("--threads", type=int, default=2)
+    parsed.add_argument("--threads", type=int, default=None, help="default 2 (--cpu-time: 1)")
+    parsed.add_argument("--cpu-time", action="store_true")
     arguments = parsed.parse_args()
-    fit_main(arguments.repeats, arguments.seconds, arguments.threads)
+    threads = arguments.threads or (1 if arguments.cpu_time else 2)
+    fit_main(arguments.repeats, arguments.seconds, threads, arguments.cpu_time)
     sys.exit(0)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
