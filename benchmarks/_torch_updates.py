@@ -133,23 +133,48 @@ def main(repeats: int, steps: int) -> None:
 
 # ---- overhead.py --torch-fit ------------------------------------------------------------------
 FIT_UNITS = (2048, 2048, 768)  # 784-2048-2048-768-10: 7,385,354 parameters
-FIT_BATCH, FIT_STEPS = 32, 20
+FIT_BATCH = 32
+FIT_STEPS, FIT_SKIP = 12, 2  # steps per fit call; the first ones of each call are not timed
+_clock = time.perf_counter  # or time.process_time (--cpu-time)
 
 
-def _fit_variants() -> dict[str, Callable[[], None]]:
+class _StepTimes(keras.callbacks.Callback):
+    """The end time of every batch of a ``fit`` call (``model.fit``'s whole step: data,
+    forward, backward, update, callbacks)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ends: list[float] = []
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        self.ends.append(_clock())
+
+
+def _fit_variants() -> dict[str, Callable[[], list[float]]]:
+    """Each variant: one call runs ``FIT_STEPS`` training steps and returns the durations of
+    the steps after the first ``FIT_SKIP`` (the end-to-end time between consecutive steps)."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((FIT_BATCH * FIT_STEPS, 784), dtype=np.float32)
     y = rng.integers(0, 10, FIT_BATCH * FIT_STEPS)
-    variants: dict[str, Callable[[], None]] = {}
+    variants: dict[str, Callable[[], list[float]]] = {}
 
-    def keras_model(optimizer: Any) -> Callable[[], None]:
+    def keras_model(optimizer: Any) -> Callable[[], list[float]]:
         keras.utils.set_random_seed(0)
         layers: list[Any] = [keras.Input((784,))]
         layers += [keras.layers.Dense(units, activation="relu") for units in FIT_UNITS]
         model = keras.Sequential([*layers, keras.layers.Dense(10)])
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         model.compile(optimizer=optimizer, loss=loss)
-        return lambda: model.fit(x, y, batch_size=FIT_BATCH, epochs=1, verbose=0, shuffle=False)
+
+        def run() -> list[float]:
+            timer = _StepTimes()
+            model.fit(
+                x, y, batch_size=FIT_BATCH, epochs=1, verbose=0, shuffle=False, callbacks=[timer]
+            )
+            ends = timer.ends[FIT_SKIP - 1 :]
+            return [b - a for a, b in itertools.pairwise(ends)]
+
+        return run
 
     variants["keras"] = keras_model(keras.optimizers.AdamW(1e-3, weight_decay=0.01))
     variants["hs_fused"] = keras_model(
@@ -171,46 +196,84 @@ def _fit_variants() -> dict[str, Callable[[], None]]:
         for i in range(0, len(x), FIT_BATCH)
     ]
 
-    def torch_loop() -> None:
+    def torch_loop() -> list[float]:
+        ends = []
         for xb, yb in batches:
             optimizer.zero_grad()
             torch.nn.functional.cross_entropy(net(xb), yb).backward()
             optimizer.step()
+            ends.append(_clock())
+        return [b - a for a, b in itertools.pairwise(ends[FIT_SKIP - 1 :])]
 
     variants["torch_fused"] = torch_loop
     return variants
 
 
-def fit_main(repeats: int) -> None:
-    """``model.fit`` steps on the torch backend: Keras AdamW, ``fused=True``, plain PyTorch."""
+def _spread(values: list[float], unit: float = 1.0, digits: int = 2) -> str:
+    found = sorted(v * unit for v in values)
+    quartiles = (
+        statistics.quantiles(found, n=4, method="inclusive") if len(found) > 1 else found * 3
+    )
+    return (
+        f"min {found[0]:.{digits}f}  q1 {quartiles[0]:.{digits}f}  median "
+        f"{statistics.median(found):.{digits}f}  q3 {quartiles[2]:.{digits}f}  max "
+        f"{found[-1]:.{digits}f}"
+    )
+
+
+def fit_main(repeats: int | None, seconds: float, threads: int, cpu_time: bool = False) -> None:
+    """``model.fit`` steps on the torch backend: Keras AdamW, ``fused=True``, plain PyTorch.
+
+    Each repeat runs every variant once (a ``FIT_STEPS``-step fit, its first ``FIT_SKIP``
+    steps not timed), in an order rotated every repeat, and keeps each variant's median step
+    time; ratios are taken within each repeat (paired), so load that changes between
+    repeats cancels out. Repeats run until ``seconds`` have passed (at least 5), or exactly
+    ``repeats`` when given. ``cpu_time``: time the process's CPU time instead of wall time
+    (with one thread: what a step costs, whatever else runs on the machine).
+    """
+    global _clock
+    _clock = time.process_time if cpu_time else time.perf_counter
+    torch.set_num_threads(threads)
     parameters = sum(a * b + b for a, b in zip((784, *FIT_UNITS), (*FIT_UNITS, 10), strict=True))
     print(
         f"torch {torch.__version__} ({torch.get_num_threads()} threads), Keras "
         f"{keras.__version__} on {keras.backend.backend()}, hyperstep {hs.__version__}"
     )
+    budget = f"{repeats} repeats" if repeats else f"repeats for {seconds:.0f} s"
     print(
         f"MLP 784-{'-'.join(map(str, FIT_UNITS))}-10 ({parameters:,} parameters), batch "
-        f"{FIT_BATCH}, AdamW; time per step over {FIT_STEPS}-step fits (PyTorch: a plain loop "
-        f"with torch.optim.AdamW(fused=True)), {repeats} interleaved repeats (CPU)\n"
+        f"{FIT_BATCH}, AdamW (PyTorch: a plain loop with torch.optim.AdamW(fused=True)); "
+        f"{FIT_STEPS}-step runs, the first {FIT_SKIP} steps of each not timed, {budget}, "
+        f"variants interleaved (CPU; {'process CPU' if cpu_time else 'wall'} time)\n"
     )
     variants = _fit_variants()
-    for run in variants.values():
-        run()  # warm up
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    for repeat in range(repeats):
-        order = list(variants) if repeat % 2 == 0 else list(variants)[::-1]
-        for name in order:
-            times[name].append(_time(variants[name], 1) / FIT_STEPS)
-    for name, found in times.items():
-        print(f"{name:11}  {_summary(found)}")
+    for _ in range(2):  # warm up: build, slots, tables, the allocator
+        for run in variants.values():
+            run()
+    names = list(variants)
+    medians: dict[str, list[float]] = {name: [] for name in names}
+    steps: dict[str, list[float]] = {name: [] for name in names}
+    start = time.perf_counter()
+    repeat = 0
+    while (repeats and repeat < repeats) or (
+        not repeats and (repeat < 5 or time.perf_counter() - start < seconds)
+    ):
+        for name in names[repeat % len(names) :] + names[: repeat % len(names)]:
+            found = variants[name]()
+            steps[name] += found
+            medians[name].append(statistics.median(found))
+        repeat += 1
+    print(f"{repeat} repeats in {time.perf_counter() - start:.0f} s; ms per step:")
+    for name in names:
+        print(f"  {name:11}  per-repeat medians: {_spread(medians[name], 1e3)}")
+        print(f"  {'':11}  all {len(steps[name])} steps: {_spread(steps[name], 1e3)}")
     print()
-    median, fastest, paired = _ratio(times, "keras", "hs_fused")
-    verdict = "ok" if median >= 2 else "MISSED"
-    print(
-        f"ratio keras / hs_fused: median {median:.3f} (target >= 2: {verdict}), min "
-        f"{fastest:.3f}, paired {paired:.3f}"
-    )
-    median, fastest, paired = _ratio(times, "hs_fused", "torch_fused")
-    print(
-        f"ratio hs_fused / torch_fused: median {median:.3f}, min {fastest:.3f}, paired {paired:.3f}"
-    )
+    for a, b, target in (("keras", "hs_fused", 2.0), ("hs_fused", "torch_fused", None)):
+        paired = [x / y for x, y in zip(medians[a], medians[b], strict=True)]
+        overall = statistics.median(steps[a]) / statistics.median(steps[b])
+        verdict = ""
+        if target is not None:
+            met = statistics.median(paired) >= target
+            verdict = f" (target >= {target}: {'ok' if met else 'MISSED'})"
+        print(f"ratio {a} / {b}: paired {_spread(paired, digits=3)}{verdict}")
+        print(f"  {'':>{len(a) + len(b) + 3}}  of all steps' medians {overall:.3f}")

@@ -35,10 +35,18 @@ time: steadier when other processes share the machine.
 ``--torch-fit``: Keras's torch backend (set before Keras is imported): ``model.fit`` steps of
 an MLP 784-2048-2048-768-10 (7,385,354 parameters) at batch 32 with plain Keras ``AdamW``
 against ``hs.scheduled(AdamW(), ..., fused=True)`` (target: at least 2x faster), and a plain
-PyTorch loop with ``torch.optim.AdamW(fused=True)`` on the same network, interleaved
-(``benchmarks/_torch_updates.py``).
+PyTorch loop with ``torch.optim.AdamW(fused=True)`` on the same network
+(``benchmarks/_torch_updates.py``). Built for a loaded machine: all three in one process,
+``--threads`` torch threads (default 2), many short runs (12 steps, the first 2 not timed)
+interleaved in a rotating order, each run's median step time kept and the ratios taken
+within each repeat (paired: load that changes between repeats cancels); prints their
+min/quartiles/median/max. Runs for ``--seconds`` (default 75, at least 5 repeats) or
+``--repeats N``. With ``--cpu-time``: one thread (unless ``--threads``), process CPU time:
+on a machine shared with other work, what each step costs rather than how long it waited.
 
-Usage: python benchmarks/overhead.py [--repeats N] [--steps N] [--cpu-time] [--torch-fit]
+Usage: python benchmarks/overhead.py [--repeats N] [--steps N] [--cpu-time]
+       python benchmarks/overhead.py --torch-fit [--repeats N] [--seconds S] [--threads N]
+                                     [--cpu-time]
 """
 
 from __future__ import annotations
@@ -56,8 +64,13 @@ if __name__ == "__main__" and "--torch-fit" in sys.argv:
 
     parsed = argparse.ArgumentParser(description="model.fit on Keras's torch backend vs PyTorch")
     parsed.add_argument("--torch-fit", action="store_true")
-    parsed.add_argument("--repeats", type=int, default=5)
-    fit_main(parsed.parse_args().repeats)
+    parsed.add_argument("--repeats", type=int, default=None, help="default: for --seconds")
+    parsed.add_argument("--seconds", type=float, default=75.0)
+    parsed.add_argument("--threads", type=int, default=None, help="default 2 (--cpu-time: 1)")
+    parsed.add_argument("--cpu-time", action="store_true")
+    arguments = parsed.parse_args()
+    threads = arguments.threads or (1 if arguments.cpu_time else 2)
+    fit_main(arguments.repeats, arguments.seconds, threads, arguments.cpu_time)
     sys.exit(0)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 

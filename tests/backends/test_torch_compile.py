@@ -13,6 +13,10 @@ the graph-break reasons, for
 * ``captured``: the same with ``torch._dynamo.config.capture_scalar_outputs = True``;
 * ``loop`` and ``loop-compiled``: a hand-written step (``loss.backward()`` and
   ``optimizer.apply``), eager and under ``torch.compile``;
+* ``fused-eager`` and ``fused-compiled``: ``fused=True`` (PyTorch's fused Adam kernel,
+  :mod:`hyperstep.backends.torch`), eager and under ``torch.compile``, with ``beta_2``,
+  ``epsilon`` and ``weight_decay`` that are float32 numbers and the bias excluded from weight
+  decay (``launches``: the fused kernel calls per step);
 * ``<name>-eager``/``<name>-compiled`` for the other eight Keras optimizers with a torch
   implementation: Keras's step with ``SGD(momentum=0.9, nesterov=True)`` (``momentum`` on a
   schedule, scaled at step 5), ``RMSprop(momentum=0.5)`` (``rho`` scaled), ``Adam``,
@@ -95,7 +99,20 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
         weight_decay=0.01,
         **{second: SECOND[second]},
     )
-    compiled = mode in ("compiled", "captured", "loop-compiled")
+    if mode.startswith("fused"):
+        # Eager, the kernel gets Keras's constants as Python numbers (as a plain Keras
+        # optimizer has them); compiled, as float32 tensors (so that they change without a
+        # recompile). Constants that are float32 numbers make the two the same scalars.
+        optimizer = hs.scheduled(
+            keras.optimizers.AdamW(beta_2=1 - 2**-10, epsilon=2**-23),
+            learning_rate="0.01 * 0.9 ** step",
+            weight_decay=2**-7,
+            beta_1=SECOND["beta_1"],
+            fused=True,
+        )
+        optimizer.exclude_from_weight_decay(var_names=["bias"])  # two kernel calls per step
+    launches = _count_launches()
+    compiled = mode in ("compiled", "captured", "loop-compiled", "fused-compiled")
     if mode.startswith("loop"):
         sys.path.insert(0, str(Path(__file__).parent))
         from worker import torch_step
@@ -116,6 +133,7 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
         torch.compile = lambda fn, **kw: original(fn, **{"backend": backend, **kw})
     hps = optimizer.hyperparameters
     result: dict[str, Any] = {"losses": [], "graphs": [], "frames": [], "seconds": []}
+    result["launches"] = []
     try:
         for step in range(STEPS):
             if mode != "unchanged":
@@ -131,6 +149,7 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
             result["seconds"].append(time.perf_counter() - start)
             result["graphs"].append(counters["stats"]["unique_graphs"])
             result["frames"].append(counters["frames"]["total"])
+            result["launches"].append(launches.pop())
     finally:
         if compiled and not mode.startswith("loop"):
             torch.compile = original  # type: ignore[assignment]
@@ -138,6 +157,29 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
     result["step"] = int(optimizer.clock.step.value)
     result["breaks"] = sorted({reason.split("\n")[0] for reason in counters["graph_break"]})
     return result
+
+
+def _count_launches() -> Any:
+    """Count the fused kernel's calls (``hyperstep.backends.torch._launch``, which the
+    compiled step's custom op calls when it runs): ``pop()`` returns those since the last."""
+    from hyperstep.backends import torch as fused
+
+    launch = getattr(fused._launch, "__wrapped__", fused._launch)
+    calls = [0]
+
+    def counted(*args: Any, **kwargs: Any) -> None:
+        calls[0] += 1
+        launch(*args, **kwargs)
+
+    counted.__wrapped__ = launch  # type: ignore[attr-defined]
+    fused._launch = counted
+
+    class Counter:
+        def pop(self) -> int:
+            found, calls[0] = calls[0], 0
+            return found
+
+    return Counter()
 
 
 def _fast_path_mismatches() -> list[str]:
@@ -172,6 +214,7 @@ def _fast_path_mismatches() -> list[str]:
 def main() -> None:
     backend = "inductor" if "--inductor" in sys.argv else "eager"
     modes = ("eager", "unchanged", "compiled", "captured", "loop", "loop-compiled")
+    modes += ("fused-eager", "fused-compiled")
     result: dict[str, Any] = {"fast_path_mismatches": _fast_path_mismatches()}
     result.update({mode: _train(mode, backend) for mode in modes})
     for name in list(OPTIMIZERS)[1:]:
@@ -211,6 +254,7 @@ PAIRS = {
     "compiled": "eager",
     "captured": "eager",
     "loop-compiled": "loop",
+    "fused-compiled": "fused-eager",
     **{f"{name}-compiled": f"{name}-eager" for name in list(OPTIMIZERS)[1:]},
 }
 
@@ -261,6 +305,28 @@ def test_tensor_hyperparameters_break_the_graph_unless_scalars_are_captured(
     assert data_dependent in results["compiled"]["breaks"]
     assert data_dependent not in results["captured"]["breaks"]
     assert results["captured"]["graphs"][-1] < results["compiled"]["graphs"][-1]
+
+
+def test_fused_kernel_runs_under_torch_compile_bitwise_as_eager(results: dict[str, Any]) -> None:
+    """``fused=True`` under ``torch.compile``: the fused kernel runs in every compiled step
+    (two calls: the kernel decays, the bias does not) and the weights equal the eager
+    fused run's bitwise (dynamo's ``eager`` backend computes the gradients with the same
+    kernels; the scalars are equal because the constants are float32 numbers)."""
+    eager, compiled = results["fused-eager"], results["fused-compiled"]
+    assert eager["launches"] == compiled["launches"] == [2] * STEPS
+    assert compiled["weights"] == eager["weights"]
+    assert compiled["losses"] == eager["losses"]
+    assert not np.allclose(compiled["weights"][0], results["compiled"]["weights"][0], atol=1e-4)
+
+
+def test_fused_update_is_traced_without_captured_scalars(results: dict[str, Any]) -> None:
+    """The fused update is one opaque op in the graph that reads its values back when it
+    runs: no ``.item()`` while tracing, so no data-dependent graph break and fewer graphs
+    than the default path even with ``capture_scalar_outputs``; Keras's own update runs in
+    none of the steps (no launch would be counted then)."""
+    fused, default = results["fused-compiled"], results["compiled"]
+    assert "Data dependent operator" not in fused["breaks"]
+    assert fused["graphs"][-1] <= results["captured"]["graphs"][-1] < default["graphs"][-1]
 
 
 if __name__ == "__main__":

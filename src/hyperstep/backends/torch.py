@@ -23,10 +23,21 @@ kernel's scalars are float64 and it orders the arithmetic differently), not bitw
 default, ``fused=False``, is bitwise the plain Keras optimizer. ``amsgrad`` uses the
 kernel's ``max_exp_avg_sqs`` (Keras's ``velocity_hats``).
 
-The values must be Python numbers for the kernel: on eager CPU torch they are
+The kernel takes its values as Python numbers: on eager CPU torch they are
 (``Hyperparameter.host_float``); elsewhere (the clock on a GPU) each is read back once per
-update. Under ``torch.compile`` and inside ``keras.StatelessScope`` the update falls back to
-Keras's own code. Other optimizers (SGD, RMSprop, ...) run Keras's own code.
+update. Under ``torch.compile`` they stay tensors (so that they change without a
+recompile): the update is then one custom op, ``hyperstep::fused_adam_``, opaque to dynamo,
+which reads them back when the compiled step runs (no ``.item()`` while tracing, so no
+graph break) and calls the same kernel. Inside ``keras.StatelessScope``, on a device
+without fused kernels (``torch.optim``'s list) or with a torch without them, the update
+falls back to Keras's own ``_foreach`` code. Other optimizers (SGD, RMSprop, ...) run
+Keras's own code.
+
+Private APIs used here, each pinned by ``tests/backends/test_internals.py``: Keras's torch
+``Adam._parallel_update_step`` and ``TorchOptimizer._apply_weight_decay`` (identity checks),
+the optimizers' ``_momentums``/``_velocities``/``_velocity_hats``/``_get_variable_index``/
+``_use_weight_decay``, ``torch._fused_adam_``/``_fused_adamw_`` and
+``torch.utils._foreach_utils._get_fused_kernels_supported_devices``.
 """
 
 from __future__ import annotations
@@ -47,6 +58,13 @@ try:  # Keras's torch optimizers (private): if they move, fused=True runs Keras'
     _KERAS_DECAY: Any = TorchOptimizer._apply_weight_decay
 except (ImportError, AttributeError):
     _KERAS_ADAM = _KERAS_DECAY = None
+
+try:  # the devices with fused Adam kernels, as torch.optim decides (private)
+    from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+
+    _FUSED_DEVICES: tuple[str, ...] = tuple(_get_fused_kernels_supported_devices())
+except ImportError:  # pragma: no cover - other torch versions
+    _FUSED_DEVICES = ("cuda", "cpu")
 
 _KERNEL_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
@@ -95,10 +113,17 @@ def _number(value: Any) -> float:
     return float(value)
 
 
+def kernels() -> bool:
+    """Whether this torch has the fused Adam kernels (``torch._fused_adam_``/``_adamw_``)."""
+    return hasattr(torch, "_fused_adam_") and hasattr(torch, "_fused_adamw_")
+
+
 def applies(grads: Sequence[Any], variables: Sequence[Any]) -> bool:
-    """Whether :func:`adam` can update ``variables``: eagerly (not under ``torch.compile``, not
-    in a stateless scope), each gradient a dense tensor of its variable's dtype and device."""
-    if torch.compiler.is_compiling() or in_stateless_scope():
+    """Whether :func:`adam` can update ``variables``: outside a stateless scope, each gradient
+    a dense tensor of its variable's dtype and device, on a device with PyTorch's fused Adam
+    kernels (``torch.optim``'s list). Eager and under ``torch.compile`` alike (the metadata
+    read here becomes dynamo's guards)."""
+    if in_stateless_scope() or not kernels():
         return False
     for variable, grad in zip(variables, grads, strict=True):
         param = variable.value
@@ -108,9 +133,49 @@ def applies(grads: Sequence[Any], variables: Sequence[Any]) -> bool:
             or grad.dtype != param.dtype
             or grad.device != param.device
             or param.dtype not in _KERNEL_DTYPES
+            or param.device.type not in _FUSED_DEVICES
         ):
             return False
     return True
+
+
+def _launch(
+    tensors: Sequence[Sequence[Any]],
+    *,
+    step: int,
+    lr: float,
+    beta_1: float,
+    beta_2: float,
+    epsilon: float,
+    decay: float,
+    amsgrad: bool,
+) -> None:
+    """One fused kernel call per device and dtype; ``tensors``: parameters, gradients, first
+    and second moments, maximum second moments (``[]`` without ``amsgrad``), one list each."""
+    eps = epsilon / (1.0 - beta_2**step) ** 0.5  # Keras's epsilon, outside the correction
+    kernel = torch._fused_adamw_ if decay != 0.0 else torch._fused_adam_
+    buckets: dict[tuple[Any, Any], list[int]] = {}
+    for index, param in enumerate(tensors[0]):
+        buckets.setdefault((param.device, param.dtype), []).append(index)
+    with torch.no_grad():
+        for (device, _), indices in buckets.items():
+            t = torch.full((), float(step), dtype=torch.float32, device=device)
+            params, grads, exp_avgs, exp_avg_sqs = ([f[i] for i in indices] for f in tensors[:4])
+            kernel(
+                params,
+                grads,
+                exp_avgs,
+                exp_avg_sqs,
+                [tensors[4][i] for i in indices] if amsgrad else [],
+                [t] * len(indices),
+                lr=lr,
+                beta1=beta_1,
+                beta2=beta_2,
+                weight_decay=decay,
+                eps=eps,
+                amsgrad=amsgrad,
+                maximize=False,
+            )
 
 
 def adam(
@@ -126,47 +191,136 @@ def adam(
     weight_decay: Sequence[Any],
     amsgrad: bool,
 ) -> None:
-    """Keras's Adam update of ``variables`` with PyTorch's fused kernel (see the module).
+    """Keras's Adam update of ``variables`` with PyTorch's fused kernel (see the module), eagerly.
 
     ``slots``: per variable, its momentum and velocity (and velocity hat with ``amsgrad``)
     Keras variables; ``step``: ``t``, the update's 1-based count; ``weight_decay``: per
     variable, its decoupled weight decay (0 for none). Values may be numbers or tensors
     (read back once each). Call only where :func:`applies`.
     """
-    lr, b1, b2 = _number(learning_rate), _number(beta_1), _number(beta_2)
-    eps = _number(epsilon) / (1.0 - b2**step) ** 0.5  # Keras's epsilon, outside the correction
-    buckets: dict[tuple[Any, Any, float], list[int]] = {}
-    for index, (variable, decay) in enumerate(zip(variables, weight_decay, strict=True)):
-        param = variable.value
-        buckets.setdefault((param.device, param.dtype, _number(decay)), []).append(index)
-    with torch.no_grad():
-        for (device, _, decay), indices in buckets.items():
-            t = torch.full((), float(step), dtype=torch.float32, device=device)
-            kernel = torch._fused_adamw_ if decay != 0.0 else torch._fused_adam_
-            kernel(
-                [variables[i].value for i in indices],
-                [grads[i] for i in indices],
-                [slots[i][0].value for i in indices],
-                [slots[i][1].value for i in indices],
-                [slots[i][2].value for i in indices] if amsgrad else [],
-                [t] * len(indices),
-                lr=lr,
-                beta1=b1,
-                beta2=b2,
-                weight_decay=decay,
-                eps=eps,
-                amsgrad=amsgrad,
-                maximize=False,
-            )
+    values = [_number(v) for v in (learning_rate, beta_1, beta_2, epsilon)]
+    by_decay: dict[float, list[int]] = {}
+    for index, decay in enumerate(weight_decay):
+        by_decay.setdefault(_number(decay), []).append(index)
+    for decay, indices in by_decay.items():
+        tensors = [[variables[i].value for i in indices], [grads[i] for i in indices]]
+        tensors += [[slots[i][k].value for i in indices] for k in range(len(slots[indices[0]]))]
+        _launch(
+            [*tensors, []] if not amsgrad else tensors,
+            step=step,
+            lr=values[0],
+            beta_1=values[1],
+            beta_2=values[2],
+            epsilon=values[3],
+            decay=decay,
+            amsgrad=amsgrad,
+        )
+
+
+@torch.library.custom_op(
+    "hyperstep::fused_adam_",
+    mutates_args=("params", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs"),
+    schema="(Tensor(a!)[] params, Tensor[] grads, Tensor(b!)[] exp_avgs, "
+    "Tensor(c!)[] exp_avg_sqs, Tensor(d!)[] max_exp_avg_sqs, Tensor scalars, bool amsgrad) -> ()",
+)
+def _fused_adam_op(
+    params: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    exp_avgs: list[torch.Tensor],
+    exp_avg_sqs: list[torch.Tensor],
+    max_exp_avg_sqs: list[torch.Tensor],
+    scalars: torch.Tensor,
+    amsgrad: bool,
+) -> None:
+    """:func:`_launch` as one opaque op for ``torch.compile``: ``scalars`` (float64: ``t``,
+    learning rate, ``beta_1``, ``beta_2``, ``epsilon``, weight decay) is read back here, when
+    the compiled step runs, not when dynamo traces it (no ``.item()`` in the graph)."""
+    step, lr, beta_1, beta_2, epsilon, decay = scalars.tolist()
+    _launch(
+        [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs],
+        step=int(step),
+        lr=lr,
+        beta_1=beta_1,
+        beta_2=beta_2,
+        epsilon=epsilon,
+        decay=decay,
+        amsgrad=amsgrad,
+    )
+
+
+@_fused_adam_op.register_fake
+def _(
+    params: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    exp_avgs: list[torch.Tensor],
+    exp_avg_sqs: list[torch.Tensor],
+    max_exp_avg_sqs: list[torch.Tensor],
+    scalars: torch.Tensor,
+    amsgrad: bool,
+) -> None:
+    return None
+
+
+def _float64(value: Any) -> torch.Tensor:
+    """``value`` (a number, a Keras variable or a tensor) as a float64 CPU scalar tensor."""
+    if isinstance(value, keras.Variable):
+        value = value.value
+    return torch.as_tensor(value).to(device="cpu", dtype=torch.float64).reshape(())
+
+
+def _traced_update(
+    optimizer: Any, grads: Sequence[Any], variables: Sequence[Any], learning_rate: Any
+) -> None:
+    """:func:`group_update` under ``torch.compile``: the values stay tensors (they change
+    without a recompile) and go to :func:`_fused_adam_op`, once for the variables that decay
+    and once for those that do not."""
+    amsgrad = bool(optimizer.amsgrad)
+    slots: list[list[Any]] = [[], [], []]
+    for variable in variables:
+        index = optimizer._get_variable_index(variable)
+        slots[0].append(optimizer._momentums[index].value)
+        slots[1].append(optimizer._velocities[index].value)
+        if amsgrad:
+            slots[2].append(optimizer._velocity_hats[index].value)
+    common = [
+        _float64(optimizer.iterations) + 1.0,
+        _float64(learning_rate),
+        _float64(optimizer.beta_1),
+        _float64(optimizer.beta_2),
+        _float64(optimizer.epsilon),
+    ]
+    decays = optimizer.weight_decay is not None
+    for decayed in (True, False):
+        indices = [
+            i
+            for i, v in enumerate(variables)
+            if (decays and optimizer._use_weight_decay(v)) == decayed
+        ]
+        if not indices:
+            continue
+        decay = _float64(optimizer.weight_decay if decayed else 0.0)
+        _fused_adam_op(
+            [variables[i].value for i in indices],
+            [grads[i] for i in indices],
+            [slots[0][i] for i in indices],
+            [slots[1][i] for i in indices],
+            [slots[2][i] for i in indices] if amsgrad else [],
+            torch.stack([*common, decay]),
+            amsgrad,
+        )
 
 
 def group_update(
     optimizer: Any, grads: Sequence[Any], variables: Sequence[Any], learning_rate: Any
 ) -> bool:
     """Update ``variables`` (one group of a Keras Adam or AdamW wrapped by ``hs.scheduled``)
-    with :func:`adam`; ``False`` (nothing done) where it does not apply."""
+    with :func:`adam` (under ``torch.compile``: :func:`_fused_adam_op`); ``False`` (nothing
+    done) where it does not apply."""
     if not _adam_like(optimizer) or not applies(grads, variables):
         return False
+    if torch.compiler.is_compiling():
+        _traced_update(optimizer, grads, variables, learning_rate)
+        return True
     amsgrad = bool(optimizer.amsgrad)
     slots = []
     for variable in variables:

@@ -102,7 +102,10 @@ class _Update:
         if self.step is None:
             return False
         if self.graph is None:  # no thread under torch.compile, which cannot trace `threading`
-            return self.thread is None or threading.get_ident() == self.thread
+            # (an update started eagerly, in a frame dynamo skipped, is read by compiled ones)
+            return (
+                self.thread is None or backends.compiling() or threading.get_ident() == self.thread
+            )
         graph = _graph_key()
         while graph is not None and graph is not self.graph:
             graph = getattr(graph, "outer_graph", None)
