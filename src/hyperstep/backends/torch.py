@@ -48,23 +48,19 @@ from typing import Any
 import keras
 import torch
 
-from hyperstep.backends import in_stateless_scope
+from hyperstep.backends import in_stateless_scope, versions
 
-try:  # Keras's torch optimizers (private): if they move, fused=True runs Keras's code
-    from keras.src.backend.torch.optimizers import torch_adam
-    from keras.src.backend.torch.optimizers.torch_optimizer import TorchOptimizer
-
-    _KERAS_ADAM: Any = torch_adam.Adam._parallel_update_step
-    _KERAS_DECAY: Any = TorchOptimizer._apply_weight_decay
-except (ImportError, AttributeError):
-    _KERAS_ADAM = _KERAS_DECAY = None
-
-try:  # the devices with fused Adam kernels, as torch.optim decides (private)
-    from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
-
-    _FUSED_DEVICES: tuple[str, ...] = tuple(_get_fused_kernels_supported_devices())
-except ImportError:  # pragma: no cover - other torch versions
-    _FUSED_DEVICES = ("cuda", "cpu")
+# Keras's torch optimizers (private): if they move, fused=True runs Keras's code
+_KERAS_ADAM, _KERAS_DECAY = versions.reach(
+    "keras.src.backend.torch.optimizers.torch_adam.Adam._parallel_update_step/"
+    "TorchOptimizer._apply_weight_decay",
+    fallback=(None, None),
+)
+# the devices with fused Adam kernels, as torch.optim decides (private)
+_devices = versions.reach(
+    "torch.utils._foreach_utils._get_fused_kernels_supported_devices", fallback=None
+)
+_FUSED_DEVICES: tuple[str, ...] = tuple(_devices()) if _devices else ("cuda", "cpu")
 
 _KERNEL_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
