@@ -286,20 +286,23 @@ def keras_scalar(value: Any, exact: Any, static: float | None, *, checked: bool)
     ``value()`` is the float32 value, ``exact()`` the same in float64 with constants exact,
     ``static`` the constant (``None`` for a schedule), ``checked`` whether Keras tests it in a
     Python ``if`` while tracing. TensorFlow: an :class:`~hyperstep.backends.tensorflow.
-    ExactScalar` (rounds like a Python float: bitwise Keras's updates); JAX, when checked: a
-    :class:`~hyperstep.backends.static.StaticScalar` (a tracer cannot answer ``if``);
-    otherwise ``value()``. ``exact=None``: always ``value()`` (the learning rate, which Keras
-    reads from a float32 variable itself).
+    ExactScalar` (rounds like a Python float: bitwise Keras's updates); JAX, for a constant or
+    when checked: a :class:`~hyperstep.backends.static.StaticScalar` (a tracer cannot answer
+    ``if``; a constant's arithmetic with numbers rounds like its Python float, without float64:
+    bitwise Keras's updates); otherwise ``value()`` (float32 arithmetic on a float32 value is
+    what a Python float holding it gives, one operation at a time). ``exact=None``: always
+    ``value()`` (the learning rate, which Keras reads from a float32 variable itself).
     """
     name = _backend()
     if name == "tensorflow" and exact is not None:
         from hyperstep.backends.tensorflow import ExactScalar
 
         return ExactScalar(exact(), static)
-    if name == "jax" and checked:
+    constant = exact is not None and static is not None
+    if name == "jax" and (checked or constant):
         from hyperstep.backends.static import StaticScalar
 
-        return StaticScalar(value(), static)
+        return StaticScalar(value(), static, exact=constant)
     return value()
 
 

@@ -16,10 +16,11 @@ Inside ``apply``:
 Keras's ``iterations`` keeps counting this optimizer's own updates (Adam's bias correction
 uses it). Every update is Keras's own code, with the values reaching it as Keras's own
 would (on TensorFlow as :class:`~hyperstep.backends.tensorflow.ExactScalar`, which rounds like a
-Python float; on eager torch as Python floats), so on those backends the weights are
-bitwise those of the plain optimizer whose values are set before each step. On JAX,
-constants reach a jitted step as float32 values (``1 - beta_2`` rounds differently: up to
-~5e-5 of a step). ``fused=True`` opts into TensorFlow's one-pass updates
+Python float; on JAX a constant as :class:`~hyperstep.backends.static.StaticScalar`, whose
+arithmetic with numbers rounds like its Python float; on eager torch as Python floats), so
+the weights are bitwise those of the plain optimizer whose values are set before each step
+(under ``torch.compile`` values are float32 tensors: ``1 - beta_2`` rounds from float32).
+``fused=True`` opts into TensorFlow's one-pass updates
 (:mod:`hyperstep.backends.tensorflow`) and PyTorch's fused Adam kernel
 (:mod:`hyperstep.backends.torch`): faster, and equal to Keras's updates to float32 rounding.
 
