@@ -92,13 +92,14 @@ class StaticNumber:
 class StaticScalar(StaticNumber):
     """A traced scalar ``value`` whose Python truth and comparisons use ``static``.
 
-    With ``exact=True`` (a constant hyperparameter), arithmetic with Python numbers (and
-    other exact scalars) also rounds as Keras's Python float does: while ``value`` is the
-    constant's float32 rounding (no override, no scale: a traced check, so a run-time change
-    needs no retrace), ``1 - beta_2`` is ``float32(1 - 0.999)``, computed in double when
-    traced and rounded once, not ``1 - float32(0.999)``; otherwise the float32 arithmetic of
-    ``value`` (the plain optimizer set to that float32 value computes the same). The result
-    is again an exact scalar, so chains (``2.0 * (1 - beta)``) stay exact.
+    With ``exact=True`` (a constant hyperparameter), arithmetic with a Python number also
+    rounds as Keras's Python float does: while ``value`` is the constant's float32 rounding
+    (no override, no scale: a traced check, so a run-time change needs no retrace),
+    ``1 - beta_2`` is ``float32(1 - 0.999)``, computed in double when traced and rounded
+    once, not ``1 - float32(0.999)``; otherwise the float32 arithmetic of ``value`` (the
+    plain optimizer set to that float32 value computes the same). The result is a plain
+    array (Keras computes ``1 - beta`` once and hands it on, also to functions that take
+    arrays only, such as ``jnp.clip``).
 
     Args:
         value: The scalar array (a JAX array or tracer).
@@ -131,24 +132,17 @@ class StaticScalar(StaticNumber):
         python_op = _OPS[name]
         theirs = _unwrap(other)
         flag = self._exact()
-        other_static: float | None = None
-        if flag is None:
-            pass
-        elif isinstance(other, (int, float)) and not isinstance(other, bool):
-            other_static, key = float(other), (name, swap, float(other))
-        elif isinstance(other, StaticScalar) and other._exact() is not None:
-            other_static, key = other.static, (name, swap, id(other))
-            flag = flag & other._exact()
-        # else a tensor: `value` is what a Python float becomes in it
-        if other_static is None:
+        if flag is None or not isinstance(other, (int, float)) or isinstance(other, bool):
+            # a tensor (what a Python float becomes in it is `value`), or not exact
             return python_op(theirs, self.value) if swap else python_op(self.value, theirs)
+        key = (name, swap, float(other))
         found = self._memo.get(key)  # Keras computes `1 - beta_1` once per variable
         if found is not None:
             return found
         plain = python_op(theirs, self.value) if swap else python_op(self.value, theirs)
-        a, b = (other_static, self.static) if swap else (self.static, other_static)
+        x, y = (float(other), self.static) if swap else (self.static, float(other))
         try:
-            exact = python_op(a, b)
+            exact = python_op(x, y)
         except (ArithmeticError, ValueError):
             return plain
         rounded = _rounded(exact, plain.dtype) if isinstance(exact, (int, float)) else None
@@ -156,7 +150,8 @@ class StaticScalar(StaticNumber):
             return plain
         import jax.numpy as jnp
 
-        result = StaticScalar(jnp.where(flag, rounded, plain), float(exact), exact=flag)
+        # a plain array: Keras hands results to functions that take arrays only (jnp.clip)
+        result = jnp.where(flag, rounded, plain)
         self._memo[key] = result
         return result
 
@@ -191,14 +186,10 @@ class StaticScalar(StaticNumber):
         return self._binary(other, "pow", True)
 
     def __neg__(self) -> Any:
-        if self._exact() is None:
-            return -self.value
-        return StaticScalar(-self.value, -self.static, exact=self._flag)  # type: ignore[operator]
+        return -self.value  # exact, as a Python float's
 
     def __abs__(self) -> Any:
-        if self._exact() is None:
-            return abs(self.value)
-        return StaticScalar(abs(self.value), abs(self.static), exact=self._flag)  # type: ignore[arg-type]
+        return abs(self.value)
 
     def _compare_traced(self, other: Any, op: Callable[[Any, Any], Any]) -> Any:
         return op(self.value, other)

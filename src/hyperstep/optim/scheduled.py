@@ -116,6 +116,7 @@ class _State:
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.static: dict[str, float | None] = {}
         self.checked: frozenset[str] = frozenset()  # names Keras's code tests in Python `if`s
+        self.arithmetic: frozenset[str] = frozenset()  # ... combines with numbers in Python
         self.raw: dict[str, Any] = {}
         self.advance = False
         self.groups: list[Group] = []
@@ -203,6 +204,7 @@ class ScheduledOptimizer:
         _check_install(self._hs_base, given, clock, advance, groups)
         # read once here: inside a compiled step (torch.compile) reading source code breaks it
         state.checked = _introspect.checked_in_python(self._hs_base)
+        state.arithmetic = _introspect.arithmetic_in_python(self._hs_base)
         if clock is None:
             clock = Clock(name=f"{self.name}_clock")
         self.clock = clock
@@ -321,12 +323,17 @@ class ScheduledOptimizer:
             if value is not None:
                 return value
         checked = name.split("/")[-1] in state.checked
+        arithmetic = name.split("/")[-1] in state.arithmetic
         # Keras's own learning rate is a float32 variable: no exact form needed
         exact = (
             None if name == "learning_rate" else lambda: hyperparameter.exact_at(state.update.step)
         )
         return backends.keras_scalar(
-            lambda: hyperparameter.at(state.update.step), exact, state.static[name], checked=checked
+            lambda: hyperparameter.at(state.update.step),
+            exact,
+            state.static[name],
+            checked=checked,
+            arithmetic=arithmetic,
         )
 
     def _hs_updating(self) -> bool:
