@@ -260,6 +260,12 @@ def _report(title: str, times: dict[str, list[float]]) -> bool:
         f / d for f, d in zip(times["fused"], times["keras-decay"], strict=True)
     )
     print(f"fused / keras-decay (fused=True, the same formulas): paired {fused:.3f}")
+    for variant in ("hyperstep", "fused"):
+        ratios = sorted(v / d for v, d in zip(times[variant], times["keras-decay"], strict=True))
+        print(
+            f"{variant} / keras-decay within each repeat: min {ratios[0]:.3f}, median "
+            f"{statistics.median(ratios):.3f}, max {ratios[-1]:.3f}"
+        )
     print(
         f"keras-decay / keras (what Keras's own constant weight decay costs): "
         f"{decay / base:.3f}, paired {paired['keras-decay']:.3f}"

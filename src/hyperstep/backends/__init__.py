@@ -169,8 +169,27 @@ def after(scalars: list[Any], tensors: list[Any]) -> list[Any]:
 
     if tf.executing_eagerly():
         return tensors
+    dense = [i for i, t in enumerate(tensors) if isinstance(t, tf.Tensor)]
+    if not dense:
+        return tensors
     with tf.control_dependencies([s for s in scalars if tf.is_tensor(s)]):
-        return [tf.identity(t) if isinstance(t, tf.Tensor) else t for t in tensors]
+        gated = tf.identity_n([tensors[i] for i in dense])  # one op for all
+    found = list(tensors)
+    for i, tensor in zip(dense, gated, strict=True):
+        found[i] = tensor
+    return found
+
+
+def read_once(variable: Any) -> Any:
+    """``variable``'s value as a tensor read once: on TensorFlow ``variable.value`` is the
+    ``tf.Variable``, which every op using it reads again (one ``ReadVariableOp`` per use in
+    a traced step); elsewhere, and inside ``keras.StatelessScope``, ``variable.value``."""
+    value = variable.value
+    if _backend() != "tensorflow":
+        return value
+    import tensorflow as tf
+
+    return tf.convert_to_tensor(value) if isinstance(value, tf.Variable) else value
 
 
 def concrete(value: Any) -> bool:
@@ -301,26 +320,33 @@ def _backend() -> str:
 
 
 # ---- what hs.scheduled hands Keras's optimizer code -------------------------------------------
-def keras_scalar(value: Any, exact: Any, static: float | None, *, checked: bool) -> Any:
+def keras_scalar(
+    value: Any, exact: Any, static: float | None, *, checked: bool, arithmetic: bool = False
+) -> Any:
     """A hyperparameter's value for Keras's optimizer code, read the way Keras reads its own.
 
     ``value()`` is the float32 value, ``exact()`` the same in float64 with constants exact,
     ``static`` the constant (``None`` for a schedule), ``checked`` whether Keras tests it in a
-    Python ``if`` while tracing. TensorFlow: an :class:`~hyperstep.backends.tensorflow.
-    ExactScalar` (rounds like a Python float: bitwise Keras's updates); JAX, when checked: a
-    :class:`~hyperstep.backends.static.StaticScalar` (a tracer cannot answer ``if``);
-    otherwise ``value()``. ``exact=None``: always ``value()`` (the learning rate, which Keras
-    reads from a float32 variable itself).
+    Python ``if`` while tracing, ``arithmetic`` whether it combines it with a number in Python
+    (``1 - self.beta_1``). TensorFlow: an :class:`~hyperstep.backends.tensorflow.ExactScalar`
+    (rounds like a Python float: bitwise Keras's updates); JAX, when checked or for a constant
+    in arithmetic: a :class:`~hyperstep.backends.static.StaticScalar` (a tracer cannot answer
+    ``if``; a constant's arithmetic with numbers rounds like its Python float, without
+    float64: bitwise Keras's updates); otherwise ``value()`` (a plain array, which every
+    function takes; float32 arithmetic on a float32 value is what a Python float holding it
+    gives, one operation at a time). ``exact=None``: always ``value()`` (the learning rate,
+    which Keras reads from a float32 variable itself).
     """
     name = _backend()
     if name == "tensorflow" and exact is not None:
         from hyperstep.backends.tensorflow import ExactScalar
 
         return ExactScalar(exact(), static)
-    if name == "jax" and checked:
+    constant = arithmetic and exact is not None and static is not None
+    if name == "jax" and (checked or constant):
         from hyperstep.backends.static import StaticScalar
 
-        return StaticScalar(value(), static)
+        return StaticScalar(value(), static, exact=constant)
     return value()
 
 

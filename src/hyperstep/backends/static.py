@@ -1,4 +1,5 @@
-"""A traced scalar that answers Keras's Python-level checks with a static number (JAX).
+"""A traced scalar that answers Keras's Python-level checks with a static number (JAX),
+and rounds a constant's arithmetic as Keras's Python float does.
 
 Keras optimizers decide some structure with Python ``if``s on hyperparameters while the
 step is traced: ``if self.momentum != 0`` (SGD), ``if self.momentum > 0`` (RMSprop). Under
@@ -17,6 +18,18 @@ Example:
     (True, 1.7999999523162842)
     >>> float(1 - StaticScalar(jnp.float32(0.25), static=None))
     0.75
+
+    A constant's arithmetic rounds like its Python float (``exact=True``) while its value is
+    the constant; another value (an override, a scale) takes float32 arithmetic:
+
+    >>> beta_2 = StaticScalar(jnp.float32(0.999), static=0.999, exact=True)
+    >>> float(jnp.asarray(1 - beta_2)) == float(jnp.float32(1 - 0.999))
+    True
+    >>> float(jnp.asarray(1 - beta_2)) == float(1 - jnp.float32(0.999))
+    False
+    >>> changed = StaticScalar(jnp.float32(0.99), static=0.999, exact=True)
+    >>> float(jnp.asarray(1 - changed)) == float(1 - jnp.float32(0.99))
+    True
 """
 
 from __future__ import annotations
@@ -79,53 +92,101 @@ class StaticNumber:
 class StaticScalar(StaticNumber):
     """A traced scalar ``value`` whose Python truth and comparisons use ``static``.
 
+    With ``exact=True`` (a constant hyperparameter), arithmetic with a Python number also
+    rounds as Keras's Python float does: while ``value`` is the constant's float32 rounding
+    (no override, no scale: a traced check, so a run-time change needs no retrace),
+    ``1 - beta_2`` is ``float32(1 - 0.999)``, computed in double when traced and rounded
+    once, not ``1 - float32(0.999)``; otherwise the float32 arithmetic of ``value`` (the
+    plain optimizer set to that float32 value computes the same). The result is a plain
+    array (Keras computes ``1 - beta`` once and hands it on, also to functions that take
+    arrays only, such as ``jnp.clip``).
+
     Args:
         value: The scalar array (a JAX array or tracer).
         static: The number Python-level checks see; ``None`` for "a positive number".
+        exact: Whether arithmetic with numbers rounds like ``static`` (a constant's value).
     """
 
-    __slots__ = ("static", "value")
+    __slots__ = ("_flag", "_memo", "static", "value")
 
-    def __init__(self, value: Any, static: float | None) -> None:
+    def __init__(self, value: Any, static: float | None, *, exact: Any = False) -> None:
         self.value = value
         self.static = static
+        # False, True (the traced check is made when first needed) or the traced check
+        self._flag: Any = bool(exact) if isinstance(exact, bool) else exact
+        self._memo: dict[Any, Any] = {}
 
     def __jax_array__(self) -> Any:
         return self.value
 
-    # Arithmetic uses the traced value and returns plain arrays.
+    def _exact(self) -> Any:
+        """The traced "``value`` is ``static``'s float32" check, or ``None`` (not exact)."""
+        if self._flag is False or self.static is None:
+            return None
+        if self._flag is True:
+            rounded = _rounded(self.static, self.value.dtype)
+            self._flag = False if rounded is None else self.value == rounded
+        return None if self._flag is False else self._flag
+
+    def _binary(self, other: Any, name: str, swap: bool) -> Any:
+        python_op = _OPS[name]
+        theirs = _unwrap(other)
+        flag = self._exact()
+        if flag is None or not isinstance(other, (int, float)) or isinstance(other, bool):
+            # a tensor (what a Python float becomes in it is `value`), or not exact
+            return python_op(theirs, self.value) if swap else python_op(self.value, theirs)
+        key = (name, swap, float(other))
+        found = self._memo.get(key)  # Keras computes `1 - beta_1` once per variable
+        if found is not None:
+            return found
+        plain = python_op(theirs, self.value) if swap else python_op(self.value, theirs)
+        x, y = (float(other), self.static) if swap else (self.static, float(other))
+        try:
+            exact = python_op(x, y)
+        except (ArithmeticError, ValueError):
+            return plain
+        rounded = _rounded(exact, plain.dtype) if isinstance(exact, (int, float)) else None
+        if rounded is None:  # complex, or beyond the dtype's range: the traced arithmetic
+            return plain
+        import jax.numpy as jnp
+
+        # a plain array: Keras hands results to functions that take arrays only (jnp.clip)
+        result = jnp.where(flag, rounded, plain)
+        self._memo[key] = result
+        return result
+
     def __add__(self, other: Any) -> Any:
-        return self.value + _unwrap(other)
+        return self._binary(other, "add", False)
 
     def __radd__(self, other: Any) -> Any:
-        return _unwrap(other) + self.value
+        return self._binary(other, "add", True)
 
     def __sub__(self, other: Any) -> Any:
-        return self.value - _unwrap(other)
+        return self._binary(other, "sub", False)
 
     def __rsub__(self, other: Any) -> Any:
-        return _unwrap(other) - self.value
+        return self._binary(other, "sub", True)
 
     def __mul__(self, other: Any) -> Any:
-        return self.value * _unwrap(other)
+        return self._binary(other, "mul", False)
 
     def __rmul__(self, other: Any) -> Any:
-        return _unwrap(other) * self.value
+        return self._binary(other, "mul", True)
 
     def __truediv__(self, other: Any) -> Any:
-        return self.value / _unwrap(other)
+        return self._binary(other, "truediv", False)
 
     def __rtruediv__(self, other: Any) -> Any:
-        return _unwrap(other) / self.value
+        return self._binary(other, "truediv", True)
 
     def __pow__(self, other: Any) -> Any:
-        return self.value ** _unwrap(other)
+        return self._binary(other, "pow", False)
 
     def __rpow__(self, other: Any) -> Any:
-        return _unwrap(other) ** self.value
+        return self._binary(other, "pow", True)
 
     def __neg__(self) -> Any:
-        return -self.value
+        return -self.value  # exact, as a Python float's
 
     def __abs__(self) -> Any:
         return abs(self.value)
@@ -138,6 +199,24 @@ class StaticScalar(StaticNumber):
 
     def __repr__(self) -> str:
         return f"StaticScalar({self.value!r}, static={self.static!r})"
+
+
+_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "truediv": operator.truediv,
+    "pow": operator.pow,
+}
+
+
+def _rounded(number: float, dtype: Any) -> Any:
+    """``number`` rounded once to ``dtype`` (a NumPy scalar), or ``None`` beyond its range."""
+    import numpy as np
+
+    if math.isfinite(number) and abs(number) > float(np.finfo(dtype).max):
+        return None
+    return np.asarray(number, dtype=dtype)[()]
 
 
 def _unwrap(value: Any) -> Any:

@@ -14,7 +14,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from hyperstep.backends import concrete, fast_value, integer_dtype, unmapped_in_jit
+from hyperstep.backends import concrete, fast_value, integer_dtype, read_once, unmapped_in_jit
 from hyperstep.clock import Clock
 from hyperstep.control.relative import references
 from hyperstep.errors import FrozenValueError, InvalidArgumentError, InvalidTypeError, received
@@ -192,7 +192,7 @@ class Hyperparameter(keras.layers.Layer):
         return value
 
     def _at_ops(self, step: Any) -> Any:
-        override = self.override.value
+        override = read_once(self.override)  # used twice: read once
         scaled = ops.multiply(self.base_at(step), self.scale.value)
         return ops.where(ops.isnan(override), scaled, override)
 
@@ -251,7 +251,7 @@ class Hyperparameter(keras.layers.Layer):
             base = ops.cast(schedule(step), "float64")
         if self._cooldown is not None:
             base = self._cooldown.apply(schedule, base, step)
-        override = self.override.value
+        override = read_once(self.override)  # used twice: read once
         scaled = ops.multiply(base, ops.cast(self.scale.value, "float64"))
         return ops.where(ops.isnan(override), scaled, ops.cast(override, "float64"))
 

@@ -109,6 +109,44 @@ def checked_in_python(cls: type) -> frozenset[str]:
     return frozenset(found)
 
 
+_NUMBER = r"\d+(?:\.\d*)?"
+
+
+@functools.cache
+def arithmetic_in_python(cls: type) -> frozenset[str]:
+    """Return the numeric hyperparameters ``cls``'s code combines with a number in Python.
+
+    ``1 - self.beta_1`` (Adam), ``rho = self.rho`` then ``1 - rho`` (RMSprop),
+    ``self.momentum - 1`` (Muon): with a Python float, Keras computes these in double and
+    rounds once; ``hs.scheduled`` hands such constants over in a form that rounds the same
+    (see :func:`hyperstep.backends.keras_scalar`). Found by reading the source of ``cls`` and
+    its bases (a class without source contributes nothing).
+
+    Example:
+        >>> sorted(arithmetic_in_python(keras.optimizers.Adam))
+        ['beta_1', 'beta_2']
+    """
+    names = numeric_names(cls)
+    found: set[str] = set()
+    for klass in cls.__mro__:
+        try:
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):
+            continue
+        for name in names:
+            forms = [rf"self\.{name}\b"]
+            forms += [
+                rf"\b{re.escape(alias)}\b"
+                for alias in re.findall(rf"^\s*(\w+)\s*=\s*self\.{name}\s*$", source, re.M)
+            ]
+            for form in forms:
+                if re.search(rf"{_NUMBER}\s*[-+*/]\s*\(?\s*{form}", source) or re.search(
+                    rf"{form}\s*\)?\s*[-+*/]\s*{_NUMBER}\b", source
+                ):
+                    found.add(name)
+    return frozenset(found)
+
+
 def check_names(optimizer: keras.optimizers.Optimizer, names: list[str]) -> None:
     """Raise naming the valid choices if a name in ``names`` cannot be scheduled."""
     cls = type(optimizer)

@@ -16,10 +16,11 @@ Inside ``apply``:
 Keras's ``iterations`` keeps counting this optimizer's own updates (Adam's bias correction
 uses it). Every update is Keras's own code, with the values reaching it as Keras's own
 would (on TensorFlow as :class:`~hyperstep.backends.tensorflow.ExactScalar`, which rounds like a
-Python float; on eager torch as Python floats), so on those backends the weights are
-bitwise those of the plain optimizer whose values are set before each step. On JAX,
-constants reach a jitted step as float32 values (``1 - beta_2`` rounds differently: up to
-~5e-5 of a step). ``fused=True`` opts into TensorFlow's one-pass updates
+Python float; on JAX a constant as :class:`~hyperstep.backends.static.StaticScalar`, whose
+arithmetic with numbers rounds like its Python float; on eager torch as Python floats), so
+the weights are bitwise those of the plain optimizer whose values are set before each step
+(under ``torch.compile`` values are float32 tensors: ``1 - beta_2`` rounds from float32).
+``fused=True`` opts into TensorFlow's one-pass updates
 (:mod:`hyperstep.backends.tensorflow`) and PyTorch's fused Adam kernel
 (:mod:`hyperstep.backends.torch`): faster, and equal to Keras's updates to float32 rounding.
 
@@ -120,6 +121,7 @@ class _State:
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.static: dict[str, float | None] = {}
         self.checked: frozenset[str] = frozenset()  # names Keras's code tests in Python `if`s
+        self.arithmetic: frozenset[str] = frozenset()  # ... combines with numbers in Python
         self.raw: dict[str, Any] = {}
         self.advance = False
         self.groups: list[Group] = []
@@ -207,6 +209,7 @@ class ScheduledOptimizer:
         _check_install(self._hs_base, given, clock, advance, groups)
         # read once here: inside a compiled step (torch.compile) reading source code breaks it
         state.checked = _introspect.checked_in_python(self._hs_base)
+        state.arithmetic = _introspect.arithmetic_in_python(self._hs_base)
         if clock is None:
             clock = Clock(name=f"{self.name}_clock")
         self.clock = clock
@@ -325,12 +328,17 @@ class ScheduledOptimizer:
             if value is not None:
                 return value
         checked = name.split("/")[-1] in state.checked
+        arithmetic = name.split("/")[-1] in state.arithmetic
         # Keras's own learning rate is a float32 variable: no exact form needed
         exact = (
             None if name == "learning_rate" else lambda: hyperparameter.exact_at(state.update.step)
         )
         return backends.keras_scalar(
-            lambda: hyperparameter.at(state.update.step), exact, state.static[name], checked=checked
+            lambda: hyperparameter.at(state.update.step),
+            exact,
+            state.static[name],
+            checked=checked,
+            arithmetic=arithmetic,
         )
 
     def _hs_updating(self) -> bool:
