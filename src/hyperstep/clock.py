@@ -1,8 +1,9 @@
 """The :class:`Clock`: the one definition of "step" and "epoch".
 
 A clock owns one int64, non-trainable variable, ``step`` = the number of updates already
-applied. Optimizers, free hyperparameters, controllers and loggers read the same clock;
-exactly one thing advances it per training step (see :class:`Clock` for the rule).
+applied, and two that place fit's epochs on it (``epoch_index``, ``epoch_start``).
+Optimizers, free hyperparameters, controllers and loggers read the same clock; exactly one
+thing advances it per training step (see :class:`Clock` for the rule).
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ class Clock(keras.layers.Layer):
 
     ``step`` = number of updates already applied (int64, starts at 0; int32 on JAX unless
     ``jax_enable_x64`` is on);
-    ``epoch = step // steps_per_epoch``.
+    ``epoch = epoch_index + (step - epoch_start) // steps_per_epoch``.
+
+    ``epoch_index`` and ``epoch_start`` are 0 until ``model.fit`` starts an epoch: then they
+    are the index fit gives its callbacks and the step at which that epoch began
+    (:meth:`begin_epoch`), so inside ``fit`` ``epoch`` is fit's own epoch, also when epochs
+    differ in length (an input that runs out early); outside ``fit`` it is
+    ``step // steps_per_epoch`` (continued from fit's last epoch after one). Before the
+    epoch length is known ``epoch`` is 0 while nothing was trained (step 0) and while
+    Keras builds a model; later it raises, naming what to pass.
 
     The update at step ``t`` uses hyperparameter values computed from ``t``; then the
     clock advances to ``t + 1``. The first update uses step 0.
@@ -53,7 +62,8 @@ class Clock(keras.layers.Layer):
     other optimizers' states) after each update.
 
     A clock is a Keras layer: assigned as an attribute of a layer, a model or an optimizer
-    it is saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``).
+    it is saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``),
+    its three variables together (a file saved with ``step`` alone still loads).
 
     Args:
         steps_per_epoch: Updates per epoch (a positive integer), or ``None`` when not known
@@ -85,8 +95,23 @@ class Clock(keras.layers.Layer):
             aggregation="only_first_replica",
             name="step",
         )
+        # where fit's current epoch began: epoch = epoch_index + (step - epoch_start) // spe
+        self.epoch_index = self._counter("epoch_index")
+        self.epoch_start = self._counter("epoch_start")
         self.built = True
+        #: set by hyperstep's fit hook and callbacks: fit gives the epoch (see begin_epoch)
+        self.follows_fit = False
         self._owner: Any = None  # weakref to the optimizer that advances this clock
+
+    def _counter(self, name: str) -> Any:
+        return self.add_weight(
+            shape=(),
+            dtype=integer_dtype(),
+            initializer="zeros",
+            trainable=False,
+            aggregation="only_first_replica",
+            name=name,
+        )
 
     # ---- epochs -------------------------------------------------------------------------
     @property
@@ -107,14 +132,67 @@ class Clock(keras.layers.Layer):
 
     @property
     def epoch(self) -> Any:
-        """The current epoch, ``step // steps_per_epoch`` (an int64 tensor)."""
-        if self._steps_per_epoch is None:
+        """The current epoch, ``epoch_index + (step - epoch_start) // steps_per_epoch``
+        (an integer tensor); see :meth:`epoch_at`."""
+        return ops.cast(self.epoch_at(self.step.value), self.step.dtype)
+
+    def epoch_at(self, step: Any) -> Any:
+        """The epoch at ``step`` (a float32 tensor of ``step``'s shape) on this clock.
+
+        ``epoch_index + floor((step - epoch_start) / steps_per_epoch)``: fit's epoch inside
+        ``fit``, ``floor(step / steps_per_epoch)`` before any ``fit``. With the epoch length
+        unknown it is ``epoch_index`` where fit gives the epoch (:attr:`follows_fit`), and 0
+        while Keras builds a model and at steps not after ``epoch_start`` (nothing trained
+        yet); anywhere else it raises.
+
+        Raises:
+            ValueError: If the epoch length is unknown and ``step`` is past the epoch's
+                start outside ``fit`` (or in a traced step outside ``fit``).
+
+        Example:
+            >>> clock = Clock(steps_per_epoch=5)
+            >>> [int(e) for e in clock.epoch_at([0, 4, 5, 16])]
+            [0, 0, 1, 3]
+            >>> _ = clock.step.assign(16)
+            >>> clock.begin_epoch(4)  # fit's epochs ran 5, 5, 5 and 1 steps
+            >>> [int(e) for e in clock.epoch_at([16, 20, 21])]
+            [4, 4, 5]
+        """
+        step = ops.cast(ops.convert_to_tensor(step), "float32")
+        index = ops.cast(self.epoch_index.value, "float32")
+        since = step - ops.cast(self.epoch_start.value, "float32")
+        if self._steps_per_epoch is not None:
+            return index + ops.floor(since / float(self._steps_per_epoch))
+        if self.follows_fit or backends.building_model() or _not_after(since):
+            return index + ops.zeros_like(step)
+        raise InvalidArgumentError(
+            f"`Clock(name={self.name!r})` cannot tell the epoch: it does not know how many "
+            "steps an epoch has, and this is not inside `model.fit` (where fit gives the "
+            "epoch). Pass `hs.Clock(steps_per_epoch=...)` or set `clock.steps_per_epoch = n`; "
+            "in `model.fit`, pass `callbacks=[hs.callbacks.FollowEpochs()]` (every hyperstep "
+            "callback does the same) if the epoch is read before fit starts. "
+            "Received: steps_per_epoch=None"
+        )
+
+    def begin_epoch(self, epoch: int) -> None:
+        """Start epoch ``epoch`` at the current step: ``epoch_index <- epoch``,
+        ``epoch_start <- step``.
+
+        Called by hyperstep at each ``on_epoch_begin`` of ``model.fit`` with fit's epoch
+        index; call it yourself in a custom loop whose epochs differ in length.
+        """
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
             raise InvalidArgumentError(
-                f"`Clock(name={self.name!r}).epoch` needs `steps_per_epoch`. Pass "
-                "`hs.Clock(steps_per_epoch=...)` or set `clock.steps_per_epoch = n` before "
-                "reading epochs. Received: steps_per_epoch=None"
+                f"`Clock.begin_epoch(epoch=...)` must be an integer >= 0 (fit's epoch index). "
+                f"{received('epoch', epoch)}"
             )
-        return ops.floor_divide(self.step.value, self._steps_per_epoch)
+        self.epoch_index.assign(ops.cast(epoch, self.epoch_index.dtype))
+        self.epoch_start.assign(self.step.value)
+
+    @property
+    def epoch_variables(self) -> list[Any]:
+        """``[epoch_index, epoch_start]``: what an epoch read needs besides ``step``."""
+        return [self.epoch_index, self.epoch_start]
 
     # ---- advancing ----------------------------------------------------------------------
     def advance(self) -> Any:
@@ -133,6 +211,11 @@ class Clock(keras.layers.Layer):
         the device, and in graphs (TensorFlow, JAX) it is a symbolic value: ``None`` there.
         """
         return backends.host_int(self.step)
+
+    @property
+    def claimed(self) -> bool:
+        """Whether an optimizer advances this clock (see :meth:`claim`)."""
+        return self._owner is not None and self._owner() is not None
 
     def claim(self, owner: Any, advance: bool | None) -> bool:
         """Decide whether ``owner`` advances this clock; return that decision.
@@ -194,6 +277,11 @@ class Clock(keras.layers.Layer):
         target_variables, target_values = self._stateless_pair("target", target)
         step = source_values[self._stateless_index("source", source_variables)]
         target_values[self._stateless_index("target", target_variables)] = step
+        for variable in self.epoch_variables:  # where both hold it (epoch-based reads)
+            found = [i for i, v in enumerate(source_variables) if v is variable]
+            into = [i for i, v in enumerate(target_variables) if v is variable]
+            if found and into:
+                target_values[into[0]] = source_values[found[0]]
         return target_values
 
     def _stateless_pair(self, argument: str, pair: Any) -> tuple[list[Any], list[Any]]:
@@ -223,6 +311,14 @@ class Clock(keras.layers.Layer):
             f"{[getattr(v, 'path', v) for v in variables]}"
         )
 
+    # ---- saving -------------------------------------------------------------------------
+    def load_own_variables(self, store: Any) -> None:
+        """Load ``step`` and the epoch's variables; a clock saved before the epoch's
+        variables existed (``step`` alone) loads its step and starts epochs at 0."""
+        for index, variable in enumerate(self.weights):
+            if str(index) in store:
+                variable.assign(store[str(index)])
+
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
@@ -231,6 +327,13 @@ class Clock(keras.layers.Layer):
 
     def __repr__(self) -> str:
         return f"Clock(steps_per_epoch={self._steps_per_epoch!r}, name={self.name!r})"
+
+
+def _not_after(since: Any) -> bool:
+    """Whether every concrete ``step - epoch_start`` is <= 0 (False in a traced step)."""
+    if not backends.concrete(since):
+        return False
+    return bool((ops.convert_to_numpy(since) <= 0).all())
 
 
 def _positive_int(value: Any) -> int:

@@ -76,6 +76,18 @@ def in_stateless_scope() -> bool:
     return bool(inside())
 
 
+def building_model() -> bool:
+    """Whether Keras is inferring shapes symbolically (``compute_output_spec``: a functional
+    model being built, ``model.build``); values computed there are thrown away. Reads
+    ``keras.src.backend.common.symbolic_scope`` (private; pinned in
+    ``tests/backends/test_internals.py``); False if it moves."""
+    try:
+        from keras.src.backend.common.symbolic_scope import in_symbolic_scope
+    except ImportError:  # pragma: no cover - other Keras versions
+        return False
+    return bool(in_symbolic_scope())
+
+
 def unmapped_in_jit(variables: list[Any]) -> list[Any]:
     """The ``variables`` a ``jax.jit`` trace being recorded would read as constants.
 
