@@ -166,11 +166,11 @@ class Clock(keras.layers.Layer):
         if self.follows_fit or backends.building_model() or _not_after(since):
             return index + ops.zeros_like(step)
         raise InvalidArgumentError(
-            f"`Clock(name={self.name!r})` cannot tell the epoch: it does not know how many "
-            "steps an epoch has, and this is not inside `model.fit` (where fit gives the "
-            "epoch). Pass `hs.Clock(steps_per_epoch=...)` or set `clock.steps_per_epoch = n`; "
-            "in `model.fit`, pass `callbacks=[hs.callbacks.FollowEpochs()]` (every hyperstep "
-            "callback does the same) if the epoch is read before fit starts. "
+            f"`Clock(name={self.name!r})` cannot tell the epoch at this step: it does not "
+            "know how many steps an epoch has, and no `model.fit` gives it the epoch. Pass "
+            "`hs.Clock(steps_per_epoch=...)` or set `clock.steps_per_epoch = n`. In "
+            "`model.fit` hyperstep takes fit's epochs by itself; for a clock the model does "
+            "not reach, pass `callbacks=[hs.callbacks.FollowEpochs(clock)]`. "
             "Received: steps_per_epoch=None"
         )
 

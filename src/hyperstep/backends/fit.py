@@ -51,6 +51,7 @@ def follow_fit(
         (on_epoch_begin, keras_epoch_begin),
     ):
         wrapper.__doc__ = wrapped.__doc__
+        wrapper.__wrapped__ = wrapped  # type: ignore[attr-defined]
         wrapper._hyperstep = True  # type: ignore[attr-defined]
     cls.on_train_begin = on_train_begin  # type: ignore[method-assign]
     cls.on_epoch_begin = on_epoch_begin  # type: ignore[method-assign]

@@ -1,0 +1,199 @@
+"""``epoch`` is fit's epoch: keras-io's epoch-table learning rate, resumed runs, build time.
+
+The reference is the callbacks guide of keras-io ("Writing your own callbacks"): a plain
+``SGD(0.1)`` whose rate a ``CustomLearningRateScheduler`` sets from fit's epoch index and the
+guide's ``LR_SCHEDULE`` table. With its settings (1000 samples, batch 64,
+``steps_per_epoch=5``) Keras 3 runs epochs of 5, 5, 5 and 1 steps (the input runs out
+every 16 batches), so ``floor(step / 5)`` is not fit's epoch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hyperstep as hs
+
+SAMPLES, BATCH, STEPS_PER_EPOCH, EPOCHS = 1000, 64, 5, 15
+LR_SCHEDULE = [(3, 0.05), (6, 0.01), (9, 0.005), (12, 0.001)]  # keras-io's table
+TABLE = hs.schedules.piecewise([3, 6, 9, 12], [0.1, 0.05, 0.01, 0.005, 0.001], unit="epoch")
+pytestmark = pytest.mark.filterwarnings("ignore:Your input ran out of data:UserWarning")
+
+
+def lr_schedule(epoch: int, lr: Any) -> Any:  # keras-io's function, verbatim
+    if epoch < LR_SCHEDULE[0][0] or epoch > LR_SCHEDULE[-1][0]:
+        return lr
+    for i in range(len(LR_SCHEDULE)):
+        if epoch == LR_SCHEDULE[i][0]:
+            return LR_SCHEDULE[i][1]
+    return lr
+
+
+class CustomLearningRateScheduler(keras.callbacks.Callback):  # keras-io's, without print
+    def __init__(self, schedule: Any) -> None:
+        super().__init__()
+        self.schedule = schedule
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        lr = self.model.optimizer.learning_rate
+        self.model.optimizer.learning_rate = self.schedule(epoch, lr)
+
+
+class Rates(keras.callbacks.Callback):
+    """The learning rate each update uses, and fit's epoch of each update."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rates: list[float] = []
+        self.epochs: list[int] = []
+        self.epoch = -1
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self.epoch = epoch
+
+    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+        self.rates.append(float(np.asarray(self.model.optimizer.learning_rate)))
+        self.epochs.append(self.epoch)
+
+
+def data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(SAMPLES, 4)).astype("float32")
+    return x, (x @ np.array([[0.5], [-1.0], [2.0], [0.3]], "float32") - 0.1)
+
+
+def model() -> keras.Model:
+    keras.utils.set_random_seed(1)
+    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+
+
+def fit(net: keras.Model, callbacks: list[Any], **kwargs: Any) -> None:
+    x, y = data()
+    kwargs.setdefault("epochs", EPOCHS)
+    net.fit(x, y, batch_size=BATCH, steps_per_epoch=STEPS_PER_EPOCH, shuffle=False, verbose=0,
+            callbacks=callbacks, **kwargs)  # fmt: skip
+
+
+def scheduled() -> keras.Model:
+    net = model()
+    net.compile(hs.scheduled(keras.optimizers.SGD(), learning_rate=TABLE), "mse")
+    return net
+
+
+@pytest.fixture(scope="module")
+def reference() -> tuple[Rates, list[np.ndarray]]:
+    net = model()
+    net.compile(keras.optimizers.SGD(learning_rate=0.1), "mse")
+    rates = Rates()
+    fit(net, [CustomLearningRateScheduler(lr_schedule), rates])
+    return rates, net.get_weights()
+
+
+@pytest.fixture(scope="module")
+def ours() -> tuple[Rates, keras.Model]:
+    net = scheduled()
+    rates = Rates()
+    fit(net, [rates])  # no hyperstep callback: every fit gives the clock its epochs
+    return rates, net
+
+
+def test_fit_runs_epochs_of_5_5_5_1_steps(reference: Any) -> None:
+    rates, _ = reference
+    lengths = np.bincount(rates.epochs).tolist()
+    assert lengths == [5, 5, 5, 1] * 3 + [5, 5, 5]
+
+
+def test_epoch_table_equals_keras_callback_at_every_step(reference: Any, ours: Any) -> None:
+    assert ours[0].epochs == reference[0].epochs
+    assert ours[0].rates == reference[0].rates  # float32 values, bit for bit
+    # the pure formula floor(step / 5) would differ (the test can fail)
+    pure = ours[1].optimizer.hyperparameters["learning_rate"].schedule
+    steps = np.arange(len(ours[0].rates))
+    assert np.asarray(pure(steps)).tolist() != reference[0].rates
+
+
+def test_epoch_table_final_weights_equal_keras(reference: Any, ours: Any) -> None:
+    for mine, theirs in zip(ours[1].get_weights(), reference[1], strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_clock_after_fit_holds_fit_last_epoch(ours: Any) -> None:
+    clock = ours[1].optimizer.clock
+    assert (int(clock.step), int(clock.epoch_index), int(clock.epoch_start)) == (63, 14, 58)
+    assert clock.steps_per_epoch == STEPS_PER_EPOCH  # bound from fit's own steps
+
+
+def _without_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("on_train_begin", "on_epoch_begin"):
+        method = getattr(keras.callbacks.CallbackList, name)
+        assert method._hyperstep  # pinned: the wrapper hyperstep installs
+        monkeypatch.setattr(keras.callbacks.CallbackList, name, method.__wrapped__)
+
+
+def test_follow_epochs_callback_does_what_every_fit_does(
+    monkeypatch: pytest.MonkeyPatch, reference: Any
+) -> None:
+    _without_the_hook(monkeypatch)
+    net = scheduled()
+    rates = Rates()
+    fit(net, [hs.callbacks.FollowEpochs(), rates], epochs=8)
+    assert rates.rates == reference[0].rates[: len(rates.rates)]
+
+
+def test_without_hook_or_callback_epoch_is_step_floor_divided(
+    monkeypatch: pytest.MonkeyPatch, reference: Any
+) -> None:
+    _without_the_hook(monkeypatch)
+    net = model()
+    clock = hs.Clock(steps_per_epoch=STEPS_PER_EPOCH)
+    net.compile(hs.scheduled(keras.optimizers.SGD(), learning_rate=TABLE, clock=clock), "mse")
+    rates = Rates()
+    fit(net, [rates], epochs=8)
+    expected = [lr_schedule_at(step // STEPS_PER_EPOCH) for step in range(len(rates.rates))]
+    assert rates.rates == expected != reference[0].rates[: len(rates.rates)]
+
+
+def lr_schedule_at(epoch: int) -> float:
+    lr = 0.1
+    for e in range(epoch + 1):
+        lr = lr_schedule(e, lr)
+    return float(np.float32(lr))
+
+
+def _save_and_load(net: keras.Model, how: str, path: Any) -> keras.Model:
+    if how == "keras":
+        net.save(path / "m.keras")
+        return keras.models.load_model(path / "m.keras")
+    other = scheduled()
+    other.build((None, 4))
+    other.optimizer.build(other.trainable_variables)
+    if how == "weights":
+        net.save_weights(path / "m.weights.h5")
+        other.load_weights(path / "m.weights.h5")
+    else:
+        saved = tf.train.Checkpoint(model=net, optimizer=net.optimizer).save(str(path / "c"))
+        tf.train.Checkpoint(model=other, optimizer=other.optimizer).restore(saved)
+    return other
+
+
+@pytest.mark.parametrize("how", ["keras", "weights", "checkpoint"])
+def test_save_mid_run_and_resume_exactly(how: str, tmp_path: Any, ours: Any) -> None:
+    net, first = scheduled(), Rates()
+    fit(net, [first], epochs=8)  # two passes over the data: 32 steps, fit's epoch 7 last
+    clock = net.optimizer.clock
+    state = [int(v) for v in (clock.step, clock.epoch_index, clock.epoch_start)]
+    assert state == [32, 7, 31]
+    resumed = _save_and_load(net, how, tmp_path)
+    again = resumed.optimizer.clock
+    assert [int(v) for v in (again.step, again.epoch_index, again.epoch_start)] == state
+    if how == "keras":  # the config holds the epoch length; weights learn it from fit
+        assert int(again.epoch) == int(clock.epoch) == 7
+    second = Rates()
+    fit(resumed, [second], initial_epoch=8)
+    assert first.rates + second.rates == ours[0].rates
+    for mine, theirs in zip(resumed.get_weights(), ours[1].get_weights(), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
