@@ -197,3 +197,71 @@ def test_save_mid_run_and_resume_exactly(how: str, tmp_path: Any, ours: Any) -> 
     assert first.rates + second.rates == ours[0].rates
     for mine, theirs in zip(resumed.get_weights(), ours[1].get_weights(), strict=True):
         np.testing.assert_array_equal(mine, theirs)
+
+
+@keras.saving.register_keras_serializable(package="test_fit_epochs")
+class KLTerm(keras.layers.Layer):
+    """A VAE's KL term weighted by an epoch-based beta, a free hyperparameter (no clock)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.beta = hs.Hyperparameter("min(epoch / 10, 1)", name="kl_beta")
+        self.seen = self.add_weight(shape=(), initializer="zeros", trainable=False, name="seen")
+
+    def call(self, z: Any) -> Any:
+        beta = self.beta.value  # read while Keras builds the model, and in every step
+        self.seen.assign(beta)  # what the forward pass read
+        self.add_loss(beta * keras.ops.mean(keras.ops.square(z)))
+        return z
+
+
+class Seen(keras.callbacks.Callback):
+    """The beta each training step's forward pass read, and fit's epoch of the step."""
+
+    def __init__(self, layer: KLTerm) -> None:
+        super().__init__()
+        self.layer, self.values, self.epochs, self.epoch = layer, [], [], -1
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        self.values.append(float(np.asarray(self.layer.seen)))
+        self.epochs.append(self.epoch)
+
+
+def test_functional_model_reads_epoch_beta_at_build_and_follows_the_optimizer_clock() -> None:
+    inputs = keras.Input((4,))
+    kl = KLTerm()
+    outputs = keras.layers.Dense(1)(kl(keras.layers.Dense(3)(inputs)))
+    net = keras.Model(inputs, outputs)  # built with an epoch of unknown length: no error
+    assert kl.beta.clock.steps_per_epoch is None
+    assert float(kl.beta.value) == 0.0  # nothing trained yet: epoch 0
+    optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate="0.01 * 0.9 ** epoch")
+    net.compile(optimizer, "mse")
+    seen = Seen(kl)
+    fit(net, [seen], epochs=6)
+    assert kl.beta.clock is optimizer.clock  # the free hyperparameter moved at fit's start
+    assert optimizer.clock.steps_per_epoch == STEPS_PER_EPOCH
+    expected = [float(np.float32(min(e / 10, 1))) for e in seen.epochs]  # fit's own epochs
+    assert seen.values == expected
+    assert len(set(expected)) == 6
+
+
+def test_free_hyperparameter_saved_without_its_private_clock(tmp_path: Any) -> None:
+    kl = KLTerm()
+    config = keras.saving.serialize_keras_object(kl.beta)
+    assert config["config"]["clock"] is None
+    again = keras.saving.deserialize_keras_object(config)
+    assert again.follows_optimizer and repr(again) == repr(kl.beta)
+
+
+def test_hyperparameter_given_a_clock_keeps_it_in_fit() -> None:
+    clock = hs.Clock()
+    inputs = keras.Input((4,))
+    kl = KLTerm()
+    kl.beta = hs.Hyperparameter("min(epoch / 10, 1)", clock=clock, name="kl_beta")
+    net = keras.Model(inputs, keras.layers.Dense(1)(kl(inputs)))
+    net.compile(hs.scheduled(keras.optimizers.SGD(), learning_rate=0.01), "mse")
+    fit(net, [], epochs=2)
+    assert kl.beta.clock is clock and int(clock.step) == 0  # the user's clock, not advanced
