@@ -187,7 +187,8 @@ class Clock(keras.layers.Layer):
                 f"{received('epoch', epoch)}"
             )
         self.epoch_index.assign(ops.cast(epoch, self.epoch_index.dtype))
-        self.epoch_start.assign(self.step.value)
+        # a copy: on JAX one buffer in two variables is donated twice by a jitted step
+        self.epoch_start.assign(ops.copy(self.step.value))
 
     @property
     def epoch_variables(self) -> list[Any]:
