@@ -265,3 +265,17 @@ def test_hyperparameter_given_a_clock_keeps_it_in_fit() -> None:
     net.compile(hs.scheduled(keras.optimizers.SGD(), learning_rate=0.01), "mse")
     fit(net, [], epochs=2)
     assert kl.beta.clock is clock and int(clock.step) == 0  # the user's clock, not advanced
+
+
+def test_epoch_of_unknown_length_inside_fit_is_fit_epoch() -> None:
+    x, y = data()
+    dataset = tf.data.Dataset.from_tensor_slices((x[:96], y[:96])).filter(lambda *_: True)
+    dataset = dataset.batch(32)  # 3 batches an epoch, which Keras cannot count in advance
+    net = model()
+    optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate="0.1 * 0.5 ** epoch")
+    net.compile(optimizer, "mse")
+    rates = Rates()
+    net.fit(dataset, epochs=3, verbose=0, shuffle=False, callbacks=[rates])
+    assert optimizer.clock.steps_per_epoch is None  # fit never knew the length
+    assert rates.rates == [float(np.float32(0.1 * 0.5**e)) for e in rates.epochs]
+    assert sorted(set(rates.epochs)) == [0, 1, 2]

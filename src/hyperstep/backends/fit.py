@@ -46,13 +46,14 @@ def follow_fit(
                 begin(model, epoch)
         return keras_epoch_begin(self, epoch, logs)
 
-    for wrapper, wrapped in (
+    pairs: list[tuple[Any, Any]] = [
         (on_train_begin, keras_train_begin),
         (on_epoch_begin, keras_epoch_begin),
-    ):
+    ]
+    for wrapper, wrapped in pairs:
         wrapper.__doc__ = wrapped.__doc__
-        wrapper.__wrapped__ = wrapped  # type: ignore[attr-defined]
-        wrapper._hyperstep = True  # type: ignore[attr-defined]
+        wrapper.__wrapped__ = wrapped  # Keras's own, for tests and debugging
+        wrapper._hyperstep = True
     cls.on_train_begin = on_train_begin  # type: ignore[method-assign]
     cls.on_epoch_begin = on_epoch_begin  # type: ignore[method-assign]
 

@@ -117,7 +117,7 @@ class Hyperparameter(keras.layers.Layer):
         self.override = self._new_state("override", math.nan, "float32")
         self._state: dict[str, Any] = {}
         self._pending: dict[str, Any] = {}
-        self._table: tuple[Schedule, int, list[float]] | None = None
+        self._table: tuple[Schedule, int, list[float], tuple[Any, ...] | None] | None = None
         self._relative: tuple[Schedule | None, bool] = (None, False)
         #: a started :class:`hyperstep.Cooldown` replaces the schedule from its start step
         self._cooldown: Any = None
@@ -467,7 +467,7 @@ class Hyperparameter(keras.layers.Layer):
         return (
             clock.steps_per_epoch,
             clock.follows_fit,
-            *(int(ops.convert_to_numpy(v)) for v in clock.epoch_variables),
+            *(int(v._value) for v in clock.epoch_variables),  # eager torch (host_float)
         )
 
     def _own_variables(self) -> list[Any]:
