@@ -279,3 +279,13 @@ def test_epoch_of_unknown_length_inside_fit_is_fit_epoch() -> None:
     assert optimizer.clock.steps_per_epoch is None  # fit never knew the length
     assert rates.rates == [float(np.float32(0.1 * 0.5**e)) for e in rates.epochs]
     assert sorted(set(rates.epochs)) == [0, 1, 2]
+
+
+def test_free_hyperparameter_with_a_plain_keras_optimizer_warns_once() -> None:
+    inputs = keras.Input((4,))
+    kl = KLTerm()
+    net = keras.Model(inputs, keras.layers.Dense(1)(kl(inputs)))
+    net.compile(keras.optimizers.SGD(0.01), "mse")
+    with pytest.warns(UserWarning, match=r"'kl_beta'.*nothing advances.*hs.scheduled"):
+        fit(net, [], epochs=1)
+    fit(net, [], epochs=1)  # said once (filterwarnings = error)

@@ -11,6 +11,7 @@ same explicitly.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ from hyperstep.backends.fit import follow_fit, layers_of
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidTypeError, received
+from hyperstep.schedules.base import Constant
 
 __all__ = ["FollowEpochs", "epoch_began", "fit_began", "install"]
 
@@ -64,11 +66,22 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
     each clock learns the epoch length from ``params["steps"]`` and follows fit's epochs."""
     own = optimizer_clock(model)
     moved = False
-    if own is not None and model is not None:
-        for layer in layers_of(model):
-            if _follows(layer, own):
-                layer.clock = own
-                moved = True
+    for layer in layers_of(model) if model is not None else []:
+        if own is not None and _follows(layer, own):
+            layer.clock = own
+            moved = True
+        elif own is None and _stands_still(layer):
+            warnings.warn(
+                f"Hyperparameter {layer.name!r} is read in the model, but nothing advances "
+                f"its clock: the model's optimizer ({type(model.optimizer).__name__}) has no "
+                "hyperstep clock, so its value stays at step "
+                f"{int(layer.clock.step.numpy())} during fit. Compile with "
+                "`hs.scheduled(optimizer)` (it needs nothing else to schedule): the "
+                "hyperparameter then reads its clock.",
+                UserWarning,
+                stacklevel=3,
+            )
+            layer.follows_optimizer = False  # said once
     if moved:  # functions traced with the old clock are traced again
         for name in ("test_function", "predict_function"):
             if getattr(model, name, None) is not None:
@@ -84,6 +97,14 @@ def epoch_began(model: Any, epoch: int, extra: Iterable[Clock] = ()) -> None:
     """At each of fit's epochs: every clock starts epoch ``epoch`` at its current step."""
     for clock in clocks_of(model, extra):
         clock.begin_epoch(int(epoch))
+
+
+def _stands_still(layer: Any) -> bool:
+    """Whether ``layer`` is a hyperparameter created without a clock, on a clock nobody
+    advances, whose schedule moves."""
+    if not isinstance(layer, Hyperparameter) or not layer.follows_optimizer:
+        return False
+    return not layer.clock.claimed and not isinstance(layer.schedule, Constant)
 
 
 def _follows(layer: Any, clock: Clock) -> bool:
