@@ -166,3 +166,13 @@ def test_claim_gives_the_clock_to_the_first_claimant_only():
 
 class _Owner:
     pass
+
+
+def test_stateless_copy_hands_on_the_epoch_variables_both_states_hold():
+    clock = hs.Clock()
+    other = keras.Variable(1.0)
+    source = ([clock.step, clock.epoch_index, clock.epoch_start], [9, 2, 8])
+    both = clock.stateless_copy(source, ([other, clock.epoch_start, clock.step], [2.5, 0, 0]))
+    assert [float(v) for v in both] == [2.5, 8.0, 9.0]
+    only_step = clock.stateless_copy(source, ([clock.step], [0]))  # an epoch-free reader
+    assert [int(v) for v in only_step] == [9]

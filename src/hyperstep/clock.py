@@ -56,8 +56,8 @@ class Clock(keras.layers.Layer):
       :meth:`advance` yourself after each update.
 
     In stateless training (JAX) every optimizer on the clock, and a model holding a
-    hyperparameter on it, carries its own copy of ``step``; the advancing optimizer's copy
-    wins. ``model.fit`` hands it to the model's copy at every step; in a custom
+    hyperparameter on it, carries its own copy of ``step`` (and of the epoch's variables
+    where it reads ``epoch``); the advancing optimizer's copy wins. ``model.fit`` hands it to the model's copy at every step; in a custom
     ``jax.jit`` loop, :meth:`stateless_copy` hands it on (to the model's state and to the
     other optimizers' states) after each update.
 
@@ -242,6 +242,9 @@ class Clock(keras.layers.Layer):
     # ---- stateless training (JAX) -------------------------------------------------------
     def stateless_copy(self, source: Any, target: Any) -> list[Any]:
         """Return ``target``'s values with this clock's step taken from ``source``.
+
+        The epoch's variables (``epoch_index``, ``epoch_start``) are copied too where both
+        lists hold them (a reader of ``epoch`` carries them).
 
         Stateless training (a ``jax.jit`` step with ``model.stateless_call`` and
         ``optimizer.stateless_apply``) passes each owner's variables as a list of arrays.
