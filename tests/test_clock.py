@@ -23,7 +23,8 @@ def test_step_variable_is_int64_non_trainable_first_replica_only():
     assert clock.step.dtype == "int64"
     assert not clock.step.trainable
     assert clock.step.aggregation == "only_first_replica"
-    assert clock.variables == [clock.step, clock.epoch_index, clock.epoch_start]
+    assert clock.variables == [clock.step, *clock.epoch_variables]
+    assert clock.epoch_variables == [clock.epoch_index, clock.epoch_start, clock.epoch_length]
     for variable in clock.epoch_variables:
         assert (variable.dtype, variable.trainable) == ("int64", False)
         assert variable.aggregation == "only_first_replica"
@@ -125,16 +126,17 @@ def _model_with_clock_at(step):
 
 
 def _clock_state(clock):
-    return [int(v) for v in (clock.step, clock.epoch_index, clock.epoch_start)]
+    return [int(v) for v in (clock.step, *clock.epoch_variables)]
 
 
 def test_clock_attached_to_a_model_is_saved_by_save_weights(tmp_path):
     model = _model_with_clock_at(37)
     model.clock.begin_epoch(6)
+    model.clock.epoch_length.assign(9)
     model.save_weights(tmp_path / "m.weights.h5")
     other = _model_with_clock_at(0)
     other.load_weights(tmp_path / "m.weights.h5")
-    assert _clock_state(other.clock) == [37, 6, 37]
+    assert _clock_state(other.clock) == [37, 6, 37, 9]
 
 
 def test_clock_attached_to_a_model_is_saved_by_tf_checkpoint(tmp_path):
@@ -143,14 +145,14 @@ def test_clock_attached_to_a_model_is_saved_by_tf_checkpoint(tmp_path):
     path = tf.train.Checkpoint(model=model).save(str(tmp_path / "ckpt"))
     other = _model_with_clock_at(0)
     tf.train.Checkpoint(model=other).restore(path).assert_existing_objects_matched()
-    assert _clock_state(other.clock) == [41, 3, 41]
+    assert _clock_state(other.clock) == [41, 3, 41, 0]
 
 
 def test_clock_saved_with_its_step_alone_still_loads():
     # a clock saved before the epoch's variables existed stored one variable, "0"
     clock = hs.Clock(steps_per_epoch=5)
     clock.load_own_variables({"0": np.array(23)})
-    assert _clock_state(clock) == [23, 0, 0]
+    assert _clock_state(clock) == [23, 0, 0, 0]
     assert int(clock.epoch) == 4
 
 
@@ -171,7 +173,7 @@ class _Owner:
 def test_stateless_copy_hands_on_the_epoch_variables_both_states_hold():
     clock = hs.Clock()
     other = keras.Variable(1.0)
-    source = ([clock.step, clock.epoch_index, clock.epoch_start], [9, 2, 8])
+    source = ([clock.step, clock.epoch_index, clock.epoch_start], [9, 2, 8])  # no length
     both = clock.stateless_copy(source, ([other, clock.epoch_start, clock.step], [2.5, 0, 0]))
     assert [float(v) for v in both] == [2.5, 8.0, 9.0]
     only_step = clock.stateless_copy(source, ([clock.step], [0]))  # an epoch-free reader

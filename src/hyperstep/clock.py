@@ -26,13 +26,14 @@ class Clock(keras.layers.Layer):
 
     ``step`` = number of updates already applied (int64, starts at 0; int32 on JAX unless
     ``jax_enable_x64`` is on);
-    ``epoch = epoch_index + (step - epoch_start) // steps_per_epoch``.
+    ``epoch = epoch_index + (step - epoch_start) // length``, ``length = epoch_length or
+    steps_per_epoch``.
 
-    ``epoch_index`` and ``epoch_start`` are 0 until ``model.fit`` starts an epoch: then they
-    are the index fit gives its callbacks and the step at which that epoch began
-    (:meth:`begin_epoch`), so inside ``fit`` ``epoch`` is fit's own epoch, also when epochs
-    differ in length (an input that runs out early); outside ``fit`` it is
-    ``step // steps_per_epoch`` (continued from fit's last epoch after one). Before the
+    ``epoch_index``, ``epoch_start`` and ``epoch_length`` are 0 until ``model.fit`` starts:
+    then they are the index fit gives its callbacks, the step at which that epoch began
+    (:meth:`begin_epoch`) and fit's epoch length, so inside ``fit`` ``epoch`` is fit's own
+    epoch, also when epochs differ in length (an input that runs out early); outside
+    ``fit`` it is ``step // steps_per_epoch`` (continued from fit's last epoch after one). Before the
     epoch length is known ``epoch`` is 0 while nothing was trained (step 0) and while
     Keras builds a model; later it raises, naming what to pass.
 
@@ -57,9 +58,10 @@ class Clock(keras.layers.Layer):
 
     In stateless training (JAX) every optimizer on the clock, and a model holding a
     hyperparameter on it, carries its own copy of ``step`` (and of the epoch's variables
-    where it reads ``epoch``); the advancing optimizer's copy wins. ``model.fit`` hands it to the model's copy at every step; in a custom
-    ``jax.jit`` loop, :meth:`stateless_copy` hands it on (to the model's state and to the
-    other optimizers' states) after each update.
+    where it reads ``epoch``); the advancing optimizer's copy wins. ``model.fit`` hands it
+    to the model's copy at every step; in a custom ``jax.jit`` loop,
+    :meth:`stateless_copy` hands it on (to the model's state and to the other optimizers'
+    states) after each update.
 
     A clock is a Keras layer: assigned as an attribute of a layer, a model or an optimizer
     it is saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``),
@@ -67,9 +69,8 @@ class Clock(keras.layers.Layer):
 
     Args:
         steps_per_epoch: Updates per epoch (a positive integer), or ``None`` when not known
-            yet. It can be set once later (``clock.steps_per_epoch = n``; the hyperstep
-            ``fit`` callbacks do this from ``fit``'s ``steps``); setting a different value
-            afterwards raises.
+            yet. It can be set once later (``clock.steps_per_epoch = n``; every ``fit``
+            does this from its ``steps``); setting a different value afterwards raises.
         name: Name of the layer and prefix of its variable's path.
 
     Example:
@@ -95,9 +96,10 @@ class Clock(keras.layers.Layer):
             aggregation="only_first_replica",
             name="step",
         )
-        # where fit's current epoch began: epoch = epoch_index + (step - epoch_start) // spe
+        # where fit's current epoch began, and fit's epoch length (0: steps_per_epoch)
         self.epoch_index = self._counter("epoch_index")
         self.epoch_start = self._counter("epoch_start")
+        self.epoch_length = self._counter("epoch_length")
         self.built = True
         #: set by hyperstep's fit hook and callbacks: fit gives the epoch (see begin_epoch)
         self.follows_fit = False
@@ -139,11 +141,12 @@ class Clock(keras.layers.Layer):
     def epoch_at(self, step: Any) -> Any:
         """The epoch at ``step`` (a float32 tensor of ``step``'s shape) on this clock.
 
-        ``epoch_index + floor((step - epoch_start) / steps_per_epoch)``: fit's epoch inside
-        ``fit``, ``floor(step / steps_per_epoch)`` before any ``fit``. With the epoch length
-        unknown it is ``epoch_index`` where fit gives the epoch (:attr:`follows_fit`), and 0
-        while Keras builds a model and at steps not after ``epoch_start`` (nothing trained
-        yet); anywhere else it raises.
+        ``epoch_index + floor((step - epoch_start) / length)`` with ``length`` the last
+        ``fit``'s epoch length (``epoch_length``), else ``steps_per_epoch``: fit's epoch
+        inside ``fit``, ``floor(step / steps_per_epoch)`` before any ``fit``. With no
+        length known it is ``epoch_index`` where fit gives the epoch (:attr:`follows_fit`),
+        and 0 while Keras builds a model and at steps not after ``epoch_start`` (nothing
+        trained yet); anywhere else it raises.
 
         Raises:
             ValueError: If the epoch length is unknown and ``step`` is past the epoch's
@@ -161,10 +164,14 @@ class Clock(keras.layers.Layer):
         step = ops.cast(ops.convert_to_tensor(step), "float32")
         index = ops.cast(self.epoch_index.value, "float32")
         since = step - ops.cast(self.epoch_start.value, "float32")
-        if self._steps_per_epoch is not None:
-            return index + ops.floor(since / float(self._steps_per_epoch))
-        if self.follows_fit or backends.building_model() or _not_after(since):
-            return index + ops.zeros_like(step)
+        spe = self._steps_per_epoch
+        known = spe is not None or self.follows_fit or backends.building_model()
+        if known or _not_after(since) or _positive(self.epoch_length):
+            # no length at all (fit did not know it): epoch_index, within fit's epoch
+            fallback = math.inf if spe is None else float(spe)
+            length = ops.cast(self.epoch_length.value, "float32")
+            length = ops.where(ops.greater(length, 0.0), length, fallback)
+            return index + ops.floor(since / length)
         raise InvalidArgumentError(
             f"`Clock(name={self.name!r})` cannot tell the epoch at this step: it does not "
             "know how many steps an epoch has, and no `model.fit` gives it the epoch. Pass "
@@ -192,8 +199,9 @@ class Clock(keras.layers.Layer):
 
     @property
     def epoch_variables(self) -> list[Any]:
-        """``[epoch_index, epoch_start]``: what an epoch read needs besides ``step``."""
-        return [self.epoch_index, self.epoch_start]
+        """``[epoch_index, epoch_start, epoch_length]``: what reading ``epoch`` needs besides
+        ``step``."""
+        return [self.epoch_index, self.epoch_start, self.epoch_length]
 
     # ---- advancing ----------------------------------------------------------------------
     def advance(self) -> Any:
@@ -331,6 +339,12 @@ class Clock(keras.layers.Layer):
 
     def __repr__(self) -> str:
         return f"Clock(steps_per_epoch={self._steps_per_epoch!r}, name={self.name!r})"
+
+
+def _positive(variable: Any) -> bool:
+    """Whether an integer variable is concretely > 0 (False in a traced step)."""
+    value = variable.value
+    return backends.concrete(value) and int(ops.convert_to_numpy(value)) > 0
 
 
 def _not_after(since: Any) -> bool:

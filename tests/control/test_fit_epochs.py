@@ -123,7 +123,7 @@ def test_epoch_table_final_weights_equal_keras(reference: Any, ours: Any) -> Non
 
 def test_clock_after_fit_holds_fit_last_epoch(ours: Any) -> None:
     clock = ours[1].optimizer.clock
-    assert (int(clock.step), int(clock.epoch_index), int(clock.epoch_start)) == (63, 14, 58)
+    assert [int(v) for v in (clock.step, *clock.epoch_variables)] == [63, 14, 58, 5]
     assert clock.steps_per_epoch == STEPS_PER_EPOCH  # bound from fit's own steps
 
 
@@ -185,13 +185,12 @@ def test_save_mid_run_and_resume_exactly(how: str, tmp_path: Any, ours: Any) -> 
     net, first = scheduled(), Rates()
     fit(net, [first], epochs=8)  # two passes over the data: 32 steps, fit's epoch 7 last
     clock = net.optimizer.clock
-    state = [int(v) for v in (clock.step, clock.epoch_index, clock.epoch_start)]
-    assert state == [32, 7, 31]
+    state = [int(v) for v in (clock.step, *clock.epoch_variables)]
+    assert state == [32, 7, 31, STEPS_PER_EPOCH]
     resumed = _save_and_load(net, how, tmp_path)
     again = resumed.optimizer.clock
-    assert [int(v) for v in (again.step, again.epoch_index, again.epoch_start)] == state
-    if how == "keras":  # the config holds the epoch length; weights learn it from fit
-        assert int(again.epoch) == int(clock.epoch) == 7
+    assert [int(v) for v in (again.step, *again.epoch_variables)] == state
+    assert int(again.epoch) == int(clock.epoch) == 7
     second = Rates()
     fit(resumed, [second], initial_epoch=8)
     assert first.rates + second.rates == ours[0].rates
@@ -289,3 +288,17 @@ def test_free_hyperparameter_with_a_plain_keras_optimizer_warns_once() -> None:
     with pytest.warns(UserWarning, match=r"'kl_beta'.*nothing advances.*hs.scheduled"):
         fit(net, [], epochs=1)
     fit(net, [], epochs=1)  # said once (filterwarnings = error)
+
+
+def test_a_later_fit_with_longer_epochs_keeps_fit_epoch() -> None:
+    net = model()
+    net.compile(hs.scheduled(keras.optimizers.SGD(), learning_rate="0.1 * 0.5 ** epoch"), "mse")
+    fit(net, [], epochs=4)  # binds steps_per_epoch = 5
+    x, y = data()
+    rates = Rates()
+    net.fit(x[:512], y[:512], batch_size=BATCH, epochs=6, initial_epoch=4, shuffle=False,
+            verbose=0, callbacks=[rates])  # fmt: skip
+    assert np.bincount(rates.epochs).tolist() == [0, 0, 0, 0, 8, 8]  # epochs of 8 steps
+    # fit's epoch, not one more every 5 steps
+    assert rates.rates == [float(np.float32(0.1 * 0.5**e)) for e in rates.epochs]
+    assert net.optimizer.clock.steps_per_epoch == STEPS_PER_EPOCH

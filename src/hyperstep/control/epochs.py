@@ -63,7 +63,8 @@ def clocks_of(model: Any, extra: Iterable[Clock] = ()) -> list[Clock]:
 
 def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Clock] = ()) -> None:
     """At ``fit``'s start: hyperparameters created without a clock move onto the optimizer's;
-    each clock learns the epoch length from ``params["steps"]`` and follows fit's epochs."""
+    each clock takes fit's epoch length (``params["steps"]``: ``epoch_length``, and
+    ``steps_per_epoch`` if unset) and follows fit's epochs."""
     own = optimizer_clock(model)
     moved = False
     for layer in layers_of(model) if model is not None else []:
@@ -87,9 +88,13 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
             if getattr(model, name, None) is not None:
                 setattr(model, name, None)
     steps = (params or {}).get("steps")
+    known = isinstance(steps, int) and not isinstance(steps, bool) and steps > 0
     for clock in clocks_of(model, extra):
-        if clock.steps_per_epoch is None and isinstance(steps, int) and steps > 0:
-            clock.steps_per_epoch = steps
+        if known:
+            if clock.steps_per_epoch is None:
+                clock.steps_per_epoch = steps
+            if int(clock.epoch_length.numpy()) != steps:  # this fit's, whatever the last's
+                clock.epoch_length.assign(steps)
         clock.follows_fit = True
 
 
