@@ -6,7 +6,8 @@
   guide's ``CustomLearningRateScheduler`` sets from fit's epoch index) and
   ``hs.scheduled(SGD(), learning_rate=piecewise(..., unit="epoch"))`` with no callback, both
   over epochs of 5, 5, 5 and 1 steps: the rate of every update, fit's epochs, the final
-  weights of each;
+  weights of each; and the same run saved to ``.keras`` after fit's epoch 3 and resumed
+  (``initial_epoch=4``): the saved clock's state, the rates and the final weights;
 * ``beta``: a functional model whose layer reads a free ``hs.Hyperparameter("min(epoch /
   10, 1)")`` (no clock) while Keras builds it and in every step: the value each forward
   pass read, fit's epoch of each step, and whether the hyperparameter moved onto the
@@ -19,6 +20,8 @@ nothing.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import warnings
 from typing import Any
 
@@ -43,12 +46,13 @@ def data() -> tuple[Any, Any]:
     return x, (x @ np.array([[0.5], [-1.0], [2.0], [0.3]], "float32") - 0.1)
 
 
-def fit(model: Any, callbacks: list[Any]) -> None:
+def fit(model: Any, callbacks: list[Any], **kwargs: Any) -> None:
     x, y = data()
+    kwargs.setdefault("epochs", EPOCHS)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Your input ran out of data")
-        model.fit(x, y, batch_size=BATCH, steps_per_epoch=STEPS_PER_EPOCH, epochs=EPOCHS,
-                  shuffle=False, verbose=0, callbacks=callbacks)  # fmt: skip
+        model.fit(x, y, batch_size=BATCH, steps_per_epoch=STEPS_PER_EPOCH, shuffle=False,
+                  verbose=0, callbacks=callbacks, **kwargs)  # fmt: skip
 
 
 def numbers(value: Any) -> Any:
@@ -96,10 +100,21 @@ def check_table() -> dict[str, Any]:
     theirs, mine = Rates(), Rates()
     fit(reference, [CustomLearningRateScheduler(lr_schedule), theirs])
     fit(ours, [mine])
+    # interrupted after one pass over the data (fit's epochs 0-3), saved to .keras, resumed
+    first, second = model(), Rates()
+    first.compile(hs.scheduled(keras.optimizers.SGD(), learning_rate=table), "mse")
+    fit(first, [second], epochs=4)
+    path = os.path.join(tempfile.mkdtemp(), "m.keras")
+    first.save(path)
+    resumed = keras.models.load_model(path)
+    clock = resumed.optimizer.clock
+    state = [int(numbers(v)) for v in (clock.step, *clock.epoch_variables)]
+    fit(resumed, [second], initial_epoch=4)
     return {
         "reference": {"rates": theirs.rates, "epochs": theirs.epochs},
         "ours": {"rates": mine.rates, "epochs": mine.epochs},
-        "weights": [[numbers(w) for w in m.weights] for m in (reference, ours)],
+        "resumed": {"rates": second.rates, "epochs": second.epochs, "state": state},
+        "weights": [[numbers(w) for w in m.weights] for m in (reference, ours, resumed)],
     }
 
 

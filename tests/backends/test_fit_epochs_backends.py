@@ -43,6 +43,16 @@ def test_epoch_table_equals_keras_callback_over_epochs_of_5_5_5_1(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_saved_to_keras_mid_run_and_resumed_exactly(results: dict[str, Any], backend: str) -> None:
+    table = results[backend]["table"]
+    resumed = table["resumed"]
+    assert resumed["state"] == [16, 3, 15, 5]  # step, fit's epoch 3 began at 15, length 5
+    assert resumed["rates"] == table["ours"]["rates"]
+    assert resumed["epochs"] == table["ours"]["epochs"]
+    assert table["weights"][2] == table["weights"][1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_free_epoch_beta_built_functionally_follows_the_optimizer_clock(
     results: dict[str, Any], backend: str
 ) -> None:
