@@ -343,8 +343,7 @@ class Clock(keras.layers.Layer):
 
 def _positive(variable: Any) -> bool:
     """Whether an integer variable is concretely > 0 (False in a traced step)."""
-    value = variable.value
-    return backends.concrete(value) and int(ops.convert_to_numpy(value)) > 0
+    return backends.concrete(variable.value) and int(variable) > 0
 
 
 def _not_after(since: Any) -> bool:

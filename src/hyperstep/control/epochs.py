@@ -76,7 +76,7 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
                 f"Hyperparameter {layer.name!r} is read in the model, but nothing advances "
                 f"its clock: the model's optimizer ({type(model.optimizer).__name__}) has no "
                 "hyperstep clock, so its value stays at step "
-                f"{int(layer.clock.step.numpy())} during fit. Compile with "
+                f"{int(layer.clock.step)} during fit. Compile with "
                 "`hs.scheduled(optimizer)` (it needs nothing else to schedule): the "
                 "hyperparameter then reads its clock.",
                 UserWarning,
@@ -93,7 +93,7 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
         if known:
             if clock.steps_per_epoch is None:
                 clock.steps_per_epoch = steps
-            if int(clock.epoch_length.numpy()) != steps:  # this fit's, whatever the last's
+            if int(clock.epoch_length) != steps:  # this fit's, whatever the last's
                 clock.epoch_length.assign(steps)
         clock.follows_fit = True
 
