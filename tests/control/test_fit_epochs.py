@@ -302,3 +302,12 @@ def test_a_later_fit_with_longer_epochs_keeps_fit_epoch() -> None:
     # fit's epoch, not one more every 5 steps
     assert rates.rates == [float(np.float32(0.1 * 0.5**e)) for e in rates.epochs]
     assert net.optimizer.clock.steps_per_epoch == STEPS_PER_EPOCH
+
+
+def test_step_optimizer_config_keeps_epoch_unbound() -> None:
+    clock = hs.Clock(steps_per_epoch=5)
+    optimizer = hs.StepOptimizer("sgd", learning_rate="0.1 * 0.5 ** epoch", clock=clock)
+    again = hs.StepOptimizer.from_config(optimizer.get_config())
+    assert repr(again.hyperparameters["learning_rate"]) == (
+        "Hyperparameter(0.1 * 0.5 ** epoch, name='learning_rate')"
+    )
