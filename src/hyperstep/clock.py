@@ -33,9 +33,9 @@ class Clock(keras.layers.Layer):
     then they are the index fit gives its callbacks, the step at which that epoch began
     (:meth:`begin_epoch`) and fit's epoch length, so inside ``fit`` ``epoch`` is fit's own
     epoch, also when epochs differ in length (an input that runs out early); outside
-    ``fit`` it is ``step // steps_per_epoch`` (continued from fit's last epoch after one). Before the
-    epoch length is known ``epoch`` is 0 while nothing was trained (step 0) and while
-    Keras builds a model; later it raises, naming what to pass.
+    ``fit`` it is ``step // steps_per_epoch`` (continued from fit's last epoch after one).
+    Before the epoch length is known ``epoch`` is 0 while nothing was trained (step 0) and
+    while Keras builds a model; later it raises, naming what to pass.
 
     The update at step ``t`` uses hyperparameter values computed from ``t``; then the
     clock advances to ``t + 1``. The first update uses step 0.

@@ -87,10 +87,10 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
         for name in ("test_function", "predict_function"):
             if getattr(model, name, None) is not None:
                 setattr(model, name, None)
-    steps = (params or {}).get("steps")
-    known = isinstance(steps, int) and not isinstance(steps, bool) and steps > 0
+    given = (params or {}).get("steps")
+    steps = given if isinstance(given, int) and not isinstance(given, bool) else 0
     for clock in clocks_of(model, extra):
-        if known:
+        if steps > 0:
             if clock.steps_per_epoch is None:
                 clock.steps_per_epoch = steps
             if int(clock.epoch_length) != steps:  # this fit's, whatever the last's
