@@ -1,8 +1,9 @@
 """Fit's epochs on hyperstep clocks: ``epoch`` is the index ``model.fit`` gives its callbacks.
 
 At the start of ``fit`` every clock the model reads (its optimizer's, its hyperparameters')
-learns the epoch length from fit's ``params["steps"]`` (if not known) and that fit gives
-the epoch; a hyperparameter created without a clock moves onto the optimizer's clock. At
+takes fit's epoch length (``params["steps"]``: ``epoch_length``, and ``steps_per_epoch`` if
+unset) and learns that fit gives the epoch; a hyperparameter created without a clock moves
+onto the optimizer's clock. At
 each epoch's start the clock records fit's index and the step
 (:meth:`hyperstep.Clock.begin_epoch`). hyperstep does this in every ``fit`` by itself (see
 :mod:`hyperstep.backends.fit`); :class:`FollowEpochs` and every hyperstep callback do the
