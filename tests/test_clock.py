@@ -23,7 +23,11 @@ def test_step_variable_is_int64_non_trainable_first_replica_only():
     assert clock.step.dtype == "int64"
     assert not clock.step.trainable
     assert clock.step.aggregation == "only_first_replica"
-    assert clock.variables == [clock.step]
+    assert clock.variables == [clock.step, *clock.epoch_variables]
+    assert clock.epoch_variables == [clock.epoch_index, clock.epoch_start, clock.epoch_length]
+    for variable in clock.epoch_variables:
+        assert (variable.dtype, variable.trainable) == ("int64", False)
+        assert variable.aggregation == "only_first_replica"
 
 
 def test_epoch_is_step_floor_divided_by_steps_per_epoch():
@@ -33,9 +37,41 @@ def test_epoch_is_step_floor_divided_by_steps_per_epoch():
         assert int(clock.epoch) == np.floor_divide(step, 7)
 
 
-def test_epoch_without_steps_per_epoch_names_the_argument():
-    with pytest.raises(ValueError, match=r"steps_per_epoch.*Received: steps_per_epoch=None"):
-        _ = hs.Clock().epoch
+def test_epoch_without_steps_per_epoch_is_0_before_the_first_update_then_names_the_argument():
+    clock = hs.Clock()
+    assert int(clock.epoch) == 0  # nothing trained yet: epoch 0 whatever its length
+    clock.advance()
+    with pytest.raises(
+        ValueError, match=r"steps_per_epoch=\.\.\..*FollowEpochs.*Received: steps_per_epoch=None"
+    ):
+        _ = clock.epoch
+
+
+def test_epoch_without_steps_per_epoch_in_a_traced_step_names_the_argument():
+    clock = hs.Clock()
+    with pytest.raises(ValueError, match=r"Received: steps_per_epoch=None"):
+        tf.function(lambda: clock.epoch, autograph=False)()
+
+
+def test_begin_epoch_places_fit_epochs_and_later_epochs_count_steps_per_epoch():
+    # fit's epochs of 5, 5, 5 and 1 steps (an input that runs out), then 5 again
+    clock = hs.Clock(steps_per_epoch=5)
+    lengths = [5, 5, 5, 1, 5, 5]
+    seen = []
+    for epoch, length in enumerate(lengths):
+        clock.begin_epoch(epoch)
+        for _ in range(length):
+            seen.append(int(clock.epoch))
+            clock.advance()
+    assert seen == [e for e, n in enumerate(lengths) for _ in range(n)]
+    assert int(clock.epoch) == 6  # after fit: the last epoch's start + 5 steps
+    clock.step.assign(27 + 12)  # 12 more steps outside fit: epochs of 5 from there
+    assert int(clock.epoch) == 5 + (39 - 21) // 5
+
+
+def test_begin_epoch_rejects_a_bad_index():
+    with pytest.raises(ValueError, match=r"begin_epoch.*Received: epoch=-1"):
+        hs.Clock().begin_epoch(-1)
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5])
@@ -89,20 +125,35 @@ def _model_with_clock_at(step):
     return model
 
 
+def _clock_state(clock):
+    return [int(v) for v in (clock.step, *clock.epoch_variables)]
+
+
 def test_clock_attached_to_a_model_is_saved_by_save_weights(tmp_path):
     model = _model_with_clock_at(37)
+    model.clock.begin_epoch(6)
+    model.clock.epoch_length.assign(9)
     model.save_weights(tmp_path / "m.weights.h5")
     other = _model_with_clock_at(0)
     other.load_weights(tmp_path / "m.weights.h5")
-    assert int(other.clock.step) == 37
+    assert _clock_state(other.clock) == [37, 6, 37, 9]
 
 
 def test_clock_attached_to_a_model_is_saved_by_tf_checkpoint(tmp_path):
     model = _model_with_clock_at(41)
+    model.clock.begin_epoch(3)
     path = tf.train.Checkpoint(model=model).save(str(tmp_path / "ckpt"))
     other = _model_with_clock_at(0)
     tf.train.Checkpoint(model=other).restore(path).assert_existing_objects_matched()
-    assert int(other.clock.step) == 41
+    assert _clock_state(other.clock) == [41, 3, 41, 0]
+
+
+def test_clock_saved_with_its_step_alone_still_loads():
+    # a clock saved before the epoch's variables existed stored one variable, "0"
+    clock = hs.Clock(steps_per_epoch=5)
+    clock.load_own_variables({"0": np.array(23)})
+    assert _clock_state(clock) == [23, 0, 0, 0]
+    assert int(clock.epoch) == 4
 
 
 def test_claim_gives_the_clock_to_the_first_claimant_only():
@@ -117,3 +168,13 @@ def test_claim_gives_the_clock_to_the_first_claimant_only():
 
 class _Owner:
     pass
+
+
+def test_stateless_copy_hands_on_the_epoch_variables_both_states_hold():
+    clock = hs.Clock()
+    other = keras.Variable(1.0)
+    source = ([clock.step, clock.epoch_index, clock.epoch_start], [9, 2, 8])  # no length
+    both = clock.stateless_copy(source, ([other, clock.epoch_start, clock.step], [2.5, 0, 0]))
+    assert [float(v) for v in both] == [2.5, 8.0, 9.0]
+    only_step = clock.stateless_copy(source, ([clock.step], [0]))  # an epoch-free reader
+    assert [int(v) for v in only_step] == [9]

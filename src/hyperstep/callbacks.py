@@ -8,6 +8,8 @@
 - :class:`Doctor`: a pre-flight diagnosis on the first batch of ``fit()``.
 - :class:`AveragedWeights`: evaluate, predict and save with averaged weights (schedule-free
   ``x``, SWA, EMA) inside ``fit``.
+- :class:`FollowEpochs`: ``epoch`` is fit's epoch (what every ``fit`` does by itself; for a
+  clock the model does not reach).
 - :func:`read_all`: every hyperparameter's value in one call, for custom loops.
 
 The classes live in the rooms that own them (``control``, ``doctor``); this module only
@@ -17,12 +19,14 @@ re-exports them.
 from hyperstep.control.callbacks import LogHyperparameters, read_all
 from hyperstep.control.controllers import ReduceOnPlateau
 from hyperstep.control.cooldown import StartCooldown
+from hyperstep.control.epochs import FollowEpochs
 from hyperstep.doctor.callback import Doctor
 from hyperstep.optim.averaging import AveragedWeights
 
 __all__ = [
     "AveragedWeights",
     "Doctor",
+    "FollowEpochs",
     "LogHyperparameters",
     "ReduceOnPlateau",
     "StartCooldown",

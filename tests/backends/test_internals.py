@@ -318,3 +318,23 @@ def test_torch_fused_adam_kernels_and_their_devices() -> None:
         arguments = [a.name for a in op.default._schema.arguments]
         assert arguments[: len(expected)] == expected, op
         assert str(op.default._schema.arguments[6].type) == "float", op  # lr: a number
+
+
+def test_keras_flatten_layers_and_symbolic_scope_hyperstep_reads() -> None:
+    from hyperstep import backends
+    from hyperstep.backends.fit import layers_of
+
+    inner = keras.layers.Dense(1)
+    outer = keras.Sequential([keras.Input((2,)), inner])
+    assert layers_of(outer)[0] is outer and inner in layers_of(outer)
+    seen = []
+
+    class Probe(keras.layers.Layer):
+        def call(self, x):  # type: ignore[no-untyped-def]
+            seen.append(backends.building_model())
+            return x
+
+    inputs = keras.Input((2,))
+    Probe()(inputs)  # a functional call: Keras infers the shape symbolically
+    Probe()(np.zeros((1, 2), "float32"))  # an eager call
+    assert seen == [True, False]

@@ -70,6 +70,7 @@ NOT_RUN = {
     ("runtime.md", "value = override            if an override is set"): "a formula",
     ("schedules.md", "value(step) = peak * (min_ratio + (1 - min_ratio) * f(step))"): "a formula",
     ("schedules.md", "base(step) = schedule(step)"): "a formula",
+    ("schedules.md", "epoch = epoch_index + floor((step - epoch_start) / length)"): "a formula",
     (
         "schedules.md",
         'model.fit(..., callbacks=[hs.callbacks.StartCooldown(cooldown, when_file="cooldown")])',

@@ -76,6 +76,19 @@ def in_stateless_scope() -> bool:
     return bool(inside())
 
 
+def building_model() -> bool:
+    """Whether Keras is inferring shapes symbolically (``compute_output_spec``: a functional
+    model being built, ``model.build``); values computed there are thrown away. Reads
+    ``keras.src.backend.common.symbolic_scope`` (private; pinned in
+    ``tests/backends/test_internals.py``); False if it moves."""
+    from hyperstep.backends import versions
+
+    in_symbolic_scope = versions.reach(
+        "keras.src.backend.common.symbolic_scope.in_symbolic_scope", fallback=None
+    )
+    return bool(in_symbolic_scope is not None and in_symbolic_scope())
+
+
 def unmapped_in_jit(variables: list[Any]) -> list[Any]:
     """The ``variables`` a ``jax.jit`` trace being recorded would read as constants.
 
@@ -243,6 +256,17 @@ def add_one_in_place(variable: Any) -> Any:
         return variable.value.add_(1)
 
 
+def raw(variable: Any) -> Any:
+    """``variable``'s own backend tensor (Keras's private ``_value``), without the
+    ``value`` property's work: for eager reads on the host (torch's hot path)."""
+    try:
+        return variable._value
+    except AttributeError as error:
+        from hyperstep.backends.versions import missing
+
+        raise missing("keras.src.backend.torch.core.Variable._value", error) from error
+
+
 def host_int(variable: Any) -> int | None:
     """A scalar integer variable as a Python int where reading it is free, else ``None``.
 
@@ -257,12 +281,7 @@ def host_int(variable: Any) -> int | None:
         return None
     import torch
 
-    try:
-        value = variable._value
-    except AttributeError as error:
-        from hyperstep.backends.versions import missing
-
-        raise missing("keras.src.backend.torch.core.Variable._value", error) from error
+    value = raw(variable)
     if value.device.type != "cpu" or torch.compiler.is_compiling() or in_stateless_scope():
         return None
     return int(value)

@@ -114,7 +114,7 @@ def _apis() -> dict[str, PrivateAPI]:
         PrivateAPI(
             f"{common}.symbolic_scope.in_symbolic_scope",
             "keras",
-            "the JAX freeze check",
+            "the JAX freeze check; epoch 0 while a model is built symbolically",
             lambda: _import(f"{common}.symbolic_scope", "in_symbolic_scope"),
             optional=True,
         ),

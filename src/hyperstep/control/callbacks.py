@@ -21,6 +21,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep._backend import require_tensorflow
+from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
 
@@ -79,7 +80,9 @@ def collect(hyperparameters: Any, owner: str = "LogHyperparameters") -> dict[str
 
 
 def infer_steps_per_epoch(clock: Any, params: Mapping[str, Any] | None) -> None:
-    """Set ``clock.steps_per_epoch`` from ``fit``'s ``params["steps"]`` if it is not known."""
+    """Set ``clock.steps_per_epoch`` from ``fit``'s ``params["steps"]`` if it is not known
+    (:func:`hyperstep.control.epochs.fit_began` does this and more for every clock of a
+    model)."""
     steps = (params or {}).get("steps")
     if getattr(clock, "steps_per_epoch", 0) is None and isinstance(steps, int) and steps > 0:
         clock.steps_per_epoch = steps
@@ -340,12 +343,12 @@ class LogHyperparameters(keras.callbacks.Callback):
     # ---- Keras callback -----------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         self._batches = 0
-        for hp in self._all.values():
-            infer_steps_per_epoch(hp.clock, self.params)
+        fit_began(self.model, self.params, [hp.clock for hp in self._all.values()])
         self._select()
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch = epoch
+        epoch_began(self.model, epoch, [hp.clock for hp in self._all.values()])
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         if self.csv_path is None and self.log_dir is None:

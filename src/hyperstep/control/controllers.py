@@ -19,7 +19,8 @@ import numpy as np
 from keras import ops
 
 from hyperstep import backends
-from hyperstep.control.callbacks import infer_steps_per_epoch, savers_before
+from hyperstep.control.callbacks import savers_before
+from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
@@ -355,8 +356,9 @@ class ReduceOnPlateau(keras.callbacks.Callback):
 
     # ---- Keras callback -------------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
-        """Learn ``steps_per_epoch`` from ``fit`` if the clock lacks it; keep all state."""
-        infer_steps_per_epoch(self.target.clock, self.params)
+        """Follow fit's epochs (the clock learns ``steps_per_epoch`` from ``fit`` if it lacks
+        it, see :class:`hyperstep.callbacks.FollowEpochs`); keep all state."""
+        fit_began(self.model, self.params, [self.target.clock])
         ahead = [] if self.monitor.startswith("val_") else savers_before(self)
         if ahead:
             raise InvalidArgumentError(
@@ -373,6 +375,7 @@ class ReduceOnPlateau(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch = epoch
+        epoch_began(self.model, epoch, [self.target.clock])
 
     def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
         """Inside ``fit``, decide on a ``val_`` metric here: before any ``on_epoch_end``."""

@@ -17,8 +17,8 @@ import keras
 from keras import ops
 
 from hyperstep._backend import unmapped_in_jit
-from hyperstep.control.callbacks import infer_steps_per_epoch
 from hyperstep.control.controllers import _resolve_target, _scope_of
+from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.errors import FrozenValueError, InvalidArgumentError, received
 from hyperstep.schedules._common import check_choice, check_steps
 from hyperstep.schedules.base import Schedule, check_number
@@ -261,7 +261,7 @@ class StartCooldown(keras.callbacks.Callback):
             )
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
-        infer_steps_per_epoch(self.cooldown.target.clock, self.params)
+        fit_began(self.model, self.params, [self.cooldown.target.clock])
         if self._began is None:
             self._began = time.monotonic()
         if self.at_step is not None and not self.cooldown.started:
@@ -269,6 +269,7 @@ class StartCooldown(keras.callbacks.Callback):
             self.cooldown.start(at=self.at_step)
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        epoch_began(self.model, epoch, [self.cooldown.target.clock])
         if self.at_epoch is not None and epoch >= self.at_epoch:
             self._fire(f"epoch {epoch}")
 

@@ -14,12 +14,20 @@ import keras
 import numpy as np
 from keras import ops
 
-from hyperstep.backends import concrete, fast_value, integer_dtype, read_once, unmapped_in_jit
+from hyperstep.backends import (
+    concrete,
+    fast_value,
+    integer_dtype,
+    raw,
+    read_once,
+    unmapped_in_jit,
+)
 from hyperstep.clock import Clock
 from hyperstep.control.relative import references
 from hyperstep.errors import FrozenValueError, InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import (
     Constant,
+    Epoch,
     Schedule,
     ScheduleLike,
     as_schedule,
@@ -42,29 +50,27 @@ class Hyperparameter(keras.layers.Layer):
     ``scale`` (float32, 1.0) and ``override`` (float32, nan while no override is set:
     ``is_set = not isnan(override)``) are non-trainable variables; controllers add theirs
     with :meth:`add_state`. ``value`` reads them, so a traced training step sees every change
-    without retracing. (One variable for the override and its flag: each variable is one
-    more array through a jitted JAX step, ~5 us a step each.)
+    without retracing.
 
-    A hyperparameter is a Keras layer. Assigned as an attribute of a layer or model
-    (``self.kl_beta = hs.Hyperparameter(...)`` in ``__init__``) its variables and its
-    clock's step are saved and restored with that model by ``model.save`` (``.keras``),
-    ``save_weights`` and ``tf.train.Checkpoint``. The hyperparameters of an
-    ``hs.scheduled`` optimizer are saved with the optimizer. Variables are stored by name,
-    so state a controller adds after loading (:meth:`add_state`) still gets its saved value.
+    A hyperparameter is a Keras layer: assigned as an attribute of a layer or model, it is
+    saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``; the
+    details, and what a ``.keras`` file does to a shared clock, are in docs/backends.md,
+    "Saving").
 
-    Schedules that use ``epoch`` are bound to ``clock.steps_per_epoch`` when it is known.
+    An ``epoch`` in the schedule is the clock's epoch (:meth:`hyperstep.Clock.epoch_at`):
+    fit's epoch index inside ``model.fit``, ``floor(step / steps_per_epoch)`` outside it.
+    :attr:`schedule` shows the pure formula (for plots and ``sample``).
 
-    Sharing survives ``save_weights``/``load_weights`` and ``tf.train.Checkpoint`` (you
-    rebuild the objects in code). A ``.keras`` file stores each object's config, so after
-    ``keras.models.load_model`` a model's free hyperparameter and the optimizer have
-    separate clocks (each restored to its saved step); re-link them with
-    ``model.kl_beta.clock = model.optimizer.clock``.
+    One created without a clock needs nothing: in a model, it reads the optimizer's clock
+    from the start of ``fit``.
 
     Args:
         value: A number, a hyperstep schedule, a Keras ``LearningRateSchedule`` or an
             expression string such as ``"0.1 * 0.5 ** (step / 100)"``.
         clock: The :class:`~hyperstep.Clock` whose step drives the schedule. ``None``
-            creates a private clock (advance it with ``hp.clock.advance()``).
+            creates a private clock, which the model's optimizer's clock replaces when
+            ``model.fit`` starts (for a hyperparameter read in the model; elsewhere advance
+            it with ``hp.clock.advance()``).
         name: Name of the hyperparameter (and of its layer).
 
     Example:
@@ -102,16 +108,23 @@ class Hyperparameter(keras.layers.Layer):
         self._uses_epoch = uses_epoch(self._raw_schedule)
         self._bound_schedule: Schedule | None = None
         self._bound_steps: int | None = None
+        self._clocked_schedule: tuple[Schedule, Clock, Schedule] | None = None
+        #: created without a clock: in a model, the optimizer's clock replaces its own when
+        #: ``fit`` starts (unless an optimizer advances its own)
+        self.follows_optimizer = clock is None
         self.clock = clock if clock is not None else Clock(name=f"{self.name}_clock")
         self.scale = self._new_state("scale", 1.0, "float32")
         self.override = self._new_state("override", math.nan, "float32")
         self._state: dict[str, Any] = {}
         self._pending: dict[str, Any] = {}
-        self._table: tuple[Schedule, int, list[float]] | None = None
+        self._table: tuple[Schedule, int, list[float], tuple[Any, ...] | None] | None = None
         self._relative: tuple[Schedule | None, bool] = (None, False)
         #: a started :class:`hyperstep.Cooldown` replaces the schedule from its start step
         self._cooldown: Any = None
         self.built = True
+        from hyperstep.control import epochs  # it imports this module
+
+        epochs.install()  # every model.fit now tells clocks its epochs
 
     # ---- the schedule -------------------------------------------------------------------
     @property
@@ -136,6 +149,27 @@ class Hyperparameter(keras.layers.Layer):
         self._raw_schedule = as_schedule(value, name="schedule")
         self._uses_epoch = uses_epoch(self._raw_schedule)
         self._bound_schedule = self._bound_steps = self._table = None
+
+    @property
+    def _clocked(self) -> Schedule:
+        """The schedule this hyperparameter evaluates: each unbound ``epoch`` read from the
+        clock (:meth:`hyperstep.Clock.epoch_at`: fit's epoch inside ``fit``)."""
+        if not self._uses_epoch:
+            return self._raw_schedule
+        found = self._clocked_schedule
+        if found is None or found[0] is not self._raw_schedule or found[1] is not self.clock:
+            clock = self.clock
+
+            def read_clock(node: Schedule) -> Schedule | None:
+                return (
+                    ClockEpoch(clock)
+                    if isinstance(node, Epoch) and node.steps_per_epoch is None
+                    else None
+                )
+
+            found = (self._raw_schedule, clock, self._raw_schedule.replace(read_clock))
+            self._clocked_schedule = found
+        return found[2]
 
     # ---- values -------------------------------------------------------------------------
     @property
@@ -163,11 +197,11 @@ class Hyperparameter(keras.layers.Layer):
         if self._cooldown is not None:  # the cooldown's value goes through keras.ops
             return self._at_ops(step)
         # eager torch: 2-3 torch calls (each keras.ops call costs ~15 us of Python there)
-        value = fast_value(self.schedule, step, self.scale, self.override)
+        value = fast_value(self._clocked, step, self.scale, self.override)
         return value if value is not None else self._at_ops(step)
 
     def _check_mapped(self) -> None:
-        unmapped = unmapped_in_jit([self.clock.step, self.scale, self.override])
+        unmapped = unmapped_in_jit([*self._clock_variables(), self.scale, self.override])
         if not unmapped:
             return
         names = ", ".join(v.path for v in unmapped)
@@ -186,9 +220,10 @@ class Hyperparameter(keras.layers.Layer):
     def base_at(self, step: Any) -> Any:
         """``schedule(step)``, or the cooldown from its start step if one was started: the
         value ``scale`` multiplies (see :class:`hyperstep.Cooldown`)."""
-        value = self.schedule(step)
+        schedule = self._clocked
+        value = schedule(step)
         if self._cooldown is not None:
-            value = self._cooldown.apply(self.schedule, value, step)
+            value = self._cooldown.apply(schedule, value, step)
         return value
 
     def _at_ops(self, step: Any) -> Any:
@@ -208,17 +243,17 @@ class Hyperparameter(keras.layers.Layer):
         may round one bit differently from a scalar one). ``None`` for a schedule whose
         vectorized value is not a float32 vector (a wrapped Keras schedule) or that names
         another hyperparameter (``"10 * learning_rate"``). Used by
-        ``hs.scheduled`` on eager torch, where each tensor op costs ~10 us of Python. Reads
-        the variables' own tensors (``_value``: Keras's ``value`` property costs ~5 us on
-        torch), so only eagerly and outside ``keras.StatelessScope``: not for graphs,
-        ``torch.compile`` or stateless calls.
+        ``hs.scheduled`` on eager torch (where each tensor op costs Python time; see
+        docs/backends.md). Reads the variables' own tensors (``backends.raw``), so only
+        eagerly and outside ``keras.StatelessScope``: not for graphs, ``torch.compile`` or
+        stateless calls.
         """
-        override = float(self.override._value)
+        override = float(raw(self.override))
         if override == override:  # not nan: an override is set
             return override
-        if self._cooldown is not None and int(self._cooldown.variables[0]._value) >= 0:
+        if self._cooldown is not None and int(raw(self._cooldown.variables[0])) >= 0:
             return None  # a started cooldown: the general path reads its variable
-        schedule = self.schedule
+        schedule = self._clocked
         if self._relative[0] is not schedule:
             self._relative = (schedule, bool(references(schedule)))
         if self._relative[1]:  # "10 * learning_rate": reads another's state
@@ -227,14 +262,20 @@ class Hyperparameter(keras.layers.Layer):
             base = float(schedule.value_)
         else:
             table = self._table
-            if table is None or table[0] is not schedule or not 0 <= step - table[1] < _TABLE_STEPS:
+            epochs = self._epoch_key()  # the table holds one placement of fit's epochs
+            if (
+                table is None
+                or table[0] is not schedule
+                or table[3] != epochs
+                or not 0 <= step - table[1] < _TABLE_STEPS
+            ):
                 steps = np.arange(step, step + _TABLE_STEPS, dtype="float32")
                 values = ops.convert_to_numpy(schedule(steps))
                 if values.dtype != np.float32 or values.shape != steps.shape:
                     return None
-                table = self._table = (schedule, step, values.tolist())
+                table = self._table = (schedule, step, values.tolist(), epochs)
             base = table[2][step - table[1]]
-        scale = float(self.scale._value)
+        scale = float(raw(self.scale))
         return base if scale == 1.0 else base * scale
 
     def exact_at(self, step: Any) -> Any:
@@ -244,7 +285,7 @@ class Hyperparameter(keras.layers.Layer):
         optimizer that computes ``1 - beta_1`` from it matches Python-float arithmetic bit
         for bit. Used by ``hs.scheduled`` on the TensorFlow backend.
         """
-        schedule = self.schedule
+        schedule = self._clocked
         if isinstance(schedule, Constant):
             base = ops.convert_to_tensor(schedule.value_, dtype="float64")
         else:
@@ -303,7 +344,7 @@ class Hyperparameter(keras.layers.Layer):
             self._assign_now(float(ops.convert_to_numpy(value)), step)
             return
         override = self.override.value
-        current = ops.multiply(ops.cast(self.schedule(step), "float32"), self.scale.value)
+        current = ops.multiply(ops.cast(self._clocked(step), "float32"), self.scale.value)
         ratio = ops.cast(ops.cast(value, "float64") / ops.cast(current, "float64"), "float32")
         rescale = ops.logical_and(
             ops.isnan(override),
@@ -316,7 +357,7 @@ class Hyperparameter(keras.layers.Layer):
         if not math.isnan(float(ops.convert_to_numpy(self.override))):
             self.set(value)
             return
-        base = np.float32(ops.convert_to_numpy(self.schedule(step)))
+        base = np.float32(ops.convert_to_numpy(self._clocked(step)))
         scale = np.float32(ops.convert_to_numpy(self.scale))
         current = np.float32(base * scale)
         if not (np.isfinite(current) and current != 0):
@@ -410,7 +451,24 @@ class Hyperparameter(keras.layers.Layer):
         optimizer). Only ``scale``, ``override`` and added state are saved with
         the hyperparameter; the clock saves its step itself.
         """
-        return [self.clock.step, *self._own_variables()]
+        return [*self._clock_variables(), *self._own_variables()]
+
+    def _clock_variables(self) -> list[Any]:
+        """The clock's ``step``, and its epoch's variables when the schedule reads ``epoch``."""
+        if self._uses_epoch:
+            return [self.clock.step, *self.clock.epoch_variables]
+        return [self.clock.step]
+
+    def _epoch_key(self) -> tuple[Any, ...] | None:
+        """Where fit's current epoch sits on the clock, as Python numbers (host tables)."""
+        if not self._uses_epoch:
+            return None
+        clock = self.clock
+        return (
+            clock.steps_per_epoch,
+            clock.follows_fit,
+            *(int(raw(v)) for v in clock.epoch_variables),  # eager torch (host_float)
+        )
 
     def _own_variables(self) -> list[Any]:
         return [self.scale, self.override, *self._state.values()]
@@ -433,18 +491,41 @@ class Hyperparameter(keras.layers.Layer):
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
         config["value"] = keras.saving.serialize_keras_object(self._raw_schedule)
-        config["clock"] = keras.saving.serialize_keras_object(self.clock)
+        # created without a clock: loaded without one, to follow the optimizer's again
+        follows = self.follows_optimizer
+        config["clock"] = None if follows else keras.saving.serialize_keras_object(self.clock)
         return config
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Hyperparameter:
         config = dict(config)
         config["value"] = keras.saving.deserialize_keras_object(config["value"])
-        config["clock"] = keras.saving.deserialize_keras_object(config["clock"])
+        if config.get("clock") is not None:
+            config["clock"] = keras.saving.deserialize_keras_object(config["clock"])
         return cls(**config)
 
     def __repr__(self) -> str:
         return f"Hyperparameter({self._raw_schedule!r}, name={self.name!r})"
+
+
+class ClockEpoch(Schedule):
+    """``epoch`` read from a clock: ``value(step) = clock.epoch_at(step)`` (fit's epoch
+    inside ``fit``). Built by :class:`Hyperparameter` for evaluation only; it shows and
+    saves as the unbound ``epoch`` it replaces."""
+
+    keyword = "epoch"
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def value(self, step: Any) -> Any:
+        return self.clock.epoch_at(step)
+
+    def arguments(self) -> dict[str, Any]:
+        return {}
+
+    def __repr__(self) -> str:
+        return "epoch"
 
 
 def _track(owner: Any, name: str, value: Any) -> None:

@@ -26,6 +26,8 @@ from typing import Any, cast
 import keras
 from keras import ops
 
+from hyperstep.clock import Clock
+from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim.average_state import ATTRIBUTE, AverageState, attach
@@ -361,9 +363,11 @@ class AveragedWeights(keras.callbacks.Callback):
         return exchange(self.source, averaged)
 
     def on_train_begin(self, logs: Any = None) -> None:
+        fit_began(self.model, self.params, _clocks(self.source))
         self._to(False)
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        epoch_began(self.model, epoch, _clocks(self.source))
         self._to(False)
 
     def on_test_begin(self, logs: Any = None) -> None:
@@ -382,6 +386,12 @@ class AveragedWeights(keras.callbacks.Callback):
 
     def on_train_end(self, logs: Any = None) -> None:
         self._to(self.at_end == "averaged")
+
+
+def _clocks(source: Any) -> list[Any]:
+    """The clock of ``source`` (an optimizer, or a model's optimizer), if it has one."""
+    clock = getattr(getattr(source, "optimizer", source), "clock", None)
+    return [clock] if isinstance(clock, Clock) else []
 
 
 def refresh_batch_norm(model: Any, data: Iterable[Any]) -> None:

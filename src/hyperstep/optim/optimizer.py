@@ -450,7 +450,7 @@ def _evaluate(hp: Any) -> tuple[Any, Any]:
 
 
 def _serialize(hp: Any) -> Any:
-    schedule = hp.schedule
+    schedule = hp._raw_schedule  # `epoch` unbound: the loaded one reads fit's epoch again
     if isinstance(schedule, Constant):
         return schedule.value_
     if references(schedule):  # "10 * learning_rate" is saved as its text

@@ -1,0 +1,67 @@
+"""Every ``model.fit`` tells hyperstep when it starts and when each epoch begins.
+
+Keras hands a callback fit's epoch index (``on_epoch_begin(epoch)``) and its epoch length
+(``params["steps"]``), and nothing else does: the training step sees neither. So that no
+callback has to be passed, :func:`follow_fit` wraps ``keras.callbacks.CallbackList``'s
+``on_train_begin`` and ``on_epoch_begin`` (the container every ``fit`` on every backend
+calls) to call hyperstep first, then Keras's own code. Installed once, when the first
+hyperparameter is created; ``tests/control/test_fit_epochs.py`` pins it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+#: (fit started, epoch began) handlers, called with the CallbackList's model
+_HANDLERS: list[tuple[Callable[..., None], Callable[..., None]]] = []
+
+
+def follow_fit(
+    train_begin: Callable[[Any, Any], None], epoch_begin: Callable[[Any, int], None]
+) -> None:
+    """Call ``train_begin(model, params)`` at every fit's start and ``epoch_begin(model,
+    epoch)`` at each of its epochs, before the callbacks (installed once)."""
+    import keras
+
+    if (train_begin, epoch_begin) in _HANDLERS:
+        return
+    _HANDLERS.append((train_begin, epoch_begin))
+    cls = keras.callbacks.CallbackList
+    if getattr(cls.on_epoch_begin, "_hyperstep", False):
+        return
+    keras_train_begin, keras_epoch_begin = cls.on_train_begin, cls.on_epoch_begin
+
+    def on_train_begin(self: Any, logs: Any = None) -> Any:
+        model = getattr(self, "model", None)
+        if model is not None:
+            for begin, _ in _HANDLERS:
+                begin(model, getattr(self, "params", None))
+        return keras_train_begin(self, logs)
+
+    def on_epoch_begin(self: Any, epoch: int, logs: Any = None) -> Any:
+        model = getattr(self, "model", None)
+        if model is not None:
+            for _, begin in _HANDLERS:
+                begin(model, epoch)
+        return keras_epoch_begin(self, epoch, logs)
+
+    pairs: list[tuple[Any, Any]] = [
+        (on_train_begin, keras_train_begin),
+        (on_epoch_begin, keras_epoch_begin),
+    ]
+    for wrapper, wrapped in pairs:
+        wrapper.__doc__ = wrapped.__doc__
+        wrapper.__wrapped__ = wrapped  # Keras's own, for tests and debugging
+        wrapper._hyperstep = True
+    cls.on_train_begin = on_train_begin  # type: ignore[method-assign]
+    cls.on_epoch_begin = on_epoch_begin  # type: ignore[method-assign]
+
+
+def layers_of(model: Any) -> list[Any]:
+    """``model`` and every layer inside it, recursively (Keras's ``_flatten_layers``,
+    private; pinned in ``tests/backends/test_internals.py``)."""
+    flatten = getattr(model, "_flatten_layers", None)
+    if flatten is None:  # pragma: no cover - other Keras versions
+        return [model, *getattr(model, "layers", [])]
+    return list(flatten(include_self=True, recursive=True))

@@ -1,0 +1,171 @@
+"""Fit's epochs on hyperstep clocks: ``epoch`` is the index ``model.fit`` gives its callbacks.
+
+At the start of ``fit`` every clock the model reads (its optimizer's, its hyperparameters')
+takes fit's epoch length (``params["steps"]``: ``epoch_length``, and ``steps_per_epoch`` if
+unset) and learns that fit gives the epoch; a hyperparameter created without a clock moves
+onto the optimizer's clock. At
+each epoch's start the clock records fit's index and the step
+(:meth:`hyperstep.Clock.begin_epoch`). hyperstep does this in every ``fit`` by itself (see
+:mod:`hyperstep.backends.fit`); :class:`FollowEpochs` and every hyperstep callback do the
+same explicitly.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import keras
+
+from hyperstep.backends.fit import follow_fit, layers_of
+from hyperstep.clock import Clock
+from hyperstep.control.hyperparameter import Hyperparameter
+from hyperstep.errors import InvalidTypeError, received
+from hyperstep.schedules.base import Constant
+
+__all__ = ["FollowEpochs", "epoch_began", "fit_began", "install"]
+
+
+def install() -> None:
+    """Follow every ``model.fit``'s epochs from now on (once; called by ``Hyperparameter``)."""
+    follow_fit(fit_began, epoch_began)
+
+
+def optimizer_clock(model: Any) -> Clock | None:
+    """The clock of ``model.optimizer`` (or of the optimizer it wraps), or None."""
+    optimizer = getattr(model, "optimizer", None)
+    for _ in range(4):  # LossScaleOptimizer and similar wrappers
+        if optimizer is None:
+            return None
+        clock = getattr(optimizer, "clock", None)
+        if isinstance(clock, Clock):
+            return clock
+        optimizer = getattr(optimizer, "inner_optimizer", None)
+    return None
+
+
+def clocks_of(model: Any, extra: Iterable[Clock] = ()) -> list[Clock]:
+    """Every clock ``model`` reads: its optimizer's and its layers' (hyperparameters'),
+    then ``extra``; each once."""
+    found: dict[int, Clock] = {}
+    own = optimizer_clock(model)
+    candidates: list[Any] = [own] if own is not None else []
+    if model is not None:
+        for layer in layers_of(model):
+            if isinstance(layer, Hyperparameter):
+                candidates.append(layer.clock)
+            elif isinstance(layer, Clock):
+                candidates.append(layer)
+    for clock in [*candidates, *extra]:
+        found.setdefault(id(clock), clock)
+    return list(found.values())
+
+
+def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Clock] = ()) -> None:
+    """At ``fit``'s start: hyperparameters created without a clock move onto the optimizer's;
+    each clock takes fit's epoch length (``params["steps"]``: ``epoch_length``, and
+    ``steps_per_epoch`` if unset) and follows fit's epochs."""
+    own = optimizer_clock(model)
+    moved = False
+    for layer in layers_of(model) if model is not None else []:
+        if own is not None and _follows(layer, own):
+            layer.clock = own
+            moved = True
+        elif own is None and _stands_still(layer):
+            warnings.warn(
+                f"Hyperparameter {layer.name!r} is read in the model, but nothing advances "
+                f"its clock: the model's optimizer ({type(model.optimizer).__name__}) has no "
+                "hyperstep clock, so its value stays at step "
+                f"{int(layer.clock.step)} during fit. Compile with "
+                "`hs.scheduled(optimizer)` (it needs nothing else to schedule): the "
+                "hyperparameter then reads its clock.",
+                UserWarning,
+                stacklevel=3,
+            )
+            layer.follows_optimizer = False  # said once
+    if moved:  # functions traced with the old clock are traced again
+        for name in ("test_function", "predict_function"):
+            if getattr(model, name, None) is not None:
+                setattr(model, name, None)
+    given = (params or {}).get("steps")
+    steps = given if isinstance(given, int) and not isinstance(given, bool) else 0
+    for clock in clocks_of(model, extra):
+        if steps > 0:
+            if clock.steps_per_epoch is None:
+                clock.steps_per_epoch = steps
+            if int(clock.epoch_length) != steps:  # this fit's, whatever the last's
+                clock.epoch_length.assign(steps)
+        clock.follows_fit = True
+
+
+def epoch_began(model: Any, epoch: int, extra: Iterable[Clock] = ()) -> None:
+    """At each of fit's epochs: every clock starts epoch ``epoch`` at its current step."""
+    for clock in clocks_of(model, extra):
+        clock.begin_epoch(int(epoch))
+
+
+def _stands_still(layer: Any) -> bool:
+    """Whether ``layer`` is a hyperparameter created without a clock, on a clock nobody
+    advances, whose schedule moves."""
+    if not isinstance(layer, Hyperparameter) or not layer.follows_optimizer:
+        return False
+    return not layer.clock.claimed and not isinstance(layer.schedule, Constant)
+
+
+def _follows(layer: Any, clock: Clock) -> bool:
+    """Whether ``layer`` is a hyperparameter created without a clock whose own clock no
+    optimizer advances: it then reads ``clock`` (the model's optimizer's)."""
+    if not isinstance(layer, Hyperparameter) or not layer.follows_optimizer:
+        return False
+    return layer.clock is not clock and not layer.clock.claimed
+
+
+class FollowEpochs(keras.callbacks.Callback):
+    """Make ``epoch`` fit's epoch: what hyperstep does in every ``model.fit`` by itself.
+
+    At ``on_train_begin`` every clock the model reads (its optimizer's, its hyperparameters')
+    takes fit's epoch length if it has none, and a hyperparameter created without a clock
+    moves onto the optimizer's; at ``on_epoch_begin(epoch)`` each clock records fit's epoch
+    index and the current step (:meth:`hyperstep.Clock.begin_epoch`), so ``epoch`` follows
+    fit also when epochs differ in length. Every hyperstep callback does the same; pass this
+    one for a clock the model does not reach (``FollowEpochs(clock)``), or where fit runs
+    with a ``CallbackList`` subclass that replaces ``on_epoch_begin``.
+
+    Args:
+        clocks: Clocks to follow besides the model's: one :class:`~hyperstep.Clock`, a list
+            of them, or None.
+
+    Example:
+        >>> import hyperstep as hs, keras, numpy as np
+        >>> clock = hs.Clock()
+        >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+        >>> model.compile("sgd", "mse")
+        >>> _ = model.fit(np.ones((6, 1)), np.ones((6, 1)), batch_size=2, epochs=2, verbose=0,
+        ...               callbacks=[hs.callbacks.FollowEpochs(clock)])
+        >>> clock.steps_per_epoch, int(clock.epoch_index)
+        (3, 1)
+    """
+
+    def __init__(self, clocks: Clock | Iterable[Clock] | None = None) -> None:
+        super().__init__()
+        given = [] if clocks is None else [clocks] if isinstance(clocks, Clock) else clocks
+        try:
+            self.clocks = list(given)
+        except TypeError:
+            self.clocks = [given]
+        bad = [c for c in self.clocks if not isinstance(c, Clock)]
+        if bad:
+            raise InvalidTypeError(
+                "`FollowEpochs(clocks=...)` takes an `hs.Clock`, a list of them, or None. "
+                + received("clocks", clocks)
+            )
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        fit_began(self.model, self.params, self.clocks)
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        epoch_began(self.model, epoch, self.clocks)
+
+    def __repr__(self) -> str:
+        return f"FollowEpochs({self.clocks!r})"
