@@ -95,8 +95,11 @@ class StepOptimizer(keras.optimizers.Optimizer):
         fused: Whether the :class:`~hyperstep.rules.Adam` and
             :class:`~hyperstep.rules.AdamW` rules update through PyTorch's fused kernel on
             torch (``torch._fused_adamw_``, one pass per tensor, per group; equal to the
-            rule to float32 rounding; see :mod:`hyperstep.backends.torch`). Eager CPU
-            torch only; elsewhere, and for other rules, the rule's own update.
+            rule to float32 rounding; see :mod:`hyperstep.backends.torch`; eager CPU
+            torch only), and :class:`~hyperstep.rules.ScheduleFreeAdamW` takes its
+            ``z`` and second-moment step in one ``ResourceApplyAdam`` pass on TensorFlow
+            (a scratch slot more; equal to the rule to float32 rounding). Elsewhere, and
+            for other rules, the rule's own update.
         **hyperparameters: Values of the rule's hyperparameters, plus Keras's
             ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``use_ema``,
             ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor`` and
@@ -219,6 +222,8 @@ class StepOptimizer(keras.optimizers.Optimizer):
         names = list(self.groups)
         self._variable_group = [0 if g is None else 1 + names.index(g.name) for g in owners]
         slots = [key for key in self.rule.slots if key not in self.rule.copied_slots]
+        if self.fused and backends.adam_pass() is not None:
+            slots += list(self.rule.fused_slots)
         created = self.add_optimizer_variables(variables, slots) if slots else ()
         self._slots = dict(zip(slots, created, strict=True))
         # -- a rule's slots that start at the variable's value and scalar state (Rule) --
