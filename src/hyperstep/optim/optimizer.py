@@ -11,7 +11,10 @@ so TensorFlow orders them; there is no race as in seed 000's ``tf.group``).
 The hyperparameter values are computed once per update, before any variable's: in a
 TensorFlow graph the gradients wait for them, so no full-size temporary waits for a scalar
 (see ``hyperstep.backends.after``; the built-in rules then cost the same full-size ops as
-Keras's optimizers).
+Keras's optimizers). Fixing the step, computing each value once, ordering the gradients
+after them and advancing the clock after the update are ``hs.scheduled``'s code too
+(:func:`hyperstep.optim.core.apply_update`, :class:`hyperstep.optim.resolve.Update`), as
+are group binding and the config format (:mod:`hyperstep.optim.core`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ Inside ``apply``:
    update, cached), through :meth:`ScheduledOptimizer.resolve`;
 3. the clock advances to ``t + 1`` if this optimizer owns it (see :class:`hyperstep.Clock`).
 
+These steps, group binding and the config format are ``hs.StepOptimizer``'s code too
+(:mod:`hyperstep.optim.core`, :mod:`hyperstep.optim.resolve`).
+
 Keras's ``iterations`` keeps counting this optimizer's own updates (Adam's bias correction
 uses it). Every update is Keras's own code, with the values reaching it as Keras's own
 would (on TensorFlow as :class:`~hyperstep.backends.tensorflow.ExactScalar`, which rounds like a
@@ -43,8 +46,9 @@ controllers add later never breaks loading. On JAX, the clock's step and each
 hyperparameter's ``scale`` and ``override`` are in ``opt.variables`` (stateless
 training passes only those through the jitted step; ``ema_momentum``'s only with
 ``use_ema``, as Keras reads it only then); state added later is not. The
-config stores the schedules, the clock's config and ``advance``; ``from_config`` gives a
-new clock (sharing is not in a config).
+config is Keras's plus the format both hyperstep optimizers share
+(:func:`hyperstep.optim.core.hyperparameters_config`: schedules, clock, ``advance``,
+``fused``, groups); ``from_config`` gives a new clock (sharing is not in a config).
 """
 
 from __future__ import annotations
