@@ -101,7 +101,8 @@ class StepOptimizer(keras.optimizers.Optimizer):
             rule to float32 rounding; see :mod:`hyperstep.backends.torch`; eager CPU
             torch only), and :class:`~hyperstep.rules.ScheduleFreeAdamW` takes its
             ``z`` and second-moment step in one ``ResourceApplyAdam`` pass on TensorFlow
-            (a scratch slot more; equal to the rule to float32 rounding). Elsewhere, and
+            (a scratch slot more; equal to the rule to float32 rounding; faster without
+            XLA, slower under it, which fuses the rule's operations). Elsewhere, and
             for other rules, the rule's own update.
         **hyperparameters: Values of the rule's hyperparameters, plus Keras's
             ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``use_ema``,
