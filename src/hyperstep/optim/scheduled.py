@@ -72,6 +72,7 @@ from hyperstep.optim.core import (
     assign_attribute,
     bind_groups,
     deserialize_value,
+    from_hyperparameters_config,
     hyperparameters_config,
     keras_callable,
     schedule_of,
@@ -472,6 +473,14 @@ class ScheduledOptimizer:
             )
         )
         return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> Any:
+        config = dict(config)
+        shared = from_hyperparameters_config(config, custom_objects)  # as StepOptimizer's
+        if shared["hyperparameters"] is None:
+            shared["hyperparameters"] = {}
+        return super().from_config({**config, **shared}, custom_objects)  # type: ignore[misc]
 
     def _hs_group_variables(self) -> list[Any]:
         return list(getattr(self, "_trainable_variables", []) or [])
