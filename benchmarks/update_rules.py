@@ -26,7 +26,9 @@ against ``keras.optimizers.AdamW`` (target <= 1.1), with Keras's own
 g, w, m, v and writes w, m, v, plus a read and a write of w for the decay (9 passes);
 schedule-free AdamW reads g, y, z, v, x and writes y, z, v, x (9 passes); with
 ``memory_efficient=True`` (no ``x`` slot) and Keras's ScheduleFreeAdamW, g, y, z, v and y, z,
-v (7). Bytes/s counts those passes.
+v (7). ``schedule_free_fused`` is ``StepOptimizer(..., fused=True)``: the second moment and
+``z`` in one ``ResourceApplyAdam`` pass, which also reads and writes its scratch first moment
+(11 passes, in fewer operations). Bytes/s counts those passes.
 
 ``--torch-fused``: Keras's torch backend (set before Keras is imported): AdamW on 8,396,800
 parameters (8 x 1024x1024 + biases) by plain Keras, ``hs.scheduled`` by default and with
@@ -139,7 +141,13 @@ def make_variant(name: str, shapes: list[tuple[int, ...]], jit_compile: bool) ->
         optimizer = keras.optimizers.AdamW(learning_rate=2.5e-3, weight_decay=0.08)
     elif name.startswith("schedule_free"):
         rule = hs.rules.ScheduleFreeAdamW(memory_efficient=name.endswith("efficient"))
-        optimizer = hs.StepOptimizer(rule, learning_rate=2.5e-3, weight_decay=0.08, warmup_steps=20)
+        optimizer = hs.StepOptimizer(
+            rule,
+            learning_rate=2.5e-3,
+            weight_decay=0.08,
+            warmup_steps=20,
+            fused=name.endswith("fused"),
+        )
     else:  # keras_schedule_free
         optimizer = keras.optimizers.ScheduleFreeAdamW(
             learning_rate=2.5e-3, weight_decay=0.08, warmup_steps=20
@@ -423,7 +431,13 @@ def schedule_free(args: argparse.Namespace) -> None:
         f"{parameters:,} parameters in {len(shapes)} variables; {steps} updates per timing, "
         f"{args.repeats} interleaved repeats (CPU)\n"
     )
-    names = ("keras_adamw", "schedule_free", "schedule_free_efficient", "keras_schedule_free")
+    names = (
+        "keras_adamw",
+        "schedule_free",
+        "schedule_free_fused",
+        "schedule_free_efficient",
+        "keras_schedule_free",
+    )
     with tf.device("/CPU:0"):
         for jit_compile in (False, True):
             variants = {n: make_variant(n, shapes, jit_compile) for n in names}
@@ -433,7 +447,7 @@ def schedule_free(args: argparse.Namespace) -> None:
                 for n in order:
                     times[n].append(time_steps(*variants[n], steps)[0])
             for n, ts in times.items():
-                passes = 9 if n in ("keras_adamw", "schedule_free") else 7
+                passes = {"schedule_free_fused": 11, "keras_adamw": 9, "schedule_free": 9}.get(n, 7)
                 rate = parameters * passes * 4 / statistics.median(ts)
                 print(
                     f"jit_compile={jit_compile!s:5}  {n:19}  {summarize(ts)}  "
@@ -446,7 +460,7 @@ def schedule_free(args: argparse.Namespace) -> None:
                 )
                 verdict = (
                     ""
-                    if n != "schedule_free"
+                    if n not in ("schedule_free", "schedule_free_fused")
                     else (f" (target <= 1.1: {'ok' if ratio <= 1.1 else 'MISSED'})")
                 )
                 fastest = min(times[n]) / min(times["keras_adamw"])

@@ -110,6 +110,17 @@ def test_schedule_free_adamw_matches_the_reference_with_algoperf_settings(memory
     assert not np.allclose(x[0], y[0], rtol=1e-3)  # the swap moved something
 
 
+@pytest.mark.parametrize("memory_efficient", [False, True])
+def test_schedule_free_adamw_fused_matches_the_reference(memory_efficient):
+    # TensorFlow: z and the second moment in one ResourceApplyAdam pass
+    rule = hs.rules.ScheduleFreeAdamW(memory_efficient=memory_efficient)
+    y, x, opt = run_ours(rule, {**ALGOPERF, "fused": True})
+    assert ("adam_scratch" in opt._slots) == (keras.backend.backend() == "tensorflow")
+    ref_y, ref_x = run_reference(schedulefree.AdamWScheduleFreeReference, torch_settings(ALGOPERF))
+    assert_close(y, ref_y)
+    assert_close(x, ref_x)
+
+
 @pytest.mark.slow  # 200 eager steps: ~5 s
 @pytest.mark.parametrize("memory_efficient", [False, True])
 def test_schedule_free_sgd_matches_the_reference(memory_efficient):

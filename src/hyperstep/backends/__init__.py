@@ -499,6 +499,16 @@ def fused_updates() -> Any:
     return None
 
 
+def adam_pass() -> Any:
+    """TensorFlow's one-pass Adam step without a first moment
+    (:func:`hyperstep.backends.tensorflow.adam_pass`, ``ResourceApplyAdam``), else ``None``."""
+    if _backend() != "tensorflow":
+        return None
+    from hyperstep.backends import tensorflow
+
+    return tensorflow.adam_pass
+
+
 def multi_tensor_adam() -> Any:
     """The module with PyTorch's fused multi-tensor Adam (``applies``, ``adam``:
     :mod:`hyperstep.backends.torch`) on torch, else ``None``."""

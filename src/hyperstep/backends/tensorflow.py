@@ -352,3 +352,30 @@ class SharedIterations:
             return iterations
         # a read (keras.ops.convert_to_tensor would keep the variable); "@" is no name
         return self._hs_cached("@iterations", lambda: tf.convert_to_tensor(iterations))
+
+
+def adam_pass(variable: Any, scratch: Any, velocity: Any, gradient: Any, **scalars: Any) -> bool:
+    """``v += (g^2 - v) * (1 - beta_2)``, then ``variable -= lr * g / (sqrt(v) + epsilon)``,
+    in one ``ResourceApplyAdam`` pass with the first moment off (``beta1 = 0`` and both
+    powers 0, so its ``alpha`` is ``lr``; ``scratch`` takes the kernel's ``m``, which it
+    sets to ``g``). ``scalars``: ``learning_rate``, ``beta_2``, ``epsilon``. ``False``
+    (nothing done) for a sparse gradient or a dtype the kernel lacks.
+    """
+    var = native_variable(variable)
+    dtype = var.dtype
+    if not isinstance(gradient, tf.Tensor) or dtype not in _KERNEL_DTYPES:
+        return False
+    zero = tf.zeros((), dtype)
+    tf.raw_ops.ResourceApplyAdam(
+        var=var.handle,
+        m=native_variable(scratch).handle,
+        v=native_variable(velocity).handle,
+        beta1_power=zero,
+        beta2_power=zero,
+        lr=_scalar(scalars["learning_rate"], dtype),
+        beta1=zero,
+        beta2=_scalar(scalars["beta_2"], dtype),
+        epsilon=_scalar(scalars["epsilon"], dtype),
+        grad=tf.cast(gradient, dtype),
+    )
+    return True

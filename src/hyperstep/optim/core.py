@@ -5,20 +5,33 @@ update's life around the optimizer's own arithmetic.
   ``LearningRateSchedule`` keeps its own code);
 * :func:`assign_attribute`: ``opt.<name> = value`` as Keras's callbacks do it (a schedule
   replaces the hyperparameter's schedule, a number rescales it);
-* :func:`advance_after_update`: the clock's advance after an applied update, counting
-  applied updates under gradient accumulation.
+* :func:`apply_update`: one update in order: the step fixed and the values computed
+  (:mod:`hyperstep.optim.resolve`), the optimizer's arithmetic, then the clock's advance
+  (:func:`advance_after_update`: counting applied updates under gradient accumulation);
+* :func:`bind_groups`: ``hs.Group`` specs (or their configs) bound to Hyperparameters on the
+  optimizer's clock, a group's expressions naming the optimizer's own hyperparameters;
+* :func:`hyperparameters_config` and :func:`from_hyperparameters_config`: the one config
+  format of both, ``{"hyperparameters": {name: value}, "clock": ..., "advance": ...,
+  "fused": ..., "groups": [{"name", "match", "hyperparameters"}]}`` where a value is a
+  number (a constant), an expression's text (one naming other hyperparameters) or a
+  serialized schedule. Scales, overrides and controller state are variables, saved with
+  the weights.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import keras
 from keras import ops
 
 from hyperstep.control.hyperparameter import Hyperparameter
-from hyperstep.errors import InvalidTypeError, received
-from hyperstep.schedules.base import Schedule, as_schedule
+from hyperstep.control.relative import references, relative
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.optim.groups import Group
+from hyperstep.optim.resolve import Update
+from hyperstep.schedules.base import Constant, Schedule, as_schedule
 from hyperstep.schedules.keras_compat import KerasSchedule
 
 
@@ -87,3 +100,123 @@ def advance_after_update(optimizer: Any, clock: Any) -> None:
         clock.step.assign_add(ops.cast(applied, clock.step.dtype))
     else:
         clock.advance()
+
+
+def apply_update(
+    optimizer: Any, update: Update, run: Callable[[], Any], *, advance: bool, host: bool
+) -> Any:
+    """``run()`` (the optimizer's update) with the clock's step fixed for it, then the
+    clock's advance if ``advance``: the update uses the values of step ``t``, computed
+    before the clock moves to ``t + 1``. ``host``: see :meth:`Update.fixed`."""
+    with update.fixed(optimizer.clock, host=host, nested=False):
+        result = run()
+    if advance:
+        advance_after_update(optimizer, optimizer.clock)
+    return result
+
+
+def bind_groups(
+    specs: Sequence[Any],
+    own: Mapping[str, Hyperparameter],
+    make: Callable[[str, Any], Hyperparameter],
+    check: Callable[[Group], None],
+    where: str,
+) -> list[Group]:
+    """Bind ``specs`` (``hs.Group`` objects or their configs): each value becomes
+    ``make("group/name", value)``; a serialized schedule is loaded, an expression may name
+    the optimizer's ``own`` hyperparameters (``"10 * learning_rate"``). ``check(group)``
+    validates a group's names (raising the optimizer's own error).
+
+    Raises:
+        TypeError: For a spec that is not a Group (``where`` names the argument).
+        ValueError: For two groups of one name.
+    """
+    bound = []
+    for spec in specs:
+        if isinstance(spec, dict):
+            spec = Group.from_config(spec)
+        if not isinstance(spec, Group):
+            raise InvalidTypeError(
+                f"`{where}(groups=...)` takes `hs.Group` objects. {received('group', spec)}"
+            )
+        check(spec)
+        values = {}
+        for name, value in spec.hyperparameters.items():
+            value = deserialize_value(value)
+            if isinstance(value, str):
+                value = relative(value, own)
+            values[name] = make(f"{spec.name}/{name}", value)
+        bound.append(Group(spec.name, spec.match, **values))
+    names = [group.name for group in bound]
+    if len(set(names)) != len(names):
+        raise InvalidArgumentError(f"Group names must be unique. Received: groups named {names}.")
+    return bound
+
+
+def serialize_value(hyperparameter: Hyperparameter) -> Any:
+    """A hyperparameter's schedule in a config: a constant as its number, an expression
+    naming other hyperparameters as its text, any other schedule serialized."""
+    schedule = hyperparameter._raw_schedule
+    if isinstance(schedule, Constant):
+        return schedule.value_
+    if references(schedule):  # "10 * learning_rate" is saved as its text
+        return repr(schedule)
+    return keras.saving.serialize_keras_object(schedule)
+
+
+def deserialize_value(value: Any, custom_objects: Any = None) -> Any:
+    """The inverse of :func:`serialize_value` (a number or text stays as it is)."""
+    if isinstance(value, dict) and "class_name" in value:
+        return keras.saving.deserialize_keras_object(value, custom_objects)
+    return value
+
+
+def hyperparameters_config(
+    own: Mapping[str, Hyperparameter],
+    groups: Sequence[Group],
+    variables: Sequence[Any] | None,
+    *,
+    clock: Any,
+    advance: bool,
+    fused: bool,
+) -> dict[str, Any]:
+    """The config keys both optimizers share (see the module docstring); ``variables``
+    serialize a group's predicate as the paths it matched."""
+    return {
+        "hyperparameters": {name: serialize_value(hp) for name, hp in own.items()},
+        "clock": keras.saving.serialize_keras_object(clock),
+        "advance": advance,
+        "fused": fused,
+        "groups": [
+            {
+                "name": group.name,
+                "match": group.get_config(variables)["match"],
+                "hyperparameters": {
+                    name: serialize_value(hp) for name, hp in group.hyperparameters.items()
+                },
+            }
+            for group in groups
+        ],
+    }
+
+
+def from_hyperparameters_config(
+    config: dict[str, Any], custom_objects: Any = None
+) -> dict[str, Any]:
+    """Pop the shared keys from ``config`` (see :func:`hyperparameters_config`):
+    ``hyperparameters`` (values loaded; ``None`` if absent: a config from before the shared
+    format), ``clock`` (loaded), ``advance``, ``fused`` and ``groups`` (as saved: the
+    optimizer's constructor binds them with :func:`bind_groups` and checks them)."""
+    clock = config.pop("clock", None)
+    if isinstance(clock, dict):
+        clock = keras.saving.deserialize_keras_object(clock, custom_objects)
+    values = config.pop("hyperparameters", None)
+    if isinstance(values, dict):
+        values = {k: deserialize_value(v, custom_objects) for k, v in values.items()}
+    return {
+        "hyperparameters": values,
+        "clock": clock,
+        "advance": config.pop("advance", None),
+        "fused": config.pop("fused", False),
+        "groups": config.pop("groups", ()),
+    }

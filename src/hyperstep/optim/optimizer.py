@@ -11,7 +11,10 @@ so TensorFlow orders them; there is no race as in seed 000's ``tf.group``).
 The hyperparameter values are computed once per update, before any variable's: in a
 TensorFlow graph the gradients wait for them, so no full-size temporary waits for a scalar
 (see ``hyperstep.backends.after``; the built-in rules then cost the same full-size ops as
-Keras's optimizers).
+Keras's optimizers). Fixing the step, computing each value once, ordering the gradients
+after them and advancing the clock after the update are ``hs.scheduled``'s code too
+(:func:`hyperstep.optim.core.apply_update`, :class:`hyperstep.optim.resolve.Update`), as
+are group binding and the config format (:mod:`hyperstep.optim.core`).
 """
 
 from __future__ import annotations
@@ -23,19 +26,26 @@ import keras
 from keras import ops
 
 from hyperstep import backends
-from hyperstep.backends import after, native_variable
+from hyperstep.backends import native_variable
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
-from hyperstep.control.relative import references, relative, resolve
+from hyperstep.control.relative import resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.average_state import restore as restore_average
-from hyperstep.optim.core import advance_after_update, assign_attribute
+from hyperstep.optim.core import (
+    apply_update,
+    assign_attribute,
+    bind_groups,
+    deserialize_value,
+    from_hyperparameters_config,
+    hyperparameters_config,
+)
 from hyperstep.optim.groups import Group, assign_groups
+from hyperstep.optim.resolve import Update, value_and_complement
 from hyperstep.optim.rules import Rule, Values, get_rule
-from hyperstep.schedules.base import Constant
 
 #: Keras optimizer arguments StepOptimizer passes through (``weight_decay`` is a rule's).
 KERAS_ARGUMENTS = (
@@ -90,8 +100,12 @@ class StepOptimizer(keras.optimizers.Optimizer):
         fused: Whether the :class:`~hyperstep.rules.Adam` and
             :class:`~hyperstep.rules.AdamW` rules update through PyTorch's fused kernel on
             torch (``torch._fused_adamw_``, one pass per tensor, per group; equal to the
-            rule to float32 rounding; see :mod:`hyperstep.backends.torch`). Eager CPU
-            torch only; elsewhere, and for other rules, the rule's own update.
+            rule to float32 rounding; see :mod:`hyperstep.backends.torch`; eager CPU
+            torch only), and :class:`~hyperstep.rules.ScheduleFreeAdamW` takes its
+            ``z`` and second-moment step in one ``ResourceApplyAdam`` pass on TensorFlow
+            (a scratch slot more; equal to the rule to float32 rounding; faster without
+            XLA, slower under it, which fuses the rule's operations). Elsewhere, and
+            for other rules, the rule's own update.
         **hyperparameters: Values of the rule's hyperparameters, plus Keras's
             ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``use_ema``,
             ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor`` and
@@ -139,17 +153,6 @@ class StepOptimizer(keras.optimizers.Optimizer):
         }
         rule = get_rule(rule)
         groups = list(groups)
-        for group in groups:
-            if not isinstance(group, Group):
-                raise InvalidTypeError(
-                    "`StepOptimizer(groups=...)` takes `hs.Group` objects. "
-                    + received("group", group)
-                )
-        names = [group.name for group in groups]
-        if len(set(names)) != len(names):
-            raise InvalidArgumentError(
-                f"Group names must be unique. Received: groups named {names}."
-            )
         reserved = sorted(_RESERVED & set(rule.hyperparameters))
         if reserved:
             raise InvalidArgumentError(
@@ -157,8 +160,6 @@ class StepOptimizer(keras.optimizers.Optimizer):
                 f"arguments: {reserved}. Rename them in `hyperparameters`."
             )
         _check_names(rule, "StepOptimizer", hyperparameters)
-        for group in groups:
-            _check_names(rule, f"Group({group.name!r})", group.hyperparameters)
         if advance is not None and not isinstance(advance, bool):
             raise InvalidTypeError(
                 "`StepOptimizer(advance=...)` must be True, False or None. "
@@ -168,7 +169,9 @@ class StepOptimizer(keras.optimizers.Optimizer):
         self.rule = rule
         self.fused = fused
         self.clock = _pick_clock(
-            clock, [hyperparameters, *(g.hyperparameters for g in groups)], f"{self.name}_clock"
+            clock,
+            [hyperparameters, *(g.hyperparameters for g in groups if isinstance(g, Group))],
+            f"{self.name}_clock",
         )
         # expressions may name the rule's other hyperparameters ("0.1 * learning_rate")
         own = resolve(
@@ -179,21 +182,23 @@ class StepOptimizer(keras.optimizers.Optimizer):
             self._hyperparameter,
             "StepOptimizer",
         )
-        self._group_specs = groups
-        self.groups: dict[str, Group] = {}
-        tables = [own]
+        bound = bind_groups(
+            groups,
+            own,
+            self._hyperparameter,
+            lambda group: _check_names(rule, f"Group({group.name!r})", group.hyperparameters),
+            "StepOptimizer",
+        )
+        self.groups: dict[str, Group] = {group.name: group for group in bound}
         self.hyperparameters: dict[str, Any] = dict(own)
-        for group in groups:
-            bound = {  # a group's expressions may name the optimizer's own hyperparameters
-                key: self._hyperparameter(
-                    f"{group.name}/{key}", relative(value, own) if isinstance(value, str) else value
-                )
-                for key, value in group.hyperparameters.items()
-            }
-            self.groups[group.name] = Group(group.name, group.match, **bound)
-            self.hyperparameters.update({f"{group.name}/{key}": hp for key, hp in bound.items()})
-            tables.append({**own, **bound})
+        tables = [own]
+        for group in bound:
+            self.hyperparameters.update(
+                {f"{group.name}/{key}": hp for key, hp in group.hyperparameters.items()}
+            )
+            tables.append({**own, **group.hyperparameters})
         self._tables = tables
+        self.__dict__["_hs_update"] = Update()  # untracked: the update in progress
         for variable in [
             self.clock.step,
             *(v for hp in self.hyperparameters.values() for v in hp.variables),
@@ -219,10 +224,12 @@ class StepOptimizer(keras.optimizers.Optimizer):
         if self.built:
             return
         super().build(variables)
-        owners = assign_groups(self._group_specs, variables)
-        names = [g.name for g in self._group_specs]
+        owners = assign_groups(list(self.groups.values()), variables)
+        names = list(self.groups)
         self._variable_group = [0 if g is None else 1 + names.index(g.name) for g in owners]
         slots = [key for key in self.rule.slots if key not in self.rule.copied_slots]
+        if self.fused and backends.adam_pass() is not None:
+            slots += list(self.rule.fused_slots)
         created = self.add_optimizer_variables(variables, slots) if slots else ()
         self._slots = dict(zip(slots, created, strict=True))
         # -- a rule's slots that start at the variable's value and scalar state (Rule) --
@@ -249,9 +256,13 @@ class StepOptimizer(keras.optimizers.Optimizer):
         grads = list(grads)
         if not grads:
             return
-        super().apply(grads, trainable_variables)
-        if self.advance:
-            advance_after_update(self, self.clock)
+        apply_update(
+            self,
+            self._hs_update,
+            lambda: super(StepOptimizer, self).apply(grads, trainable_variables),
+            advance=self.advance,
+            host=False,
+        )
 
     def _backend_update_step(
         self, grads: Any, trainable_variables: Any, learning_rate: Any
@@ -260,22 +271,23 @@ class StepOptimizer(keras.optimizers.Optimizer):
             return
         # the values every update of this step reads, computed once and passed the way Keras
         # passes `learning_rate` (so tf.distribute hands them to each replica's update)
-        step = ops.cast(self.clock.step, "float32")
-        cache: dict[int, tuple[Any, Any]] = {}
-        tables = []
-        for table in self._tables:
-            values, complements = {}, {}
-            for key, hp in table.items():
-                if id(hp) not in cache:
-                    cache[id(hp)] = _evaluate(hp)
-                values[key], complement = cache[id(hp)]
-                if complement is not None:
-                    complements[key] = complement
-            tables.append((values, complements))
+        update = self._hs_update
+        with update.fixed(self.clock, host=False):  # (fixed already when called from `apply`)
+            tables = []
+            for table in self._tables:
+                values, complements = {}, {}
+                for key, hp in table.items():
+                    values[key], complement = update.cached(
+                        id(hp), lambda hp=hp: value_and_complement(update, hp)
+                    )
+                    if complement is not None:
+                        complements[key] = complement
+                tables.append((values, complements))
+            step = update.step
         # the gradients wait for these scalars, so that no full-size op waits for one
-        scalars = [step, *(t for values, _ in tables for t in values.values())]
+        scalars = [t for values, _ in tables for t in values.values()]
         scalars += [t for _, complements in tables for t in complements.values()]
-        grads = after(scalars, grads)
+        grads = update.gate(scalars, grads)
         super()._backend_update_step(grads, trainable_variables, (step, tables))
 
     def _fused_update(self, grads: Any, variables: Any) -> bool:
@@ -363,43 +375,38 @@ class StepOptimizer(keras.optimizers.Optimizer):
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
-        variables = self._trainable_variables if self.built else None
-        groups = []
-        for spec, bound in zip(self._group_specs, self.groups.values(), strict=True):
-            config = spec.get_config(variables)
-            config["hyperparameters"] = {
-                key: _serialize(hp) for key, hp in bound.hyperparameters.items()
-            }
-            groups.append(config)
-        config = {
+        """The shared format (:func:`hyperstep.optim.core.hyperparameters_config`), the rule,
+        the name and Keras's arguments; each hyperparameter is also under its own name, as
+        a Keras optimizer's config lists its hyperparameters."""
+        own = self._tables[0]
+        shared = hyperparameters_config(
+            own,
+            list(self.groups.values()),
+            self._trainable_variables if self.built else None,
+            clock=self.clock,
+            advance=self.advance,
+            fused=self.fused,
+        )
+        return {
             "name": self.name,
             "rule": keras.saving.serialize_keras_object(self.rule),
-            "groups": groups,
-            "clock": keras.saving.serialize_keras_object(self.clock),
-            "advance": self.advance,
-            "fused": self.fused,
             **{key: getattr(self, key) for key in KERAS_ARGUMENTS},
-            **{key: _serialize(hp) for key, hp in self._tables[0].items()},
+            **shared["hyperparameters"],
+            **shared,
             **average_config(self),  # an hs.SWA/hs.EMA average, saved with it
         }
-        return config
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], custom_objects: Any = None) -> StepOptimizer:
         config = dict(config)
         rule = keras.saving.deserialize_keras_object(config.pop("rule"), custom_objects)
-        groups = []
-        for group in config.pop("groups", []):
-            values = {
-                k: _deserialize(v, custom_objects) for k, v in group["hyperparameters"].items()
-            }
-            groups.append(Group(group["name"], group["match"], **values))
-        clock = keras.saving.deserialize_keras_object(config.pop("clock"), custom_objects)
-        fused = bool(config.pop("fused", False))
         average = config.pop("average", None)
-        values = {k: _deserialize(v, custom_objects) for k, v in config.items()}
-        optimizer = cls(rule, groups=groups, clock=clock, fused=fused, **values)
-        return restore_average(optimizer, average)
+        shared = from_hyperparameters_config(config, custom_objects)
+        flat = {k: config.pop(k) for k in list(config) if k not in ("name", *KERAS_ARGUMENTS)}
+        values = shared.pop("hyperparameters")
+        if values is None:  # saved before the shared format: the values under their names
+            values = {k: deserialize_value(v, custom_objects) for k, v in flat.items()}
+        return restore_average(cls(rule, **shared, **config, **values), average)
 
 
 def _check_names(rule: Rule, owner: str, given: Mapping[str, Any]) -> None:
@@ -437,28 +444,3 @@ def _host_value(hp: Any, step: int) -> float:
     read back)."""
     value = hp.host_float(step)
     return float(hp.value) if value is None else value
-
-
-def _evaluate(hp: Any) -> tuple[Any, Any]:
-    """Return ``(value, 1 - value)`` of a Hyperparameter; the second exact for a constant."""
-    value = hp.value
-    if not isinstance(hp.schedule, Constant):
-        return value, None
-    exact = ops.convert_to_tensor(1.0 - hp.schedule.value_, "float32")  # rounded once, as Keras
-    plain = ops.logical_and(ops.isnan(hp.override.value), ops.equal(hp.scale, 1.0))
-    return value, ops.where(plain, exact, 1.0 - value)
-
-
-def _serialize(hp: Any) -> Any:
-    schedule = hp._raw_schedule  # `epoch` unbound: the loaded one reads fit's epoch again
-    if isinstance(schedule, Constant):
-        return schedule.value_
-    if references(schedule):  # "10 * learning_rate" is saved as its text
-        return repr(schedule)
-    return keras.saving.serialize_keras_object(schedule)
-
-
-def _deserialize(value: Any, custom_objects: Any) -> Any:
-    if isinstance(value, dict) and "class_name" in value:
-        return keras.saving.deserialize_keras_object(value, custom_objects)
-    return value

@@ -100,6 +100,8 @@ class Rule:
         scalar_slots: Name -> initial value of per-variable float32 scalars, passed in
             ``slots`` too.
         averaged_slot: The slot that :func:`hyperstep.averaged_weights` swaps in.
+        fused_slots: Full-size slots created only by ``StepOptimizer(fused=True)`` where
+            the backend has the one-pass kernel they serve (``slots`` then has them).
 
     Constructor arguments of a rule are structural options (``nesterov``, ``amsgrad``),
     never hyperparameters: those are given to the optimizer or to a group. A rule with
@@ -116,6 +118,9 @@ class Rule:
     #: The slot holding the weights to evaluate (schedule-free's ``x``), swapped into the
     #: variables by :func:`hyperstep.averaged_weights`; ``None`` for most rules.
     averaged_slot: ClassVar[str | None] = None
+    #: Slots for a one-pass kernel, created only by ``StepOptimizer(fused=True)`` where the
+    #: backend has it (schedule-free AdamW's scratch first moment on TensorFlow).
+    fused_slots: ClassVar[tuple[str, ...]] = ()
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         """Return the new value of ``variable`` (see the module docstring for the forms).

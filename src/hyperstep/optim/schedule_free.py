@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 from keras import ops
 
+from hyperstep import backends
 from hyperstep.optim.rules import BUILTIN, PACKAGE, Rule, Values, _check_bool, register_rule
 
 __all__ = ["ScheduleFreeAdamW", "ScheduleFreeSGD"]
@@ -61,7 +62,12 @@ def _average_weight(slots: Values, hp: Values, step: Any) -> tuple[Any, Any]:
 
 
 def _take_step(variable: Any, slots: Values, z: Any, ckp1: Any, beta: Any) -> None:
-    """``x = x + c (z - x)`` and ``y = z + beta (x - z)``, in place (``z`` already updated)."""
+    """``x = x + c (z - x)`` and ``y = z + beta (x - z)``, in place (``z`` already updated).
+
+    ``y`` reads the new ``x``: written from the old one (``y = z - beta (1 - c)(z - x)``,
+    one full-size operation fewer without XLA), XLA copies ``x`` before updating it in
+    place (two passes more).
+    """
     x = slots.x
     x.assign_add((z - x) * ckp1)
     variable.assign(z + (x - z) * beta)
@@ -75,10 +81,18 @@ def _take_step_without_x(variable: Any, slots: Values, descent: Any, ckp1: Any, 
     as ``(1 - c) y - (1 - beta)(1 - c) z + (1 - beta (1 - c)) z'`` (``descent`` used once).
     ``beta`` is kept so that ``x = (y - (1 - beta) z) / beta`` later.
     """
-    z, keep = slots.z, 1 - ckp1
-    y_part = variable * keep - z * ((1 - beta) * keep)  # reads the old y and z
-    z.assign_sub(descent)
-    variable.assign(y_part + z * (1 - beta * keep))  # reads the new z
+    y_part = _y_part(variable, slots, ckp1, beta)  # reads the old y and z
+    slots.z.assign_sub(descent)
+    _y_from_part(variable, slots, y_part, ckp1, beta)  # reads the new z
+
+
+def _y_part(variable: Any, slots: Values, ckp1: Any, beta: Any) -> Any:
+    keep = 1 - ckp1
+    return variable * keep - slots.z * ((1 - beta) * keep)
+
+
+def _y_from_part(variable: Any, slots: Values, y_part: Any, ckp1: Any, beta: Any) -> None:
+    variable.assign(y_part + slots.z * (1 - beta * (1 - ckp1)))
     slots.beta.assign(ops.cast(beta, "float32"))
 
 
@@ -123,7 +137,11 @@ class ScheduleFreeAdamW(_ScheduleFree):
     ``y = beta_1 * x + (1 - beta_1) * z`` as in the module docstring. There is no first
     moment: ``beta_1`` is the interpolation between ``x`` and ``z``.
 
-    Slots: ``z``, ``velocity``, ``x``; scalar slots ``weight_sum``, ``lr_max``.
+    Slots: ``z``, ``velocity``, ``x``; scalar slots ``weight_sum``, ``lr_max``. Under
+    ``StepOptimizer(fused=True)`` on TensorFlow, the ``velocity`` and ``z`` steps are one
+    ``ResourceApplyAdam`` pass (first moment off), with a scratch slot ``adam_scratch``:
+    fewer operations for TensorFlow's executor; under XLA, which fuses the rule's own
+    operations already, three passes more (the scratch's read and write).
 
     Args:
         memory_efficient: Drop the ``x`` slot (``schedulefree.AdamWScheduleFree``'s form):
@@ -144,19 +162,39 @@ class ScheduleFreeAdamW(_ScheduleFree):
         **_COMMON,
     }
     slots = ("z", "velocity", "x")
+    fused_slots = ("adam_scratch",)  # ResourceApplyAdam's first moment (set to g each step)
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         lr, ckp1 = _average_weight(slots, hp, step)
-        v = slots.velocity
-        v.assign_add((gradient * gradient - v) * (1 - hp.beta_2))
         # g / (sqrt(v / b) + eps) = g * sqrt(b) / (sqrt(v) + eps * sqrt(b)): one op fewer
         root = ops.sqrt(1 - hp.beta_2 ** (step + 1))
-        descent = gradient / (ops.sqrt(v) + hp.epsilon * root) * (lr * root)
-        descent = descent + variable * (lr * hp.weight_decay)
+        decay = variable * (lr * hp.weight_decay)
+        kernel = backends.adam_pass() if "adam_scratch" in slots else None
+        if kernel is not None:  # fused=True on TensorFlow: z and v in one pass
+            beta = hp.beta_1
+            y_part = _y_part(variable, slots, ckp1, beta) if self.memory_efficient else None
+            if kernel(
+                slots.z,
+                slots.adam_scratch,
+                slots.velocity,
+                gradient,
+                learning_rate=lr * root,
+                beta_2=hp.beta_2,
+                epsilon=hp.epsilon * root,
+            ):
+                slots.z.assign_sub(decay)
+                if y_part is not None:
+                    _y_from_part(variable, slots, y_part, ckp1, beta)
+                else:
+                    _take_step(variable, slots, slots.z, ckp1, beta)
+                return
+        v = slots.velocity
+        v.assign_add((gradient * gradient - v) * (1 - hp.beta_2))  # in place
+        descent = gradient / (ops.sqrt(v) + hp.epsilon * root) * (lr * root) + decay
         if self.memory_efficient:
             _take_step_without_x(variable, slots, descent, ckp1, hp.beta_1)
             return
-        slots.z.assign_sub(descent)
+        slots.z.assign_sub(descent)  # in place
         _take_step(variable, slots, slots.z, ckp1, hp.beta_1)
 
 

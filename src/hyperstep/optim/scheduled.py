@@ -13,6 +13,9 @@ Inside ``apply``:
    update, cached), through :meth:`ScheduledOptimizer.resolve`;
 3. the clock advances to ``t + 1`` if this optimizer owns it (see :class:`hyperstep.Clock`).
 
+These steps, group binding and the config format are ``hs.StepOptimizer``'s code too
+(:mod:`hyperstep.optim.core`, :mod:`hyperstep.optim.resolve`).
+
 Keras's ``iterations`` keeps counting this optimizer's own updates (Adam's bias correction
 uses it). Every update is Keras's own code, with the values reaching it as Keras's own
 would (on TensorFlow as :class:`~hyperstep.backends.tensorflow.ExactScalar`, which rounds like a
@@ -44,80 +47,49 @@ controllers add later never breaks loading. On JAX, the clock's step and each
 hyperparameter's ``scale`` and ``override`` are in ``opt.variables`` (stateless
 training passes only those through the jitted step; ``ema_momentum``'s only with
 ``use_ema``, as Keras reads it only then); state added later is not. The
-config stores the schedules, the clock's config and ``advance``; ``from_config`` gives a
-new clock (sharing is not in a config).
+config is Keras's plus the format both hyperstep optimizers share
+(:func:`hyperstep.optim.core.hyperparameters_config`: schedules, clock, ``advance``,
+``fused``, groups); ``from_config`` gives a new clock (sharing is not in a config).
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import keras
 from keras import ops
 
 from hyperstep import backends
-from hyperstep.backends import after, concrete, native_variable
+from hyperstep.backends import concrete, native_variable
 from hyperstep.backends.internals import unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter, _track
-from hyperstep.control.relative import references, relative, resolve
+from hyperstep.control.relative import references, resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.average_state import restore as restore_average
 from hyperstep.optim.core import (
-    advance_after_update,
+    apply_update,
     assign_attribute,
+    bind_groups,
+    deserialize_value,
+    from_hyperparameters_config,
+    hyperparameters_config,
     keras_callable,
     schedule_of,
 )
 from hyperstep.optim.groups import Group, assign_groups
+from hyperstep.optim.resolve import Update, keras_value
 from hyperstep.schedules.base import Constant
-
-_graph_key = backends.graph_key_function()  # TF: the default graph; elsewhere None
-
-
-class _Update:
-    """The update in progress (class attributes are the defaults). It is shared by the
-    threads of one update (``tf.distribute`` runs ``apply`` in replica threads and the
-    update in the main thread, in one graph); a read from anywhere else (a logger reading
-    ``opt.learning_rate`` while ``fit`` traces) sees the current value (:meth:`owns`)."""
-
-    step: Any = None  # the step read at the start of `apply`, else None
-    graph: Any = None  # TensorFlow: the graph the update is built in
-    thread: int | None = None  # elsewhere: the thread running it
-    host_step: int | None = None  # the same as a Python int, on eager CPU torch
-    variable: Any = None  # the variable being updated, for `resolve`
-    raw_mode = False  # `get_config` reads Keras's raw values
-
-    def __init__(self) -> None:
-        self.cache: dict[Any, Any] = {}  # values computed in this update, by (key, graph)
-
-    def owns(self) -> bool:
-        """Whether the caller reads inside this update: in its TensorFlow graph or a graph
-        nested in it (a ``cond`` branch), else (no graphs: JAX, torch) in its thread."""
-        if self.step is None:
-            return False
-        if self.graph is None:  # no thread under torch.compile, which cannot trace `threading`
-            # (an update started eagerly, in a frame dynamo skipped, is read by compiled ones)
-            return (
-                self.thread is None or backends.compiling() or threading.get_ident() == self.thread
-            )
-        graph = _graph_key()
-        while graph is not None and graph is not self.graph:
-            graph = getattr(graph, "outer_graph", None)
-        return graph is not None
 
 
 class _State:
     """Transient per-optimizer state kept out of Keras's and TensorFlow's tracking."""
 
     def __init__(self) -> None:
-        self.update = _Update()
+        self.update = Update()
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.static: dict[str, float | None] = {}
         self.checked: frozenset[str] = frozenset()  # names Keras's code tests in Python `if`s
@@ -229,9 +201,7 @@ class ScheduledOptimizer:
             value = given.get(name, raw.get(name))
             if value is None:
                 continue
-            if isinstance(value, dict):
-                value = keras.saving.deserialize_keras_object(value)
-            values[name] = value
+            values[name] = deserialize_value(value)
         # expressions may name the optimizer's other hyperparameters ("0.1 * learning_rate")
         built = resolve(
             values,
@@ -274,71 +244,43 @@ class ScheduledOptimizer:
     def _hs_install_groups(self, groups: Any, clock: Clock) -> None:
         state = _state(self)
         valid = set(state.hyperparameters)
-        # a group's expressions may name the optimizer's own hyperparameters
-        own = {key: hp for key, hp in state.hyperparameters.items() if "/" not in key}
-        for spec in groups:
-            if isinstance(spec, dict):
-                spec = Group.from_config(spec)
-            if not isinstance(spec, Group):
-                raise InvalidTypeError(
-                    "`hs.scheduled(groups=...)` takes `hs.Group` objects. "
-                    f"{received('groups', spec)}"
-                )
-            unknown = sorted(set(spec.hyperparameters) - valid)
+        base = self._hs_base.__name__
+
+        def check(group: Group) -> None:
+            unknown = sorted(set(group.hyperparameters) - valid)
             if unknown:
                 raise InvalidArgumentError(
-                    f"Group {spec.name!r} sets {unknown}, which are not numeric "
-                    f"hyperparameters of {self._hs_base.__name__}. Valid: {sorted(valid)}."
+                    f"Group {group.name!r} sets {unknown}, which are not numeric "
+                    f"hyperparameters of {base}. Valid: {sorted(valid)}."
                 )
-            bound: dict[str, Hyperparameter] = {}
-            for name, value in spec.hyperparameters.items():
-                if isinstance(value, dict):
-                    value = keras.saving.deserialize_keras_object(value)
-                elif isinstance(value, str):  # "10 * learning_rate": the optimizer's own
-                    value = relative(value, own)
-                bound[name] = Hyperparameter(value, clock=clock, name=f"{spec.name}.{name}")
-                self._hs_add(f"{spec.name}/{name}", bound[name])
-            state.groups.append(Group(spec.name, spec.match, **bound))
-        names = [group.name for group in state.groups]
-        if len(set(names)) != len(names):
-            raise InvalidArgumentError(
-                f"Group names must be unique. Received: groups named {names}."
-            )
+
+        def make(key: str, value: Any) -> Hyperparameter:
+            hyperparameter = Hyperparameter(value, clock=clock, name=key.replace("/", "."))
+            self._hs_add(key, hyperparameter)
+            return hyperparameter
+
+        # a group's expressions may name the optimizer's own hyperparameters
+        own = {key: hp for key, hp in state.hyperparameters.items() if "/" not in key}
+        state.groups = bind_groups(groups, own, make, check, "hs.scheduled")
 
     # ---- reading values -----------------------------------------------------------------
     def _hs_cached(self, key: str, make: Any) -> Any:
-        """``make()``, computed once per update and graph (Keras reads values per variable)."""
-        cache = _state(self).update.cache
-        graph = _graph_key()
-        found = cache.get((key, id(graph)))
-        if found is not None and found[0] is graph:
-            return found[1]
-        value = make()
-        cache[(key, id(graph))] = (graph, value)
-        return value
+        """``make()``, once per update and graph (for the backends' optimizer mixins)."""
+        return _state(self).update.cached(key, make)
 
     def _hs_value(self, name: str) -> Any:
-        return self._hs_cached(name, lambda: self._hs_evaluate(name))
-
-    def _hs_evaluate(self, name: str) -> Any:
+        """Hyperparameter ``name`` at this update's step, once per update and graph."""
         state = _state(self)
-        hyperparameter = state.hyperparameters[name]
-        if state.update.host_step is not None:  # eager torch: Python numbers, as Keras's own are
-            value = hyperparameter.host_float(state.update.host_step)
-            if value is not None:
-                return value
-        checked = name.split("/")[-1] in state.checked
-        arithmetic = name.split("/")[-1] in state.arithmetic
-        # Keras's own learning rate is a float32 variable: no exact form needed
-        exact = (
-            None if name == "learning_rate" else lambda: hyperparameter.exact_at(state.update.step)
-        )
-        return backends.keras_scalar(
-            lambda: hyperparameter.at(state.update.step),
-            exact,
-            state.static[name],
-            checked=checked,
-            arithmetic=arithmetic,
+        return state.update.cached(
+            name,
+            lambda: keras_value(
+                state.update,
+                state.hyperparameters[name],
+                name,
+                static=state.static[name],
+                checked=name.split("/")[-1] in state.checked,
+                arithmetic=name.split("/")[-1] in state.arithmetic,
+            ),
         )
 
     def _hs_updating(self) -> bool:
@@ -382,54 +324,24 @@ class ScheduledOptimizer:
         return self._hs_get("learning_rate")
 
     # ---- the update ---------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _hs_update(self, nested: bool = True) -> Iterator[None]:
-        """Fix the step for one update: values read inside are this update's, once each.
-
-        ``nested=True`` keeps an update already in progress (``build`` and
-        ``_clip_gradients`` called from ``apply``); ``apply`` itself starts a new one.
-        """
-        state = _state(self)
-        if nested and state.update.owns():
-            yield
-            return
-        update = state.update
-        outer = (update.step, update.cache, update.host_step, update.graph, update.thread)
-        update.graph = _graph_key()
-        update.thread = None if backends.compiling() else threading.get_ident()
-        state.update.host_step = self.clock.host_step()
-        if state.update.host_step is not None:  # `at` takes a Python int too
-            state.update.step, state.update.cache = state.update.host_step, {}
-        else:
-            state.update.step, state.update.cache = ops.cast(self.clock.step.value, "float32"), {}
-        try:
-            yield
-        finally:
-            update.step, update.cache, update.host_step, update.graph, update.thread = outer
+    def _hs_update(self) -> Any:
+        """The step fixed for an update (kept if one is in progress: ``build`` and
+        ``_clip_gradients`` called from ``apply``; :meth:`Update.fixed`)."""
+        return _state(self).update.fixed(self.clock, host=True)
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
         state = _state(self)
         if len(grads) == 0:
             return super().apply(grads, trainable_variables)  # type: ignore[misc]
-        with self._hs_update(nested=False):
-            if backends.builds_graph():
-                grads = self._hs_after_values(grads)
-            result = super().apply(grads, trainable_variables)  # type: ignore[misc]
-        if state.advance:
-            advance_after_update(self, self.clock)
-        return result
 
-    def _hs_after_values(self, grads: Any) -> list[Any]:
-        """``grads``, gated on this update's values (see ``hyperstep.backends.after``).
+        def run() -> Any:
+            gated = grads
+            if backends.builds_graph():  # the values are cached: Keras's update reuses them
+                values = [self.iterations, *(self._hs_value(k) for k in self._hs_read_keys())]
+                gated = state.update.gate(values, grads)
+            return super(ScheduledOptimizer, self).apply(gated, trainable_variables)  # type: ignore[misc]
 
-        The values are cached, so Keras's update reuses them.
-        """
-        state = _state(self)
-        scalars = [state.update.step, self.iterations]  # type: ignore[attr-defined]
-        for key in self._hs_read_keys():
-            value = self._hs_value(key)
-            scalars.append(backends.scalar_tensor(value))
-        return after(scalars, grads)
+        return apply_update(self, state.update, run, advance=state.advance, host=True)
 
     def _hs_read_keys(self) -> list[str]:
         """The hyperparameters Keras reads in an update: all but ``ema_momentum`` without
@@ -556,18 +468,16 @@ class ScheduledOptimizer:
         finally:
             state.update.raw_mode = False
         own = {k: hp for k, hp in state.hyperparameters.items() if "/" not in k}
-        config["hyperparameters"] = _serialized(own)  # a group's own are saved with it
-        config["clock"] = keras.saving.serialize_keras_object(self.clock)
-        config["advance"] = state.advance
-        config["fused"] = state.fused_requested
-        config["groups"] = [
-            {
-                "name": group.name,
-                "match": group.get_config(self._hs_group_variables())["match"],
-                "hyperparameters": _serialized(group.hyperparameters),
-            }
-            for group in state.groups
-        ]
+        config.update(  # a group's own hyperparameters are saved with it
+            hyperparameters_config(
+                own,
+                state.groups,
+                self._hs_group_variables(),
+                clock=self.clock,
+                advance=state.advance,
+                fused=state.fused_requested,
+            )
+        )
         config.update(average_config(self))  # an hs.SWA/hs.EMA average
         return config
 
@@ -575,7 +485,10 @@ class ScheduledOptimizer:
     def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> Any:
         config = dict(config)
         average = config.pop("average", None)
-        optimizer = super().from_config(config, custom_objects=custom_objects)  # type: ignore[misc]
+        shared = from_hyperparameters_config(config, custom_objects)  # as StepOptimizer's
+        if shared["hyperparameters"] is None:
+            shared["hyperparameters"] = {}
+        optimizer = super().from_config({**config, **shared}, custom_objects)  # type: ignore[misc]
         return restore_average(optimizer, average)
 
     def _hs_group_variables(self) -> list[Any]:
@@ -672,16 +585,6 @@ def _check_install(base: type, given: Any, clock: Any, advance: Any, groups: Any
             f"`{where}(groups=...)` must be a list of `hs.Group` objects. "
             f"{received('groups', groups)}"
         )
-
-
-def _serialized(hyperparameters: dict[str, Hyperparameter]) -> dict[str, Any]:
-    # a value naming other hyperparameters ("10 * learning_rate") is saved as its text
-    return {
-        name: repr(hp._raw_schedule)
-        if references(hp._raw_schedule)
-        else keras.saving.serialize_keras_object(hp._raw_schedule)
-        for name, hp in hyperparameters.items()
-    }
 
 
 _CLASSES: dict[type, type] = {}

@@ -1,0 +1,155 @@
+"""Per-update value resolution, shared by ``hs.scheduled`` and ``hs.StepOptimizer``.
+
+An update reads the clock once and every value it uses from that one step::
+
+    t     = float32(clock.step)                 (read when the update starts)
+    v(hp) = hp.at(t)                             (computed once per update and graph)
+    grads = after([t, v(hp) for every hp read], grads)      (the values come first)
+    ... the optimizer's arithmetic ...
+    clock.step += 1                              (after the update, if it advances it)
+
+:class:`Update` holds the update in progress: the step, the values computed so far and who
+owns it (a read from elsewhere, a logger reading ``opt.learning_rate`` while ``fit``
+traces, gets the current value instead); :meth:`Update.fixed` starts one,
+:meth:`Update.cached` computes a value once, :meth:`Update.gate` orders the gradients after
+the values, and :func:`hyperstep.optim.core.apply_update` runs the three steps in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from keras import ops
+
+from hyperstep import backends
+from hyperstep.backends import after
+from hyperstep.control.hyperparameter import Hyperparameter
+from hyperstep.schedules.base import Constant
+
+_graph_key = backends.graph_key_function()  # TF: the default graph; elsewhere None
+
+
+class Update:
+    """The update in progress of one optimizer (class attributes are the defaults).
+
+    It is shared by the threads of one update (``tf.distribute`` runs ``apply`` in replica
+    threads and the update in the main thread, in one graph); a read from anywhere else
+    sees the current value (:meth:`owns`).
+
+    Example:
+        >>> import hyperstep as hs
+        >>> clock, update = hs.Clock(), Update()
+        >>> with update.fixed(clock, host=False):
+        ...     _ = clock.step.assign(5)  # the update keeps the step it started with
+        ...     float(update.step), update.owns()
+        (0.0, True)
+        >>> update.owns()
+        False
+    """
+
+    step: Any = None  # the step read at the start of the update, else None
+    graph: Any = None  # TensorFlow: the graph the update is built in
+    thread: int | None = None  # elsewhere: the thread running it
+    host_step: int | None = None  # the same as a Python int, on eager CPU torch (host=True)
+    variable: Any = None  # the variable being updated, for per-group values
+    raw_mode = False  # `get_config` reads Keras's raw values
+
+    def __init__(self) -> None:
+        self.cache: dict[Any, Any] = {}  # values computed in this update, by (key, graph)
+
+    def owns(self) -> bool:
+        """Whether the caller reads inside this update: in its TensorFlow graph or a graph
+        nested in it (a ``cond`` branch), else (no graphs: JAX, torch) in its thread."""
+        if self.step is None:
+            return False
+        if self.graph is None:  # no thread under torch.compile, which cannot trace `threading`
+            # (an update started eagerly, in a frame dynamo skipped, is read by compiled ones)
+            return (
+                self.thread is None or backends.compiling() or threading.get_ident() == self.thread
+            )
+        graph = _graph_key()
+        while graph is not None and graph is not self.graph:
+            graph = getattr(graph, "outer_graph", None)
+        return graph is not None
+
+    @contextlib.contextmanager
+    def fixed(self, clock: Any, *, host: bool, nested: bool = True) -> Iterator[None]:
+        """Fix the step for one update: values read inside are this update's, once each.
+
+        ``host=True`` reads the step as a Python int where that is free (eager CPU torch:
+        ``step`` is then that int); ``nested=True`` keeps an update already in progress
+        (``build`` and clipping called from ``apply``), ``False`` starts a new one.
+        """
+        if nested and self.owns():
+            yield
+            return
+        outer = (self.step, self.cache, self.host_step, self.graph, self.thread)
+        self.graph = _graph_key()
+        self.thread = None if backends.compiling() else threading.get_ident()
+        self.host_step = clock.host_step() if host else None
+        self.cache = {}
+        if self.host_step is not None:  # `Hyperparameter.at` takes a Python int too
+            self.step = self.host_step
+        else:
+            self.step = ops.cast(clock.step.value, "float32")
+        try:
+            yield
+        finally:
+            self.step, self.cache, self.host_step, self.graph, self.thread = outer
+
+    def cached(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()``, computed once per update and graph (optimizers read values per
+        variable)."""
+        graph = _graph_key()
+        found = self.cache.get((key, id(graph)))
+        if found is not None and found[0] is graph:
+            return found[1]
+        value = make()
+        self.cache[(key, id(graph))] = (graph, value)
+        return value
+
+    def gate(self, values: list[Any], grads: list[Any]) -> list[Any]:
+        """``grads``, usable only once the step and ``values`` are computed (in a TensorFlow
+        graph; see :func:`hyperstep.backends.after`): no full-size op waits for a scalar."""
+        scalars = [self.step, *(backends.scalar_tensor(value) for value in values)]
+        return after(scalars, grads)
+
+
+def keras_value(update: Update, hyperparameter: Hyperparameter, name: str, **how: Any) -> Any:
+    """``hyperparameter`` at the update's step, read the way a Keras optimizer reads its
+    own value ``name`` (:func:`hyperstep.backends.keras_scalar`; a Python float from the
+    host table on eager torch). ``how``: ``static`` (the constant or ``None``) and
+    ``checked`` (whether Keras tests it in a Python ``if``) and ``arithmetic`` (whether
+    Keras combines it with Python numbers: JAX then keeps a constant's exact arithmetic)."""
+    if update.host_step is not None:  # eager torch: Python numbers, as Keras's own are
+        value = hyperparameter.host_float(update.host_step)
+        if value is not None:
+            return value
+    step = update.step
+    # Keras's own learning rate is a float32 variable: no exact form needed
+    exact = None if name == "learning_rate" else lambda: hyperparameter.exact_at(step)
+    return backends.keras_scalar(
+        lambda: hyperparameter.at(step),
+        exact,
+        how["static"],
+        checked=how["checked"],
+        arithmetic=how.get("arithmetic", False),
+    )
+
+
+def value_and_complement(update: Update, hyperparameter: Hyperparameter) -> tuple[Any, Any]:
+    """``(value, 1 - value)`` at the update's step, for a rule; the second is ``1 - c``
+    rounded once from the Python number ``c`` of a constant not overridden or scaled (as
+    Keras computes ``1 - beta`` from its float), ``None`` for a schedule."""
+    value = hyperparameter.at(update.step)
+    schedule = hyperparameter.schedule
+    if not isinstance(schedule, Constant):
+        return value, None
+    exact = ops.convert_to_tensor(1.0 - schedule.value_, "float32")
+    plain = ops.logical_and(
+        ops.isnan(hyperparameter.override.value), ops.equal(hyperparameter.scale, 1.0)
+    )
+    return value, ops.where(plain, exact, 1.0 - value)
