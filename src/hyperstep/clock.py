@@ -343,7 +343,8 @@ class Clock(keras.layers.Layer):
 
 def _positive(variable: Any) -> bool:
     """Whether an integer variable is concretely > 0 (False in a traced step)."""
-    return backends.concrete(variable.value) and int(variable) > 0
+    value = variable.value  # (int(variable) fails on a tf.distribute MirroredVariable)
+    return backends.concrete(value) and int(ops.convert_to_numpy(value)) > 0
 
 
 def _not_after(since: Any) -> bool:

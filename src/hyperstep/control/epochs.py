@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import keras
+from keras import ops
 
 from hyperstep.backends.fit import follow_fit, layers_of
 from hyperstep.clock import Clock
@@ -77,7 +78,7 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
                 f"Hyperparameter {layer.name!r} is read in the model, but nothing advances "
                 f"its clock: the model's optimizer ({type(model.optimizer).__name__}) has no "
                 "hyperstep clock, so its value stays at step "
-                f"{int(layer.clock.step)} during fit. Compile with "
+                f"{int(ops.convert_to_numpy(layer.clock.step))} during fit. Compile with "
                 "`hs.scheduled(optimizer)` (it needs nothing else to schedule): the "
                 "hyperparameter then reads its clock.",
                 UserWarning,
@@ -94,7 +95,8 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
         if steps > 0:
             if clock.steps_per_epoch is None:
                 clock.steps_per_epoch = steps
-            if int(clock.epoch_length) != steps:  # this fit's, whatever the last's
+            # this fit's length, whatever the last's
+            if int(ops.convert_to_numpy(clock.epoch_length)) != steps:
                 clock.epoch_length.assign(steps)
         clock.follows_fit = True
 
