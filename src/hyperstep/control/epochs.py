@@ -17,7 +17,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import keras
-from keras import ops
 
 from hyperstep.backends.fit import follow_fit, layers_of
 from hyperstep.clock import Clock
@@ -78,7 +77,7 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
                 f"Hyperparameter {layer.name!r} is read in the model, but nothing advances "
                 f"its clock: the model's optimizer ({type(model.optimizer).__name__}) has no "
                 "hyperstep clock, so its value stays at step "
-                f"{int(ops.convert_to_numpy(layer.clock.step))} during fit. Compile with "
+                f"{int(layer.clock.step.numpy())} during fit. Compile with "
                 "`hs.scheduled(optimizer)` (it needs nothing else to schedule): the "
                 "hyperparameter then reads its clock.",
                 UserWarning,
@@ -96,7 +95,7 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
             if clock.steps_per_epoch is None:
                 clock.steps_per_epoch = steps
             # this fit's length, whatever the last's
-            if int(ops.convert_to_numpy(clock.epoch_length)) != steps:
+            if int(clock.epoch_length.numpy()) != steps:
                 clock.epoch_length.assign(steps)
         clock.follows_fit = True
 
