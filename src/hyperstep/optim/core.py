@@ -50,9 +50,10 @@ def keras_callable(value: Any) -> bool:
 
 
 def schedule_of(value: Any, name: str) -> Schedule:
-    """``value`` as a schedule; a Keras ``LearningRateSchedule`` keeps its own code
-    (:class:`~hyperstep.schedules.keras_compat.KerasSchedule`): convert it with
-    ``hs.schedules.from_keras`` for hyperstep's equivalent.
+    """``value`` as a schedule (a Keras ``LearningRateSchedule`` keeps its own code).
+
+    A Keras schedule is wrapped (:class:`~hyperstep.schedules.keras_compat.KerasSchedule`);
+    convert it with ``hs.schedules.from_keras`` for hyperstep's equivalent.
 
     Example:
         >>> schedule_of(keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5), "lr")
@@ -66,10 +67,11 @@ def schedule_of(value: Any, name: str) -> Schedule:
 
 
 def assign_attribute(hyperparameter: Hyperparameter, name: str, value: Any) -> None:
-    """``opt.<name> = value``, as Keras's ``ReduceLROnPlateau`` and ``LearningRateScheduler``
-    write it: a schedule (hyperstep's, Keras's or an expression string) replaces the
-    hyperparameter's schedule and clears its override; a number (or tensor) rescales it,
-    ``scale *= value / current`` (:meth:`Hyperparameter.assign`: the schedule keeps running).
+    """``opt.<name> = value``: a schedule replaces the schedule, a number rescales it.
+
+    As Keras's ``ReduceLROnPlateau`` and ``LearningRateScheduler`` write it: a schedule
+    (hyperstep's, Keras's or an expression string) replaces the hyperparameter's schedule
+    and clears its override; a number (or tensor) rescales it, ``scale *= value / current`` (:meth:`Hyperparameter.assign`: the schedule keeps running).
 
     Raises:
         TypeError: For a callable (accepted only by the wrapped optimizer's constructor); the
@@ -91,9 +93,10 @@ def assign_attribute(hyperparameter: Hyperparameter, name: str, value: Any) -> N
 
 
 def advance_after_update(optimizer: Any, clock: Any) -> None:
-    """Advance ``clock`` once for an update ``optimizer`` just applied: with gradient
-    accumulation only when the accumulated update was applied (the clock counts updates,
-    not micro-steps)."""
+    """``clock.step += 1`` for an update ``optimizer`` just applied.
+
+    With gradient accumulation only when the accumulated update was applied (the clock
+    counts updates, not micro-steps)."""
     steps = optimizer.gradient_accumulation_steps
     if steps:
         applied = ops.equal(ops.mod(optimizer._iterations.value, steps), 0)

@@ -39,17 +39,11 @@ fixes the value until ``clear``. Keras's own ``learning_rate`` variable stays in
 ``opt.variables`` but is no longer read. A callable learning rate given to the wrapped
 optimizer stays Keras's (called at each update; not in ``opt.hyperparameters``).
 
-Saving: ``opt.clock`` and every ``opt.hyperparameters[name]`` are Keras layers reachable
-from the optimizer, so ``.keras``/``save_weights`` store them under the optimizer and
-``tf.train.Checkpoint`` names them ``clock`` and ``hyperparameter_<name>``; their
-variables are not in ``opt.variables`` (whose count Keras checks on load), so state that
-controllers add later never breaks loading. On JAX, the clock's step and each
-hyperparameter's ``scale`` and ``override`` are in ``opt.variables`` (stateless
-training passes only those through the jitted step; ``ema_momentum``'s only with
-``use_ema``, as Keras reads it only then); state added later is not. The
-config is Keras's plus the format both hyperstep optimizers share
-(:func:`hyperstep.optim.core.hyperparameters_config`: schedules, clock, ``advance``,
-``fused``, groups); ``from_config`` gives a new clock (sharing is not in a config).
+Saving: the clock and the hyperparameters are saved with the optimizer (``.keras``,
+``save_weights``, ``tf.train.Checkpoint``; details per backend in docs/backends.md,
+"Saving"). The config is Keras's plus the format both hyperstep optimizers share
+(:func:`hyperstep.optim.core.hyperparameters_config`); ``from_config`` gives a new clock
+(sharing is not in a config).
 """
 
 from __future__ import annotations
@@ -148,8 +142,7 @@ class ScheduledOptimizer:
     # ---- public surface -----------------------------------------------------------------
     @property
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """Every numeric hyperparameter, by Keras argument name; a group's own ones as
-        ``"group/name"``."""
+        """Every numeric hyperparameter by Keras argument name (a group's as ``"group/name"``)."""
         return dict(_state(self).hyperparameters)
 
     @property
@@ -220,8 +213,8 @@ class ScheduledOptimizer:
 
     def _hs_track_state(self) -> None:
         """JAX trains statelessly: only `opt.variables` go into and out of the jitted step,
-        so the clock and the state of the hyperparameters read must be among them (each
-        scalar costs ~5 us per step: only those). Called at install and again at ``build``,
+        so the clock and the state of the hyperparameters read must be among them (only
+        those: each is one more array through the step). Called at install and again at ``build``,
         for state added since (a :class:`~hyperstep.Cooldown`'s start)."""
         if not backends.trains_statelessly():
             return
