@@ -71,7 +71,8 @@ def assign_attribute(hyperparameter: Hyperparameter, name: str, value: Any) -> N
 
     As Keras's ``ReduceLROnPlateau`` and ``LearningRateScheduler`` write it: a schedule
     (hyperstep's, Keras's or an expression string) replaces the hyperparameter's schedule
-    and clears its override; a number (or tensor) rescales it, ``scale *= value / current`` (:meth:`Hyperparameter.assign`: the schedule keeps running).
+    and clears its override; a number (or tensor) rescales it,
+    ``scale *= value / current`` (:meth:`Hyperparameter.assign`: the schedule keeps running).
 
     Raises:
         TypeError: For a callable (accepted only by the wrapped optimizer's constructor); the
