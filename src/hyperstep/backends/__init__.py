@@ -72,9 +72,9 @@ def integer_dtype() -> str:
 def in_stateless_scope() -> bool:
     """Whether Keras records assignments instead of making them (``keras.StatelessScope``).
 
-    Keras's probe is looked up once and kept in a module list, not behind
-    ``functools.cache``: dynamo ignores the cache and would trace the lookup
-    (``importlib.import_module``, a graph break in every compiled step that reads this).
+    Keras's probe is looked up once and kept in a module list, not only behind
+    ``functools.cache``: dynamo ignores that cache and would trace the version lookup in
+    every compiled step that reads this.
     """
     if not _STATELESS_PROBE:
         _STATELESS_PROBE.append(_stateless_scope_probe())
