@@ -17,6 +17,10 @@ the graph-break reasons, for
   :mod:`hyperstep.backends.torch`), eager and under ``torch.compile``, with ``beta_2``,
   ``epsilon`` and ``weight_decay`` that are float32 numbers and the bias excluded from weight
   decay (``launches``: the fused kernel calls per step);
+* ``step-eager``/``step-compiled`` and ``step-adam-eager``/``step-adam-compiled``: the same
+  with ``hs.StepOptimizer(..., fused=True)`` and its ``AdamW`` rule (Keras's default
+  ``beta_2`` and ``epsilon``, the bias in a group without weight decay) or its
+  ``Adam(amsgrad=True)`` rule;
 * ``<name>-eager``/``<name>-compiled`` for the other eight Keras optimizers with a torch
   implementation: Keras's step with ``SGD(momentum=0.9, nesterov=True)`` (``momentum`` on a
   schedule, scaled at step 5), ``RMSprop(momentum=0.5)`` (``rho`` scaled), ``Adam``,
@@ -111,8 +115,22 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
             fused=True,
         )
         optimizer.exclude_from_weight_decay(var_names=["bias"])  # two kernel calls per step
+    if mode.startswith("step"):
+        # constants that are not float32 numbers (0.999, 1e-7): the compiled step reads them
+        # exactly (Hyperparameter.exact_at), as the eager one does (host_float)
+        if mode.startswith("step-adam"):
+            rule, groups = hs.rules.Adam(amsgrad=True), []
+        else:  # the bias without weight decay: two kernel calls per step
+            rule, groups = hs.rules.AdamW(), [hs.Group("bias", match="*/bias", weight_decay=0.0)]
+        optimizer = hs.StepOptimizer(
+            rule,
+            groups=groups,
+            fused=True,
+            learning_rate="0.01 * 0.9 ** step",
+            **{"beta_1": SECOND["beta_1"], **({"weight_decay": 0.01} if groups else {})},
+        )
     launches = _count_launches()
-    compiled = mode in ("compiled", "captured", "loop-compiled", "fused-compiled")
+    compiled = mode.endswith("compiled") or mode == "captured"
     if mode.startswith("loop"):
         sys.path.insert(0, str(Path(__file__).parent))
         from worker import torch_step
@@ -142,7 +160,7 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
                 if step == 5:
                     hps["learning_rate"].clear()
                     hps[second].scale.assign(0.5)
-                if step == 6:
+                if step == 6 and "weight_decay" in hps:
                     hps["weight_decay"].set(0.2)
             start = time.perf_counter()
             result["losses"].append(one_step())
@@ -215,6 +233,7 @@ def main() -> None:
     backend = "inductor" if "--inductor" in sys.argv else "eager"
     modes = ("eager", "unchanged", "compiled", "captured", "loop", "loop-compiled")
     modes += ("fused-eager", "fused-compiled")
+    modes += ("step-eager", "step-compiled", "step-adam-eager", "step-adam-compiled")
     result: dict[str, Any] = {"fast_path_mismatches": _fast_path_mismatches()}
     result.update({mode: _train(mode, backend) for mode in modes})
     for name in list(OPTIMIZERS)[1:]:
@@ -255,6 +274,8 @@ PAIRS = {
     "captured": "eager",
     "loop-compiled": "loop",
     "fused-compiled": "fused-eager",
+    "step-compiled": "step-eager",
+    "step-adam-compiled": "step-adam-eager",
     **{f"{name}-compiled": f"{name}-eager" for name in list(OPTIMIZERS)[1:]},
 }
 
@@ -327,6 +348,26 @@ def test_fused_update_is_traced_without_captured_scalars(results: dict[str, Any]
     fused, default = results["fused-compiled"], results["compiled"]
     assert "Data dependent operator" not in fused["breaks"]
     assert fused["graphs"][-1] <= results["captured"]["graphs"][-1] < default["graphs"][-1]
+
+
+@pytest.mark.parametrize(("mode", "calls"), [("step", 2), ("step-adam", 1)])
+def test_step_optimizer_fused_kernel_runs_under_torch_compile_bitwise_as_eager(
+    results: dict[str, Any], mode: str, calls: int
+) -> None:
+    """``hs.StepOptimizer(..., fused=True)`` under ``torch.compile``: the same custom op as
+    ``hs.scheduled`` runs the fused kernel in every compiled step (AdamW: the default group
+    decays, the bias group does not; Adam with ``amsgrad``: one call), the rule's own update
+    in none (no launch would be counted then), and the weights equal the eager fused run's
+    bitwise: the compiled step reads the values in float64 with constants exact
+    (``Hyperparameter.exact_at``), the numbers the eager step reads from the host table.
+    No data-dependent graph break; no new graph after step 2 (``test_run_time_changes_do_not_
+    recompile`` above)."""
+    eager, compiled = results[f"{mode}-eager"], results[f"{mode}-compiled"]
+    assert eager["launches"] == compiled["launches"] == [calls] * STEPS
+    assert compiled["weights"] == eager["weights"]
+    assert compiled["losses"] == eager["losses"]
+    assert "Data dependent operator" not in compiled["breaks"]
+    assert compiled["graphs"][-1] <= results["fused-compiled"]["graphs"][-1]
 
 
 if __name__ == "__main__":

@@ -70,10 +70,15 @@ def integer_dtype() -> str:
 
 
 def in_stateless_scope() -> bool:
-    """Whether Keras records assignments instead of making them (``keras.StatelessScope``)."""
-    inside = _stateless_scope_probe()
+    """Whether Keras records assignments instead of making them (``keras.StatelessScope``).
 
-    return bool(inside())
+    Keras's probe is looked up once and kept in a module list, not only behind
+    ``functools.cache``: dynamo ignores that cache and would trace the version lookup in
+    every compiled step that reads this.
+    """
+    if not _STATELESS_PROBE:
+        _STATELESS_PROBE.append(_stateless_scope_probe())
+    return bool(_STATELESS_PROBE[0]())
 
 
 def building_model() -> bool:
@@ -108,6 +113,9 @@ def unmapped_in_jit(variables: list[Any]) -> list[Any]:
     if scope is None:
         return list(variables)
     return [v for v in variables if scope.get_current_value(v) is None]
+
+
+_STATELESS_PROBE: list[Any] = []  # Keras's in_stateless_scope, once looked up
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""Torch: fused updates for ``hs.scheduled(..., fused=True)`` (opt-in).
+"""Torch: fused updates for ``hs.scheduled`` and ``hs.StepOptimizer`` with ``fused=True``.
 
 Keras's torch Adam and AdamW (``keras/src/backend/torch/optimizers/torch_adam.py``) update
 every variable with about ten ``torch._foreach_*`` calls, each a pass over all the weights
@@ -28,7 +28,8 @@ The kernel takes its values as Python numbers: on eager CPU torch they are
 update. Under ``torch.compile`` they stay tensors (so that they change without a
 recompile): the update is then one custom op, ``hyperstep::fused_adam_``, opaque to dynamo,
 which reads them back when the compiled step runs (no ``.item()`` while tracing, so no
-graph break) and calls the same kernel. Inside ``keras.StatelessScope``, on a device
+graph break) and calls the same kernel (:func:`adam` chooses, eagerly or compiled, for
+both optimizers). Inside ``keras.StatelessScope``, on a device
 without fused kernels (``torch.optim``'s list) or with a torch without them, the update
 falls back to Keras's own ``_foreach`` code. Other optimizers (SGD, RMSprop, ...) run
 Keras's own code.
@@ -179,7 +180,7 @@ def adam(
     variables: Sequence[Any],
     slots: Sequence[Sequence[Any]],
     *,
-    step: int,
+    step: Any,
     learning_rate: Any,
     beta_1: Any,
     beta_2: Any,
@@ -187,27 +188,45 @@ def adam(
     weight_decay: Sequence[Any],
     amsgrad: bool,
 ) -> None:
-    """Keras's Adam update of ``variables`` with PyTorch's fused kernel (see the module), eagerly.
+    """Keras's Adam update of ``variables`` with PyTorch's fused kernel (see the module).
 
     ``slots``: per variable, its momentum and velocity (and velocity hat with ``amsgrad``)
     Keras variables; ``step``: ``t``, the update's 1-based count; ``weight_decay``: per
-    variable, its decoupled weight decay (0 for none). Values may be numbers or tensors
-    (read back once each). Call only where :func:`applies`.
+    variable, its decoupled weight decay (0 for none). Values may be numbers or tensors:
+    eagerly each is read back once; under ``torch.compile`` they stay tensors and go to
+    :func:`_fused_adam_op` (read back when the compiled step runs), one call per distinct
+    weight decay (the same number or the same tensor object). Call only where
+    :func:`applies`. Used by ``hs.scheduled`` and ``hs.StepOptimizer`` with ``fused=True``.
     """
-    values = [_number(v) for v in (learning_rate, beta_1, beta_2, epsilon)]
-    by_decay: dict[float, list[int]] = {}
+    compiling = torch.compiler.is_compiling()
+    common: list[Any] = [step, learning_rate, beta_1, beta_2, epsilon]
+    if compiling:
+        common = [_float64(value) for value in common]
+    else:
+        common = [int(_number(step)), *(_number(value) for value in common[1:])]
+    by_decay: dict[Any, tuple[Any, list[int]]] = {}
     for index, decay in enumerate(weight_decay):
-        by_decay.setdefault(_number(decay), []).append(index)
-    for decay, indices in by_decay.items():
+        if isinstance(decay, (int, float)) or not compiling:
+            key: Any = _number(decay)  # eager: the value read back; compiled: a number
+            decay = key
+        else:
+            key = id(decay)  # a tensor (the same object for the same decay)
+        by_decay.setdefault(key, (decay, []))[1].append(index)
+    for decay, indices in by_decay.values():
         tensors = [[variables[i].value for i in indices], [grads[i] for i in indices]]
         tensors += [[slots[i][k].value for i in indices] for k in range(len(slots[indices[0]]))]
+        if not amsgrad:
+            tensors.append([])
+        if compiling:  # one opaque op: no `.item()` while dynamo traces
+            _fused_adam_op(*tensors, torch.stack([*common, _float64(decay)]), amsgrad)
+            continue
         _launch(
-            [*tensors, []] if not amsgrad else tensors,
-            step=step,
-            lr=values[0],
-            beta_1=values[1],
-            beta_2=values[2],
-            epsilon=values[3],
+            tensors,
+            step=common[0],
+            lr=common[1],
+            beta_1=common[2],
+            beta_2=common[3],
+            epsilon=common[4],
             decay=decay,
             amsgrad=amsgrad,
         )
@@ -264,80 +283,40 @@ def _float64(value: Any) -> torch.Tensor:
     return torch.as_tensor(value).to(device="cpu", dtype=torch.float64).reshape(())
 
 
-def _traced_update(
-    optimizer: Any, grads: Sequence[Any], variables: Sequence[Any], learning_rate: Any
-) -> None:
-    """:func:`group_update` under ``torch.compile``: the values stay tensors (they change
-    without a recompile) and go to :func:`_fused_adam_op`, once for the variables that decay
-    and once for those that do not."""
-    amsgrad = bool(optimizer.amsgrad)
-    slots: list[list[Any]] = [[], [], []]
-    for variable in variables:
-        index = optimizer._get_variable_index(variable)
-        slots[0].append(optimizer._momentums[index].value)
-        slots[1].append(optimizer._velocities[index].value)
-        if amsgrad:
-            slots[2].append(optimizer._velocity_hats[index].value)
-    common = [
-        _float64(optimizer.iterations) + 1.0,
-        _float64(learning_rate),
-        _float64(optimizer.beta_1),
-        _float64(optimizer.beta_2),
-        _float64(optimizer.epsilon),
-    ]
-    decays = optimizer.weight_decay is not None
-    for decayed in (True, False):
-        indices = [
-            i
-            for i, v in enumerate(variables)
-            if (decays and optimizer._use_weight_decay(v)) == decayed
-        ]
-        if not indices:
-            continue
-        decay = _float64(optimizer.weight_decay if decayed else 0.0)
-        _fused_adam_op(
-            [variables[i].value for i in indices],
-            [grads[i] for i in indices],
-            [slots[0][i] for i in indices],
-            [slots[1][i] for i in indices],
-            [slots[2][i] for i in indices] if amsgrad else [],
-            torch.stack([*common, decay]),
-            amsgrad,
-        )
-
-
 def group_update(
     optimizer: Any, grads: Sequence[Any], variables: Sequence[Any], learning_rate: Any
 ) -> bool:
     """Update ``variables`` (one group of a Keras Adam or AdamW wrapped by ``hs.scheduled``)
-    with :func:`adam` (under ``torch.compile``: :func:`_fused_adam_op`); ``False`` (nothing
-    done) where it does not apply."""
+    with :func:`adam` (eagerly or under ``torch.compile``, where the values stay tensors);
+    ``False`` (nothing done) where it does not apply."""
     if not _adam_like(optimizer) or not applies(grads, variables):
         return False
-    if torch.compiler.is_compiling():
-        _traced_update(optimizer, grads, variables, learning_rate)
-        return True
     amsgrad = bool(optimizer.amsgrad)
     slots = []
     for variable in variables:
         index = optimizer._get_variable_index(variable)
         found = [optimizer._momentums[index], optimizer._velocities[index]]
         slots.append([*found, optimizer._velocity_hats[index]] if amsgrad else found)
-    weight_decay = 0.0 if optimizer.weight_decay is None else _number(optimizer.weight_decay)
-    decays = [
-        weight_decay if weight_decay != 0.0 and optimizer._use_weight_decay(v) else 0.0
-        for v in variables
-    ]
+    if torch.compiler.is_compiling():  # tensors: they change without a recompile
+        step: Any = _float64(optimizer.iterations) + 1.0
+        weight_decay = optimizer.weight_decay
+        decays = weight_decay is not None
+    else:
+        step = int(optimizer.iterations.value) + 1
+        weight_decay = 0.0 if optimizer.weight_decay is None else _number(optimizer.weight_decay)
+        decays = weight_decay != 0.0
     adam(
         grads,
         variables,
         slots,
-        step=int(optimizer.iterations.value) + 1,
+        step=step,
         learning_rate=learning_rate,
         beta_1=optimizer.beta_1,
         beta_2=optimizer.beta_2,
         epsilon=optimizer.epsilon,
-        weight_decay=decays,
+        weight_decay=[
+            weight_decay if decays and optimizer._use_weight_decay(v) else 0.0 for v in variables
+        ],
         amsgrad=amsgrad,
     )
     return True

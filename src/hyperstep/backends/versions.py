@@ -66,7 +66,9 @@ OPTIMIZER_SLOTS = (
 
 
 def _import(module: str, *attributes: str) -> Any:
-    found = importlib.import_module(module)
+    # an imported module from sys.modules: dynamo traces that, not `import_module` (a graph
+    # break when a private API is first reached inside a compiled step)
+    found = sys.modules.get(module) or importlib.import_module(module)
     for attribute in attributes:
         found = getattr(found, attribute)
     return found

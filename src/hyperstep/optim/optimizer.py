@@ -101,7 +101,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
             :class:`~hyperstep.rules.AdamW` rules update through PyTorch's fused kernel on
             torch (``torch._fused_adamw_``, one pass per tensor, per group; equal to the
             rule to float32 rounding; see :mod:`hyperstep.backends.torch`; eager CPU
-            torch only), and :class:`~hyperstep.rules.ScheduleFreeAdamW` takes its
+            torch and ``torch.compile``), and :class:`~hyperstep.rules.ScheduleFreeAdamW` takes its
             ``z`` and second-moment step in one ``ResourceApplyAdam`` pass on TensorFlow
             (a scratch slot more; equal to the rule to float32 rounding; faster without
             XLA, slower under it, which fuses the rule's operations). Elsewhere, and
@@ -292,14 +292,18 @@ class StepOptimizer(keras.optimizers.Optimizer):
 
     def _fused_update(self, grads: Any, variables: Any) -> bool:
         """``fused=True``: the Adam and AdamW rules through PyTorch's fused kernel, once per
-        group (:func:`hyperstep.backends.torch.adam`); ``False`` (nothing done) elsewhere:
-        another rule or backend, ``torch.compile``, or the clock not readable for free."""
+        group (:func:`hyperstep.backends.torch.adam`); eagerly the values are Python numbers
+        (the host table), under ``torch.compile`` float64 tensors
+        (:meth:`~hyperstep.Hyperparameter.exact_at`: the same numbers, read back when the
+        compiled step runs). ``False`` (nothing done) elsewhere: another rule or backend,
+        or the clock not readable for free."""
         kernel = backends.multi_tensor_adam()
         rule = self.rule
         if kernel is None or type(rule) not in (_rules.Adam, _rules.AdamW):
             return False
-        step = backends.host_int(self.clock.step)
-        if step is None or not kernel.applies(grads, variables):
+        compiling = backends.compiling()
+        step: Any = None if compiling else backends.host_int(self.clock.step)
+        if (step is None and not compiling) or not kernel.applies(grads, variables):
             return False
         keys = (
             ("momentum", "velocity", "velocity_hat") if rule.amsgrad else ("momentum", "velocity")
@@ -309,22 +313,31 @@ class StepOptimizer(keras.optimizers.Optimizer):
             index = self._get_variable_index(variable)
             members.setdefault(self._variable_group[index], []).append(index)
         position = {self._get_variable_index(v): i for i, v in enumerate(variables)}
-        for group, indices in members.items():
-            table = self._tables[group]
-            value = {key: _host_value(hp, step) for key, hp in table.items()}
-            decay = value.get("weight_decay", 0.0)
-            kernel.adam(
-                [grads[position[i]] for i in indices],
-                [variables[position[i]] for i in indices],
-                [[self._slots[key][i] for key in keys] for i in indices],
-                step=step + 1,
-                learning_rate=value["learning_rate"],
-                beta_1=value["beta_1"],
-                beta_2=value["beta_2"],
-                epsilon=value["epsilon"],
-                weight_decay=[decay] * len(indices),
-                amsgrad=rule.amsgrad,
-            )
+        update = self._hs_update
+        with update.fixed(self.clock, host=False):  # (fixed already when called from `apply`)
+            if compiling:
+                step = update.step
+
+            def read(hp: Any) -> Any:
+                if not compiling:
+                    return _host_value(hp, step)
+                return update.cached(("exact", id(hp)), lambda: hp.exact_at(step))
+
+            for group, indices in members.items():
+                value = {key: read(hp) for key, hp in self._tables[group].items()}
+                decay = value.get("weight_decay", 0.0)
+                kernel.adam(
+                    [grads[position[i]] for i in indices],
+                    [variables[position[i]] for i in indices],
+                    [[self._slots[key][i] for key in keys] for i in indices],
+                    step=step + 1,
+                    learning_rate=value["learning_rate"],
+                    beta_1=value["beta_1"],
+                    beta_2=value["beta_2"],
+                    epsilon=value["epsilon"],
+                    weight_decay=[decay] * len(indices),
+                    amsgrad=rule.amsgrad,
+                )
         return True
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
