@@ -332,11 +332,22 @@ def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
 def compiling() -> bool:
     """Whether ``torch.compile`` (dynamo) is tracing the caller: code that dynamo cannot
     trace (``threading``) must be skipped there."""
-    if _backend() != "torch":
-        return False
-    import torch
+    probe = _compiling_probe[0] if _compiling_probe else _find_compiling_probe()
+    return probe is not None and bool(probe())
 
-    return bool(torch.compiler.is_compiling())
+
+#: ``torch.compiler.is_compiling`` on torch, else None (found once: an update asks ~10 times)
+_compiling_probe: list[Any] = []
+
+
+def _find_compiling_probe() -> Any:
+    probe = None
+    if _backend() == "torch":
+        import torch
+
+        probe = torch.compiler.is_compiling
+    _compiling_probe.append(probe)
+    return probe
 
 
 @functools.cache
