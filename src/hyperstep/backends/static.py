@@ -41,7 +41,7 @@ from typing import Any
 
 
 class StaticNumber:
-    """Python truth and comparisons with numbers answered by ``static``, not by the value.
+    """Truth and comparisons with numbers answered by ``static``; arithmetic by ``_binary``.
 
     The base of :class:`StaticScalar` (JAX) and :class:`~hyperstep.backends.tensorflow.ExactScalar`
     (TensorFlow). ``static`` is the constant a hyperparameter was built from, or ``None`` for
@@ -57,6 +57,40 @@ class StaticNumber:
 
     def _compare_traced(self, other: Any, op: Callable[[Any, Any], Any]) -> Any:
         raise NotImplementedError
+
+    def _binary(self, other: Any, name: str, swap: bool) -> Any:
+        """``self <name> other`` (``other <name> self`` when ``swap``)."""
+        raise NotImplementedError
+
+    def __add__(self, other: Any) -> Any:
+        return self._binary(other, "add", False)
+
+    def __radd__(self, other: Any) -> Any:
+        return self._binary(other, "add", True)
+
+    def __sub__(self, other: Any) -> Any:
+        return self._binary(other, "sub", False)
+
+    def __rsub__(self, other: Any) -> Any:
+        return self._binary(other, "sub", True)
+
+    def __mul__(self, other: Any) -> Any:
+        return self._binary(other, "mul", False)
+
+    def __rmul__(self, other: Any) -> Any:
+        return self._binary(other, "mul", True)
+
+    def __truediv__(self, other: Any) -> Any:
+        return self._binary(other, "truediv", False)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return self._binary(other, "truediv", True)
+
+    def __pow__(self, other: Any) -> Any:
+        return self._binary(other, "pow", False)
+
+    def __rpow__(self, other: Any) -> Any:
+        return self._binary(other, "pow", True)
 
     def __bool__(self) -> bool:
         return self._number() != 0
@@ -154,36 +188,6 @@ class StaticScalar(StaticNumber):
         result = jnp.where(flag, rounded, plain)
         self._memo[key] = result
         return result
-
-    def __add__(self, other: Any) -> Any:
-        return self._binary(other, "add", False)
-
-    def __radd__(self, other: Any) -> Any:
-        return self._binary(other, "add", True)
-
-    def __sub__(self, other: Any) -> Any:
-        return self._binary(other, "sub", False)
-
-    def __rsub__(self, other: Any) -> Any:
-        return self._binary(other, "sub", True)
-
-    def __mul__(self, other: Any) -> Any:
-        return self._binary(other, "mul", False)
-
-    def __rmul__(self, other: Any) -> Any:
-        return self._binary(other, "mul", True)
-
-    def __truediv__(self, other: Any) -> Any:
-        return self._binary(other, "truediv", False)
-
-    def __rtruediv__(self, other: Any) -> Any:
-        return self._binary(other, "truediv", True)
-
-    def __pow__(self, other: Any) -> Any:
-        return self._binary(other, "pow", False)
-
-    def __rpow__(self, other: Any) -> Any:
-        return self._binary(other, "pow", True)
 
     def __neg__(self) -> Any:
         return -self.value  # exact, as a Python float's

@@ -100,36 +100,6 @@ class ExactScalar(StaticNumber):
                 value = None
         return ExactScalar(tensor_op(a, b), value)
 
-    def __add__(self, other: Any) -> Any:
-        return self._binary(other, "add", False)
-
-    def __radd__(self, other: Any) -> Any:
-        return self._binary(other, "add", True)
-
-    def __sub__(self, other: Any) -> Any:
-        return self._binary(other, "sub", False)
-
-    def __rsub__(self, other: Any) -> Any:
-        return self._binary(other, "sub", True)
-
-    def __mul__(self, other: Any) -> Any:
-        return self._binary(other, "mul", False)
-
-    def __rmul__(self, other: Any) -> Any:
-        return self._binary(other, "mul", True)
-
-    def __truediv__(self, other: Any) -> Any:
-        return self._binary(other, "truediv", False)
-
-    def __rtruediv__(self, other: Any) -> Any:
-        return self._binary(other, "truediv", True)
-
-    def __pow__(self, other: Any) -> Any:
-        return self._binary(other, "pow", False)
-
-    def __rpow__(self, other: Any) -> Any:
-        return self._binary(other, "pow", True)
-
     def __neg__(self) -> ExactScalar:
         return ExactScalar(-self.tensor, None if self.static is None else -self.static)
 
