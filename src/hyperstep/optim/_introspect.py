@@ -98,11 +98,7 @@ def checked_in_python(cls: type) -> frozenset[str]:
     """
     names = numeric_names(cls)
     found: set[str] = set()
-    for klass in cls.__mro__:
-        try:
-            source = inspect.getsource(klass)
-        except (OSError, TypeError):
-            continue
+    for source in _sources(cls):
         for line in source.splitlines():
             if re.match(r"\s*(el)?if\b", line):
                 found.update(n for n in names if re.search(rf"\bself\.{n}\b", line))
@@ -110,6 +106,17 @@ def checked_in_python(cls: type) -> frozenset[str]:
 
 
 _NUMBER = r"\d+(?:\.\d*)?"
+
+
+def _sources(cls: type) -> list[str]:
+    """The source of ``cls`` and of each of its bases that has one."""
+    found = []
+    for klass in cls.__mro__:
+        try:
+            found.append(inspect.getsource(klass))
+        except (OSError, TypeError):
+            continue
+    return found
 
 
 @functools.cache
@@ -128,11 +135,7 @@ def arithmetic_in_python(cls: type) -> frozenset[str]:
     """
     names = numeric_names(cls)
     found: set[str] = set()
-    for klass in cls.__mro__:
-        try:
-            source = inspect.getsource(klass)
-        except (OSError, TypeError):
-            continue
+    for source in _sources(cls):
         for name in names:
             forms = [rf"self\.{name}\b"]
             forms += [
