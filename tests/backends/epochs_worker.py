@@ -25,6 +25,9 @@ import tempfile
 import warnings
 from typing import Any
 
+import keras
+import numpy as np
+
 SAMPLES, BATCH, STEPS_PER_EPOCH, EPOCHS = 1000, 64, 5, 8
 LR_SCHEDULE = [(3, 0.05), (6, 0.01), (9, 0.005), (12, 0.001)]  # keras-io's table
 
@@ -38,9 +41,34 @@ def lr_schedule(epoch: int, lr: Any) -> Any:  # keras-io's function, verbatim
     return lr
 
 
-def data() -> tuple[Any, Any]:
-    import numpy as np
+class CustomLearningRateScheduler(keras.callbacks.Callback):  # keras-io's, without print
+    def __init__(self, schedule: Any) -> None:
+        super().__init__()
+        self.schedule = schedule
 
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        lr = self.model.optimizer.learning_rate
+        self.model.optimizer.learning_rate = self.schedule(epoch, lr)
+
+
+class Rates(keras.callbacks.Callback):
+    """The learning rate each update uses, and fit's epoch of each update."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rates: list[float] = []
+        self.epochs: list[int] = []
+        self.epoch = -1
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self.epoch = epoch
+
+    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+        self.rates.append(float(np.asarray(self.model.optimizer.learning_rate)))
+        self.epochs.append(self.epoch)
+
+
+def data() -> tuple[Any, Any]:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(SAMPLES, 4)).astype("float32")
     return x, (x @ np.array([[0.5], [-1.0], [2.0], [0.3]], "float32") - 0.1)
@@ -63,31 +91,8 @@ def numbers(value: Any) -> Any:
 
 def check_table() -> dict[str, Any]:
     import keras
-    import numpy as np
 
     import hyperstep as hs
-
-    class CustomLearningRateScheduler(keras.callbacks.Callback):  # keras-io's, no print
-        def __init__(self, schedule: Any) -> None:
-            super().__init__()
-            self.schedule = schedule
-
-        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-            lr = self.model.optimizer.learning_rate
-            self.model.optimizer.learning_rate = self.schedule(epoch, lr)
-
-    class Rates(keras.callbacks.Callback):
-        def __init__(self) -> None:
-            super().__init__()
-            self.rates: list[float] = []
-            self.epochs: list[int] = []
-
-        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-            self.epoch = epoch
-
-        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-            self.rates.append(float(np.asarray(self.model.optimizer.learning_rate)))
-            self.epochs.append(self.epoch)
 
     def model() -> Any:
         keras.utils.set_random_seed(1)

@@ -9,6 +9,8 @@ every 16 batches), so ``floor(step / 5)`` is not fit's epoch.
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
 from typing import Any
 
 import keras
@@ -18,52 +20,20 @@ import tensorflow as tf
 
 import hyperstep as hs
 
+# keras-io's epoch table, its callback, the rate recorder and the data: shared with the
+# JAX/torch worker, which runs them in another process
+_SPEC = importlib.util.spec_from_file_location(
+    "hs_epochs_worker", Path(__file__).parents[1] / "backends" / "epochs_worker.py"
+)
+assert _SPEC is not None and _SPEC.loader is not None
+_WORKER = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_WORKER)
+CustomLearningRateScheduler, Rates = _WORKER.CustomLearningRateScheduler, _WORKER.Rates
+LR_SCHEDULE, lr_schedule, data = _WORKER.LR_SCHEDULE, _WORKER.lr_schedule, _WORKER.data
+
 SAMPLES, BATCH, STEPS_PER_EPOCH, EPOCHS = 1000, 64, 5, 15
-LR_SCHEDULE = [(3, 0.05), (6, 0.01), (9, 0.005), (12, 0.001)]  # keras-io's table
 TABLE = hs.schedules.piecewise([3, 6, 9, 12], [0.1, 0.05, 0.01, 0.005, 0.001], unit="epoch")
 pytestmark = pytest.mark.filterwarnings("ignore:Your input ran out of data:UserWarning")
-
-
-def lr_schedule(epoch: int, lr: Any) -> Any:  # keras-io's function, verbatim
-    if epoch < LR_SCHEDULE[0][0] or epoch > LR_SCHEDULE[-1][0]:
-        return lr
-    for i in range(len(LR_SCHEDULE)):
-        if epoch == LR_SCHEDULE[i][0]:
-            return LR_SCHEDULE[i][1]
-    return lr
-
-
-class CustomLearningRateScheduler(keras.callbacks.Callback):  # keras-io's, without print
-    def __init__(self, schedule: Any) -> None:
-        super().__init__()
-        self.schedule = schedule
-
-    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-        lr = self.model.optimizer.learning_rate
-        self.model.optimizer.learning_rate = self.schedule(epoch, lr)
-
-
-class Rates(keras.callbacks.Callback):
-    """The learning rate each update uses, and fit's epoch of each update."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rates: list[float] = []
-        self.epochs: list[int] = []
-        self.epoch = -1
-
-    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-        self.epoch = epoch
-
-    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-        self.rates.append(float(np.asarray(self.model.optimizer.learning_rate)))
-        self.epochs.append(self.epoch)
-
-
-def data() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(SAMPLES, 4)).astype("float32")
-    return x, (x @ np.array([[0.5], [-1.0], [2.0], [0.3]], "float32") - 0.1)
 
 
 def model() -> keras.Model:
