@@ -116,6 +116,36 @@ def test_tensorflow_gradient_function_and_op_determinism_config() -> None:
     assert enabled() is False  # put back
 
 
+def test_tensorflow_enclosing_xla_context_marks_jit_compiled_traces() -> None:
+    # StepOptimizer's TensorFlow kernels stay off where XLA compiles the step: a
+    # tf.function(jit_compile=True) and Keras's fit with jit_compile=True
+    import tensorflow as tf
+
+    from hyperstep.backends.tensorflow import under_xla
+
+    context = tf.__internal__.get_enclosing_xla_context
+    seen = []
+
+    class Probe(keras.layers.Layer):
+        def call(self, x):  # type: ignore[no-untyped-def]
+            seen.append((context() is not None, under_xla()))
+            return x
+
+    def probe() -> object:
+        return Probe()(tf.ones(1))
+
+    assert context() is None and not under_xla()
+    tf.function(probe, jit_compile=True)()
+    tf.function(probe)()
+    assert seen == [(True, True), (False, False)]
+    for jit_compile in (True, False):
+        model = keras.Sequential([keras.Input((1,)), Probe(), keras.layers.Dense(1)])
+        model.compile("sgd", "mse", jit_compile=jit_compile)
+        seen.clear()  # (the symbolic build is traced without XLA)
+        model.fit(np.ones((2, 1)), np.ones((2, 1)), verbose=0)
+        assert set(seen) == {(jit_compile, jit_compile)}
+
+
 def test_keras_global_seed_generator_lives_in_global_state() -> None:
     from hyperstep.backends.internals import global_seed_generator
 
@@ -165,6 +195,9 @@ PINNED = {
     "TorchOptimizer._apply_weight_decay": _TORCH_ADAM,
     "tensorflow.python.framework.ops.get_gradient_function": _TF,
     "tensorflow.python.framework.config.is_op_determinism_enabled": _TF,
+    "tensorflow.__internal__.get_enclosing_xla_context": (
+        test_tensorflow_enclosing_xla_context_marks_jit_compiled_traces
+    ),
     "jax._src.core.trace_state_clean/unsafe_am_i_under_a_jit": _SCOPES,
     "torch._fused_adam_/_fused_adamw_": _TORCH_ADAM,
     "torch.utils._foreach_utils._get_fused_kernels_supported_devices": _TORCH_ADAM,

@@ -111,14 +111,65 @@ def test_schedule_free_adamw_matches_the_reference_with_algoperf_settings(memory
 
 
 @pytest.mark.parametrize("memory_efficient", [False, True])
-def test_schedule_free_adamw_fused_matches_the_reference(memory_efficient):
-    # TensorFlow: z and the second moment in one ResourceApplyAdam pass
+@pytest.mark.parametrize("fused", [False, True])
+def test_schedule_free_adamw_operations_and_kernel_match_the_reference(memory_efficient, fused):
+    # TensorFlow: z and the second moment in one ResourceApplyAdam pass (the default there),
+    # or the rule's own operations (fused=False, as on the other backends)
     rule = hs.rules.ScheduleFreeAdamW(memory_efficient=memory_efficient)
-    y, x, opt = run_ours(rule, {**ALGOPERF, "fused": True})
-    assert ("adam_scratch" in opt._slots) == (keras.backend.backend() == "tensorflow")
+    y, x, opt = run_ours(rule, {**ALGOPERF, "fused": fused})
+    kernel = fused and keras.backend.backend() == "tensorflow"
+    assert ("adam_scratch" in opt._scratch) == kernel
     ref_y, ref_x = run_reference(schedulefree.AdamWScheduleFreeReference, torch_settings(ALGOPERF))
     assert_close(y, ref_y)
     assert_close(x, ref_x)
+
+
+def kernel_calls(opt, variables, jit_compile):
+    """ResourceApplyAdam ops in the traced update (TensorFlow)."""
+    import tensorflow as tf
+
+    grads = [keras.ops.ones_like(v) for v in variables]
+    step = tf.function(lambda: opt.apply(grads, variables), jit_compile=jit_compile)
+    graph = step.get_concrete_function().graph
+    return sum(op.type == "ResourceApplyAdam" for op in graph.get_operations())
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's kernel")
+def test_schedule_free_adamw_takes_the_kernel_by_default_outside_xla_only():
+    """fused=None (default) is fused=True for this rule; under XLA neither takes the kernel
+    (XLA fuses the operations); the scratch buffers are not optimizer variables, so the
+    checkpoint is the same whatever `fused` is."""
+    counts, saved = {}, {}
+    for fused in (None, True, False):
+        variables = [keras.Variable(W0, name="kernel"), keras.Variable(B0, name="bias")]
+        opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamW(), fused=fused, **ALGOPERF)
+        opt.build(variables)
+        counts[fused] = [kernel_calls(opt, variables, jit) for jit in (False, True)]
+        scratch = opt._scratch.get("adam_scratch", [])
+        assert not any(v is b for v in opt.variables for b in scratch)
+        saved[fused] = [v.path.split("/", 1)[1] for v in opt.variables]
+    assert counts == {None: [2, 0], True: [2, 0], False: [0, 0]}
+    assert saved[None] == saved[True] == saved[False]
+    assert hs.StepOptimizer(hs.rules.Adam())._fuses is False  # other rules: fused=False
+
+
+def test_a_checkpoint_moves_between_fused_and_unfused_optimizers():
+    def trained(fused, steps):
+        variables = [keras.Variable(W0), keras.Variable(B0)]
+        opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamW(), fused=fused, **ALGOPERF)
+        step = compiled_step(opt, variables)
+        for i in range(steps):
+            step(X[i], Y[i])
+        return opt, variables
+
+    store = {}
+    saved, _ = trained(False, 5)
+    saved.save_own_variables(store)
+    loaded, variables = trained(None, 0)
+    loaded.build(variables)
+    loaded.load_own_variables(store)
+    for a, b in zip(saved.variables, loaded.variables, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
 @pytest.mark.slow  # 200 eager steps: ~5 s

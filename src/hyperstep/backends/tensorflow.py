@@ -32,7 +32,7 @@ import tensorflow as tf  # noqa: E402
 from keras import ops  # noqa: E402
 
 from hyperstep.backends.static import StaticNumber  # noqa: E402
-from hyperstep.backends.versions import OPTIMIZER_SLOTS, missing  # noqa: E402
+from hyperstep.backends.versions import OPTIMIZER_SLOTS, missing, reach  # noqa: E402
 
 _OPS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[float, float], float]]] = {
     "add": (ops.add, operator.add),
@@ -329,11 +329,12 @@ def adam_pass(variable: Any, scratch: Any, velocity: Any, gradient: Any, **scala
     in one ``ResourceApplyAdam`` pass with the first moment off (``beta1 = 0`` and both
     powers 0, so its ``alpha`` is ``lr``; ``scratch`` takes the kernel's ``m``, which it
     sets to ``g``). ``scalars``: ``learning_rate``, ``beta_2``, ``epsilon``. ``False``
-    (nothing done) for a sparse gradient or a dtype the kernel lacks.
+    (nothing done) for a sparse gradient, a dtype the kernel lacks, or under XLA
+    (:func:`under_xla`), which fuses the caller's own operations into fewer passes.
     """
     var = native_variable(variable)
     dtype = var.dtype
-    if not isinstance(gradient, tf.Tensor) or dtype not in _KERNEL_DTYPES:
+    if not isinstance(gradient, tf.Tensor) or dtype not in _KERNEL_DTYPES or under_xla():
         return False
     zero = tf.zeros((), dtype)
     tf.raw_ops.ResourceApplyAdam(
@@ -349,3 +350,20 @@ def adam_pass(variable: Any, scratch: Any, velocity: Any, gradient: Any, **scala
         grad=tf.cast(gradient, dtype),
     )
     return True
+
+
+def under_xla() -> bool:
+    """Whether the code being traced will be compiled by XLA (``tf.function(jit_compile=True)``,
+    Keras's ``jit_compile=True``): TensorFlow's enclosing XLA context, reached through
+    :data:`~hyperstep.backends.versions.PRIVATE_APIS` (``False`` if it moved).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> under_xla(), bool(tf.function(under_xla, jit_compile=True)())
+        (False, True)
+    """
+    context = reach(_XLA_CONTEXT, fallback=None)
+    return context is not None and context() is not None
+
+
+_XLA_CONTEXT = "tensorflow.__internal__.get_enclosing_xla_context"

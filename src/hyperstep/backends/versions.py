@@ -178,6 +178,14 @@ def _apis() -> dict[str, PrivateAPI]:
             ),
         ),
         PrivateAPI(
+            "tensorflow.__internal__.get_enclosing_xla_context",
+            "tensorflow",
+            "StepOptimizer's TensorFlow kernels stay off under XLA, which fuses the rule's "
+            "operations into fewer passes",
+            lambda: _import("tensorflow", "__internal__", "get_enclosing_xla_context"),
+            optional=True,
+        ),
+        PrivateAPI(
             "jax._src.core.trace_state_clean/unsafe_am_i_under_a_jit",
             "jax",
             "the JAX freeze check (variables read as constants in jax.jit)",

@@ -182,7 +182,7 @@ def hyperparameters_config(
     *,
     clock: Any,
     advance: bool,
-    fused: bool,
+    fused: bool | None,
 ) -> dict[str, Any]:
     """The config keys both optimizers share (see the module docstring); ``variables``
     serialize a group's predicate as the paths it matched."""

@@ -103,9 +103,12 @@ class StepOptimizer(keras.optimizers.Optimizer):
             rule to float32 rounding; see :mod:`hyperstep.backends.torch`; eager CPU
             torch and ``torch.compile``), and :class:`~hyperstep.rules.ScheduleFreeAdamW` takes its
             ``z`` and second-moment step in one ``ResourceApplyAdam`` pass on TensorFlow
-            (a scratch slot more; equal to the rule to float32 rounding; faster without
-            XLA, slower under it, which fuses the rule's operations). Elsewhere, and
-            for other rules, the rule's own update.
+            outside XLA (a scratch buffer per variable, not saved; equal to the rule to
+            float32 rounding; under XLA, which fuses the rule's own operations, the rule's
+            update). ``None`` (default): as ``True`` for the rules that promise no bitwise
+            equality with a Keras optimizer and whose kernel is faster
+            (``Rule.fuses_by_default``: :class:`~hyperstep.rules.ScheduleFreeAdamW`), as
+            ``False`` for the others. Elsewhere, and for other rules, the rule's own update.
         **hyperparameters: Values of the rule's hyperparameters, plus Keras's
             ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``use_ema``,
             ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor`` and
@@ -141,12 +144,13 @@ class StepOptimizer(keras.optimizers.Optimizer):
         clock: Any = None,
         advance: bool | None = None,
         name: str | None = None,
-        fused: bool = False,
+        fused: bool | None = None,
         **hyperparameters: Any,
     ) -> None:
-        if not isinstance(fused, bool):
+        if fused is not None and not isinstance(fused, bool):
             raise InvalidTypeError(
-                "`StepOptimizer(fused=...)` must be True or False. " + received("fused", fused)
+                "`StepOptimizer(fused=...)` must be True, False or None. "
+                + received("fused", fused)
             )
         keras_arguments = {
             k: hyperparameters.pop(k) for k in KERAS_ARGUMENTS if k in hyperparameters
@@ -168,6 +172,8 @@ class StepOptimizer(keras.optimizers.Optimizer):
         super().__init__(learning_rate=_no_learning_rate, name=name, **keras_arguments)
         self.rule = rule
         self.fused = fused
+        # whether to take the rule's kernels (`fused`, or the rule's default for None)
+        self._fuses = rule.fuses_by_default if fused is None else fused
         self.clock = _pick_clock(
             clock,
             [hyperparameters, *(g.hyperparameters for g in groups if isinstance(g, Group))],
@@ -228,10 +234,15 @@ class StepOptimizer(keras.optimizers.Optimizer):
         names = list(self.groups)
         self._variable_group = [0 if g is None else 1 + names.index(g.name) for g in owners]
         slots = [key for key in self.rule.slots if key not in self.rule.copied_slots]
-        if self.fused and backends.adam_pass() is not None:
-            slots += list(self.rule.fused_slots)
         created = self.add_optimizer_variables(variables, slots) if slots else ()
         self._slots = dict(zip(slots, created, strict=True))
+        # the kernel's scratch buffers: untracked (set in __dict__), so neither saved nor
+        # restored, and a checkpoint is the same with and without `fused`
+        scratch = self._fuses and backends.adam_pass() is not None
+        self.__dict__["_scratch"] = {
+            key: [self._scratch_buffer(v, key) for v in variables]
+            for key in (self.rule.fused_slots if scratch else ())
+        }
         # -- a rule's slots that start at the variable's value and scalar state (Rule) --
         for key in self.rule.copied_slots:
             self._slots[key] = [self._copied_slot(v, key) for v in variables]
@@ -242,6 +253,14 @@ class StepOptimizer(keras.optimizers.Optimizer):
                 )
                 for v in variables
             ]
+
+    def _scratch_buffer(self, variable: Any, key: str) -> Any:
+        if self._overwrite_variable_with_gradient(variable):
+            return None
+        name = f"{self.name}_{variable.path.replace('/', '_')}_{key}"
+        return keras.Variable(
+            "zeros", shape=variable.shape, dtype=variable.dtype, trainable=False, name=name
+        )
 
     def _copied_slot(self, variable: Any, key: str) -> Any:
         if self._overwrite_variable_with_gradient(variable):
@@ -267,7 +286,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
     def _backend_update_step(
         self, grads: Any, trainable_variables: Any, learning_rate: Any
     ) -> None:
-        if self.fused and self._fused_update(grads, trainable_variables):
+        if self._fuses and self._fused_update(grads, trainable_variables):
             return
         # the values every update of this step reads, computed once and passed the way Keras
         # passes `learning_rate` (so tf.distribute hands them to each replica's update)
@@ -351,6 +370,8 @@ class StepOptimizer(keras.optimizers.Optimizer):
             step = ops.cast(step, dtype)
         gradient = ops.cast(gradient, dtype)
         slots = Values({key: native_variable(self._slots[key][index]) for key in self._slots})
+        for key, buffers in self._scratch.items():
+            slots[key] = buffers[index]
         result = self.rule.update(variable, gradient, slots, Values(hp, complements), step)
         if result is None:
             return

@@ -100,8 +100,12 @@ class Rule:
         scalar_slots: Name -> initial value of per-variable float32 scalars, passed in
             ``slots`` too.
         averaged_slot: The slot that :func:`hyperstep.averaged_weights` swaps in.
-        fused_slots: Full-size slots created only by ``StepOptimizer(fused=True)`` where
-            the backend has the one-pass kernel they serve (``slots`` then has them).
+        fused_slots: Full-size scratch buffers the one-pass kernel needs, created only
+            where ``StepOptimizer`` fuses and the backend has the kernel (passed in
+            ``slots`` then; not optimizer variables: nothing of them is saved).
+        fuses_by_default: Whether ``StepOptimizer(fused=None)`` (the default) takes the
+            one-pass kernel: for a rule whose kernel is faster and that promises no
+            bitwise equality with a Keras optimizer.
 
     Constructor arguments of a rule are structural options (``nesterov``, ``amsgrad``),
     never hyperparameters: those are given to the optimizer or to a group. A rule with
@@ -118,9 +122,11 @@ class Rule:
     #: The slot holding the weights to evaluate (schedule-free's ``x``), swapped into the
     #: variables by :func:`hyperstep.averaged_weights`; ``None`` for most rules.
     averaged_slot: ClassVar[str | None] = None
-    #: Slots for a one-pass kernel, created only by ``StepOptimizer(fused=True)`` where the
-    #: backend has it (schedule-free AdamW's scratch first moment on TensorFlow).
+    #: Scratch buffers for a one-pass kernel, created only where ``StepOptimizer`` fuses and
+    #: the backend has it (schedule-free AdamW's scratch first moment on TensorFlow).
     fused_slots: ClassVar[tuple[str, ...]] = ()
+    #: Whether ``StepOptimizer(fused=None)`` fuses this rule (see ``fused_slots``).
+    fuses_by_default: ClassVar[bool] = False
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         """Return the new value of ``variable`` (see the module docstring for the forms).

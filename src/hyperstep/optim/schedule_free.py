@@ -137,11 +137,13 @@ class ScheduleFreeAdamW(_ScheduleFree):
     ``y = beta_1 * x + (1 - beta_1) * z`` as in the module docstring. There is no first
     moment: ``beta_1`` is the interpolation between ``x`` and ``z``.
 
-    Slots: ``z``, ``velocity``, ``x``; scalar slots ``weight_sum``, ``lr_max``. Under
-    ``StepOptimizer(fused=True)`` on TensorFlow, the ``velocity`` and ``z`` steps are one
-    ``ResourceApplyAdam`` pass (first moment off), with a scratch slot ``adam_scratch``:
-    fewer operations for TensorFlow's executor; under XLA, which fuses the rule's own
-    operations already, three passes more (the scratch's read and write).
+    Slots: ``z``, ``velocity``, ``x``; scalar slots ``weight_sum``, ``lr_max``. On
+    TensorFlow outside XLA, by default (``StepOptimizer(fused=None)``, see
+    ``fuses_by_default``), the ``velocity`` and ``z`` steps are one ``ResourceApplyAdam``
+    pass (first moment off) with a scratch buffer ``adam_scratch`` (not saved): fewer
+    operations for TensorFlow's executor, equal to the rule's operations to float32
+    rounding. Under XLA, which fuses the rule's own operations already, the kernel would
+    cost three passes more (the scratch's read and write), so the operations run there.
 
     Args:
         memory_efficient: Drop the ``x`` slot (``schedulefree.AdamWScheduleFree``'s form):
@@ -163,6 +165,7 @@ class ScheduleFreeAdamW(_ScheduleFree):
     }
     slots = ("z", "velocity", "x")
     fused_slots = ("adam_scratch",)  # ResourceApplyAdam's first moment (set to g each step)
+    fuses_by_default = True
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         lr, ckp1 = _average_weight(slots, hp, step)
