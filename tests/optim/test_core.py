@@ -43,8 +43,11 @@ def test_both_optimizers_save_hyperparameters_in_one_format() -> None:
         ]
 
     values = {"learning_rate": "cosine(0.1, steps=100)", "beta_1": 0.8, "epsilon": 1e-6}
-    scheduled = hs.scheduled(keras.optimizers.Adam(), groups=groups(), advance=False, **values)
-    step = hs.StepOptimizer("adam", groups=groups(), advance=False, **values)
+    # (`fused` given: its defaults differ, False for hs.scheduled, None for StepOptimizer)
+    scheduled = hs.scheduled(
+        keras.optimizers.Adam(), groups=groups(), advance=False, fused=True, **values
+    )
+    step = hs.StepOptimizer("adam", groups=groups(), advance=False, fused=True, **values)
     a = json.loads(json.dumps(scheduled.get_config()))
     b = json.loads(json.dumps(step.get_config()))
     for key in ("advance", "fused", "groups"):

@@ -344,4 +344,6 @@ def test_fused_is_checked_and_kept_in_the_config():
     opt = hs.StepOptimizer("adamw", learning_rate=1e-3, fused=True)
     assert opt.get_config()["fused"] is True
     assert hs.StepOptimizer.from_config(opt.get_config()).fused is True
-    assert hs.StepOptimizer.from_config(hs.StepOptimizer("adam").get_config()).fused is False
+    default = hs.StepOptimizer.from_config(hs.StepOptimizer("adam").get_config())
+    assert default.fused is None and default._fuses is False  # None: the rule's default
+    assert hs.StepOptimizer("adam", fused=False).get_config()["fused"] is False
