@@ -127,7 +127,11 @@ def keras_value(update: Update, hyperparameter: Hyperparameter, name: str, **how
     if update.host_step is not None:  # eager torch: Python numbers, as Keras's own are
         value = hyperparameter.host_float(update.host_step)
         if value is not None:
-            return value
+            # ... but Keras's learning rate is a float32 variable: a float32 tensor, so that
+            # `1 - weight_decay * learning_rate` rounds as Keras's and its in-place multiply
+            # takes torch's tensor-scalar path (the Python-number one makes a copy)
+            learning_rate = name.rsplit("/", 1)[-1] == "learning_rate"
+            return ops.convert_to_tensor(value, "float32") if learning_rate else value
     step = update.step
     # Keras's own learning rate is a float32 variable: no exact form needed
     exact = None if name == "learning_rate" else lambda: hyperparameter.exact_at(step)
