@@ -56,6 +56,9 @@ class Update:
     host_step: int | None = None  # the same as a Python int, on eager CPU torch (host=True)
     variable: Any = None  # the variable being updated, for per-group values
     raw_mode = False  # `get_config` reads Keras's raw values
+    # eager CPU torch: the values Keras's attributes returned in this update, by key (the
+    # attribute path asks ~15 times an update, each a Python cost on torch's eager step)
+    host_values: dict[Any, Any] | None = None
 
     def __init__(self) -> None:
         self.cache: dict[Any, Any] = {}  # values computed in this update, by (key, graph)
@@ -86,19 +89,31 @@ class Update:
         if nested and self.owns():
             yield
             return
-        outer = (self.step, self.cache, self.host_step, self.graph, self.thread)
+        outer = (self.step, self.cache, self.host_step, self.graph, self.thread, self.host_values)
         self.graph = _graph_key()
         self.thread = None if backends.compiling() else threading.get_ident()
         self.host_step = clock.host_step() if host else None
         self.cache = {}
         if self.host_step is not None:  # `Hyperparameter.at` takes a Python int too
             self.step = self.host_step
+            self.host_values = {}
         else:
             self.step = ops.cast(clock.step.value, "float32")
+            self.host_values = None
         try:
             yield
         finally:
-            self.step, self.cache, self.host_step, self.graph, self.thread = outer
+            (self.step, self.cache, self.host_step, self.graph, self.thread, self.host_values) = (
+                outer
+            )
+
+    def host_value(self, key: Any) -> Any:
+        """The value stored under ``key`` in :attr:`host_values` for a read from this update's
+        own thread (eager CPU torch), else ``None``."""
+        values = self.host_values
+        if values is None or threading.get_ident() != self.thread:
+            return None
+        return values.get(key)
 
     def cached(self, key: Any, make: Callable[[], Any]) -> Any:
         """``make()``, computed once per update and graph (optimizers read values per

@@ -282,10 +282,20 @@ class ScheduledOptimizer:
 
     def _hs_get(self, name: str) -> Any:
         state = _state(self)
-        if state.update.raw_mode or name not in state.hyperparameters:
+        update = state.update
+        key: Any = None
+        if update.host_values is not None and not update.raw_mode:  # eager torch, fast
+            key = (name, state.owner.get(id(update.variable)) if state.owner else None)
+            found = update.host_value(key)
+            if found is not None:
+                return found
+        if update.raw_mode or name not in state.hyperparameters:
             return state.raw.get(name)
-        if state.update.owns():
-            return self.resolve(name, state.update.variable)
+        if update.owns():
+            value = self.resolve(name, update.variable)
+            if update.host_values is not None:
+                update.host_values[key] = value
+            return value
         # outside `apply` (or another thread reading meanwhile): the current effective
         # value; eagerly as a variable whose `assign` assigns the attribute
         # (`opt.learning_rate.assign(x)`, Keras-style)
