@@ -1,9 +1,11 @@
 """Where code is running: a stateless scope, a symbolic build, a jit trace, a graph, a compile.
 
-Each answers ``True`` only where a value cannot be read as a Python number now (or, for
-:func:`unmapped_in_jit`, lists the variables a trace would freeze), so callers take the
-eager fast path only where it is safe. Keras's and JAX's private probes are looked up once,
-through :mod:`hyperstep.backends.versions`; :func:`_backend` is Keras's backend, read once.
+``concrete(x)`` is whether ``x`` can be read as a Python number now: not inside a
+``keras.StatelessScope``, a TensorFlow graph, a JAX trace or ``torch.compile``; each other
+function answers one of those questions (:func:`unmapped_in_jit` lists the variables a jit
+trace would freeze, :func:`graph_key` names the graph values are built in). Private probes
+are looked up once, through :mod:`hyperstep.backends.versions`; :func:`_backend` is Keras's
+backend, read once.
 """
 
 from __future__ import annotations
