@@ -1,0 +1,105 @@
+"""The clock's and hyperparameters' hot paths: the values of the ``keras.ops`` forms, cheaper.
+
+``read_once(v)`` is one read of a variable per traced TensorFlow step; on eager torch,
+``step += 1`` in place, the step as a host ``int``, ``full(shape(step), x)`` and
+``override if set else schedule(step) * scale`` in 2-3 torch calls (each ``keras.ops`` call
+costs more Python there than its kernel: docs/backends.md). Each returns ``None`` where its
+fast path does not apply, and the caller takes the ``keras.ops`` form.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hyperstep.backends.scopes import _backend, in_stateless_scope
+
+
+def read_once(variable: Any) -> Any:
+    """``variable``'s value as a tensor read once: on TensorFlow ``variable.value`` is the
+    ``tf.Variable``, which every op using it reads again (one ``ReadVariableOp`` per use in
+    a traced step); elsewhere, and inside ``keras.StatelessScope``, ``variable.value``."""
+    value = variable.value
+    if _backend() != "tensorflow":
+        return value
+    import tensorflow as tf
+
+    return tf.convert_to_tensor(value) if isinstance(value, tf.Variable) else value
+
+
+def add_one_in_place(variable: Any) -> Any:
+    """``variable += 1`` in place on eager torch: the new value; ``None`` elsewhere.
+
+    Cheaper than Keras's ``assign_add`` there (docs/backends.md)."""
+    import keras
+
+    if keras.backend.backend() != "torch" or in_stateless_scope():
+        return None
+    import torch
+
+    with torch.no_grad():
+        return variable.value.add_(1)
+
+
+def raw(variable: Any) -> Any:
+    """``variable``'s own backend tensor (Keras's private ``_value``), without the
+    ``value`` property's work: for eager reads on the host (torch's hot path)."""
+    try:
+        return variable._value
+    except AttributeError as error:
+        from hyperstep.backends.versions import missing
+
+        raise missing("keras.src.backend.torch.core.Variable._value", error) from error
+
+
+def host_int(variable: Any) -> int | None:
+    """A scalar integer variable as a Python int where reading it is free, else ``None``.
+
+    Free: eager torch with the value on the CPU, outside ``torch.compile`` and
+    ``keras.StatelessScope``.
+
+    Reads the torch tensor directly (``_value``, cheaper than Keras's ``value``).
+    """
+    import keras
+
+    if keras.backend.backend() != "torch":
+        return None
+    import torch
+
+    value = raw(variable)
+    if value.device.type != "cpu" or torch.compiler.is_compiling() or in_stateless_scope():
+        return None
+    return int(value)
+
+
+def full_float32(step: Any, value: float) -> Any:
+    """``full(shape(step), value)`` in float32 for a torch ``step``; ``None`` otherwise.
+
+    Torch directly: the same tensor as ``keras.ops.full``, with less Python."""
+    if _backend() != "torch":
+        return None
+    import torch
+
+    if not isinstance(step, torch.Tensor):
+        return None
+    return torch.full(step.shape, value, dtype=torch.float32, device=step.device)
+
+
+def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
+    """``override if set else schedule(step) * scale`` for a float32 torch ``step``, else None.
+
+    In 2-3 torch calls, the same bits as the ``keras.ops`` form (tested).
+
+    (Each ``keras.ops`` call costs more Python on eager torch than its kernel: see
+    docs/backends.md.) The schedule's ``value`` is called without ``__call__``'s casts.
+    """
+    if _backend() != "torch":
+        return None
+    import torch
+
+    if not isinstance(step, torch.Tensor) or step.dtype != torch.float32:
+        return None
+    base = schedule.value(step)
+    if not isinstance(base, torch.Tensor) or base.dtype != torch.float32:
+        return None  # a schedule of another kind (a wrapped Keras one): the general path
+    unset = override.value
+    return torch.where(torch.isnan(unset), base * scale.value, unset)

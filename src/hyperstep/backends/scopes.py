@@ -1,0 +1,178 @@
+"""Where code is running: a stateless scope, a symbolic build, a jit trace, a graph, a compile.
+
+``concrete(x)`` is whether ``x`` can be read as a Python number now: not inside a
+``keras.StatelessScope``, a TensorFlow graph, a JAX trace or ``torch.compile``; each other
+function answers one of those questions (:func:`unmapped_in_jit` lists the variables a jit
+trace would freeze, :func:`graph_key` names the graph values are built in). Private probes
+are looked up once, through :mod:`hyperstep.backends.versions`; :func:`_backend` is Keras's
+backend, read once.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+
+@functools.cache
+def _backend() -> str:
+    import keras
+
+    return str(keras.backend.backend())
+
+
+def in_stateless_scope() -> bool:
+    """Whether Keras records assignments instead of making them (``keras.StatelessScope``).
+
+    Keras's probe is looked up once and kept in a module list, not only behind
+    ``functools.cache``: dynamo ignores that cache and would trace the version lookup in
+    every compiled step that reads this.
+    """
+    if not _STATELESS_PROBE:
+        _STATELESS_PROBE.append(_stateless_scope_probe())
+    return bool(_STATELESS_PROBE[0]())
+
+
+def building_model() -> bool:
+    """Whether Keras is inferring shapes symbolically (``compute_output_spec``: a functional
+    model being built, ``model.build``); values computed there are thrown away. Reads
+    ``keras.src.backend.common.symbolic_scope`` (private; pinned in
+    ``tests/backends/test_internals.py``); False if it moves."""
+    from hyperstep.backends import versions
+
+    in_symbolic_scope = versions.reach(
+        "keras.src.backend.common.symbolic_scope.in_symbolic_scope", fallback=None
+    )
+    return bool(in_symbolic_scope is not None and in_symbolic_scope())
+
+
+def unmapped_in_jit(variables: list[Any]) -> list[Any]:
+    """The ``variables`` a ``jax.jit`` trace being recorded would read as constants.
+
+    Inside a staged JAX trace (``jax.jit``, ``lax.scan``, ...; not Keras's symbolic shape
+    inference), a Keras variable read outside a ``keras.StatelessScope`` that maps it gives
+    its current array, which the compiled function then keeps. Empty outside such a trace
+    and on other backends. Uses JAX's private trace state (``jax._src.core``); if that
+    changes, nothing is reported.
+    """
+    probes = _jax_probes()
+    if probes is None:
+        return []
+    trace_state_clean, under_jit, get_stateless_scope, in_symbolic_scope = probes
+    if trace_state_clean() or in_symbolic_scope() or not under_jit():
+        return []
+    scope = get_stateless_scope()
+    if scope is None:
+        return list(variables)
+    return [v for v in variables if scope.get_current_value(v) is None]
+
+
+_STATELESS_PROBE: list[Any] = []  # Keras's in_stateless_scope, once looked up
+
+
+@functools.cache
+def _stateless_scope_probe() -> Any:
+    """Keras's private ``in_stateless_scope``, through the version check."""
+    from hyperstep.backends.versions import reach
+
+    return reach("keras.src.backend.common.stateless_scope.in_stateless_scope")
+
+
+@functools.cache
+def _jax_probes() -> tuple[Any, Any, Any, Any] | None:
+    """JAX's trace state and Keras's scope getters, or ``None`` (not JAX, or moved)."""
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return None
+    from hyperstep.backends.versions import reach
+
+    common = "keras.src.backend.common"
+    probes = (
+        reach("jax._src.core.trace_state_clean/unsafe_am_i_under_a_jit", fallback=None),
+        reach(f"{common}.stateless_scope.get_stateless_scope", fallback=None),
+        reach(f"{common}.symbolic_scope.in_symbolic_scope", fallback=None),
+    )
+    if any(probe is None for probe in probes):
+        return None  # a diagnostic only: without these, nothing is reported
+    (trace_state_clean, under_jit), get_stateless_scope, in_symbolic_scope = probes
+    return trace_state_clean, under_jit, get_stateless_scope, in_symbolic_scope
+
+
+def concrete(value: Any) -> bool:
+    """Whether ``value`` (a number or an array) can be read as a Python number now.
+
+    False in a TensorFlow graph, for a JAX tracer, under ``torch.compile`` and inside a
+    ``keras.StatelessScope``; True for Python numbers outside those.
+    """
+    import keras
+
+    if in_stateless_scope():
+        return False
+    name = keras.backend.backend()
+    if name == "tensorflow":
+        import tensorflow as tf
+
+        return bool(tf.executing_eagerly())
+    if name == "jax":
+        import jax
+
+        return not isinstance(value, jax.core.Tracer)
+    if name == "torch":
+        import torch
+
+        return not torch.compiler.is_compiling()
+    return True
+
+
+def compiling() -> bool:
+    """Whether ``torch.compile`` (dynamo) is tracing the caller: code that dynamo cannot
+    trace (``threading``) must be skipped there."""
+    probe = _compiling_probe[0] if _compiling_probe else _find_compiling_probe()
+    return probe is not None and bool(probe())
+
+
+#: ``torch.compiler.is_compiling`` on torch, else None (found once: an update asks ~10 times)
+_compiling_probe: list[Any] = []
+
+
+def _find_compiling_probe() -> Any:
+    probe = None
+    if _backend() == "torch":
+        import torch
+
+        probe = torch.compiler.is_compiling
+    _compiling_probe.append(probe)
+    return probe
+
+
+def graph_key() -> Any:
+    """The graph values are being built in (TensorFlow's default graph), else ``None``:
+    values cached for one update are kept per graph."""
+    if _backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    return tf.compat.v1.get_default_graph()
+
+
+def graph_key_function() -> Any:
+    """:func:`graph_key` as a function chosen once (it is read per value on eager torch)."""
+    if _backend() != "tensorflow":
+        return _no_graph
+    import tensorflow as tf
+
+    return tf.compat.v1.get_default_graph
+
+
+def _no_graph() -> None:
+    return None
+
+
+def builds_graph() -> bool:
+    """Whether ops are being recorded into a TensorFlow graph (so :func:`after` orders them)."""
+    if _backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return not tf.executing_eagerly()

@@ -1,0 +1,167 @@
+"""What an optimizer's update needs from the backend: scalars, gating, fused kernels.
+
+``keras_scalar(value, exact, static)`` is a hyperparameter's value in the form Keras's own
+optimizer code reads it (bitwise Keras's updates); ``after(scalars, tensors)`` orders a
+TensorFlow graph's updates after their values; :func:`fused_updates`,
+:func:`adam_pass` and :func:`multi_tensor_adam` name the backend's fused kernels, ``None``
+where there are none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hyperstep.backends.scopes import _backend
+
+
+def native_variable(variable: Any) -> Any:
+    """The backend variable behind a Keras variable (TensorFlow: its ``tf.Variable``).
+
+    TensorFlow's update paths hand optimizers either; other backends: ``variable``.
+    """
+    import keras
+
+    if keras.backend.backend() == "tensorflow" and isinstance(variable, keras.Variable):
+        return variable.value
+    return variable
+
+
+def after(scalars: list[Any], tensors: list[Any]) -> list[Any]:
+    """``tensors``, usable only once ``scalars`` are computed (in a TensorFlow graph).
+
+    TensorFlow's executor runs whichever ops are ready, and the few cheap reads behind an
+    optimizer's hyperparameter values queue behind full-size ops: measured on Adam, every
+    variable's ``g - m`` and ``g**2`` ran first and waited, allocated all at once, for
+    ``1 - beta_1``, with more page faults. Gradients gated on the values let each variable's
+    update run from its first op to its assign while its temporaries are hot. ``tf.identity``
+    forwards the buffer: nothing is copied. Eagerly and on other backends: ``tensors``.
+    """
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return tensors
+    import tensorflow as tf
+
+    if tf.executing_eagerly():
+        return tensors
+    dense = [i for i, t in enumerate(tensors) if isinstance(t, tf.Tensor)]
+    if not dense:
+        return tensors
+    with tf.control_dependencies([s for s in scalars if tf.is_tensor(s)]):
+        gated = tf.identity_n([tensors[i] for i in dense])  # one op for all
+    found = list(tensors)
+    for i, tensor in zip(dense, gated, strict=True):
+        found[i] = tensor
+    return found
+
+
+# ---- what hs.scheduled hands Keras's optimizer code -------------------------------------------
+def keras_scalar(
+    value: Any, exact: Any, static: float | None, *, checked: bool, arithmetic: bool = False
+) -> Any:
+    """A hyperparameter's value for Keras's optimizer code, read the way Keras reads its own.
+
+    ``value()`` is the float32 value, ``exact()`` the same in float64 with constants exact,
+    ``static`` the constant (``None`` for a schedule), ``checked`` whether Keras tests it in a
+    Python ``if`` while tracing, ``arithmetic`` whether it combines it with a number in Python
+    (``1 - self.beta_1``). TensorFlow: an :class:`~hyperstep.backends.tensorflow.ExactScalar`
+    (rounds like a Python float: bitwise Keras's updates); JAX, when checked or for a constant
+    in arithmetic: a :class:`~hyperstep.backends.static.StaticScalar` (a tracer cannot answer
+    ``if``; a constant's arithmetic with numbers rounds like its Python float, without
+    float64: bitwise Keras's updates); otherwise ``value()`` (a plain array, which every
+    function takes; float32 arithmetic on a float32 value is what a Python float holding it
+    gives, one operation at a time). ``exact=None``: always ``value()`` (the learning rate,
+    which Keras reads from a float32 variable itself).
+    """
+    name = _backend()
+    if name == "tensorflow" and exact is not None:
+        from hyperstep.backends.tensorflow import ExactScalar
+
+        return ExactScalar(exact(), static)
+    constant = arithmetic and exact is not None and static is not None
+    if name == "jax" and (checked or constant):
+        from hyperstep.backends.static import StaticScalar
+
+        return StaticScalar(value(), static, exact=constant)
+    return value()
+
+
+def scalar_tensor(value: Any) -> Any:
+    """The tensor behind a value from :func:`keras_scalar` (itself for a plain tensor)."""
+    from hyperstep.backends.static import StaticNumber, StaticScalar
+
+    if isinstance(value, StaticScalar):
+        return value.value
+    if isinstance(value, StaticNumber):
+        return value.tensor  # type: ignore[attr-defined]
+    return value
+
+
+def in_dtype(value: Any, dtype: Any) -> Any:
+    """A value from :func:`keras_scalar` (or a Python number) as a scalar of ``dtype``,
+    rounded once: a Python float or an ExactScalar's float64 directly, like Keras's floats."""
+    from keras import ops
+
+    from hyperstep.backends.static import StaticNumber, StaticScalar
+
+    if isinstance(value, (int, float)):
+        return ops.convert_to_tensor(value, dtype)
+    if isinstance(value, StaticScalar):
+        return ops.cast(value.value, dtype)
+    if isinstance(value, StaticNumber):  # TensorFlow's ExactScalar: its conversion
+        import tensorflow as tf
+
+        return tf.convert_to_tensor(value, dtype)
+    return ops.cast(value, dtype)
+
+
+def trains_statelessly() -> bool:
+    """Whether Keras trains statelessly (JAX): only ``optimizer.variables`` go into and out of
+    a jitted step, so a clock's step and hyperparameter state read there must be among them."""
+    return _backend() == "jax"
+
+
+def optimizer_mixins() -> tuple[type, ...]:
+    """Backend mixins for ``hs.scheduled``'s classes (TensorFlow: one ``iterations`` read)."""
+    if _backend() != "tensorflow":
+        return ()
+    from hyperstep.backends.tensorflow import SharedIterations
+
+    return (SharedIterations,)
+
+
+def fused_updates() -> Any:
+    """The module of fused updates for ``hs.scheduled(..., fused=True)``:
+    :mod:`hyperstep.backends.tensorflow` (one-pass ``ResourceApply*`` kernels per variable),
+    :mod:`hyperstep.backends.torch` (PyTorch's multi-tensor fused kernels per group), or
+    ``None`` on JAX, where XLA already fuses Keras's update into one pass."""
+    name = _backend()
+    if name == "tensorflow":
+        from hyperstep.backends import tensorflow
+
+        return tensorflow
+    if name == "torch":
+        from hyperstep.backends import torch
+
+        return torch
+    return None
+
+
+def adam_pass() -> Any:
+    """TensorFlow's one-pass Adam step without a first moment
+    (:func:`hyperstep.backends.tensorflow.adam_pass`, ``ResourceApplyAdam``), else ``None``."""
+    if _backend() != "tensorflow":
+        return None
+    from hyperstep.backends import tensorflow
+
+    return tensorflow.adam_pass
+
+
+def multi_tensor_adam() -> Any:
+    """The module with PyTorch's fused multi-tensor Adam (``applies``, ``adam``:
+    :mod:`hyperstep.backends.torch`) on torch, else ``None``."""
+    if _backend() != "torch":
+        return None
+    from hyperstep.backends import torch
+
+    return torch

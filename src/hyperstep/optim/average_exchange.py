@@ -1,0 +1,202 @@
+"""An average of an optimizer's weights, and its exchange with the model's variables.
+
+``avg = avg + (w - avg) * share`` after each due update (:class:`_Average`; ``share`` is
+:class:`~hyperstep.optim.averaging.SWA`'s ``1 / (n + 1)`` or
+:class:`~hyperstep.optim.averaging.EMA`'s ``1 - decay(step)``), and
+``exchange(source, averaged)``: the averaged and the training weights trade places, bit for
+bit (a schedule-free rule's ``x`` too), for :func:`averaged_weights` and
+:class:`~hyperstep.optim.averaging.AveragedWeights`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import keras
+from keras import ops
+
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.optim.average_state import ATTRIBUTE, AverageState, attach
+from hyperstep.optim.rules import Values
+
+
+class _Average(keras.callbacks.Callback):
+    """An average of an optimizer's variables, updated by :meth:`update` after each update.
+
+    Its state (:class:`~hyperstep.optim.average_state.AverageState`) is saved with the
+    optimizer; constructing the same average on an optimizer that holds one (after
+    ``load_model`` or a restore) continues it.
+    """
+
+    kind = ""
+
+    def __init__(self, optimizer: Any, start: int, every: int, decay: Any = None) -> None:
+        super().__init__()
+        clock = getattr(optimizer, "clock", None)
+        if clock is None:
+            raise InvalidTypeError(
+                f"`{type(self).__name__}(optimizer=...)` takes a hyperstep optimizer "
+                f"(`hs.StepOptimizer` or `hs.scheduled(...)`). {received('optimizer', optimizer)}"
+            )
+        for name, value in (("start", start), ("every", every)):
+            if not isinstance(value, int) or value < (1 if name == "every" else 0):
+                raise InvalidArgumentError(
+                    f"`{type(self).__name__}({name}=...)` must be an integer >= "
+                    f"{1 if name == 'every' else 0}. {received(name, value)}"
+                )
+        self.optimizer, self.clock, self.start, self.every = optimizer, clock, start, every
+        self.variables: list[Any] = []
+        owner = optimizer  # the state goes with the wrapped optimizer's config and variables
+        while hasattr(owner, "inner_optimizer"):  # a wrapper such as hs.SkipNonFinite
+            owner = owner.inner_optimizer
+        state = AverageState(self.kind, start, every, decay, clock=clock)
+        held = getattr(owner, ATTRIBUTE, None)
+        self.state = held if held is not None and held.matches(state) else attach(owner, state)
+        owner._hs_average = self  # found by `averaged_weights(optimizer)`
+
+    @property
+    def n_averaged(self) -> Any:
+        """The number of weights averaged so far (an int64 variable)."""
+        return self.state.n_averaged
+
+    @property
+    def swapped(self) -> Any:
+        """Whether the averaged weights are in the model's variables (a bool variable)."""
+        return self.state.swapped
+
+    @property
+    def averages(self) -> list[Any]:
+        """One average per variable (empty until built)."""
+        return self.state.averages
+
+    def build(self, variables: Iterable[Any] | None = None) -> None:
+        """Create one average per variable (the optimizer's, once it is built)."""
+        if self.variables:
+            return
+        if variables is None and not self.optimizer.built:
+            raise InvalidArgumentError(
+                f"{type(self).__name__}: build the optimizer first (or pass `variables`)."
+            )
+        self.variables = list(
+            self.optimizer._trainable_variables if variables is None else variables
+        )
+        self.state.build_averages(self.variables)
+
+    def _weight(self, step: Any, n: Any) -> Any:  # the new weight's share in the average
+        raise NotImplementedError
+
+    def update(self) -> None:
+        """Average the current weights in if the clock's step is due; call after each update."""
+        self.build()
+        step = self.clock.step.value
+        due = ops.logical_and(step >= self.start, ops.equal((step - self.start) % self.every, 0))
+        n = self.n_averaged
+        share = ops.where(ops.equal(n, 0), 1.0, self._weight(ops.cast(step, "float32"), n))
+        share = ops.where(due, share, 0.0)
+        for variable, average in zip(self.variables, self.averages, strict=True):
+            average.assign(average + (variable - average) * ops.cast(share, average.dtype))
+        n.assign(n + ops.cast(due, n.dtype))
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        _ = self.model  # on JAX, Keras writes fit's state back into the variables on access
+        self.update()
+
+
+# ---- the exchange ----------------------------------------------------------------------
+
+
+def _unwrap(source: Any) -> Any:
+    while hasattr(source, "inner_optimizer") and not hasattr(source, ATTRIBUTE):
+        source = source.inner_optimizer  # a wrapper such as hs.SkipNonFinite
+    average = getattr(source, "_hs_average", None)
+    if average is not None and average.state is getattr(source, ATTRIBUTE, None):
+        return average
+    if getattr(source, ATTRIBUTE, None) is not None:  # restored, not constructed again yet
+        return getattr(source, ATTRIBUTE)
+    rule = getattr(source, "rule", None)
+    if isinstance(source, _Average | AverageState) or (
+        getattr(source, "built", False)
+        and (getattr(rule, "averaged_slot", None) or getattr(rule, "memory_efficient", False))
+    ):
+        return source
+    raise InvalidArgumentError(
+        "`averaged_weights(source)` takes a built optimizer with a schedule-free rule, "
+        "an optimizer given to `hs.SWA`/`hs.EMA`, or one of those. " + received("source", source)
+    )
+
+
+def exchange(source: Any, averaged: bool) -> bool:
+    """Put the averaged (``True``) or the training (``False``) weights in the variables.
+
+    Returns whether anything moved. Exchanges are exact; a ``memory_efficient``
+    schedule-free rule computes ``x`` from ``y`` and ``z`` and restores the ``y`` it held
+    (or, after a restore from a checkpoint written with ``x`` in, computes ``y``).
+    """
+    source = _unwrap(source)
+    if isinstance(source, _Average):
+        source.build()
+        pairs, flags = list(zip(source.variables, source.averages, strict=True)), [source.swapped]
+    elif isinstance(source, AverageState):
+        variables = source._optimizer()._trainable_variables
+        pairs = list(zip(variables, source.build_averages(), strict=True))
+        flags = [source.swapped]
+    else:
+        variables = source._trainable_variables
+        flags = [f for f in source._slots["swapped"] if f is not None]
+        key = source.rule.averaged_slot
+        if key is None:
+            return _compute(source, variables, flags, averaged)
+        pairs = [
+            (v, s) for v, s in zip(variables, source._slots[key], strict=True) if s is not None
+        ]
+    if bool(ops.convert_to_numpy(flags[0])) == averaged:
+        return False
+    for variable, other in pairs:
+        held = ops.copy(variable.value)
+        variable.assign(other)
+        other.assign(held)
+    for flag in flags:
+        flag.assign(ops.cast(averaged, flag.dtype))
+    return True
+
+
+def _compute(optimizer: Any, variables: list[Any], flags: list[Any], averaged: bool) -> bool:
+    if bool(ops.convert_to_numpy(flags[0])) == averaged:
+        return False
+    rule, held = optimizer.rule, optimizer.__dict__.pop("_hs_held", None)
+    if averaged:
+        optimizer.__dict__["_hs_held"] = [ops.copy(v.value) for v in variables]
+    for index, variable in enumerate(variables):
+        if optimizer._slots["z"][index] is None:
+            continue
+        slots = Values({key: found[index] for key, found in optimizer._slots.items()})
+        if averaged:
+            variable.assign(rule.to_averaged(variable.value, slots))
+        elif held is not None:
+            variable.assign(held[index])
+        else:
+            variable.assign(rule.from_averaged(variable.value, slots))
+    for flag in flags:
+        flag.assign(ops.cast(averaged, flag.dtype))
+    return True
+
+
+@contextlib.contextmanager
+def averaged_weights(source: Any) -> Iterator[None]:
+    """Hold the averaged weights in the model's variables inside the block.
+
+    ``source`` is an optimizer with a schedule-free rule (``x``), an optimizer given to
+    :class:`SWA` or :class:`EMA`, or the averager itself. On exit the training weights come
+    back, exactly. Do not apply the optimizer inside the block.
+
+    Example:
+        See :class:`SWA`.
+    """
+    moved = exchange(source, True)
+    try:
+        yield
+    finally:
+        if moved:
+            exchange(source, False)

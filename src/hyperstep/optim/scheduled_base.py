@@ -1,0 +1,376 @@
+"""What an ``hs.scheduled`` optimizer holds: its hyperparameters, their values, its config.
+
+``opt.<name> = value(name) = override if set else schedule(clock.step) * scale``, read through
+:meth:`ScheduledBase.resolve` (a group's value for its variables), once per update and graph
+inside ``apply``, eagerly as a variable whose ``assign`` is ``opt.<name> = x``.
+:class:`ScheduledBase` installs the hyperparameters (from the wrapped optimizer's values and
+the ones given), reads and assigns them, and writes and reads the config; Keras's update
+hooks are :class:`~hyperstep.optim.scheduled_update.ScheduledUpdate`, and the class
+``hs.scheduled`` makes is :class:`~hyperstep.optim.scheduled.ScheduledOptimizer`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from hyperstep import backends
+from hyperstep.backends import concrete
+from hyperstep.clock import Clock
+from hyperstep.control.hyperparameter import Hyperparameter, _track
+from hyperstep.control.relative import references, resolve
+from hyperstep.errors import InvalidArgumentError, received
+from hyperstep.optim import _introspect
+from hyperstep.optim.average_state import config_of as average_config
+from hyperstep.optim.average_state import restore as restore_average
+from hyperstep.optim.core import (
+    assign_attribute,
+    bind_groups,
+    deserialize_value,
+    from_hyperparameters_config,
+    hyperparameters_config,
+    keras_callable,
+    schedule_of,
+)
+from hyperstep.optim.groups import Group
+from hyperstep.optim.resolve import Update, keras_value
+from hyperstep.schedules.base import Constant
+
+
+class _State:
+    """Transient per-optimizer state kept out of Keras's and TensorFlow's tracking."""
+
+    def __init__(self) -> None:
+        self.update = Update()
+        self.hyperparameters: dict[str, Hyperparameter] = {}
+        self.static: dict[str, float | None] = {}
+        self.checked: frozenset[str] = frozenset()  # names Keras's code tests in Python `if`s
+        self.arithmetic: frozenset[str] = frozenset()  # ... combines with numbers in Python
+        self.raw: dict[str, Any] = {}
+        self.advance = False
+        self.groups: list[Group] = []
+        self.owner: dict[int, str] = {}  # id(variable) -> group name, filled at build time
+        self.fused_requested = False  # `fused=True` was passed
+        self.fused = False  # fused kernels (hyperstep.backends.tensorflow/.torch), set at install
+        self.fused_decay = False  # ... and its one-multiply weight decay
+        self.live: dict[str, Any] = {}  # name -> the variable `opt.<name>` returns eagerly
+
+
+def _state(optimizer: Any) -> _State:
+    state = optimizer.__dict__.get("_hs_state")
+    if state is None:
+        state = _State()
+        optimizer.__dict__["_hs_state"] = state
+    return state
+
+
+class ScheduledBase:
+    """The hyperparameters of a scheduled optimizer: installation, values and config."""
+
+    # provided by the Keras optimizer class this mixin is combined with
+    name: str
+    clock: Clock
+    iterations: Any
+    gradient_accumulation_steps: Any
+    _iterations: Any
+    _learning_rate: Any
+    _hs_base: type
+    _tracker: Any
+    _track_variable: Any
+
+    def __init__(
+        self,
+        *args: Any,
+        hyperparameters: dict[str, Any] | None = None,
+        clock: Any = None,
+        advance: bool | None = None,
+        groups: Any = (),
+        fused: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        _state(self).fused_requested = bool(fused)
+        self._hs_install(hyperparameters or {}, clock, advance, groups)
+
+    # ---- public surface -----------------------------------------------------------------
+    @property
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """Every numeric hyperparameter by Keras argument name (a group's as ``"group/name"``)."""
+        return dict(_state(self).hyperparameters)
+
+    @property
+    def groups(self) -> dict[str, Group]:
+        """The parameter groups, by name (each holding its own Hyperparameters)."""
+        return {group.name: group for group in _state(self).groups}
+
+    def resolve(self, name: str, variable: Any = None) -> Any:
+        """Return hyperparameter ``name`` for the update of ``variable`` at this step.
+
+        A variable in a :class:`~hyperstep.Group` that sets ``name`` gets the group's
+        value, every other variable the optimizer's own. Called only inside ``apply``
+        (the step is fixed); values are computed once per update and graph.
+        """
+        state = _state(self)
+        group = state.owner.get(id(variable)) if variable is not None else None
+        key = f"{group}/{name}"
+        if group is not None and key in state.hyperparameters:
+            return self._hs_value(key)
+        return self._hs_value(name)
+
+    # ---- installation -------------------------------------------------------------------
+    def _hs_install(
+        self, given: dict[str, Any], clock: Any, advance: bool | None, groups: Any = ()
+    ) -> None:
+        state = _state(self)
+        if isinstance(clock, dict):
+            clock = keras.saving.deserialize_keras_object(clock)
+        _check_install(self._hs_base, given, clock, advance, groups)
+        # read once here: inside a compiled step (torch.compile) reading source code breaks it
+        state.checked = _introspect.checked_in_python(self._hs_base)
+        state.arithmetic = _introspect.arithmetic_in_python(self._hs_base)
+        if clock is None:
+            clock = Clock(name=f"{self.name}_clock")
+        self.clock = clock
+        state.advance = clock.claim(self, advance)
+        raw = dict(state.raw)
+        learning_rate = self._learning_rate
+        if isinstance(learning_rate, keras.Variable):
+            # Keras's own variable stays in `variables` (untracking it would break
+            # tf.train.Checkpoint's append-only lists) but is no longer read.
+            raw["learning_rate"] = float(learning_rate.numpy())
+        elif keras_callable(learning_rate):
+            raw["learning_rate"] = None  # Keras calls it at every update, as without us
+        else:
+            raw["learning_rate"] = learning_rate
+        values: dict[str, Any] = {}
+        for name in _introspect.numeric_names(self._hs_base):
+            value = given.get(name, raw.get(name))
+            if value is None:
+                continue
+            values[name] = deserialize_value(value)
+        # expressions may name the optimizer's other hyperparameters ("0.1 * learning_rate")
+        built = resolve(
+            values,
+            lambda name, value: Hyperparameter(schedule_of(value, name), clock=clock, name=name),
+            "hs.scheduled(...)",
+        )
+        for name, hyperparameter in built.items():
+            self._hs_add(name, hyperparameter)
+        self._hs_install_groups(groups, clock)
+        # `fused=True`: TF updates take the one-pass forms of hyperstep.backends.tensorflow
+        # (otherwise Keras's own code: bitwise the plain optimizer set before each step)
+        fused = backends.fused_updates()  # None where there are no such kernels
+        state.fused = fused is not None and state.fused_requested
+        state.fused_decay = state.fused and fused.decays_in_update(self)
+        self._hs_track_state()
+
+    def _hs_track_state(self) -> None:
+        """JAX trains statelessly: only `opt.variables` go into and out of the jitted step,
+        so the clock and the state of the hyperparameters read must be among them (only
+        those: each is one more array through the step). Called at install and again at ``build``,
+        for state added since (a :class:`~hyperstep.Cooldown`'s start)."""
+        if not backends.trains_statelessly():
+            return
+        state = _state(self)
+        read = [state.hyperparameters[key] for key in self._hs_read_keys()]
+        read += [ref.target for hp in read for ref in references(hp.schedule)]
+        hp_variables = [v for hp in read for v in hp.variables]
+        for variable in [self.clock.step, *hp_variables]:
+            if not self._tracker.is_in_store("variables", variable):
+                self._track_variable(variable)
+
+    def _hs_add(self, key: str, hyperparameter: Hyperparameter) -> None:
+        """Register ``hyperparameter`` under ``key`` (``name`` or ``group/name``), tracked."""
+        state = _state(self)
+        state.hyperparameters[key] = hyperparameter
+        schedule = hyperparameter.schedule
+        state.static[key] = schedule.value_ if isinstance(schedule, Constant) else None
+        _track(self, f"hyperparameter_{key.replace('/', '.')}", hyperparameter)
+
+    def _hs_install_groups(self, groups: Any, clock: Clock) -> None:
+        state = _state(self)
+        valid = set(state.hyperparameters)
+        base = self._hs_base.__name__
+
+        def check(group: Group) -> None:
+            unknown = sorted(set(group.hyperparameters) - valid)
+            if unknown:
+                raise InvalidArgumentError(
+                    f"Group {group.name!r} sets {unknown}, which are not numeric "
+                    f"hyperparameters of {base}. Valid: {sorted(valid)}."
+                )
+
+        def make(key: str, value: Any) -> Hyperparameter:
+            hyperparameter = Hyperparameter(value, clock=clock, name=key.replace("/", "."))
+            self._hs_add(key, hyperparameter)
+            return hyperparameter
+
+        # a group's expressions may name the optimizer's own hyperparameters
+        own = {key: hp for key, hp in state.hyperparameters.items() if "/" not in key}
+        state.groups = bind_groups(groups, own, make, check, "hs.scheduled")
+
+    # ---- reading values -----------------------------------------------------------------
+    def _hs_cached(self, key: str, make: Any) -> Any:
+        """``make()``, once per update and graph (for the backends' optimizer mixins)."""
+        return _state(self).update.cached(key, make)
+
+    def _hs_value(self, name: str) -> Any:
+        """Hyperparameter ``name`` at this update's step, once per update and graph."""
+        state = _state(self)
+        return state.update.cached(
+            name,
+            lambda: keras_value(
+                state.update,
+                state.hyperparameters[name],
+                name,
+                static=state.static[name],
+                checked=name.split("/")[-1] in state.checked,
+                arithmetic=name.split("/")[-1] in state.arithmetic,
+            ),
+        )
+
+    def _hs_updating(self) -> bool:
+        """Whether the caller reads inside an update in progress (its step fixed)."""
+        return _state(self).update.owns()
+
+    def _hs_get(self, name: str) -> Any:
+        state = _state(self)
+        update = state.update
+        key: Any = None
+        if update.host_values is not None and not update.raw_mode:  # eager torch, fast
+            key = (name, state.owner.get(id(update.variable)) if state.owner else None)
+            found = update.host_value(key)
+            if found is not None:
+                return found
+        if update.raw_mode or name not in state.hyperparameters:
+            return state.raw.get(name)
+        if update.owns():
+            value = self.resolve(name, update.variable)
+            if update.host_values is not None:
+                update.host_values[key] = value
+            return value
+        # outside `apply` (or another thread reading meanwhile): the current effective
+        # value; eagerly as a variable whose `assign` assigns the attribute
+        # (`opt.learning_rate.assign(x)`, Keras-style)
+        value = state.hyperparameters[name].value
+        if not concrete(value):
+            return value
+        live = state.live.get(name)
+        if live is None:
+            live = state.live[name] = _LiveValue(value, name=name)
+            live._hs_target = (self, name)
+        else:
+            keras.Variable.assign(live, value)
+        return live
+
+    def _hs_set(self, name: str, value: Any) -> None:
+        """``opt.<name> = value``: a schedule replaces the hyperparameter's schedule (and
+        clears its override); a number rescales it (:meth:`Hyperparameter.assign`)."""
+        state = _state(self)
+        if name not in state.hyperparameters or state.update.raw_mode:
+            state.raw[name] = value
+            return
+        assign_attribute(state.hyperparameters[name], name, value)
+        schedule = state.hyperparameters[name].schedule
+        state.static[name] = schedule.value_ if isinstance(schedule, Constant) else None
+
+    def _get_current_learning_rate(self) -> Any:
+        if "learning_rate" not in _state(self).hyperparameters:
+            return super()._get_current_learning_rate()  # type: ignore[misc]
+        return self._hs_get("learning_rate")
+
+    def _hs_read_keys(self) -> list[str]:
+        """The hyperparameters Keras reads in an update: all but ``ema_momentum`` without
+        ``use_ema`` (read only by the moving average; ``use_ema`` is fixed at creation)."""
+        use_ema = bool(getattr(self, "use_ema", False))
+        keys = _state(self).hyperparameters
+        return [k for k in keys if use_ema or k.split("/")[-1] != "ema_momentum"]
+
+    # ---- config -------------------------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        state = _state(self)
+        state.update.raw_mode = True
+        try:
+            config = super().get_config()  # type: ignore[misc]
+        finally:
+            state.update.raw_mode = False
+        own = {k: hp for k, hp in state.hyperparameters.items() if "/" not in k}
+        config.update(  # a group's own hyperparameters are saved with it
+            hyperparameters_config(
+                own,
+                state.groups,
+                self._hs_group_variables(),
+                clock=self.clock,
+                advance=state.advance,
+                fused=state.fused_requested,
+            )
+        )
+        config.update(average_config(self))  # an hs.SWA/hs.EMA average
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> Any:
+        config = dict(config)
+        average = config.pop("average", None)
+        shared = from_hyperparameters_config(config, custom_objects)  # as StepOptimizer's
+        if shared["hyperparameters"] is None:
+            shared["hyperparameters"] = {}
+        optimizer = super().from_config({**config, **shared}, custom_objects)  # type: ignore[misc]
+        return restore_average(optimizer, average)
+
+    def _hs_group_variables(self) -> list[Any]:
+        return list(getattr(self, "_trainable_variables", []) or [])
+
+
+class _LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
+    """``opt.<name>`` read eagerly: the current value, whose ``assign`` is ``opt.<name> = x``."""
+
+    _hs_target: tuple[Any, str]
+
+    def assign(self, value: Any) -> Any:
+        optimizer, name = self._hs_target
+        optimizer._hs_set(name, value)
+        return optimizer._hs_get(name)
+
+    def assign_add(self, value: Any) -> Any:
+        return self.assign(ops.add(self.value, value))
+
+    def assign_sub(self, value: Any) -> Any:
+        return self.assign(ops.subtract(self.value, value))
+
+
+def _check_install(base: type, given: Any, clock: Any, advance: Any, groups: Any) -> None:
+    """The arguments of a scheduled optimizer (from ``hs.scheduled`` or a config).
+
+    A ValueError even for a wrong type: Keras rewraps a TypeError raised by ``from_config``
+    into a long message of its own."""
+    where = f"Scheduled{base.__name__}"
+    if not isinstance(given, dict):
+        raise InvalidArgumentError(
+            f"`{where}(hyperparameters=...)` must be a dict of name -> schedule. "
+            f"{received('hyperparameters', given)}"
+        )
+    valid = _introspect.numeric_names(base)
+    unknown = sorted(set(given) - set(valid))
+    if unknown:
+        raise InvalidArgumentError(
+            f"`{where}(hyperparameters=...)` names {unknown}, which are not numeric "
+            f"hyperparameters of {base.__name__}. Valid: {', '.join(valid)}. "
+            f"Received: hyperparameters with {unknown[0]!r}"
+        )
+    if clock is not None and not isinstance(clock, Clock):
+        raise InvalidArgumentError(
+            f"`{where}(clock=...)` must be an `hs.Clock` (or its config) or None. "
+            f"{received('clock', clock)}"
+        )
+    if advance is not None and not isinstance(advance, bool):
+        raise InvalidArgumentError(
+            f"`{where}(advance=...)` must be True, False or None. {received('advance', advance)}"
+        )
+    if isinstance(groups, (str, bytes, dict)) or not isinstance(groups, (list, tuple)):
+        raise InvalidArgumentError(
+            f"`{where}(groups=...)` must be a list of `hs.Group` objects. "
+            f"{received('groups', groups)}"
+        )
