@@ -64,8 +64,10 @@ def keras_scalar(
     ``value()`` is the float32 value, ``exact()`` the same in float64 with constants exact,
     ``static`` the constant (``None`` for a schedule), ``checked`` whether Keras tests it in a
     Python ``if`` while tracing, ``arithmetic`` whether it combines it with a number in Python
-    (``1 - self.beta_1``). TensorFlow: an :class:`~hyperstep.backends.tensorflow.ExactScalar`
-    (rounds like a Python float: bitwise Keras's updates); JAX, when checked or for a constant
+    (``1 - self.beta_1``). TensorFlow, when checked or in arithmetic: an
+    :class:`~hyperstep.backends.tensorflow.ExactScalar` (rounds like a Python float: bitwise
+    Keras's updates; otherwise ``value()``, which a Python float meeting a tensor rounds to
+    as well, in fewer graph operations); JAX, when checked or for a constant
     in arithmetic: a :class:`~hyperstep.backends.static.StaticScalar` (a tracer cannot answer
     ``if``; a constant's arithmetic with numbers rounds like its Python float, without
     float64: bitwise Keras's updates); otherwise ``value()`` (a plain array, which every
@@ -74,7 +76,7 @@ def keras_scalar(
     which Keras reads from a float32 variable itself).
     """
     name = _backend()
-    if name == "tensorflow" and exact is not None:
+    if name == "tensorflow" and exact is not None and (checked or arithmetic):
         from hyperstep.backends.tensorflow import ExactScalar
 
         return ExactScalar(exact(), static)
