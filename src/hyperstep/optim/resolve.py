@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 from keras import ops
 
 from hyperstep import backends
@@ -121,13 +122,17 @@ class Update:
 def keras_value(update: Update, hyperparameter: Hyperparameter, name: str, **how: Any) -> Any:
     """``hyperparameter`` at the update's step, read the way a Keras optimizer reads its
     own value ``name`` (:func:`hyperstep.backends.keras_scalar`; a Python float from the
-    host table on eager torch). ``how``: ``static`` (the constant or ``None``) and
-    ``checked`` (whether Keras tests it in a Python ``if``) and ``arithmetic`` (whether
-    Keras combines it with Python numbers: JAX then keeps a constant's exact arithmetic)."""
+    host table on eager torch, the learning rate a float32 number). ``how``: ``static`` (the
+    constant or ``None``) and ``checked`` (whether Keras tests it in a Python ``if``) and
+    ``arithmetic`` (whether Keras uses it as a Python number: JAX then keeps a constant's
+    exact arithmetic, torch hands it in float64)."""
     if update.host_step is not None:  # eager torch: Python numbers, as Keras's own are
         value = hyperparameter.host_float(update.host_step)
         if value is not None:
-            return value
+            # Keras's own learning rate is a float32 variable: a float32 number rounds as it
+            # does in Keras's torch weight decay, `1 - weight_decay * lr` (a Python float
+            # computes it in double: off by the last bit for ~0.2% of wd = lr = 0.1)
+            return np.float32(value) if name.split("/")[-1] == "learning_rate" else value
     step = update.step
     # Keras's own learning rate is a float32 variable: no exact form needed
     exact = None if name == "learning_rate" else lambda: hyperparameter.exact_at(step)
