@@ -107,6 +107,7 @@ def checked_in_python(cls: type) -> frozenset[str]:
     return frozenset(found)
 
 
+@functools.cache
 def _sources(cls: type) -> list[str]:
     """The source of ``cls`` and of each of its bases that has one."""
     found = []
@@ -135,17 +136,25 @@ def arithmetic_in_python(cls: type) -> frozenset[str]:
         >>> sorted(arithmetic_in_python(keras.optimizers.Adam))
         ['beta_1', 'beta_2']
     """
-    names = set(numeric_names(cls))
     found: set[str] = set()
     for source in _sources(cls):
-        for function in ast.walk(ast.parse(textwrap.dedent(source))):
-            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found |= _python_number_uses(function, names)
+        found |= _source_uses(source)
+    return frozenset(found) & frozenset(numeric_names(cls))
+
+
+@functools.cache
+def _source_uses(source: str) -> frozenset[str]:
+    """The attributes of ``self`` one class's source uses as Python numbers (the base
+    classes' sources are shared by every optimizer: each parsed once)."""
+    found: set[str] = set()
+    for function in ast.walk(ast.parse(textwrap.dedent(source))):
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found |= _python_number_uses(function)
     return frozenset(found)
 
 
-def _python_number_uses(function: ast.AST, names: set[str]) -> set[str]:
-    """The ``names`` (``self.<name>`` or a local alias assigned once from it) that
+def _python_number_uses(function: ast.AST) -> set[str]:
+    """The attributes (``self.<name>`` or a local alias assigned once from it) that
     ``function`` combines with a number literal or passes as ``alpha=``."""
     assigned: dict[str, list[ast.expr | None]] = {}  # local name -> the values assigned
     for node in ast.walk(function):
@@ -161,12 +170,12 @@ def _python_number_uses(function: ast.AST, names: set[str]) -> set[str]:
     aliases: dict[str, str | None] = {}
     for local, values in assigned.items():
         if len(values) == 1 and values[0] is not None:
-            aliases[local] = _own(values[0], {}, names)
+            aliases[local] = _own(values[0], {})
 
     def name_of(node: ast.expr) -> str | None:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             node = node.operand
-        return _own(node, aliases, names)
+        return _own(node, aliases)
 
     found: set[str] = set()
     for node in ast.walk(function):
@@ -182,15 +191,10 @@ def _python_number_uses(function: ast.AST, names: set[str]) -> set[str]:
     return found
 
 
-def _own(node: ast.expr, aliases: dict[str, str | None], names: set[str]) -> str | None:
-    """The hyperparameter ``node`` reads: ``self.<name>`` or an alias of one."""
-    if (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-        and node.attr in names
-    ):
-        return node.attr
+def _own(node: ast.expr, aliases: dict[str, str | None]) -> str | None:
+    """The attribute ``node`` reads: ``self.<name>`` or an alias of one."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id == "self" else None
     if isinstance(node, ast.Name):
         return aliases.get(node.id)
     return None
