@@ -1,12 +1,15 @@
 """``hs.scheduled`` under ``torch.compile``: Keras's ``jit_compile=True`` on the torch backend.
 
 This file is also the worker: ``KERAS_BACKEND=torch python tests/backends/test_torch_compile.py
-[--inductor]`` trains ``Dense(8 -> 4)`` with a scheduled ``AdamW`` by ``train_on_batch`` for
-8 steps, making run-time changes before steps 3 (a learning-rate override), 5 (override
-cleared, ``beta_1`` scaled by 0.5) and 6 (a ``weight_decay`` override), and prints one JSON
-object: per-step losses, final weights, dynamo's graph and frame counts after each step and
-the graph-break reasons, for
+[--inductor]`` trains ``Dense(8 -> 4)`` with a scheduled ``AdamW`` (learning rate,
+``beta_1`` and weight decay on schedules, Keras's constant ``beta_2 = 0.999``) by
+``train_on_batch`` for 8 steps, making run-time changes before steps 3 (a learning-rate
+override), 5 (override cleared, ``beta_1`` scaled by 0.5) and 6 (a ``weight_decay``
+override), and prints one JSON object: per-step losses, final weights, dynamo's graph and
+frame counts after each step and the graph-break reasons, for
 
+* ``plain``: plain Keras ``AdamW``, eager, its values set before each step to those
+  ``hs.scheduled`` has then (:func:`_plain_values`);
 * ``eager``: ``jit_compile=False``, the reference;
 * ``unchanged``: eager without the run-time changes (they must matter);
 * ``compiled``: ``jit_compile=True`` with dynamo's default settings;
@@ -14,18 +17,18 @@ the graph-break reasons, for
 * ``loop`` and ``loop-compiled``: a hand-written step (``loss.backward()`` and
   ``optimizer.apply``), eager and under ``torch.compile``;
 * ``fused-eager`` and ``fused-compiled``: ``fused=True`` (PyTorch's fused Adam kernel,
-  :mod:`hyperstep.backends.torch`), eager and under ``torch.compile``, with ``beta_2``,
-  ``epsilon`` and ``weight_decay`` that are float32 numbers and the bias excluded from weight
-  decay (``launches``: the fused kernel calls per step);
+  :mod:`hyperstep.backends.torch`), eager and under ``torch.compile``, with Keras's
+  ``beta_2 = 0.999``, ``epsilon`` and ``weight_decay`` that are float32 numbers and the bias
+  excluded from weight decay (``launches``: the fused kernel calls per step);
 * ``step-eager``/``step-compiled`` and ``step-adam-eager``/``step-adam-compiled``: the same
   with ``hs.StepOptimizer(..., fused=True)`` and its ``AdamW`` rule (Keras's default
   ``beta_2`` and ``epsilon``, the bias in a group without weight decay) or its
   ``Adam(amsgrad=True)`` rule;
-* ``<name>-eager``/``<name>-compiled`` for the other eight Keras optimizers with a torch
-  implementation: Keras's step with ``SGD(momentum=0.9, nesterov=True)`` (``momentum`` on a
-  schedule, scaled at step 5), ``RMSprop(momentum=0.5)`` (``rho`` scaled), ``Adam``,
-  ``Adamax``, ``Nadam``, ``Lion`` (``beta_1`` on a schedule, scaled), ``Adadelta`` (``rho``
-  scaled) and ``Adagrad`` (``epsilon`` scaled).
+* ``<name>-plain``/``<name>-eager``/``<name>-compiled`` for the other eight Keras
+  optimizers with a torch implementation: Keras's step with ``SGD(momentum=0.9,
+  nesterov=True)`` (``momentum`` on a schedule, scaled at step 5), ``RMSprop(momentum=0.5)``
+  (``rho`` scaled), ``Adam``, ``Adamax``, ``Nadam``, ``Lion`` (``beta_1`` on a schedule,
+  scaled), ``Adadelta`` (``rho`` scaled) and ``Adagrad`` (``epsilon`` scaled).
 
 Tracing Keras's train step takes dynamo 10-30 s on a loaded 2-core machine, and inductor
 (Keras's backend for ``torch.compile``) then 10 s to minutes more to generate code, so the
@@ -54,7 +57,7 @@ import pytest
 
 STEPS = 8
 #: the modes also run for the other optimizers
-MORE = ("eager", "compiled")
+MORE = ("plain", "eager", "compiled")
 
 
 # ---- the worker (run under KERAS_BACKEND=torch) ---------------------------------------------
@@ -76,6 +79,36 @@ SECOND = {
     "rho": "0.9",
     "epsilon": "1e-3",
 }
+#: elementwise arithmetic only: a vectorized `pow` (eager torch's host table) may round a
+#: bit off a scalar one, and differently on another CPU
+LEARNING_RATE = "0.01 / (1 + 0.25 * step)"
+WEIGHT_DECAY = "0.01 * (1 + step / 4)"
+
+
+def _plain_values(name: str, step: int) -> dict[str, float]:
+    """The values ``hs.scheduled`` has at ``step`` with the run-time changes below, as the
+    Python floats a plain optimizer is set to: a schedule's float32 value, a constant's own
+    Python float (Keras's ``beta_2 = 0.999``, not float32's 0.99900001), an override's
+    float32 number, a scaled value the Python product (0.5: exact in float32 too)."""
+    import hyperstep as hs
+    from hyperstep.schedules.base import Constant
+
+    second = OPTIMIZERS[name][1]
+    texts = {"learning_rate": LEARNING_RATE, "weight_decay": WEIGHT_DECAY, second: SECOND[second]}
+    values = {}
+    for key, text in texts.items():
+        schedule = hs.parse(text)
+        if isinstance(schedule, Constant):
+            values[key] = float(schedule.value_)
+        else:
+            values[key] = float(schedule(np.float32(step)))
+    if step in (3, 4):
+        values["learning_rate"] = float(np.float32(0.05))
+    if step >= 5:
+        values[second] *= 0.5
+    if step >= 6:
+        values["weight_decay"] = float(np.float32(0.2))
+    return values
 
 
 def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
@@ -99,17 +132,21 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
     text, second = OPTIMIZERS[name]
     optimizer = hs.scheduled(
         eval(f"keras.optimizers.{text}", {"keras": keras}),
-        learning_rate="0.01 * 0.9 ** step",
-        weight_decay=0.01,
+        learning_rate=LEARNING_RATE,
+        weight_decay=WEIGHT_DECAY,
         **{second: SECOND[second]},
     )
+    if mode.startswith("plain"):  # plain Keras, its values set before each step
+        optimizer = eval(f"keras.optimizers.{text}", {"keras": keras})
     if mode.startswith("fused"):
         # Eager, the kernel gets Keras's constants as Python numbers (as a plain Keras
-        # optimizer has them); compiled, as float32 tensors (so that they change without a
-        # recompile). Constants that are float32 numbers make the two the same scalars.
+        # optimizer has them); compiled, as tensors (so that they change without a
+        # recompile): beta_1 and beta_2 in float64, exact (Keras's default path uses them as
+        # Python numbers: backends.torch.exact_scalar), epsilon and weight decay in float32,
+        # here float32 numbers, so that the two are the same scalars.
         optimizer = hs.scheduled(
-            keras.optimizers.AdamW(beta_2=1 - 2**-10, epsilon=2**-23),
-            learning_rate="0.01 * 0.9 ** step",
+            keras.optimizers.AdamW(epsilon=2**-23),
+            learning_rate=LEARNING_RATE,
             weight_decay=2**-7,
             beta_1=SECOND["beta_1"],
             fused=True,
@@ -126,7 +163,7 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
             rule,
             groups=groups,
             fused=True,
-            learning_rate="0.01 * 0.9 ** step",
+            learning_rate=LEARNING_RATE,
             **{"beta_1": SECOND["beta_1"], **({"weight_decay": 0.01} if groups else {})},
         )
     launches = _count_launches()
@@ -149,12 +186,15 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
     if compiled and not mode.startswith("loop"):
         original = torch.compile
         torch.compile = lambda fn, **kw: original(fn, **{"backend": backend, **kw})
-    hps = optimizer.hyperparameters
+    hps = getattr(optimizer, "hyperparameters", {})  # (none for plain Keras)
     result: dict[str, Any] = {"losses": [], "graphs": [], "frames": [], "seconds": []}
     result["launches"] = []
     try:
         for step in range(STEPS):
-            if mode != "unchanged":
+            if mode.startswith("plain"):
+                for key, value in _plain_values(name, step).items():
+                    setattr(optimizer, key, value)
+            elif mode != "unchanged":
                 if step == 3:
                     hps["learning_rate"].set(0.05)
                 if step == 5:
@@ -172,7 +212,7 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
         if compiled and not mode.startswith("loop"):
             torch.compile = original  # type: ignore[assignment]
     result["weights"] = [w.ravel().tolist() for w in model.get_weights()]
-    result["step"] = int(optimizer.clock.step.value)
+    result["step"] = int((optimizer.clock.step if hps else optimizer.iterations).value)
     result["breaks"] = sorted({reason.split("\n")[0] for reason in counters["graph_break"]})
     return result
 
@@ -231,7 +271,7 @@ def _fast_path_mismatches() -> list[str]:
 
 def main() -> None:
     backend = "inductor" if "--inductor" in sys.argv else "eager"
-    modes = ("eager", "unchanged", "compiled", "captured", "loop", "loop-compiled")
+    modes = ("plain", "eager", "unchanged", "compiled", "captured", "loop", "loop-compiled")
     modes += ("fused-eager", "fused-compiled")
     modes += ("step-eager", "step-compiled", "step-adam-eager", "step-adam-compiled")
     result: dict[str, Any] = {"fast_path_mismatches": _fast_path_mismatches()}
@@ -281,16 +321,41 @@ PAIRS = {
 
 
 @pytest.mark.parametrize("mode", list(PAIRS))
-def test_compiled_training_matches_eager_step_by_step(results: dict[str, Any], mode: str) -> None:
-    # Eager torch hands Keras Python numbers (Hyperparameter.host_float), as a plain Keras
-    # optimizer has; compiled, values stay float32 tensors. Keras's `1 - beta_2` then rounds
-    # from a Python float in one and from float32 in the other (0.001 vs 0.00099998713):
-    # Adam's step differs by ~1e-5 relative, the losses after 8 steps by ~2e-6.
+def test_compiled_training_equals_eager_bitwise(results: dict[str, Any], mode: str) -> None:
+    """Every compiled run ends bitwise where its eager run does, loss by loss (dynamo's
+    ``eager`` backend: the same kernels). Eagerly Keras's code gets Python floats; compiled,
+    values it uses as Python numbers (``1 - beta_2``, ``alpha=self.momentum``) are float64
+    tensors with constants exact (``backends.torch.exact_scalar``), the others float32."""
     eager, compiled = results[PAIRS[mode]], results[mode]
-    np.testing.assert_allclose(compiled["losses"], eager["losses"], rtol=1e-5)
-    for got, expected in zip(compiled["weights"], eager["weights"], strict=True):
-        np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
+    assert compiled["losses"] == eager["losses"]
+    assert compiled["weights"] == eager["weights"]
     assert compiled["step"] == eager["step"] == STEPS
+
+
+#: each run of hs.scheduled's default path and the plain Keras run set per step it must equal
+PLAIN = {
+    "eager": "plain",
+    "compiled": "plain",
+    "captured": "plain",
+    **{f"{name}-{mode}": f"{name}-plain" for name in list(OPTIMIZERS)[1:] for mode in MORE[1:]},
+}
+
+
+@pytest.mark.parametrize("mode", list(PLAIN))
+def test_default_path_equals_plain_keras_set_before_each_step_bitwise(
+    results: dict[str, Any], mode: str
+) -> None:
+    """Keras-exact by default, under ``torch.compile`` too (with scalars captured or not):
+    ``hs.scheduled(AdamW())`` with a scheduled learning rate, ``beta_1`` and weight decay
+    and Keras's constant ``beta_2 = 0.999`` (whose float32 is not the Python float: compiled
+    values as float32 tensors gave ``1 - beta_2 = 0.00099998713`` and weights 8.6e-7 off),
+    through the run-time changes, equals plain Keras ``AdamW`` whose values are set before
+    each step (:func:`_plain_values`), weights and losses bitwise; so does every other
+    Keras optimizer with a torch implementation, eager and compiled."""
+    plain, ours = results[PLAIN[mode]], results[mode]
+    assert ours["losses"] == plain["losses"]
+    assert ours["weights"] == plain["weights"]
+    assert plain["step"] == STEPS
 
 
 def test_run_time_changes_change_the_compiled_training(results: dict[str, Any]) -> None:
@@ -332,7 +397,8 @@ def test_fused_kernel_runs_under_torch_compile_bitwise_as_eager(results: dict[st
     """``fused=True`` under ``torch.compile``: the fused kernel runs in every compiled step
     (two calls: the kernel decays, the bias does not) and the weights equal the eager
     fused run's bitwise (dynamo's ``eager`` backend computes the gradients with the same
-    kernels; the scalars are equal because the constants are float32 numbers)."""
+    kernels; the scalars are equal: ``beta_2 = 0.999`` reaches the kernel exact, ``epsilon``
+    and the weight decay are float32 numbers)."""
     eager, compiled = results["fused-eager"], results["fused-compiled"]
     assert eager["launches"] == compiled["launches"] == [2] * STEPS
     assert compiled["weights"] == eager["weights"]

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 import hyperstep as hs
+from hyperstep.optim import _introspect
 from hyperstep.schedules.base import Constant
 
 K = keras.optimizers
@@ -106,3 +107,25 @@ def test_traced_scheduled_values_are_bitwise_the_plain_optimizer_traced_per_step
         for _ in range(steps):
             step()
     np.testing.assert_array_equal(v.numpy(), w.numpy())
+
+
+class _Uses(keras.optimizers.Adam):
+    """Forms of Keras's update code (Python precedence and aliases decide)."""
+
+    def _forms(self, lr, f):
+        eps = self.epsilon
+        eps = eps + lr  # an alias assigned again: a tensor below
+        clip = self.clipvalue  # an alias assigned once
+        return (
+            1 - self.weight_decay * lr,  # the product, with a tensor, comes first
+            2 * eps,
+            f(lr, alpha=-self.ema_momentum),  # torch reads `alpha=` as a Python number
+            (clip - 1.0) * lr,
+        )
+
+
+def test_values_keras_uses_as_python_numbers_are_found_from_its_syntax():
+    # hs.scheduled hands these as exact numbers (JAX: StaticScalar, torch: float64 tensors)
+    found = _introspect.arithmetic_in_python(_Uses)
+    assert found == _introspect.arithmetic_in_python(K.Adam) | {"ema_momentum", "clipvalue"}
+    assert {"beta_1", "beta_2"} <= found  # Adam's own `1 - self.beta_1`

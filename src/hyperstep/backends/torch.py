@@ -1,4 +1,6 @@
-"""Torch: fused updates for ``hs.scheduled`` and ``hs.StepOptimizer`` with ``fused=True``.
+"""Torch: fused updates for ``hs.scheduled`` and ``hs.StepOptimizer`` with ``fused=True``,
+and the values of ``hs.scheduled``'s default path that cannot be Python floats
+(:func:`exact_scalar`).
 
 Keras's torch Adam and AdamW (``keras/src/backend/torch/optimizers/torch_adam.py``) update
 every variable with about ten ``torch._foreach_*`` calls, each a pass over all the weights
@@ -64,6 +66,9 @@ _devices = versions.reach(
 _FUSED_DEVICES: tuple[str, ...] = tuple(_devices()) if _devices else ("cuda", "cpu")
 
 _KERNEL_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+#: whether Keras's torch device holds float64 (not MPS), read once (at the first install)
+_KERAS_FLOAT64 = keras.backend.backend() != "torch" or keras.ops.zeros(()).device.type != "mps"
 
 
 def _adam_like(optimizer: Any) -> bool:
@@ -281,6 +286,26 @@ def _float64(value: Any) -> torch.Tensor:
     if isinstance(value, keras.Variable):
         value = value.value
     return torch.as_tensor(value).to(device="cpu", dtype=torch.float64).reshape(())
+
+
+def exact_scalar(value: Any, exact: Any) -> Any:
+    """A value Keras's torch code uses as a Python number, where it cannot be one.
+
+    Eagerly on the CPU ``hs.scheduled`` hands Keras Python floats (the host table). Under
+    ``torch.compile``, inside ``keras.StatelessScope`` or with the clock on a GPU the value
+    is a tensor; for a hyperparameter Keras combines with numbers in Python (``1 -
+    self.beta_2``) or passes as ``alpha=`` (read back with ``.item()``), this is ``exact()``:
+    float64, a constant exact (``Hyperparameter.exact_at``), so that ``1 - beta_2`` is the
+    Python float's ``1 - 0.999`` (a float32 tensor gives ``1 - float32(0.999)``,
+    0.00099998713 against 0.001) and ``.item()`` its number. Keras's other uses round it to
+    the variable's dtype once, as they do a Python float: ``ops.cast(self.beta_1, dtype)``,
+    ``torch._foreach_mul_(m, self.beta_1)`` (a 0-dim tensor does not promote a dimensioned
+    one). ``value()`` (float32) where Keras's device has no float64 (MPS). Only for those
+    values (``hyperstep.optim._introspect.arithmetic_in_python``): one that Keras combines
+    with a 0-dim tensor first (``1 - weight_decay * lr``) stays float32, whose arithmetic
+    with Keras's float32 learning rate is the plain optimizer's.
+    """
+    return exact() if _KERAS_FLOAT64 else value()
 
 
 def group_update(

@@ -70,16 +70,21 @@ def keras_scalar(
     as well, in fewer graph operations); JAX, when checked or for a constant
     in arithmetic: a :class:`~hyperstep.backends.static.StaticScalar` (a tracer cannot answer
     ``if``; a constant's arithmetic with numbers rounds like its Python float, without
-    float64: bitwise Keras's updates); otherwise ``value()`` (a plain array, which every
-    function takes; float32 arithmetic on a float32 value is what a Python float holding it
-    gives, one operation at a time). ``exact=None``: always ``value()`` (the learning rate,
-    which Keras reads from a float32 variable itself).
+    float64: bitwise Keras's updates); torch, in arithmetic (under ``torch.compile``, in a
+    stateless scope, the clock on a GPU): :func:`hyperstep.backends.torch.exact_scalar`;
+    otherwise ``value()`` (a plain array, which every function takes; float32 arithmetic on
+    a float32 value is what a Python float holding it gives, one operation at a time).
+    ``exact=None``: always ``value()`` (the learning rate, a float32 variable in Keras).
     """
     name = _backend()
     if name == "tensorflow" and exact is not None and (checked or arithmetic):
         from hyperstep.backends.tensorflow import ExactScalar
 
         return ExactScalar(exact(), static)
+    if name == "torch" and arithmetic and exact is not None:
+        from hyperstep.backends.torch import exact_scalar
+
+        return exact_scalar(value, exact)
     constant = arithmetic and exact is not None and static is not None
     if name == "jax" and (checked or constant):
         from hyperstep.backends.static import StaticScalar

@@ -136,15 +136,17 @@ class Update:
 def keras_value(update: Update, hyperparameter: Hyperparameter, name: str, **how: Any) -> Any:
     """``hyperparameter`` at the update's step, read the way a Keras optimizer reads its
     own value ``name`` (:func:`hyperstep.backends.keras_scalar`; a Python float from the
-    host table on eager torch). ``how``: ``static`` (the constant or ``None``) and
-    ``checked`` (whether Keras tests it in a Python ``if``) and ``arithmetic`` (whether
-    Keras combines it with Python numbers: JAX then keeps a constant's exact arithmetic)."""
+    host table on eager torch, the learning rate a float32 number). ``how``: ``static`` (the
+    constant or ``None``) and ``checked`` (whether Keras tests it in a Python ``if``) and
+    ``arithmetic`` (whether Keras uses it as a Python number: JAX then keeps a constant's
+    exact arithmetic, torch hands it in float64)."""
     if update.host_step is not None:  # eager torch: Python numbers, as Keras's own are
         value = hyperparameter.host_float(update.host_step)
         if value is not None:
-            # ... but Keras's learning rate is a float32 variable: a float32 tensor, so that
-            # `1 - weight_decay * learning_rate` rounds as Keras's and its in-place multiply
-            # takes torch's tensor-scalar path (the Python-number one makes a copy)
+            # Keras's own learning rate is a float32 variable: a float32 tensor, so that its
+            # torch weight decay `1 - weight_decay * lr` rounds as Keras's (a Python float
+            # computes it in double: off by the last bit for ~0.2% of wd = lr = 0.1) and its
+            # in-place multiply takes torch's tensor-scalar path (a number's makes a copy)
             learning_rate = name.rsplit("/", 1)[-1] == "learning_rate"
             return ops.convert_to_tensor(value, "float32") if learning_rate else value
     step = update.step
