@@ -27,11 +27,9 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends import native_variable
-from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.relative import resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.average_state import restore as restore_average
@@ -45,19 +43,16 @@ from hyperstep.optim.core import (
 )
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.resolve import Update, value_and_complement
-from hyperstep.optim.rules import Rule, Values, get_rule
+from hyperstep.optim.rules import Values, get_rule
+from hyperstep.optim.step_parts import (
+    KERAS_ARGUMENTS,
+    check_names,
+    fused_update,
+    pick_clock,
+    scratch_buffer,
+)
 
 #: Keras optimizer arguments StepOptimizer passes through (``weight_decay`` is a rule's).
-KERAS_ARGUMENTS = (
-    "clipnorm",
-    "clipvalue",
-    "global_clipnorm",
-    "use_ema",
-    "ema_momentum",
-    "ema_overwrite_frequency",
-    "loss_scale_factor",
-    "gradient_accumulation_steps",
-)
 _RESERVED = {"rule", "groups", "clock", "advance", "name", *KERAS_ARGUMENTS}
 
 
@@ -163,7 +158,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
                 f"Rule {type(rule).__name__} declares hyperparameters named like optimizer "
                 f"arguments: {reserved}. Rename them in `hyperparameters`."
             )
-        _check_names(rule, "StepOptimizer", hyperparameters)
+        check_names(rule, "StepOptimizer", hyperparameters)
         if advance is not None and not isinstance(advance, bool):
             raise InvalidTypeError(
                 "`StepOptimizer(advance=...)` must be True, False or None. "
@@ -174,7 +169,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
         self.fused = fused
         # whether to take the rule's kernels (`fused`, or the rule's default for None)
         self._fuses = rule.fuses_by_default if fused is None else fused
-        self.clock = _pick_clock(
+        self.clock = pick_clock(
             clock,
             [hyperparameters, *(g.hyperparameters for g in groups if isinstance(g, Group))],
             f"{self.name}_clock",
@@ -192,7 +187,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
             groups,
             own,
             self._hyperparameter,
-            lambda group: _check_names(rule, f"Group({group.name!r})", group.hyperparameters),
+            lambda group: check_names(rule, f"Group({group.name!r})", group.hyperparameters),
             "StepOptimizer",
         )
         self.groups: dict[str, Group] = {group.name: group for group in bound}
@@ -240,7 +235,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
         # restored, and a checkpoint is the same with and without `fused`
         scratch = self._fuses and backends.adam_pass() is not None
         self.__dict__["_scratch"] = {
-            key: [self._scratch_buffer(v, key) for v in variables]
+            key: [scratch_buffer(self, v, key) for v in variables]
             for key in (self.rule.fused_slots if scratch else ())
         }
         # -- a rule's slots that start at the variable's value and scalar state (Rule) --
@@ -253,14 +248,6 @@ class StepOptimizer(keras.optimizers.Optimizer):
                 )
                 for v in variables
             ]
-
-    def _scratch_buffer(self, variable: Any, key: str) -> Any:
-        if self._overwrite_variable_with_gradient(variable):
-            return None
-        name = f"{self.name}_{variable.path.replace('/', '_')}_{key}"
-        return keras.Variable(
-            "zeros", shape=variable.shape, dtype=variable.dtype, trainable=False, name=name
-        )
 
     def _copied_slot(self, variable: Any, key: str) -> Any:
         if self._overwrite_variable_with_gradient(variable):
@@ -310,54 +297,9 @@ class StepOptimizer(keras.optimizers.Optimizer):
         super()._backend_update_step(grads, trainable_variables, (step, tables))
 
     def _fused_update(self, grads: Any, variables: Any) -> bool:
-        """``fused=True``: the Adam and AdamW rules through PyTorch's fused kernel, once per
-        group (:func:`hyperstep.backends.torch.adam`); eagerly the values are Python numbers
-        (the host table), under ``torch.compile`` float64 tensors
-        (:meth:`~hyperstep.Hyperparameter.exact_at`: the same numbers, read back when the
-        compiled step runs). ``False`` (nothing done) elsewhere: another rule or backend,
-        or the clock not readable for free."""
-        kernel = backends.multi_tensor_adam()
-        rule = self.rule
-        if kernel is None or type(rule) not in (_rules.Adam, _rules.AdamW):
-            return False
-        compiling = backends.compiling()
-        step: Any = None if compiling else backends.host_int(self.clock.step)
-        if (step is None and not compiling) or not kernel.applies(grads, variables):
-            return False
-        keys = (
-            ("momentum", "velocity", "velocity_hat") if rule.amsgrad else ("momentum", "velocity")
-        )
-        members: dict[int, list[int]] = {}
-        for variable in variables:
-            index = self._get_variable_index(variable)
-            members.setdefault(self._variable_group[index], []).append(index)
-        position = {self._get_variable_index(v): i for i, v in enumerate(variables)}
-        update = self._hs_update
-        with update.fixed(self.clock, host=False):  # (fixed already when called from `apply`)
-            if compiling:
-                step = update.step
-
-            def read(hp: Any) -> Any:
-                if not compiling:
-                    return _host_value(hp, step)
-                return update.cached(("exact", id(hp)), lambda: hp.exact_at(step))
-
-            for group, indices in members.items():
-                value = {key: read(hp) for key, hp in self._tables[group].items()}
-                decay = value.get("weight_decay", 0.0)
-                kernel.adam(
-                    [grads[position[i]] for i in indices],
-                    [variables[position[i]] for i in indices],
-                    [[self._slots[key][i] for key in keys] for i in indices],
-                    step=step + 1,
-                    learning_rate=value["learning_rate"],
-                    beta_1=value["beta_1"],
-                    beta_2=value["beta_2"],
-                    epsilon=value["epsilon"],
-                    weight_decay=[decay] * len(indices),
-                    amsgrad=rule.amsgrad,
-                )
-        return True
+        """``fused``: the Adam and AdamW rules through PyTorch's fused kernel
+        (:func:`hyperstep.optim.step_parts.fused_update`); ``False`` if not taken."""
+        return fused_update(self, grads, variables)
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
         step, tables = learning_rate
@@ -441,40 +383,3 @@ class StepOptimizer(keras.optimizers.Optimizer):
         if values is None:  # saved before the shared format: the values under their names
             values = {k: deserialize_value(v, custom_objects) for k, v in flat.items()}
         return restore_average(cls(rule, **shared, **config, **values), average)
-
-
-def _check_names(rule: Rule, owner: str, given: Mapping[str, Any]) -> None:
-    unknown = [key for key in given if key not in rule.hyperparameters]
-    if unknown:
-        shown = ", ".join(received(key, given[key]).removeprefix("Received: ") for key in unknown)
-        raise InvalidArgumentError(
-            f"`{owner}` got hyperparameters that rule {type(rule).__name__} does not declare: "
-            f"{unknown}. Valid ones: {list(rule.hyperparameters)}"
-            + (
-                f" (and the Keras arguments {list(KERAS_ARGUMENTS)})"
-                if owner == "StepOptimizer"
-                else ""
-            )
-            + f". Received: {shown}"
-        )
-
-
-def _pick_clock(clock: Any, tables: list[Mapping[str, Any]], name: str) -> Any:
-    if clock is not None:
-        if not isinstance(clock, Clock):
-            raise InvalidTypeError(
-                f"`StepOptimizer(clock=...)` must be an `hs.Clock`. {received('clock', clock)}"
-            )
-        return clock
-    for table in tables:
-        for value in table.values():
-            if isinstance(value, Hyperparameter):
-                return value.clock
-    return Clock(name=name)
-
-
-def _host_value(hp: Any, step: int) -> float:
-    """A Hyperparameter's value at ``step`` as a Python number (from its host table, else
-    read back)."""
-    value = hp.host_float(step)
-    return float(hp.value) if value is None else value
