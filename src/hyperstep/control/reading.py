@@ -1,0 +1,121 @@
+"""Reading hyperparameters: ``collect`` them by name, ``read_all`` their values in one transfer.
+
+``collect(x)`` -> ``{name: hyperparameter}`` from one, a list, a dict or a scheduled optimizer;
+``read_all(x)`` -> ``{name: float}``. Also the ``fit`` helpers callbacks share
+(``infer_steps_per_epoch``, ``savers_before``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+import keras
+from keras import ops
+
+from hyperstep.control.hyperparameter import Hyperparameter
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+
+__all__ = ["collect", "infer_steps_per_epoch", "read_all", "savers_before"]
+
+
+def collect(hyperparameters: Any, owner: str = "LogHyperparameters") -> dict[str, Any]:
+    """Return ``{name: hyperparameter}`` from a hyperparameter, a list, a dict or an object
+    with a ``.hyperparameters`` attribute (a scheduled optimizer).
+
+    Raises:
+        InvalidTypeError: If an entry is not a hyperparameter.
+        InvalidArgumentError: If nothing is given or two entries share a name.
+    """
+    source = getattr(hyperparameters, "hyperparameters", hyperparameters)
+    if _is_hyperparameter(source):
+        source = [source]
+    if isinstance(source, Mapping):
+        items = [(str(key), value) for key, value in source.items()]
+    elif isinstance(source, (list, tuple)):
+        items = [(getattr(value, "name", "?"), value) for value in source]
+    else:
+        raise InvalidTypeError(
+            f"`{owner}(hyperparameters=...)` takes a hs.Hyperparameter, a list or dict of them, "
+            "or a hs.scheduled optimizer. "
+            f"Received: hyperparameters of type {type(hyperparameters).__name__}"
+        )
+    found: dict[str, Any] = {}
+    for name, value in items:
+        if not _is_hyperparameter(value):
+            raise InvalidTypeError(
+                f"`{owner}(hyperparameters=...)` must hold hs.Hyperparameter objects. "
+                f"Received: {name}={value!r}"
+            )
+        if name in found:
+            raise InvalidArgumentError(
+                f"`{owner}(hyperparameters=...)` has two hyperparameters named {name!r}; pass a "
+                "dict to give them distinct names. "
+                f"Received: names={[n for n, _ in items]}"
+            )
+        found[name] = value
+    if not found:
+        raise InvalidArgumentError(
+            f"`{owner}(hyperparameters=...)` needs at least one hyperparameter. "
+            f"{received('hyperparameters', hyperparameters)}"
+        )
+    return found
+
+
+def infer_steps_per_epoch(clock: Any, params: Mapping[str, Any] | None) -> None:
+    """Set ``clock.steps_per_epoch`` from ``fit``'s ``params["steps"]`` if it is not known
+    (:func:`hyperstep.control.epochs.fit_began` does this and more for every clock of a
+    model)."""
+    steps = (params or {}).get("steps")
+    if getattr(clock, "steps_per_epoch", 0) is None and isinstance(steps, int) and steps > 0:
+        clock.steps_per_epoch = steps
+
+
+def savers_before(callback: Any) -> list[str]:
+    """Names of the ``BackupAndRestore``/``ModelCheckpoint`` listed before ``callback`` in the
+    ``fit`` whose ``on_train_begin`` is running (``[]`` outside ``fit``).
+
+    Such a callback saves the training state at each epoch end *before* ``callback`` runs its
+    ``on_epoch_end``; a decision ``callback`` takes there would be missing from the saved state
+    and lost on resume. Keras gives a callback no handle on its list: it is read from the
+    calling ``keras.callbacks.CallbackList`` (the frame that called ``on_train_begin``).
+    """
+    savers = (keras.callbacks.BackupAndRestore, keras.callbacks.ModelCheckpoint)
+    frame = inspect.currentframe()
+    try:
+        caller = frame.f_back if frame is not None else None
+        for _ in range(4):  # this helper <- on_train_begin (<- super()) <- CallbackList
+            if caller is None:
+                break
+            owner = caller.f_locals.get("self")
+            if isinstance(owner, keras.callbacks.CallbackList):
+                listed = list(owner.callbacks)
+                ahead = next((i for i, c in enumerate(listed) if c is callback), 0)
+                return [type(c).__name__ for c in listed[:ahead] if isinstance(c, savers)]
+            caller = caller.f_back
+    finally:
+        del frame
+    return []
+
+
+def read_all(hyperparameters: Any) -> dict[str, float]:
+    """Return every effective value as a Python float, ``{name: value}``, in one transfer.
+
+    Args:
+        hyperparameters: A hyperparameter, a list or dict of them, or a scheduled optimizer.
+
+    Example:
+        >>> import hyperstep as hs
+        >>> lr = hs.Hyperparameter(0.1, name="learning_rate")
+        >>> beta = hs.Hyperparameter(0.9, name="beta_1", clock=lr.clock)
+        >>> {k: round(v, 6) for k, v in read_all([lr, beta]).items()}
+        {'learning_rate': 0.1, 'beta_1': 0.9}
+    """
+    found = collect(hyperparameters, owner="read_all")
+    stacked = ops.stack([ops.cast(ops.reshape(hp.value, ()), "float32") for hp in found.values()])
+    return dict(zip(found, (float(v) for v in ops.convert_to_numpy(stacked)), strict=True))
+
+
+def _is_hyperparameter(value: Any) -> bool:
+    return isinstance(value, Hyperparameter)
