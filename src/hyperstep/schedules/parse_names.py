@@ -1,0 +1,172 @@
+"""The expression language's limits, tables and vocabulary (keyword -> schedule class).
+
+``vocabulary()`` maps every schedule ``keyword`` to its class; the tables map Python syntax
+nodes to operators (``ast.Add`` -> ``"+"``) or to the reason they are refused, and ``_fold``
+computes a tree of constants into one number. :mod:`hyperstep.schedules.parse` reads text with
+them.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+import inspect
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from hyperstep.schedules import base
+from hyperstep.schedules.base import BinaryOp, Negate, Schedule
+
+#: the longest expression accepted, in characters
+MAX_LENGTH = 10_000
+
+
+#: the deepest nesting of the syntax tree accepted
+MAX_DEPTH = 100
+
+
+_NAMES = ("step", "epoch", "pi", "e")
+
+
+#: named numbers
+_NUMBERS = {"pi": math.pi, "e": math.e, "inf": math.inf}
+
+
+#: keywords of base nodes that are written as syntax, not as calls
+_SYNTAX_NODES = frozenset({"step", "epoch", "binary", "chain", "negate", "function"})
+
+
+_BINOPS: dict[type, str] = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+}
+
+
+_COMPARE: dict[type, str] = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+}
+
+
+_FOLD: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+}
+
+
+_REFUSED: dict[type, str] = {
+    ast.Attribute: "attribute access (`.`) is not allowed",
+    ast.Subscript: "subscripts (`[...]` after a value) are not allowed",
+    ast.Lambda: "lambdas are not allowed",
+    ast.ListComp: "comprehensions are not allowed",
+    ast.SetComp: "comprehensions are not allowed",
+    ast.DictComp: "comprehensions are not allowed",
+    ast.GeneratorExp: "comprehensions are not allowed",
+    ast.JoinedStr: "f-strings are not allowed",
+    ast.NamedExpr: "assignment (`:=`) is not allowed",
+    ast.BoolOp: "`and`/`or` are not allowed; multiply comparisons for 'and', e.g. "
+    "(step > 10) * (step < 20)",
+    ast.IfExp: "`x if c else y` is not allowed; use where(c, x, y)",
+    ast.Starred: "starred arguments (`*x`) are not allowed",
+    ast.Tuple: "tuples are not allowed; use a list [a, b] as a call argument",
+    ast.Dict: "dicts are not allowed",
+    ast.Set: "sets are not allowed",
+    ast.Await: "`await` is not allowed",
+    ast.Yield: "`yield` is not allowed",
+    ast.YieldFrom: "`yield` is not allowed",
+    ast.Slice: "slices are not allowed",
+}
+
+
+@functools.cache
+def vocabulary() -> dict[str, type[Schedule]]:
+    """Return the schedule vocabulary: keyword -> class, from ``base``, families, combinators.
+
+    Example:
+        >>> vocabulary()["constant"].__name__
+        'Constant'
+    """
+    from hyperstep.schedules import combinators, families
+
+    found: dict[str, type[Schedule]] = {}
+    for module in (base, families, combinators):
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, Schedule)
+                and value.keyword
+                and value.keyword not in _SYNTAX_NODES
+            ):
+                found.setdefault(value.keyword, value)
+    return dict(sorted(found.items()))
+
+
+def _parameters(cls: type) -> list[inspect.Parameter]:
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p for p in inspect.signature(cls).parameters.values() if p.kind in kinds]
+
+
+def _signature_text(keyword: str, cls: type) -> str:
+    parts = []
+    for p in _parameters(cls):
+        if p.default is inspect.Parameter.empty:
+            parts.append(p.name)
+        else:
+            parts.append(f"{p.name}={base.format_value(p.default)}")
+    return f"{keyword}({', '.join(parts)})"
+
+
+def _then(suggestion: str, sentence: str) -> str:
+    """Join an optional "; did you mean 'x'?" and a closing sentence."""
+    if suggestion:
+        return f"{suggestion} {sentence[0].upper()}{sentence[1:]}"
+    return f"; {sentence}"
+
+
+def _suggest(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _fold(node: Schedule) -> int | float | None:
+    """Return the number a tree of constants and ``+ - * / **`` computes, or None."""
+    if isinstance(node, base.Constant):
+        return node.value_
+    if isinstance(node, Negate):
+        inner = _fold(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, BinaryOp) and node.op in _FOLD:
+        left, right = _fold(node.left), _fold(node.right)
+        if left is None or right is None:
+            return None
+        try:
+            result = _FOLD[node.op](float(left), float(right))
+        except (ArithmeticError, ValueError):
+            return None
+        if isinstance(result, complex):
+            return None
+        if node.op != "/" and result.is_integer() and abs(result) < 2**53:
+            return int(result)
+        return result
+    return None
