@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import keras
-import numpy as np
 
 from hyperstep._backend import require_tensorflow
 
@@ -34,133 +33,33 @@ require_tensorflow("hyperstep.doctor.probe (the doctor's graph analysis)")
 
 import tensorflow as tf  # noqa: E402
 
-from hyperstep.doctor.graph import GraphFacts, PathFact  # noqa: E402
-
-# Keras bookkeeping attributes that hold no user state worth walking.
-_SKIP_ATTRIBUTES = frozenset(
-    {
-        "_tracker",
-        "_trainable_variables",
-        "_non_trainable_variables",
-        "_layers",
-        "_metrics",
-        "_seed_generators",
-        "_loss_tracker",
-        "_compile_loss",
-        "_compile_metrics",
-        "_inbound_nodes",
-        "_outbound_nodes",
-        "_losses",
-        "optimizer",
-        "_optimizer",
-        "train_function",
-        "test_function",
-        "predict_function",
-        "_functional",
-        "_operations",
-        "_inputs_struct",
-        "_outputs_struct",
-        "_nodes",
-        "_nodes_by_depth",
-        "_operations_by_depth",
-    }
+from hyperstep.doctor.bindings import (  # noqa: E402
+    _MAX_DEPTH as _MAX_DEPTH,
 )
-_MAX_DEPTH = 4
-
-
-def underlying(variable: Any) -> tf.Variable:
-    """Return the ``tf.Variable`` behind a ``keras.Variable`` (or the variable itself)."""
-    value = variable.value if isinstance(variable, keras.Variable) else variable
-    return value
-
-
-def key(variable: Any) -> int:
-    """Identity of a variable: the id of the ``tf.Variable`` that holds its value."""
-    return id(underlying(variable))
-
-
-def is_float(variable: Any) -> bool:
-    """Whether gradients can flow into the variable (floating or complex dtype)."""
-    dtype = tf.as_dtype(underlying(variable).dtype)
-    return bool(dtype.is_floating or dtype.is_complex)
-
-
-@dataclasses.dataclass
-class Binding:
-    """A variable found in a layer's attributes.
-
-    Attributes:
-        path: ``<layer.path>/<attribute>[/<index or key>...]``.
-        variable: The ``keras.Variable`` or ``tf.Variable`` found there.
-        owner: The layer whose attribute holds it.
-        attribute: The attribute chain below the layer, e.g. ``scale`` or ``scales/0``.
-        container: ``"attribute"``, ``"list"``, ``"dict"`` or ``"module"`` (a ``tf.Module``
-            or other plain object that Keras does not look inside).
-    """
-
-    path: str
-    variable: Any
-    owner: Any
-    attribute: str
-    container: str
-
-
-def layers_of(model: Any) -> list[Any]:
-    """Every layer of the model (the model first), as Keras tracks them."""
-    flatten = getattr(model, "_flatten_layers", None)
-    if flatten is not None:
-        return list(flatten(include_self=True, recursive=True))
-    return [model]
-
-
-def layer_path(layer: Any) -> str:
-    return str(getattr(layer, "path", None) or layer.name)
-
-
-def bindings(model: Any) -> list[Binding]:
-    """Every variable reachable from the attributes of the model's layers."""
-    found: list[Binding] = []
-    seen: set[int] = set()
-    for layer in layers_of(model):
-        base = layer_path(layer)
-        for name, value in _attributes(layer):
-            found.extend(_scan(value, base, layer, name, "attribute", 0, seen))
-    return found
-
-
-def _attributes(obj: Any) -> list[tuple[str, Any]]:
-    """The object's attributes worth walking, public first (so a variable is named after
-    the attribute users wrote, not after TensorFlow's checkpoint bookkeeping)."""
-    items = [
-        (name, value)
-        for name, value in vars(obj).items()
-        if name not in _SKIP_ATTRIBUTES and not name.startswith("_self_")
-    ]
-    return sorted(items, key=lambda item: item[0].startswith("_"))
-
-
-def _scan(
-    value: Any, base: str, owner: Any, attribute: str, container: str, depth: int, seen: set[int]
-) -> Iterator[Binding]:
-    if isinstance(value, (keras.Variable, tf.Variable)):
-        yield Binding(f"{base}/{attribute}", value, owner, attribute, container)
-        return
-    if depth >= _MAX_DEPTH or id(value) in seen:
-        return
-    if isinstance(value, (str, bytes, int, float, np.ndarray, tf.Tensor)) or value is None:
-        return
-    if isinstance(value, (keras.layers.Layer, keras.optimizers.Optimizer, keras.metrics.Metric)):
-        return
-    seen.add(id(value))
-    if isinstance(value, dict):
-        for k, item in list(value.items()):
-            yield from _scan(item, base, owner, f"{attribute}/{k}", "dict", depth + 1, seen)
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        for i, item in enumerate(value):
-            yield from _scan(item, base, owner, f"{attribute}/{i}", "list", depth + 1, seen)
-    elif isinstance(value, tf.Module):
-        for k, item in _attributes(value):
-            yield from _scan(item, base, owner, f"{attribute}/{k}", "module", depth + 1, seen)
+from hyperstep.doctor.bindings import (  # noqa: E402
+    _SKIP_ATTRIBUTES as _SKIP_ATTRIBUTES,
+)
+from hyperstep.doctor.bindings import (  # noqa: E402
+    Binding,
+    bindings,
+    is_float,
+    is_keras_class,
+    key,
+    layers_of,
+    underlying,
+)
+from hyperstep.doctor.bindings import _attributes as _attributes  # noqa: E402
+from hyperstep.doctor.bindings import _scan as _scan  # noqa: E402
+from hyperstep.doctor.bindings import describe_owner as describe_owner  # noqa: E402
+from hyperstep.doctor.bindings import layer_path as layer_path  # noqa: E402
+from hyperstep.doctor.graph import GraphFacts, PathFact  # noqa: E402
+from hyperstep.doctor.optimizer_facts import (  # noqa: E402
+    LearningRate,
+    learning_rates,
+    optimizer_variables,
+    train_function_variables,
+)
+from hyperstep.doctor.optimizer_facts import learning_rate as learning_rate  # noqa: E402
 
 
 def first_batch(data: Any) -> Any:
@@ -235,111 +134,6 @@ def gradient_kinds(
         values = grad.values if isinstance(grad, tf.IndexedSlices) else grad
         kinds[id(handle)] = "nonzero" if bool(tf.reduce_any(values != 0)) else "zero"
     return float(tf.reduce_sum(tf.cast(loss, tf.float32))), kinds
-
-
-def optimizer_variables(optimizer: Any) -> list[Any] | None:
-    """The variables a built optimizer updates, or ``None`` when it is not built yet."""
-    inner = getattr(optimizer, "inner_optimizer", None)
-    if inner is not None:
-        optimizer = inner
-    if optimizer is None or not getattr(optimizer, "built", False):
-        return None
-    found = getattr(optimizer, "_trainable_variables", None)
-    return None if found is None else list(found)
-
-
-def train_function_variables(model: Any) -> list[tf.Variable]:
-    """The variables captured by the graphs of a cached ``model.train_function``."""
-    function = getattr(model, "train_function", None)
-    found: dict[int, tf.Variable] = {}
-    stack: list[tuple[Any, int]] = [(function, 0)]
-    visited: set[int] = set()
-    while stack:
-        obj, depth = stack.pop()
-        if obj is None or id(obj) in visited or depth > 4:
-            continue
-        visited.add(id(obj))
-        concrete = getattr(obj, "_list_all_concrete_functions", None)
-        if concrete is not None:
-            for cf in concrete():
-                for variable in cf.variables:
-                    found[id(variable)] = variable
-        for cell in getattr(obj, "__closure__", None) or ():
-            try:
-                stack.append((cell.cell_contents, depth + 1))
-            except ValueError:
-                continue
-        wrapped = getattr(obj, "__wrapped__", None) or getattr(obj, "_python_function", None)
-        if wrapped is not None:
-            stack.append((wrapped, depth + 1))
-    return list(found.values())
-
-
-@dataclasses.dataclass(frozen=True)
-class LearningRate:
-    """An optimizer's learning rate now and at the next step (``None`` when not a schedule)."""
-
-    path: str
-    step: int
-    current: float
-    following: float | None
-
-
-def learning_rates(optimizer: Any) -> list[LearningRate]:
-    """Every learning rate of ``optimizer``: its own and each parameter group's.
-
-    For a hyperstep optimizer (``opt.hyperparameters`` holding ``learning_rate`` and
-    ``"<group>/learning_rate"``) each is read now and at the next step of its clock; for any
-    other optimizer, ``optimizer.learning_rate`` (see :func:`learning_rate`).
-    """
-    hyperparameters = getattr(optimizer, "hyperparameters", None)
-    if not isinstance(hyperparameters, dict):
-        rate = learning_rate(optimizer)
-        return [] if rate is None else [rate]
-    found = []
-    for key, hp in hyperparameters.items():
-        if key != "learning_rate" and not key.endswith("/learning_rate"):
-            continue
-        try:
-            step = int(keras.ops.convert_to_numpy(hp.clock.step))
-            current = float(np.asarray(keras.ops.convert_to_numpy(hp.value)))
-            following: float | None = float(np.asarray(keras.ops.convert_to_numpy(hp.at(step + 1))))
-        except Exception:
-            continue
-        if bool(keras.ops.convert_to_numpy(hp.is_set)):
-            following = None  # an override holds until cleared: no schedule to look ahead on
-        found.append(LearningRate(f"{optimizer.name}/{key}", step, current, following))
-    return found
-
-
-def learning_rate(optimizer: Any) -> LearningRate | None:
-    """Read ``optimizer.learning_rate`` at its current iteration (no state is changed)."""
-    if optimizer is None:
-        return None
-    try:
-        current = float(np.asarray(keras.ops.convert_to_numpy(optimizer.learning_rate)))
-        step = int(keras.ops.convert_to_numpy(optimizer.iterations))
-    except Exception:
-        return None
-    inner = getattr(optimizer, "inner_optimizer", None) or optimizer
-    schedule = getattr(inner, "_learning_rate", None)
-    following = None
-    if isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule):
-        following = float(np.asarray(keras.ops.convert_to_numpy(schedule(step + 1))))
-    path = (
-        getattr(schedule, "path", None)
-        or f"{getattr(optimizer, 'name', 'optimizer')}/learning_rate"
-    )
-    return LearningRate(str(path), step, current, following)
-
-
-def describe_owner(binding: Binding) -> str:
-    return f"{type(binding.owner).__name__} `{layer_path(binding.owner)}`"
-
-
-def is_keras_class(obj: Any) -> bool:
-    """Whether the object's class is Keras's own (its design decides what trains)."""
-    return type(obj).__module__.split(".")[0] in ("keras", "tf_keras")
 
 
 @dataclasses.dataclass
