@@ -19,7 +19,6 @@ nothing.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import warnings
@@ -173,6 +172,8 @@ def check_beta() -> dict[str, Any]:
 
 
 def main() -> None:
+    from worker_io import report  # beside this script (run as one; also imported by tests)
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         import keras
@@ -180,12 +181,7 @@ def main() -> None:
         result: dict[str, Any] = {"backend": keras.backend.backend()}
         result["table"] = check_table()
         result["beta"] = check_beta()
-    result["warnings"] = [
-        f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})"
-        for w in caught
-        if "hyperstep" in w.filename or "tests/backends" in w.filename
-    ]
-    print("RESULT " + json.dumps(result))
+    report(result, caught)
 
 
 if __name__ == "__main__":

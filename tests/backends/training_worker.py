@@ -23,7 +23,6 @@ nothing.
 
 from __future__ import annotations
 
-import json
 import warnings
 from typing import Any
 
@@ -436,6 +435,8 @@ def check_gan(backend: str, copy: bool = True) -> dict[str, Any]:
 
 
 def main() -> None:
+    from worker_io import report  # beside this script (run as one; also imported by tests)
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         import keras
@@ -449,12 +450,7 @@ def main() -> None:
             result["gan"] = check_gan(backend)
         if backend == "jax":
             result["gan_without_copy"] = check_gan(backend, copy=False)
-    result["warnings"] = [
-        f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})"
-        for w in caught
-        if "hyperstep" in w.filename or "tests/backends" in w.filename
-    ]
-    print("RESULT " + json.dumps(result))
+    report(result, caught)
 
 
 if __name__ == "__main__":
