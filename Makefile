@@ -41,9 +41,10 @@ $(OLDEST)/.installed: pyproject.toml
 test-oldest: $(OLDEST)/.installed
 	$(OLDEST)/bin/python -m pytest tests/schedules tests/optim tests/control tests/test_clock.py \
 		-m "not slow"
-# the user's guide and API reference, warnings as errors, into site/
+# the user's guide and API reference (mkdocs-material; the schedule figures drawn from the
+# code by docs/_ext/hooks.py), warnings as errors, into site/: open site/index.html
 docs: $(VENV)/.dev-installed
-	$(BIN)/python -m mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 # the wheel, installed into a fresh virtual environment with only keras and jax: import,
 # `hyperstep plot --text`, one training step on JAX (see .ci/dist_check.py)

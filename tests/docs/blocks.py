@@ -141,16 +141,36 @@ def _commands(code: str) -> list[str]:
     return commands
 
 
-def check_pip(words: list[str], root: Path) -> None:
-    """``pip install 'hyperstep[EXTRA,...]'``: each extra is one of pyproject's."""
+def check_pip(words: list[str], root: Path, cwd: Path) -> None:
+    """``pip install -e '.[EXTRA,...]'`` in a checkout: each extra is one of pyproject's.
+
+    hyperstep is not published, so the only install a page may show is from a checkout
+    (``-e`` optional, the path a folder holding a ``pyproject.toml``); ``pip install
+    hyperstep`` as if from PyPI fails here."""
     pyproject = (root / "pyproject.toml").read_text()
     section = pyproject.split("[project.optional-dependencies]")[1].split("\n[")[0]
     extras = set(re.findall(r"^([\w-]+) = \[", section, re.M))  # no tomllib on Python 3.10
     for word in words:
-        match = re.fullmatch(r"hyperstep(?:\[([\w,-]+)\])?", word)
-        assert match, f"`pip install {word}`: not hyperstep or hyperstep[extras]"
-        for extra in (match[1] or "").split(","):
+        if word == "-e":
+            continue
+        match = re.fullmatch(r"(?P<path>[^\[\]]+?)(?:\[(?P<extras>[\w,-]+)\])?", word)
+        assert match, f"`pip install {word}`: not PATH or PATH[extras]"
+        assert (cwd / match["path"] / "pyproject.toml").is_file(), (
+            f"`pip install {word}`: {match['path']!r} is not a checkout of hyperstep here"
+            " (it is not published: install from a checkout)"
+        )
+        for extra in (match["extras"] or "").split(","):
             assert not extra or extra in extras, f"no extra {extra!r} in pyproject.toml"
+
+
+def fake_clone(words: list[str], root: Path, cwd: Path) -> None:
+    """``git clone URL [FOLDER]``: nothing may download, so FOLDER (the URL's last part by
+    default, as git names it) gets this checkout's ``pyproject.toml``, all the ``pip``
+    check reads."""
+    url, *folder = [w for w in words if not w.startswith("-")]
+    name = folder[0] if folder else url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    (cwd / name).mkdir(parents=True, exist_ok=True)
+    (cwd / name / "pyproject.toml").write_text((root / "pyproject.toml").read_text())
 
 
 def check_make(words: list[str], root: Path) -> None:
@@ -170,22 +190,30 @@ def _tools(bin_dir: Path) -> None:
 
 
 def run_shell(block: Block, root: Path, workdir: Path) -> str:
-    """Each command of a shell block in ``workdir``; ``pip``/``make`` lines are checked."""
+    """Each command of a shell block in ``workdir`` (``cd DIR`` moves the next ones);
+    ``git clone``, ``pip`` and ``make`` lines are checked, not run."""
     _tools(workdir / ".bin")
     env = dict(os.environ)
     env["PATH"] = f"{workdir / '.bin'}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), env.get("PYTHONPATH", "")])
-    out = []
+    out, cwd = [], workdir
     for command in _commands(block.code):
         words = shlex.split(command, comments=True)
         if words[:2] == ["pip", "install"]:
-            check_pip(words[2:], root)
+            check_pip(words[2:], root, cwd)
+            continue
+        if words[:2] == ["git", "clone"]:
+            fake_clone(words[2:], root, cwd)
+            continue
+        if words[0] == "cd" and len(words) == 2:  # for the block's next commands
+            cwd = (cwd / words[1]).resolve()
+            assert cwd.is_dir(), f"{block.where}: `{command}`: no such folder"
             continue
         if words[0] == "make":
             check_make(words[1:], root)
             continue
         done = subprocess.run(
-            ["bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True
+            ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True
         )
         assert done.returncode == 0, (
             f"{block.where}: `{command}` exited with {done.returncode}\n"

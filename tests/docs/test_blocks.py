@@ -24,9 +24,11 @@ Conventions, read by ``blocks.py``:
 - **Shell blocks** (```` ```sh ````/``bash``/``shell``) run one command a line with
   ``bash`` in the session's temporary directory (every session of a page shares one, the
   current directory of its Python blocks too); ``hyperstep`` there is ``python -m
-  hyperstep`` on this checkout's ``src``. Exit status 0 is required. ``pip install`` lines
-  are not run: each extra they name must be one of pyproject's; ``make`` lines are not
-  run: each target must be a rule of the Makefile.
+  hyperstep`` on this checkout's ``src``. Exit status 0 is required. ``cd DIR`` moves the
+  block's next commands. ``git clone URL [DIR]`` is not run: DIR gets this checkout's
+  ``pyproject.toml``. ``pip install`` lines are not run: each must install a checkout
+  (``-e .[EXTRAS]``: hyperstep is not published) and each extra they name must be one of
+  pyproject's. ``make`` lines are not run: each target must be a rule of the Makefile.
 - **Everything else** (formulas, transcripts, a block run by another test) is listed in
   :data:`NOT_RUN` by its first line, with the reason; the list stays short, and a block
   neither run nor listed fails :func:`test_every_block_is_run_or_listed`, which also

@@ -1,14 +1,17 @@
 """The documentation: ``mkdocs build --strict`` succeeds, the API reference names every
-public name, and every page is in the navigation. The pages' code blocks run in
-``test_blocks.py``.
+public name, every page is in the navigation, the built HTML shows no raw Sphinx role and
+links nothing that is not there, loads nothing from another site, and draws every schedule
+word. The pages' code blocks run in ``test_blocks.py``.
 """
 
 from __future__ import annotations
 
+import html.parser
 import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -65,3 +68,95 @@ def test_every_page_is_in_the_navigation_and_no_page_points_outside_the_reposito
         assert relative in nav, f"{relative} is not in mkdocs.yml's nav"
         text = page.read_text()
         assert not re.search(r"DESIGN\.md|STYLE\.md|PRIOR_ART\.md|seeds/", text), relative
+
+
+#: a Sphinx role as reST writes it, left as text in the HTML (``:class:`~x.Y```)
+RAW_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|data|mod|exc|obj):(?:`|<code>)")
+
+
+def pages(site: Path) -> dict[Path, str]:
+    return {p: p.read_text() for p in sorted(site.rglob("*.html"))}
+
+
+def test_the_html_shows_no_raw_role_and_no_literal_block_marker(site: Path) -> None:
+    found = {
+        p.relative_to(site).as_posix(): RAW_ROLE.findall(text) or text.count("::</p>")
+        for p, text in pages(site).items()
+        if RAW_ROLE.search(text) or "::</p>" in text
+    }
+    assert not found, f"raw reST in the built pages: {found}"
+    html_text = pages(site)[site / "api" / "hyperstep" / "index.html"]
+    assert 'href="#hyperstep.Clock"' in html_text  # the roles became links
+
+
+class _Links(html.parser.HTMLParser):
+    """Every ``href`` and ``src`` of a page, the ones the browser loads, and every ``id``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.loads: list[str] = []  # scripts, images, style sheets, icons, fonts
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {name: value or "" for name, value in attrs}
+        for name in ("href", "src"):
+            if name in values:
+                self.links.append(values[name])
+                if tag != "a" and values.get("rel") not in ("canonical",):
+                    self.loads.append(values[name])
+        if "id" in values:
+            self.ids.add(values["id"])
+
+
+def test_every_internal_link_resolves_and_nothing_loads_from_another_site(site: Path) -> None:
+    parsed = {}
+    for page, text in pages(site).items():
+        parsed[page] = _Links()
+        parsed[page].feed(text)
+    broken, external = [], []
+    for page, links in parsed.items():
+        where = page.relative_to(site).as_posix()
+        external += [(where, u) for u in links.loads if urlsplit(u).scheme or u.startswith("//")]
+        for link in links.links:
+            parts = urlsplit(link)
+            if parts.scheme or parts.netloc:
+                continue
+            path = unquote(parts.path)
+            if path.startswith("/"):  # 404.html links from the site's root
+                target = (site / path.lstrip("/")).resolve()
+            else:
+                target = (page.parent / path).resolve() if path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                broken.append((where, link))
+            elif parts.fragment and target.suffix == ".html":
+                if unquote(parts.fragment) not in parsed[target].ids:
+                    broken.append((where, link))
+    assert not broken, f"links to nothing: {broken[:20]} ({len(broken)} in all)"
+    assert not external, f"loaded from another site (offline, nothing shows): {external[:10]}"
+    assert sum(len(p.links) for p in parsed.values()) > 1000  # the check read real pages
+
+
+def test_every_schedule_word_is_drawn_by_the_build(site: Path) -> None:
+    words = [
+        n
+        for n in hs.schedules.__all__
+        if isinstance(getattr(hs.schedules, n), type)
+        and issubclass(getattr(hs.schedules, n), hs.schedules.Schedule)
+        and n != "Schedule"
+    ]
+    assert len(words) >= 14
+    api = (site / "api" / "schedules" / "index.html").read_text()
+    for word in words:
+        figure = site / "figures" / "schedules" / f"{word}.png"
+        assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", word
+        assert f"../../figures/schedules/{word}.png" in api, f"{word}: no figure on its page"
+    assert not list(DOCS.rglob("figures")), "the figures are built, not committed"
+
+
+def test_no_page_installs_hyperstep_as_if_it_were_published() -> None:
+    for page in [*DOCS.rglob("*.md"), ROOT / "README.md"]:
+        found = re.findall(r"pip install ['\"]?hyperstep\b", page.read_text())
+        assert not found, f"{page.name}: {found}: hyperstep is not on PyPI; install a checkout"
