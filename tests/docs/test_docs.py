@@ -160,3 +160,10 @@ def test_no_page_installs_hyperstep_as_if_it_were_published() -> None:
     for page in [*DOCS.rglob("*.md"), ROOT / "README.md"]:
         found = re.findall(r"pip install ['\"]?hyperstep\b", page.read_text())
         assert not found, f"{page.name}: {found}: hyperstep is not on PyPI; install a checkout"
+
+
+def test_the_index_links_every_page() -> None:
+    index = (DOCS / "index.md").read_text()
+    pages = [p.relative_to(DOCS).as_posix() for p in DOCS.glob("*.md") if p.name != "index.md"]
+    missing = [p for p in [*pages, "api/index.md"] if f"]({p})" not in index]
+    assert not missing, f"docs/index.md does not link {missing}"
