@@ -72,7 +72,7 @@ WRAPPERS = ("scheduled", "loss-scale", "skip-non-finite", "multi", "mixed")
 
 @pytest.fixture(scope="module")
 def restored(workers: Any) -> dict[str, Any]:
-    found: dict[str, Any] = workers(RESTORE_WORKER, ALL_BACKENDS, TIMEOUT)
+    found: dict[str, Any] = workers(RESTORE_WORKER, ALL_BACKENDS)  # ~3 min on 2 loaded cores
     return found
 
 
