@@ -18,6 +18,8 @@ from typing import Any
 import keras
 import numpy as np
 
+from hyperstep.errors import InvalidArgumentError
+
 
 class Plan:
     """What to hand ``fit``: :meth:`data` (``x``, ``y``; arrays are drawn when it is
@@ -37,6 +39,12 @@ def plan(x: Any, y: Any, batch_size: int, batches: int) -> Plan:
     """How ``fit`` trains ``batches`` batches of ``x`` (and ``y``)."""
     leaves = keras.tree.flatten((x, y))
     if leaves and all(isinstance(leaf, np.ndarray) and leaf.ndim > 0 for leaf in leaves):
+        sizes = [int(leaf.shape[0]) for leaf in leaves]
+        if len(set(sizes)) > 1:
+            raise InvalidArgumentError(
+                "`find_lr(x=..., y=...)` needs as many samples in each array. "
+                f"Received: sizes {sizes}"
+            )
         return _arrays(x, y, batch_size, batches, int(leaves[0].shape[0]))
     if _is_dataset(x):
         first = next(iter(x.take(1)), None)
