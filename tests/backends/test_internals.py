@@ -153,6 +153,53 @@ def test_keras_global_seed_generator_lives_in_global_state() -> None:
     assert isinstance(global_seed_generator(), keras.random.SeedGenerator)
 
 
+def test_keras_global_state_setter_symbolic_build_and_compile_parts_find_lr_uses() -> None:
+    from keras.src.backend.common import global_state
+
+    from hyperstep.backends.internals import (
+        build_again_in_fit,
+        first_fit_builds,
+        global_seed_generator,
+        symbolic_build,
+    )
+
+    keras.random.normal((1,))
+    generator = global_seed_generator()
+    global_state.set_global_attribute("global_seed_generator", None)
+    assert global_seed_generator() is None
+    global_state.set_global_attribute("global_seed_generator", generator)
+    assert global_seed_generator() is generator
+    # an unbuilt model: _symbolic_build makes its variables, its compiled loss and metrics
+    # and its optimizer's from one batch, as fit does
+    model = keras.Sequential([keras.layers.Dense(2)])
+    model.compile("adam", "mse", metrics=["mae"])
+    builds = first_fit_builds(model)
+    assert [built for _, built in builds] == [False, False]
+    symbolic_build(model, (np.ones((4, 3), "float32"), np.ones((4, 2), "float32")))
+    assert model.built and model.optimizer.built and len(model.optimizer.variables) > 2
+    assert all(part.built for part, _ in builds)
+    build_again_in_fit(builds)  # TensorFlow: left built (fit builds them in its trace)
+    assert all(part.built for part, _ in builds) == (keras.backend.backend() == "tensorflow")
+
+
+def test_tensorflow_operation_seeds_and_global_generator_find_lr_puts_back() -> None:
+    import random
+
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+    from tensorflow.python.ops import stateful_random_ops
+
+    tf.random.set_seed(5)
+    seeds = context.context()._rng
+    assert isinstance(seeds, random.Random)
+    state = seeds.getstate()
+    tf.random.uniform(())  # an unseeded op draws its operation seed from it
+    assert context.context()._rng.getstate() != state
+    assert hasattr(stateful_random_ops, "global_generator")
+    tf.random.get_global_generator()
+    assert stateful_random_ops.global_generator is tf.random.get_global_generator()
+
+
 def test_keras_torch_adam_and_torch_fused_kernels() -> None:
     # hs.scheduled(fused=True) on torch recognises Keras's torch Adam by identity and calls
     # torch's fused kernels on the devices torch.optim lists
@@ -174,6 +221,8 @@ _SCOPES = test_keras_scopes_and_jax_trace_state
 _TORCH_ADAM = test_keras_torch_adam_and_torch_fused_kernels
 _TF = test_tensorflow_gradient_function_and_op_determinism_config
 _COMMON = "keras.src.backend.common"
+_FIND_LR = test_keras_global_state_setter_symbolic_build_and_compile_parts_find_lr_uses
+_TF_SEEDS = test_tensorflow_operation_seeds_and_global_generator_find_lr_puts_back
 PINNED = {
     "keras.Optimizer._unpickle_model": (
         test_keras_pickles_an_optimizer_as_a_class_method_and_its_keras_bytes
@@ -184,6 +233,11 @@ PINNED = {
     f"{_COMMON}.global_state.get_global_attribute": (
         test_keras_global_seed_generator_lives_in_global_state
     ),
+    f"{_COMMON}.global_state.set_global_attribute": _FIND_LR,
+    "keras.Model._symbolic_build": _FIND_LR,
+    "keras.Model._compile_loss/_compile_metrics": _FIND_LR,
+    "tensorflow.python.eager.context.context()._rng": _TF_SEEDS,
+    "tensorflow.python.ops.stateful_random_ops.global_generator": _TF_SEEDS,
     "keras.src.backend.jax.trainer.JAXTrainer._get_jax_state": (
         test_keras_jax_trainer_methods_the_clock_hook_wraps
     ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import textwrap
 from pathlib import Path
 
@@ -40,6 +41,24 @@ TARGET = textwrap.dedent(
         return 42
 
 
+    def no_targets():
+        return regression()[0], X
+
+
+    def wrong_shape():
+        return regression()[0], (X[:, :3], Y)
+
+
+    def mismatched():
+        return regression()[0], (X, Y[:100])
+
+
+    def unbuilt_wrong_shape():
+        model = keras.Sequential([keras.layers.Reshape((3,)), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+        return model, (X, Y)
+
+
     def raises():
         raise RuntimeError("no data here")
     """
@@ -54,8 +73,9 @@ def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_prints_both_suggestions_and_writes_the_plot(
-    target: Path, capsys: pytest.CaptureFixture[str]
+    target: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # a terminal: the progress bar
     argv = ["lr-find", "lr_target.py:regression", "--min-lr", "1e-4", "--max-lr", "10"]
     assert main([*argv, "--steps", "30", "--out", "found.png"]) == 0
     out = capsys.readouterr().out
@@ -110,3 +130,66 @@ def test_loss_compiles_an_uncompiled_model(
     assert found["steps_taken"] == 12 and all(np.isfinite(found["raw_losses"]))
     assert main(["lr-find", "lr_target.py:not_compiled", "--loss", "no_such_loss"]) == 2
     assert "Received: --loss no_such_loss" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("no_targets", "returned (model, x) with arrays and no targets; return (model, (x, y))"),
+        ("wrong_shape", "have shape (128, 3); the model takes (batch, 4)"),
+        ("unbuilt_wrong_shape", "does not fit the model: ValueError: "),
+        ("mismatched", "needs as many samples in each array. Received: sizes [128, 100]"),
+    ],
+)
+def test_data_that_does_not_fit_is_one_line_exit_2(
+    target: Path, capsys: pytest.CaptureFixture[str], name: str, message: str
+) -> None:
+    assert main(["lr-find", f"lr_target.py:{name}", "--steps", "5", "--out", "x.png"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hyperstep lr-find: error: ") and message in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (target.parent / "x.png").exists()
+
+
+def test_out_is_checked_before_anything_runs(
+    target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the function raises: the --out error comes first, so nothing was imported or run
+    assert main(["lr-find", "lr_target.py:raises", "--out", "lr.txt"]) == 2
+    err = capsys.readouterr().err
+    assert "--out must end with an image extension (.png, .pdf, .svg" in err
+    assert "Received: --out lr.txt" in err and err.count("\n") == 1
+    (target.parent / "adir").mkdir()
+    assert main(["lr-find", "lr_target.py:raises", "--out", "adir"]) == 2
+    assert "--out is a folder; give a file such as lr.png. Received: adir" in (
+        capsys.readouterr().err
+    )
+    assert not (target.parent / "adir.png").exists()
+
+
+def test_optimizer_compiles_an_uncompiled_model_and_help_shows_the_defaults(
+    target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["lr-find", "lr_target.py:not_compiled", "--steps", "12", "--loss", "mse"]
+    assert main([*argv, "--optimizer", "adam", "--json", "--min-lr", "1e-4"]) == 0
+    assert json.loads(capsys.readouterr().out)["steps_taken"] == 12
+    assert main([*argv, "--optimizer", "no_such_optimizer"]) == 2
+    assert "Received: --optimizer no_such_optimizer" in capsys.readouterr().err
+    try:
+        code = main(["lr-find", "--help"])
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code in (0, None)
+    shown = " ".join(capsys.readouterr().out.split())
+    for default in ("sgd", "100", "1e-08", "1.0", "exponential", "lr.png"):
+        assert f"(default: {default})" in shown, default
+
+
+def test_output_is_plain_when_stdout_is_not_a_terminal(
+    target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["lr-find", "lr_target.py:regression", "--steps", "12", "--min-lr", "1e-4"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "\r" not in out and "\x1b" not in out and "━" not in out
+    assert out.splitlines()[0].startswith("suggestion (steepest descent): ")

@@ -93,3 +93,40 @@ def test_bad_policy_files_are_named(tmp_path) -> None:
         hs.tune.replay(_write(tmp_path / "empty.txt", []))
     with pytest.raises(InvalidArgumentError, match="steps_per_report=0"):
         hs.tune.replay(_write(tmp_path / "ok.txt", ROWS), steps_per_report=0)
+
+
+GOOD = '["1", "0", 2, 2, {"learning_rate": 0.1}, {"learning_rate": 0.12}]'
+
+
+@pytest.mark.parametrize(
+    ("second", "why"),
+    [
+        ('["0", "1", 4, 4, [0.1], {"learning_rate": 0.04}]', "the old config must be a dict"),
+        ('["0", "1", "four", 4, {}, {"learning_rate": 0.04}]', "target iteration must be"),
+        ('["0", "1", 4, null, {}, {"learning_rate": 0.04}]', "clone iteration must be a whole"),
+        ('["0", "1", NaN, 4, {}, {"learning_rate": 0.04}]', "not nan"),
+        ('["0", "1", 4, 1e400, {}, {"learning_rate": 0.04}]', "not inf"),
+        ('["0", "1", [4], 4, {}, {"learning_rate": 0.04}]', "not [4]"),
+        ('["0", "1", 4, 4, {}, {"learning_rate": 1e400}]', "'learning_rate' is inf, not a"),
+    ],
+)
+def test_a_malformed_row_is_named_by_its_line(tmp_path, second: str, why: str) -> None:
+    path = tmp_path / "pbt_policy_1.txt"
+    path.write_text(f"{GOOD}\n\n{second}\n")
+    with pytest.raises(InvalidArgumentError, match="line 3 is not a PBT policy row") as raised:
+        hs.tune.replay(path)
+    assert why in str(raised.value) and "Received: policy_file=" in str(raised.value)
+
+
+def test_a_file_that_is_not_utf8_is_named_by_its_line(tmp_path) -> None:
+    path = tmp_path / "pbt_policy_1.txt"
+    path.write_bytes(GOOD.encode() + b'\n["0", "1", 4, 4, {}, {"lr\xff": 0.04}]\n')
+    with pytest.raises(InvalidArgumentError, match="line 2 is not UTF-8 text"):
+        hs.tune.replay(path)
+
+
+def test_whole_float_iterations_are_read_as_iterations(tmp_path) -> None:
+    path = tmp_path / "pbt_policy_1.txt"
+    path.write_text(GOOD.replace("2, 2", "2.0, 2") + "\n")
+    lr = hs.tune.replay(path, steps_per_report=10)["learning_rate"]
+    assert [round(float(v), 4) for v in lr([0, 19, 20])] == [0.1, 0.1, 0.12]

@@ -35,3 +35,39 @@ def global_seed_generator() -> Any:
     after a probe)."""
     get = reach("keras.src.backend.common.global_state.get_global_attribute", fallback=None)
     return None if get is None else get("global_seed_generator")
+
+
+def symbolic_build(model: Any, data_batch: Any) -> None:
+    """Build ``model``, its compiled loss and metrics and its optimizer from one batch, as
+    ``fit`` does before training (``keras.Model._symbolic_build``, private; on TensorFlow
+    ``fit`` defers it to the first trace, where an optimizer built too late is missed)."""
+    build = reach("keras.Model._symbolic_build", lambda: model._symbolic_build)
+    build(data_batch=data_batch)
+
+
+def first_fit_builds(model: Any) -> list[tuple[Any, bool]]:
+    """The compiled loss and metrics of ``model`` with whether they are built
+    (``keras.Model._compile_loss``/``_compile_metrics``, private), for
+    :func:`build_again_in_fit`."""
+    found = reach(
+        "keras.Model._compile_loss/_compile_metrics",
+        lambda: [getattr(model, "_compile_loss"), getattr(model, "_compile_metrics")],  # noqa: B009
+    )
+    return [(part, bool(part.built)) for part in found if part is not None]
+
+
+def build_again_in_fit(builds: list[tuple[Any, bool]]) -> None:
+    """Mark unbuilt again what :func:`first_fit_builds` found unbuilt, on JAX and torch.
+
+    There ``fit`` builds them from a first batch it draws from the data before training
+    (Keras's ``_symbolic_build``): a shuffled array draws one more permutation from NumPy's
+    (JAX) or torch's (torch) generator. A ``fit`` after ``hs.find_lr`` then draws what it
+    would have drawn without it. TensorFlow's ``fit`` builds them in its first trace and
+    draws nothing more: left built."""
+    import keras
+
+    if keras.backend.backend() not in ("jax", "torch"):
+        return
+    for part, built in builds:
+        if not built:
+            part.built = False

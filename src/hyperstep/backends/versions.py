@@ -128,6 +128,43 @@ def _apis() -> dict[str, PrivateAPI]:
             optional=True,
         ),
         PrivateAPI(
+            f"{common}.global_state.set_global_attribute",
+            "keras",
+            "find_lr puts Keras's global seed generator back (also when it made one)",
+            lambda: _import(f"{common}.global_state", "set_global_attribute"),
+            optional=True,
+        ),
+        PrivateAPI(
+            "keras.Model._symbolic_build",
+            "keras",
+            "find_lr builds an unbuilt model (and its optimizer) as fit does",
+            lambda: _import("keras", "Model", "_symbolic_build"),
+        ),
+        PrivateAPI(
+            "keras.Model._compile_loss/_compile_metrics",
+            "keras",
+            "find_lr leaves the compiled loss and metrics for fit to build (and draw from "
+            "the data) as it would have",
+            lambda: (
+                _import("keras.src.trainers.compile_utils", "CompileLoss", "build"),
+                _import("keras.src.trainers.compile_utils", "CompileMetrics", "build"),
+            ),
+        ),
+        PrivateAPI(
+            "tensorflow.python.eager.context.context()._rng",
+            "tensorflow",
+            "find_lr puts back the generator of TensorFlow's operation seeds",
+            lambda: _import("tensorflow.python.eager.context", "context")(),
+            optional=True,
+        ),
+        PrivateAPI(
+            "tensorflow.python.ops.stateful_random_ops.global_generator",
+            "tensorflow",
+            "find_lr puts back the state of TensorFlow's global tf.random.Generator",
+            lambda: _import("tensorflow.python.ops", "stateful_random_ops"),
+            optional=True,
+        ),
+        PrivateAPI(
             "keras.src.backend.jax.trainer.JAXTrainer._get_jax_state",
             "keras",
             "a clock's step in the model's and the optimizer's state in JAX fit",

@@ -110,10 +110,11 @@ def call_target(function: Callable[[], Any], target: str) -> Any:
         raise UsageError(f"{target} raised {_describe(error)}") from None
 
 
-def compile_with_loss(model: Any, loss: str | None) -> Any:
-    """Compile ``model`` with the Keras loss named ``loss`` (keeping its optimizer, if any);
-    return it. Behind ``--loss`` of ``doctor`` and ``lr-find``; ``None`` changes nothing.
-    Raises UsageError if ``loss`` is not a Keras loss name or ``model`` not a Keras model.
+def compile_with_loss(model: Any, loss: str | None, optimizer_name: str = "sgd") -> Any:
+    """Compile ``model`` with the Keras loss named ``loss`` (keeping its optimizer, if any,
+    else the Keras optimizer ``optimizer_name``); return it. Behind ``--loss`` of ``doctor``
+    and ``lr-find``; ``None`` changes nothing. Raises UsageError if ``loss`` is not a Keras
+    loss name, ``optimizer_name`` not a Keras optimizer name or ``model`` not a Keras model.
     """
     if loss is None:
         return model
@@ -129,7 +130,15 @@ def compile_with_loss(model: Any, loss: str | None) -> Any:
             f"Received: --loss {loss}"
         ) from None
     optimizer = getattr(model, "optimizer", None) if getattr(model, "compiled", False) else None
-    model.compile(optimizer=optimizer or "sgd", loss=function)
+    if optimizer is None:
+        try:
+            optimizer = keras.optimizers.get(optimizer_name)
+        except (ValueError, TypeError):
+            raise UsageError(
+                "--optimizer must name a Keras optimizer such as sgd, adam or adamw. "
+                f"Received: --optimizer {optimizer_name}"
+            ) from None
+    model.compile(optimizer=optimizer, loss=function)
     return model
 
 

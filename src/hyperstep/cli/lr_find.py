@@ -3,16 +3,20 @@
 ``FUNCTION`` (no arguments) returns ``(model, data)`` as for ``hyperstep doctor``: a
 compiled model and what ``model.fit`` accepts, ``(x, y)`` arrays, a ``tf.data`` dataset or
 a generator (or a dict with the keys ``model`` and ``data``); an uncompiled model needs
-``--loss NAME``. Prints both suggestions and
-writes the plot (``--out``, default ``lr.png``); ``--json`` prints the finding as JSON.
-Exit status: 0 done, 2 on usage errors (a bad ``MODULE:FUNCTION``, a function that raises
-or returns something else, an uncompiled model), with one message on stderr.
+``--loss NAME`` (and takes ``--optimizer NAME``, default ``sgd``). Prints both suggestions
+and writes the plot (``--out``, default ``lr.png``); ``--json`` prints the finding as JSON.
+A progress bar only when standard output is a terminal. Exit status: 0 done, 2 on usage
+errors, with one message on stderr: a bad ``MODULE:FUNCTION``, a function that raises or
+returns something else, arrays without targets, data whose shape does not fit the model,
+an uncompiled model, a plot path that is a folder or has no image extension matplotlib
+writes (``--out`` is checked before anything runs).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -27,6 +31,9 @@ from hyperstep.cli.arguments import (
 )
 
 DEFAULT_OUT = "lr.png"
+DEFAULT_OPTIMIZER = "sgd"
+#: what ``--out`` may end with (the image formats matplotlib writes without extra packages)
+PLOT_FORMATS = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
 _SHAPE = "(model, data) or a dict with keys model and data"
 
 
@@ -40,6 +47,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         f"against learning rate. FUNCTION takes no arguments and returns {_SHAPE} (a model "
         "compiled with an optimizer, or uncompiled with --loss). Exit status: 0 done, 2 usage "
         "error.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
         "target", metavar="MODULE:FUNCTION", help="e.g. mypkg.models:make or train.py:setup"
@@ -47,10 +55,20 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--min-lr", type=float, default=1e-8, help="first learning rate")
     parser.add_argument("--max-lr", type=float, default=1.0, help="last learning rate")
     parser.add_argument("--steps", type=positive_int, default=100, help="batches (learning rates)")
-    parser.add_argument("--mode", choices=("exponential", "linear"), default="exponential")
-    parser.add_argument("--out", default=DEFAULT_OUT, help=f"the plot (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--mode", choices=("exponential", "linear"), default="exponential", help="the ramp"
+    )
+    parser.add_argument(
+        "--out", default=DEFAULT_OUT, help=f"the plot, a {'/'.join(PLOT_FORMATS)} file"
+    )
     parser.add_argument("--json", action="store_true", help="print the finding as JSON")
     parser.add_argument("--loss", metavar="NAME", default=None, help=LOSS_HELP)
+    parser.add_argument(
+        "--optimizer",
+        metavar="NAME",
+        default=DEFAULT_OPTIMIZER,
+        help="the Keras optimizer an uncompiled model is compiled with (with --loss)",
+    )
     parser.set_defaults(func=run)
     return parser
 
@@ -78,16 +96,28 @@ def run(args: argparse.Namespace) -> int:
     from hyperstep.errors import HyperstepError
 
     try:
+        check_out(args.out)
         returned = call_target(load_target(args.target), args.target)
         model, x, y = model_and_data(returned, args.target)
-        model = compile_with_loss(model, args.loss)
+        model = compile_with_loss(model, args.loss, args.optimizer)
+        check_data(model, x, y, args.target)
         with quiet_stderr():
             from hyperstep.tune import find_lr
 
-        finding = find_lr(
-            model, x, y, min_lr=args.min_lr, max_lr=args.max_lr, steps=args.steps,
-            mode=args.mode, verbose=0 if args.json else "auto",
-        )  # fmt: skip
+        bar = not args.json and sys.stdout.isatty()
+        try:
+            finding = find_lr(
+                model, x, y, min_lr=args.min_lr, max_lr=args.max_lr, steps=args.steps,
+                mode=args.mode, verbose="auto" if bar else 0,
+            )  # fmt: skip
+        except (ValueError, TypeError) as error:
+            if isinstance(error, HyperstepError):
+                raise
+            first = (str(error).strip().splitlines() or [""])[0]
+            raise UsageError(
+                f"the data {args.target} returned does not fit the model: "
+                f"{type(error).__name__}: {first}"
+            ) from None
     except (UsageError, HyperstepError) as error:
         print(f"hyperstep lr-find: error: {error}", file=sys.stderr)
         return 2
@@ -103,6 +133,44 @@ def run(args: argparse.Namespace) -> int:
     if plot is not None:
         print(f"plot: {plot}")
     return 0
+
+
+def check_out(out: str) -> None:
+    """Raise UsageError unless ``out`` names an image file matplotlib writes."""
+    if os.path.isdir(out):
+        raise UsageError(f"--out is a folder; give a file such as {DEFAULT_OUT}. Received: {out}")
+    if os.path.splitext(out)[1].lower() not in PLOT_FORMATS:
+        raise UsageError(
+            f"--out must end with an image extension ({', '.join(PLOT_FORMATS)}). "
+            f"Received: --out {out}"
+        )
+
+
+def check_data(model: Any, x: Any, y: Any, target: str) -> None:
+    """Raise UsageError for arrays without targets, or arrays whose shape the model's
+    input does not take (when the model knows its input shape)."""
+    if y is None and hasattr(x, "shape") and hasattr(x, "dtype"):
+        raise UsageError(
+            f"{target} returned (model, x) with arrays and no targets; return "
+            "(model, (x, y)), or a dataset or generator of (x, y) batches"
+        )
+    if not hasattr(x, "shape") or not getattr(model, "built", False):
+        return
+    try:
+        expected = tuple(model.inputs[0].shape)
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return
+    if len(getattr(model, "inputs", None) or []) != 1:
+        return
+    found = tuple(x.shape)
+    fits = len(found) == len(expected) and all(
+        e is None or e == f for e, f in zip(expected[1:], found[1:], strict=True)
+    )
+    if not fits:
+        shown = ", ".join(["batch", *(str(e) for e in expected[1:])])
+        raise UsageError(
+            f"the inputs {target} returned have shape {found}; the model takes ({shown})"
+        )
 
 
 def _plot(finding: Any, out: str) -> str | None:

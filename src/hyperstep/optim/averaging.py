@@ -20,6 +20,7 @@ average is saved with its optimizer (:mod:`hyperstep.optim.average_state`); the 
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Iterator
 from typing import Any, cast
 
@@ -29,7 +30,7 @@ from keras import ops
 from hyperstep.clock import Clock
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import Hyperparameter
-from hyperstep.errors import InvalidArgumentError, received
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim.average_exchange import _Average, averaged_weights, exchange
 from hyperstep.schedules import combinators, families
 from hyperstep.schedules.base import as_schedule
@@ -123,26 +124,54 @@ def swa_learning_rate(
 
     ``lr(start + s) = swa_lr * a + lr0 * (1 - a)``, ``a = (1 - cos(pi * t)) / 2`` (``"cos"``)
     or ``t`` (``"linear"``), ``t = min(s / anneal_steps, 1)``, ``lr0 = before(start)``:
-    ``torch.optim.swa_utils.SWALR`` stepped once per step from ``start``.
+    ``torch.optim.swa_utils.SWALR`` stepped once per step from ``start``
+    (``anneal_steps=0``: ``swa_lr`` from ``start`` on, as SWALR's ``anneal_epochs=0``).
+
+    Raises:
+        ValueError: Where SWALR raises (``anneal_strategy`` not ``"cos"``/``"linear"``,
+            ``anneal_steps`` not an ``int`` or below 0), or ``start`` not an int >= 0.
+        TypeError: For a ``swa_lr`` that is not a number.
 
     Example:
         >>> lr = swa_learning_rate(0.1, swa_lr=0.05, start=100, anneal_steps=10)
         >>> [round(float(lr(s)), 4) for s in (99, 100, 105, 110, 200)]
         [0.1, 0.1, 0.075, 0.05, 0.05]
     """
-    if anneal_strategy not in ("cos", "linear"):
-        raise InvalidArgumentError(
-            "`swa_learning_rate(anneal_strategy=...)` must be 'cos' or 'linear'. "
-            f"{received('anneal_strategy', anneal_strategy)}"
-        )
+    _check_swa_arguments(swa_lr, start, anneal_steps, anneal_strategy)
     before = as_schedule(before, name="before")
     lr0 = float(ops.convert_to_numpy(before(start)))
-    steps = max(1, anneal_steps)
-    if anneal_strategy == "cos":
-        anneal = families.cosine(lr0, steps=steps, end=swa_lr)
+    if anneal_steps == 0:  # SWALR(anneal_epochs=0): swa_lr from the first step on
+        anneal = as_schedule(float(swa_lr), name="swa_lr")
+    elif anneal_strategy == "cos":
+        anneal = families.cosine(lr0, steps=int(anneal_steps), end=swa_lr)
     else:
-        anneal = families.linear(lr0, swa_lr, steps=steps)
+        anneal = families.linear(lr0, swa_lr, steps=int(anneal_steps))
     return combinators.join([before, anneal], [start])
+
+
+def _check_swa_arguments(swa_lr: Any, start: Any, anneal_steps: Any, strategy: Any) -> None:
+    """Refuse what ``torch.optim.swa_utils.SWALR`` refuses (``anneal_strategy`` not
+    ``"cos"``/``"linear"``; ``anneal_epochs`` not an ``int`` or below 0), and a ``swa_lr``
+    that is not a number or a ``start`` that is not an integer >= 0."""
+    if strategy not in ("cos", "linear"):
+        raise InvalidArgumentError(
+            "`swa_learning_rate(anneal_strategy=...)` must be 'cos' or 'linear'. "
+            f"{received('anneal_strategy', strategy)}"
+        )
+    if not isinstance(anneal_steps, int) or anneal_steps < 0:  # torch's check (True is 1)
+        raise InvalidArgumentError(
+            "`swa_learning_rate(anneal_steps=...)` must be an integer >= 0 (as SWALR's "
+            f"anneal_epochs). {received('anneal_steps', anneal_steps)}"
+        )
+    if isinstance(swa_lr, bool) or not isinstance(swa_lr, numbers.Real):
+        raise InvalidTypeError(
+            f"`swa_learning_rate(swa_lr=...)` must be a number. {received('swa_lr', swa_lr)}"
+        )
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise InvalidArgumentError(
+            "`swa_learning_rate(start=...)` must be an integer >= 0 (the step SWA starts "
+            f"at). {received('start', start)}"
+        )
 
 
 class AveragedWeights(keras.callbacks.Callback):

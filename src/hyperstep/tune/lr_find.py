@@ -10,20 +10,20 @@ test. Every variable the test can change is copied first and written back afterw
 
 from __future__ import annotations
 
-import inspect
 import math
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import keras
 import numpy as np
 
+from hyperstep.backends import internals as backends_internals
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.optim.optimizer import StepOptimizer
-from hyperstep.optim.scheduled import ScheduledOptimizer
+from hyperstep.tune import lr_data, lr_setter, unwrap
 from hyperstep.tune.finding import LRFinding, ramp
+from hyperstep.tune.lr_state import Snapshot
 
 #: Keras's batch size when ``fit`` is given arrays and no ``batch_size``
 _KERAS_BATCH_SIZE = 32
@@ -99,26 +99,30 @@ def find_lr(
     """
     rates = ramp(min_lr, max_lr, steps, mode)
     _check_options(model, stop_factor, smoothing, batch_size)
-    setter = _setter(model.optimizer, hyperparameter)
-    test = _RangeTest(rates, setter, stop_factor, smoothing, _verbosity(verbose))
-    x, y, arrays = _whole_batches(x, y, batch_size or _KERAS_BATCH_SIZE)
-    one_pass = inspect.isgenerator(x) or isinstance(x, Iterator)
+    setter = lr_setter.setter(model.optimizer, hyperparameter)
+    every = unwrap.accumulation_steps(model.optimizer)
+    test = _RangeTest(rates, setter, stop_factor, smoothing, _verbosity(verbose), every)
     flags = {name: getattr(model, name, None) for name in ("stop_training", "history")}
+    batches = lr_data.plan(x, y, batch_size or _KERAS_BATCH_SIZE, steps * every)
+    builds = backends_internals.first_fit_builds(model)
+    _build(model, batches.first)  # what fit would build: its random draws stay consumed
+    snapshot = Snapshot(model, setter)  # the global random state and the clocks' settings
+    test.snapshot = snapshot
     try:
+        x, y = batches.data()
         with warnings.catch_warnings():
-            if one_pass:  # a generator shorter than the test ends it: that is no surprise
+            if batches.one_pass:  # a generator shorter than the test ends it: no surprise
                 warnings.filterwarnings("ignore", "Your input ran out of data", UserWarning)
             model.fit(
                 x,
                 y,
-                batch_size=batch_size,
-                epochs=1 if one_pass else steps,
                 verbose=0,
                 callbacks=[test, *(callbacks or [])],
-                shuffle=arrays,  # as fit does; other data shuffle themselves
+                **batches.fit,
             )
     finally:
-        test.restore()
+        snapshot.restore()
+        backends_internals.build_again_in_fit(builds)
         for name, value in flags.items():
             if value is not None:
                 setattr(model, name, value)
@@ -132,26 +136,37 @@ def find_lr(
     )
 
 
+def _build(model: keras.Model, batch: Any) -> None:
+    """Build what ``fit`` builds (the model, its loss and metrics, the optimizer with every
+    wrapped one) before the test copies the variables."""
+    if not model.built and batch is not None:
+        backends_internals.symbolic_build(model, batch if isinstance(batch, tuple) else (batch,))
+    if model.built and not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)
+
+
 class _RangeTest(keras.callbacks.Callback):
-    """Sets each step's learning rate, records and smooths the loss, stops on divergence;
-    copies the state at the start of training and writes it back in :meth:`restore`."""
+    """Sets each update's learning rate, records and smooths the loss, stops on divergence;
+    copies the variables at the start of training (``snapshot``, restored by find_lr)."""
 
     def __init__(
         self,
         rates: np.ndarray,
-        setter: _Setter,
+        setter: lr_setter.Setter,
         stop_factor: float | None,
         smoothing: float,
         verbose: int,
+        every: int = 1,
     ) -> None:
         super().__init__()
-        self.rates, self.setter = rates, setter
+        self.rates, self.setter, self.every = rates, setter, every
         self.stop_factor, self.smoothing = stop_factor, smoothing
         self.raw: list[float] = []
         self.smoothed: list[float] = []
+        self.pending: list[float] = []  # the losses of the batches of this update
         self.average, self.best = 0.0, math.inf
         self.stopped = False
-        self.saved: list[tuple[Any, np.ndarray]] = []
+        self.snapshot: Snapshot | None = None
         self.trackers: list[Any] = []
         self.progbar = keras.utils.Progbar(
             len(rates), verbose=verbose, stateful_metrics=["learning_rate", "loss"]
@@ -159,18 +174,10 @@ class _RangeTest(keras.callbacks.Callback):
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         model = self.model  # on JAX, reading `model` syncs its state into the variables
-        if not model.optimizer.built:  # else TF builds it in the first step: slots not copied
+        if not model.optimizer.built and model.built:  # else TF builds it in the first step
             model.optimizer.build(model.trainable_variables)
-        seen: set[int] = set()
-        for variable in [
-            *model.variables,
-            *model.optimizer.variables,
-            *model.metrics_variables,
-            *self.setter.variables,
-        ]:
-            if id(variable) not in seen:
-                seen.add(id(variable))
-                self.saved.append((variable, np.array(variable.numpy(), copy=True)))
+        if self.snapshot is not None:
+            self.snapshot.copy_variables()
         # reset before each step, `logs["loss"]` is that step's loss, not the epoch's mean
         self.trackers = [m for m in model.metrics if m.name == "loss"] or list(model.metrics)
 
@@ -180,7 +187,8 @@ class _RangeTest(keras.callbacks.Callback):
             self.model.stop_training = True
             return
         self.model  # noqa: B018 (on JAX: state synced before the variables are written)
-        self.setter.set(float(self.rates[step]))
+        if not self.pending:  # an update's first batch (every batch without accumulation)
+            self.setter.set(float(self.rates[step]))
         for tracker in self.trackers:
             tracker.reset_state()
 
@@ -193,7 +201,11 @@ class _RangeTest(keras.callbacks.Callback):
                 "`find_lr` reads each step's loss from `logs['loss']`, and the model's "
                 f"`train_step` returned none. Received: logs with keys {sorted(logs or {})}"
             )
-        loss = float(logs["loss"])  # type: ignore[index]
+        self.pending.append(float(logs["loss"]))  # type: ignore[index]
+        if len(self.pending) < self.every:
+            return
+        loss = float(np.mean(self.pending)) if self.every > 1 else self.pending[0]
+        self.pending = []
         self.average = self.smoothing * self.average + (1 - self.smoothing) * loss
         smoothed = self.average / (1 - self.smoothing ** (step + 1))
         self.raw.append(loss)
@@ -212,86 +224,6 @@ class _RangeTest(keras.callbacks.Callback):
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         if self.raw and not self.stopped and len(self.raw) < len(self.rates):  # data ran out
             self.progbar.update(len(self.raw), finalize=True)
-
-    def restore(self) -> None:
-        """Write every copied variable back (nothing when training never began)."""
-        for variable, value in self.saved:
-            variable.assign(value)
-
-
-class _Setter:
-    """Writes a learning rate into the variables the compiled step reads."""
-
-    def __init__(self, write: Callable[[float], None], variables: list[Any]) -> None:
-        self.set = write
-        self.variables = variables
-
-
-def _setter(optimizer: Any, hyperparameter: Any) -> _Setter:
-    """How to set ``hyperparameter`` of ``optimizer`` (see :func:`find_lr`)."""
-    if isinstance(hyperparameter, Hyperparameter):
-        return _Setter(hyperparameter.set, list(hyperparameter.variables))
-    if not isinstance(hyperparameter, str):
-        raise InvalidTypeError(
-            "`find_lr(hyperparameter=...)` must be a hyperparameter name such as "
-            f"'learning_rate' or an `hs.Hyperparameter`. "
-            f"{received('hyperparameter', hyperparameter)}"
-        )
-    if isinstance(optimizer, (ScheduledOptimizer, StepOptimizer)):
-        return _hyperparameters_setter(optimizer, hyperparameter)
-    if hyperparameter != "learning_rate":
-        raise InvalidArgumentError(
-            f"`find_lr(hyperparameter=...)`: a plain {type(optimizer).__name__} keeps only "
-            "its learning rate in a variable. Wrap it with `hs.scheduled(...)` to ramp "
-            f"another hyperparameter. {received('hyperparameter', hyperparameter)}"
-        )
-    if isinstance(optimizer.get_config().get("learning_rate"), dict):
-        raise InvalidArgumentError(
-            f"`find_lr`: the {type(optimizer).__name__}'s learning rate is a Keras "
-            "schedule, which cannot be set while training. Compile with "
-            "`hs.scheduled(optimizer, learning_rate=schedule)` (settable, same values) or a "
-            "number. Received: learning_rate="
-            f"{optimizer.get_config()['learning_rate'].get('class_name')}"
-        )
-
-    def write(value: float) -> None:
-        optimizer.learning_rate = value
-
-    return _Setter(write, [])
-
-
-def _hyperparameters_setter(optimizer: Any, name: str) -> _Setter:
-    """Override ``name`` and, at their current ratio to it, every group's ``name``."""
-    found = optimizer.hyperparameters
-    if name not in found:
-        raise InvalidArgumentError(
-            f"`find_lr(hyperparameter=...)` is not a hyperparameter of this "
-            f"{type(optimizer).__name__}. Valid: {sorted(k for k in found if '/' not in k)}. "
-            f"{received('hyperparameter', name)}"
-        )
-    main = found[name]
-    current = float(keras.ops.convert_to_numpy(main.value))
-    targets = [(main, 1.0)]
-    for key, group in found.items():
-        if key.endswith(f"/{name}"):
-            value = float(keras.ops.convert_to_numpy(group.value))
-            if current == 0.0 or not math.isfinite(value / current):
-                raise InvalidArgumentError(
-                    f"`find_lr`: group {key.split('/')[0]!r} keeps its ratio to the main "
-                    f"{name}, which is {current} at step {int(optimizer.clock.step.numpy())}. "
-                    f"Set a nonzero value first (`optimizer.hyperparameters[{name!r}].set(x)`"
-                    f"). Received: {key}={value}, {name}={current}"
-                )
-            targets.append((group, value / current))
-
-    def write(value: float) -> None:
-        for hyperparameter, ratio in targets:
-            hyperparameter.set(value * ratio)
-
-    variables = [optimizer.clock.step]
-    for hyperparameter in found.values():
-        variables.extend(hyperparameter.variables)
-    return _Setter(write, variables)
 
 
 def _check_options(model: Any, stop_factor: Any, smoothing: Any, batch_size: Any) -> None:
@@ -344,20 +276,3 @@ def _verbosity(verbose: int | str) -> int:
     raise InvalidArgumentError(
         f"`find_lr(verbose=...)` must be 'auto', 0, 1 or 2. {received('verbose', verbose)}"
     )
-
-
-def _whole_batches(x: Any, y: Any, batch_size: int) -> tuple[Any, Any, bool]:
-    """Arrays cut to a whole number of batches (a last, smaller batch would retrace), and
-    whether they are arrays."""
-    leaves = keras.tree.flatten((x, y))
-    if not leaves or not all(
-        hasattr(leaf, "shape") and hasattr(leaf, "__getitem__") and len(leaf.shape) > 0
-        for leaf in leaves
-    ):
-        return x, y, False
-    size = int(leaves[0].shape[0])
-    keep = size - size % batch_size
-    if keep == size or keep == 0:
-        return x, y, True
-    x, y = keras.tree.map_structure(lambda a: a[:keep], (x, y))
-    return x, y, True

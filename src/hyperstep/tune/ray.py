@@ -273,10 +273,16 @@ class Member:
         """Load a checkpoint into the running model; ``config`` applies from the next period.
 
         The model is rebuilt only if non-hyperparameter config keys differ from the built
-        model's; ``config`` is applied at the next period where it differs from the
-        checkpoint's values."""
+        model's; its optimizer is built before loading (a fresh actor's is not yet, and
+        Keras would skip its variables); ``config`` is applied at the next period where it
+        differs from the checkpoint's values."""
         if self.model is None or self._structure(config) != self.structure:
             self.build(config)
+        # a fresh model's optimizer is not built yet: Keras would skip all its variables
+        # (slots, iterations, the clock) and the member would not continue bitwise
+        optimizer = self.model.optimizer
+        if self.model.built and not optimizer.built:
+            optimizer.build(self.model.trainable_variables)
         self.model.load_weights(os.path.join(directory, _WEIGHTS))
         with open(os.path.join(directory, _META)) as f:
             meta = json.load(f)

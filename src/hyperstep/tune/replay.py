@@ -112,21 +112,18 @@ def load_policy(
             f"the experiment's directory). No such file. {received('policy_file', path)}"
         )
     rows = []
-    with open(path) as f:
-        for number, line in enumerate(f, start=1):
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise InvalidArgumentError(
+                    f"`replay(policy_file=...)`: line {number} is not UTF-8 text ({error}), "
+                    f"so not a PBT policy row. {received('policy_file', path)}"
+                ) from None
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                row = None
-            if not (isinstance(row, list) and len(row) == 6 and isinstance(row[5], dict)):
-                raise InvalidArgumentError(
-                    f"`replay(policy_file=...)`: line {number} is not a PBT policy row "
-                    f"[target tag, clone tag, target iteration, clone iteration, old config, "
-                    f"new config]: {line.strip()[:200]!r}. {received('policy_file', path)}"
-                )
-            rows.append(row)
+            rows.append(_row(line, number, path))
     if not rows:
         raise InvalidArgumentError(
             f"`replay(policy_file=...)` is empty: the member never exploited another one, so "
@@ -139,8 +136,42 @@ def load_policy(
         if last_clone is not None and target != last_clone:
             break  # the chain ended: earlier changes were overwritten
         last_clone, initial = clone, old
-        changes.append((int(target_report), int(clone_report), new))
+        changes.append((target_report, clone_report, new))
     return initial, changes[::-1]
+
+
+_ROW = "[target tag, clone tag, target iteration, clone iteration, old config, new config]"
+
+
+def _row(line: str, number: int, path: str) -> list[Any]:
+    """Line ``number`` of a policy file as a checked row (iterations as ints); raise naming
+    the line and what is wrong with it otherwise."""
+
+    def bad(why: str) -> InvalidArgumentError:
+        return InvalidArgumentError(
+            f"`replay(policy_file=...)`: line {number} is not a PBT policy row {_ROW}: "
+            f"{why}: {line.strip()[:200]!r}. {received('policy_file', path)}"
+        )
+
+    try:
+        row = json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
+        raise bad("not JSON") from None
+    if not (isinstance(row, list) and len(row) == 6):
+        raise bad("not a list of 6 items")
+    for index, name in ((2, "target iteration"), (3, "clone iteration")):
+        value = row[index]
+        whole = isinstance(value, float) and math.isfinite(value) and value.is_integer()
+        if isinstance(value, bool) or not (isinstance(value, int) or whole) or value < 0:
+            raise bad(f"the {name} must be a whole number >= 0, not {value!r}")
+        row[index] = int(value)
+    for index, name in ((4, "old config"), (5, "new config")):
+        if not isinstance(row[index], dict):
+            raise bad(f"the {name} must be a dict, not {type(row[index]).__name__}")
+        for key, value in flatten(row[index]).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise bad(f"the {name}'s {key!r} is {value!r}, not a finite number")
+    return row
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
