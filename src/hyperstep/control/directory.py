@@ -73,13 +73,11 @@ def check_directory(directory: str | os.PathLike[str], *, create: bool = False) 
             naming the problem and the ``chmod`` that fixes it).
     """
     path = Path(os.path.expanduser(os.fspath(directory)))
-    if create:
-        for part in (path, path / COMMANDS):
-            if not part.exists():
-                part.mkdir(mode=0o700, parents=True, exist_ok=True)
-                os.chmod(part, 0o700)
     for part in (path, path / COMMANDS):
-        _check_safe(part, directory)
+        if create and not part.exists():
+            part.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(part, 0o700)
+        _check_safe(part, directory)  # the directory first: nothing is created in an unsafe one
     return path
 
 
