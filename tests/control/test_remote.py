@@ -132,3 +132,57 @@ def test_torch_run_steered_from_the_cli_stops_learning_and_replays_bitwise(
     tmp_path: Path,
 ) -> None:
     steer_and_replay("torch", tmp_path)
+
+
+def test_a_killed_run_resumed_from_its_backup_applies_the_command_once(tmp_path: Path) -> None:
+    """Killed (SIGKILL) after its backup saved a checkpoint that holds the command;
+    the resumed run does not apply it again and ends at the weights it froze at."""
+    control, backup = tmp_path / "run", tmp_path / "backup"
+    command = [
+        sys.executable,
+        str(WORKER),
+        "controlled",
+        str(control),
+        str(tmp_path / "a.npz"),
+        "--backup",
+        str(backup),
+    ]
+    process = subprocess.Popen(
+        command, env=_env("tensorflow"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for_step(control, 40, process)
+        sent = cli("set", str(control), "learning_rate=0", "--wait", "60")
+        assert sent.returncode == 0, sent.stderr
+        [applied] = [e for e in journal(control) if e.get("status") == "applied"]
+        wait_for_step(control, applied["step"] + 20, process)  # past two epoch backups
+        process.kill()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=60)  # closes the pipes
+    resumed = subprocess.run(
+        command, env=_env("tensorflow"), capture_output=True, text=True, check=False
+    )
+    assert _result(resumed)["step"] == 200
+    entries = journal(control)
+    assert [e["seq"] for e in entries if e.get("status") == "applied"] == [1]  # once
+    assert [e["applied"] for e in entries if e.get("event") == "begin"] == [0, 1]
+    replayed = subprocess.run(
+        [
+            sys.executable,
+            str(WORKER),
+            "replay",
+            str(control),
+            str(tmp_path / "r.npz"),
+            "--sleep",
+            "0",
+        ],
+        env=_env("tensorflow"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    _result(replayed)
+    frozen = np.load(tmp_path / "r.npz")["history"][applied["step"] - 1]
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npz")["final"], frozen)
