@@ -92,7 +92,7 @@ def test_a_directory_writable_by_others_is_refused(tmp_path: Path) -> None:
     shared.mkdir()
     os.chmod(shared, 0o777)
     lr = hs.Hyperparameter(0.1, name="learning_rate")
-    with pytest.raises(hs.errors.InvalidArgumentError, match="writable by others.*chmod go-w"):
+    with pytest.raises(hs.errors.InvalidArgumentError, match=r"writable by others.*chmod go-w"):
         hs.Remote(shared, lr)
     done = subprocess.run(
         [sys.executable, "-m", "hyperstep", "set", str(shared), "learning_rate=1"],
@@ -169,7 +169,7 @@ def test_at_waits_for_its_step_and_a_past_step_is_refused(tmp_path: Path) -> Non
 
 
 def test_cooldown_starts_the_hyperparameters_cooldown_or_is_refused(tmp_path: Path) -> None:
-    lr, beta, remote = make(tmp_path)
+    lr, _beta, remote = make(tmp_path)
     cooldown = hs.Cooldown(lr, steps=10, shape="linear")
     remote.poll()
     submit(remote.directory, {"verb": "cooldown", "names": ["beta"]})

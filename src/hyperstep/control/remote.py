@@ -72,7 +72,7 @@ class Remote(keras.callbacks.Callback):
             per run.
         hyperparameters: Free :class:`hyperstep.Hyperparameter` objects to control (one, a
             list or a dict), besides the model's optimizer's. Needed in a custom loop.
-        status_every: Seconds between status writes.
+        status_every: Seconds between status writes (each also after a command).
 
     Raises:
         InvalidArgumentError: If ``directory`` is writable by its group or everyone, or
@@ -97,7 +97,7 @@ class Remote(keras.callbacks.Callback):
         directory: str | os.PathLike[str],
         hyperparameters: Any = None,
         *,
-        status_every: float = 1.0,
+        status_every: float = 5.0,
     ) -> None:
         super().__init__()
         self.directory = check_directory(directory, create=True)
@@ -108,6 +108,7 @@ class Remote(keras.callbacks.Callback):
         self.stop_requested = False
         self._applied: Any = None
         self._next: int | None = None
+        self._next_path = ""
         self._pending: list[tuple[int, dict[str, Any]]] = []
         self._recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=RECENT)
         self._last_status = -math.inf
@@ -148,16 +149,23 @@ class Remote(keras.callbacks.Callback):
         if self._next is None:
             self._begin()
         assert self._next is not None
+        now = time.monotonic()
+        if (  # between commands: one stat (and a clock read)
+            not self._pending
+            and not os.path.exists(self._next_path)
+            and now - self._last_status < self.status_every
+        ):
+            return []
         entries: list[dict[str, Any]] = []
         if self._pending:
             self._sync()
             entries += self._due()
-        if os.path.exists(command_path(self.directory, self._next)):
+        if os.path.exists(self._next_path):
             self._sync()
-            while os.path.exists(command_path(self.directory, self._next)):
+            while os.path.exists(self._next_path):
                 entries.append(self._take(self._next))
                 self._next += 1
-        now = time.monotonic()
+                self._next_path = os.fspath(command_path(self.directory, self._next))
         if entries or now - self._last_status >= self.status_every:
             self._sync()
             self._last_status = now
@@ -169,8 +177,9 @@ class Remote(keras.callbacks.Callback):
         last command applied; re-apply what is not in variables (replaced schedules) and
         re-queue ``--at`` commands whose step is still ahead."""
         self._sync()
-        applied = int(ops.convert_to_numpy(self._applied))
+        applied = _int(self._applied)
         self._next = applied + 1
+        self._next_path = os.fspath(command_path(self.directory, self._next))
         append_journal(
             self.directory,
             {
@@ -298,7 +307,7 @@ class Remote(keras.callbacks.Callback):
             model = getattr(self, "_model", None)
             if model is not None:
                 model.stop_training = True
-        self._applied.assign(max(seq, int(ops.convert_to_numpy(self._applied))))
+        self._applied.assign(max(seq, _int(self._applied)))
         after = {n: _value(hp) for n, hp in targets.items()}
         return self._journal(seq, command, "applied", step, before=before, after=after, **extra)
 
@@ -313,7 +322,7 @@ class Remote(keras.callbacks.Callback):
     def _step(self, command: dict[str, Any] | None = None) -> int:
         names = list((command or {}).get("values", (command or {}).get("names", [])))
         hp = self.hyperparameters[names[0] if names else min(self.hyperparameters)]
-        return int(ops.convert_to_numpy(hp.clock.step))
+        return _int(hp.clock.step)
 
     def _retrace(self) -> bool:
         """Trace fit's step again (a replaced schedule is new code); False outside fit."""
@@ -325,18 +334,23 @@ class Remote(keras.callbacks.Callback):
 
     # ---- status ---------------------------------------------------------------------------
     def write_status(self) -> None:
-        """Write ``directory/status.json`` now (read eagerly; on JAX after a state sync)."""
+        """Write ``directory/status.json`` now (read eagerly; on JAX after a state sync).
+
+        Values are read on the host (:meth:`hyperstep.Hyperparameter.host_float`: a table
+        of the schedule's values, the state as Python numbers), a few microseconds each.
+        """
         hyperparameters = {}
+        step = self._step()
         for name, hp in self.hyperparameters.items():
-            hyperparameters[name] = {**_describe(hp), "value": _value(hp)}
+            hyperparameters[name] = {**_describe(hp), "value": _host_value(hp, step)}
         write_status(
             self.directory,
             {
                 "pid": os.getpid(),
                 "time": time.time(),
                 "state": self._state,
-                "step": self._step(),
-                "applied": int(ops.convert_to_numpy(self._applied)),
+                "step": step,
+                "applied": _int(self._applied),
                 "pending": [seq for seq, _ in self._pending],
                 "hyperparameters": hyperparameters,
                 "recent": list(self._recent),
@@ -375,15 +389,43 @@ def _value(hp: Any) -> float:
     return float(ops.convert_to_numpy(hp.value))
 
 
+def _host_value(hp: Any, step: int) -> float:
+    try:  # a table of the schedule's values: microseconds, where an eager read takes ms
+        found = hp.host_float(step)
+    except (TypeError, ValueError, HyperstepError):  # e.g. a mirrored variable's tensor
+        found = None
+    return _value(hp) if found is None else float(np.float32(found))
+
+
+def _float(variable: Any) -> float:
+    return float(ops.convert_to_numpy(variable))  # float() fails on a mirrored variable
+
+
+def _int(variable: Any) -> int:
+    return int(ops.convert_to_numpy(variable))
+
+
 def _describe(hp: Any) -> dict[str, Any]:
-    override = float(ops.convert_to_numpy(hp.override))
+    override = _float(hp.override)
     cooldown = getattr(hp, "_cooldown", None)
+    start = None if cooldown is None else _int(cooldown.variables[0])
     return {
-        "schedule": repr(hp._raw_schedule),
-        "scale": float(ops.convert_to_numpy(hp.scale)),
+        "schedule": _repr(hp._raw_schedule),
+        "scale": _float(hp.scale),
         "override": None if math.isnan(override) else override,
-        "cooldown": None if cooldown is None else cooldown.start_step,
+        "cooldown": None if start is None or start < 0 else start,
     }
+
+
+_REPRS: dict[int, tuple[Any, str]] = {}
+
+
+def _repr(schedule: Any) -> str:
+    """``repr(schedule)``, kept per schedule object (a nested schedule's repr takes a while)."""
+    found = _REPRS.get(id(schedule))
+    if found is None or found[0] is not schedule:
+        found = _REPRS[id(schedule)] = (schedule, repr(schedule))
+    return found[1]
 
 
 def _journal(directory: Any) -> list[dict[str, Any]]:
@@ -420,7 +462,8 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
     begin = next((e for e in entries if e.get("event") == "begin"), None)
     if begin is None:
         raise InvalidArgumentError(
-            f"the journal has no `begin` entry: not written by hs.Remote. Received: journal={path!r}"
+            "the journal has no `begin` entry: not written by hs.Remote. "
+            f"Received: journal={path!r}"
         )
     applied: dict[int, dict[str, Any]] = {}
     for entry in entries:
