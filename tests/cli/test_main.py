@@ -74,7 +74,7 @@ def run_fresh(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_help_of_every_command_imports_no_backend() -> None:
-    names = [m.__name__.rsplit(".", 1)[-1].replace("_", "-") for m in main_module.COMMANDS]
+    names = [name for m in main_module.COMMANDS for name in main_module.command_names(m)]
     for argv in (["--help"], *([name, "--help"] for name in names)):
         done = run_fresh(*argv)
         assert done.stdout.splitlines()[-1] == "HEAVY [] 0", (argv, done.stderr[-2000:])
