@@ -25,6 +25,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Hyperparameter": ("hyperstep.control.hyperparameter", "Hyperparameter"),
     "LRFinding": ("hyperstep.tune.finding", "LRFinding"),
     "ReduceOnPlateau": ("hyperstep.control.controllers", "ReduceOnPlateau"),
+    "Remote": ("hyperstep.control.remote", "Remote"),
     "SWA": ("hyperstep.optim.averaging", "SWA"),
     "SkipNonFinite": ("hyperstep.optim.finite", "SkipNonFinite"),
     "StepOptimizer": ("hyperstep.optim.optimizer", "StepOptimizer"),
@@ -51,6 +52,7 @@ __all__ = [  # noqa: RUF022 (plain sorted order, checked by tests/test_public_ap
     "Hyperparameter",
     "LRFinding",
     "ReduceOnPlateau",
+    "Remote",
     "SWA",
     "SkipNonFinite",
     "StepOptimizer",
@@ -82,6 +84,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from hyperstep.control.controllers import ReduceOnPlateau
     from hyperstep.control.cooldown import Cooldown
     from hyperstep.control.hyperparameter import Hyperparameter
+    from hyperstep.control.remote import Remote
     from hyperstep.doctor.report import Diagnosis, Finding
     from hyperstep.optim.averaging import (
         EMA,

@@ -45,9 +45,9 @@ def test_every_command_module_registers_a_subcommand_with_a_function() -> None:
     for module in main_module.COMMANDS:
         parser = argparse.ArgumentParser()
         module.register(parser.add_subparsers())
-        name = module.__name__.rsplit(".", 1)[-1].replace("_", "-")  # lr_find: lr-find
-        sub = parser._subparsers._group_actions[0].choices[name]  # type: ignore[union-attr]
-        assert callable(sub.get_default("func"))
+        for name in main_module.command_names(module):  # lr_find: lr-find; steer: set, ...
+            sub = parser._subparsers._group_actions[0].choices[name]  # type: ignore[union-attr]
+            assert callable(sub.get_default("func"))
 
 
 def test_parser_is_built_fresh_each_time() -> None:
@@ -74,7 +74,7 @@ def run_fresh(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_help_of_every_command_imports_no_backend() -> None:
-    names = [m.__name__.rsplit(".", 1)[-1].replace("_", "-") for m in main_module.COMMANDS]
+    names = [name for m in main_module.COMMANDS for name in main_module.command_names(m)]
     for argv in (["--help"], *([name, "--help"] for name in names)):
         done = run_fresh(*argv)
         assert done.stdout.splitlines()[-1] == "HEAVY [] 0", (argv, done.stderr[-2000:])

@@ -78,6 +78,8 @@ NOT_RUN = {
         'model.fit(..., callbacks=[hs.callbacks.StartCooldown(cooldown, when_file="cooldown")])',
     ): "two terminals at once (tests/control/test_cooldown.py runs `when_file`)",
     ("tune.md", "python examples/pbt_digits.py"): "a 3-minute population, and a Ray cluster",
+    ("steering.md", "# shell 1"): "two terminals at once (tests/control/test_remote.py and "
+    "tests/demo/test_steering.py run these commands on a training run)",
 }
 
 

@@ -46,6 +46,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="start over, discarding a finished or interrupted run in --out",
     )
+    parser.add_argument(
+        "--control",
+        default=None,
+        metavar="DIR",
+        help="steer the run from another shell through DIR (hs.Remote): "
+        "hyperstep set DIR learning_rate=1e-4, hyperstep show DIR",
+    )
     parser.set_defaults(func=run)
 
 
@@ -65,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         with quiet_stderr():
-            summary = train(args.out, args.epochs, args.seed, fresh=args.fresh)
+            summary = train(
+                args.out, args.epochs, args.seed, fresh=args.fresh, control=args.control
+            )
     except HyperstepError as error:
         print(f"hyperstep demo: error: {error}", file=sys.stderr)
         return 2
@@ -117,4 +126,6 @@ def _command(args: argparse.Namespace) -> str:
         parts.append(f"--epochs {args.epochs}")
     if args.seed != 0:
         parts.append(f"--seed {args.seed}")
+    if args.control is not None:
+        parts.append(f"--control {args.control}")
     return " ".join(parts)

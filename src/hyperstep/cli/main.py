@@ -1,7 +1,9 @@
-"""The ``hyperstep`` command line: ``hyperstep plot``, ``hyperstep doctor``, ``hyperstep demo``.
+"""The ``hyperstep`` command line: ``hyperstep plot``, ``hyperstep doctor``, ``hyperstep demo``,
+and the verbs that steer a running job (``set``, ..., ``show``).
 
 Each subcommand lives in its own module exposing ``register(subparsers)``, which adds the
-subcommand's parser and sets ``func`` (``args -> exit status``) as its default. Parsing
+subcommand's parser and sets ``func`` (``args -> exit status``) as its default (a module
+that registers several, such as ``steer``, lists them in ``NAMES``). Parsing
 imports no backend: a command imports Keras only when it runs and needs it.
 """
 
@@ -10,10 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hyperstep.cli import demo, doctor, lr_find, plot
+from hyperstep.cli import demo, doctor, lr_find, plot, show, steer
 
 #: the subcommand modules, in the order ``--help`` lists them
-COMMANDS = (plot, doctor, lr_find, demo)
+COMMANDS = (plot, doctor, lr_find, demo, steer, show)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         command.register(subparsers)
     return parser
+
+
+def command_names(module: object) -> tuple[str, ...]:
+    """The subcommands ``module`` registers: its ``NAMES``, else its own name (``lr-find``)."""
+    default = (getattr(module, "__name__", "").rsplit(".", 1)[-1].replace("_", "-"),)
+    return tuple(getattr(module, "NAMES", default))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     func = getattr(args, "func", None)
     if func is None:
         parser.print_usage(sys.stderr)
-        names = [c.__name__.rsplit(".", 1)[-1].replace("_", "-") for c in COMMANDS]
+        names = [name for c in COMMANDS for name in command_names(c)]
         print(f"hyperstep: error: choose a command: {', '.join(names)}", file=sys.stderr)
         return 2
     from hyperstep.errors import HyperstepError

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -122,12 +123,15 @@ def train(
     plateau_min_delta: float | None = None,
     train_size: int | None = None,
     callbacks: Sequence[Any] = (),
+    control: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Train (or resume, or report a finished run) in ``out``; return the summary.
 
     ``plateau_min_delta`` (default: the controller's 1e-4) and ``train_size`` (the first
     images of the training split only) make short runs that exercise the plateau;
-    ``callbacks`` run after the demo's own (a test's interruption, say). The run directory
+    ``callbacks`` run after the demo's own (a test's interruption, say). ``control`` steers
+    the run from outside through that directory (an :class:`hyperstep.Remote`, run first:
+    ``hyperstep set CONTROL learning_rate=1e-4``; see docs/steering.md). The run directory
     is locked while training: a second run on the same ``out`` is refused.
 
     Returns:
@@ -147,8 +151,13 @@ def train(
         config["plateau_min_delta"] = plateau_min_delta
     if train_size is not None:
         config["train_size"] = train_size
+    extra = list(callbacks)
+    if control is not None:
+        import hyperstep as hs
+
+        extra.insert(0, hs.Remote(control))
     with demo_state.locked(out):
-        return _resume_or_train(out, config, fresh, verbose, list(callbacks))
+        return _resume_or_train(out, config, fresh, verbose, extra)
 
 
 def _resume_or_train(
@@ -225,8 +234,10 @@ def _train(
         say(f"resuming from epoch {checkpoint.epoch} / step {checkpoint.step} (saved in {out})")
     diagnosis = hs.doctor(model, (data.x_train[:BATCH_SIZE], data.y_train[:BATCH_SIZE]))
     say(f"pre-flight check: {diagnosis}")
-    callbacks = _callbacks(model, plateau, out, checkpoint is not None, config, verbose)
-    callbacks += extra
+    own = _callbacks(model, plateau, out, checkpoint is not None, config, verbose)
+    # an hs.Remote first: a command applies before the step's row of values is logged
+    steering = [c for c in extra if isinstance(c, hs.Remote)]
+    callbacks = steering + own + [c for c in extra if c not in steering]
     base = {
         "config": config,
         "resumed_from": None
@@ -249,7 +260,7 @@ def _train(
                 callbacks=callbacks,
             )
     except KeyboardInterrupt:
-        for callback in callbacks[0], callbacks[3], callbacks[4]:  # close files and writers
+        for callback in own[0], own[3], own[4]:  # close files and writers
             callback.on_train_end()
         saved = demo_state.latest_checkpoint(out)
         done = {"epoch": 0, "step": 0} if saved is None else vars(saved)

@@ -1,0 +1,195 @@
+"""``hyperstep set|scale|clear|schedule|cooldown|stop DIR ...``: steer a running job.
+
+Each verb checks what it can (the directory is safe, values are numbers within float32's
+range or ``hs.parse`` expressions, names exist in the run's last ``status.json``), then
+writes one numbered command file that the run's :class:`hyperstep.Remote` applies at its
+next step. A command refused here is journaled and exits with status 2; ``--wait`` waits
+for the run's verdict (exit 1 when it refuses). No Keras is imported: the command is quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hyperstep.cli.arguments import MAX_STEPS
+
+#: the verbs this module registers, in the order ``--help`` lists them
+NAMES = ("set", "scale", "clear", "schedule", "cooldown", "stop")
+
+_HELP = {
+    "set": ("override hyperparameters of a running job", "NAME=VALUE", "e.g. learning_rate=1e-4"),
+    "scale": ("set the factor that multiplies a schedule", "NAME=FACTOR", "e.g. learning_rate=0.5"),
+    "clear": ("remove overrides (back to the schedule)", "NAME", "e.g. learning_rate"),
+    "schedule": (
+        "replace schedules (hs.parse expressions)",
+        "NAME=EXPR",
+        'e.g. learning_rate="cosine(1e-3, steps=5000)"',
+    ),
+    "cooldown": ("start hyperparameters' hs.Cooldown", "NAME", "default learning_rate"),
+    "stop": ("end fit cleanly after the current step", None, None),
+}
+
+
+def register(subparsers: Any) -> None:
+    """Add the six steering subcommands."""
+    for verb in NAMES:
+        what, metavar, example = _HELP[verb]
+        parser = subparsers.add_parser(
+            verb,
+            help=what,
+            description=f"{what[0].upper()}{what[1:]}: writes a command into DIR (the "
+            "directory given to hs.Remote) that the run applies at its next step.",
+        )
+        parser.add_argument("directory", metavar="DIR", help="the run's control directory")
+        if metavar is not None:
+            parser.add_argument(
+                "items",
+                nargs="*" if verb == "cooldown" else "+",
+                metavar=metavar,
+                help=f"{'a hyperparameter name' if metavar == 'NAME' else metavar} ({example}); "
+                "a group's as group/name",
+            )
+        if verb == "cooldown":
+            parser.add_argument(
+                "--steps",
+                type=int,
+                default=None,
+                metavar="N",
+                help="the cooldown's length (must match the hs.Cooldown's)",
+            )
+            parser.add_argument("--shape", default=None, help="its shape, e.g. 1-sqrt")
+        parser.add_argument(
+            "--at",
+            type=_step,
+            default=None,
+            metavar="STEP",
+            help="take effect at this step instead of the next one",
+        )
+        parser.add_argument(
+            "--wait",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="wait up to SECONDS for the run to apply it; exit 1 if refused",
+        )
+        parser.set_defaults(func=run, verb=verb)
+
+
+def _step(text: str) -> int:
+    value = int(text) if text.strip().isdigit() else -1
+    if not 0 <= value <= MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"expected a step, an integer >= 0, got {text!r}")
+    return value
+
+
+def command_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The command object ``args`` describe (not yet checked)."""
+    command: dict[str, Any] = {"verb": args.verb}
+    items = getattr(args, "items", None) or []
+    if args.verb in ("set", "scale", "schedule"):
+        values: dict[str, Any] = {}
+        for item in items:
+            name, sep, value = item.partition("=")
+            if not sep or not name.strip():
+                from hyperstep.errors import InvalidArgumentError
+
+                raise InvalidArgumentError(
+                    f"{args.verb} takes NAME=VALUE, e.g. learning_rate=1e-4. Received: {item!r}"
+                )
+            values[name.strip()] = value.strip()
+        command["values"] = values
+    elif args.verb in ("clear", "cooldown"):
+        if items:
+            command["names"] = list(items)
+    if args.verb == "cooldown":
+        for key in ("steps", "shape"):
+            if getattr(args, key) is not None:
+                command[key] = getattr(args, key)
+    if args.at is not None:
+        command["at"] = args.at
+    return command
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check and submit the command of ``args``; return the exit status."""
+    from hyperstep.control import directory as protocol
+    from hyperstep.errors import InvalidArgumentError
+
+    path = protocol.check_directory(args.directory)
+    command = command_of(args)
+    status = protocol.read_status(path)
+    names = None if status is None else status.get("hyperparameters")
+    try:
+        checked = protocol.check_command(command, names)
+    except InvalidArgumentError as error:
+        protocol.append_journal(
+            path,
+            {
+                "seq": None,
+                "by": "cli",
+                "command": command,
+                "status": "refused",
+                "step": None,
+                "reason": str(error).splitlines()[0],
+            },
+        )
+        raise
+    seq = protocol.submit(path, {**checked, "time": time.time()})
+    print(f"command {seq} queued: {describe(checked)}")
+    if args.wait is None:
+        if status is None:
+            print(f"note: no status in {path} yet: is the run started with hs.Remote?")
+        return 0
+    return _wait(path, seq, args.wait)
+
+
+def _wait(path: Path, seq: int, seconds: float) -> int:
+    from hyperstep.control import directory as protocol
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            entries = protocol.read_journal(path / protocol.JOURNAL)
+        except OSError:
+            entries = []
+        for entry in reversed(entries):
+            if entry.get("seq") == seq and entry.get("by") != "cli":
+                print(outcome(entry))
+                return 1 if entry.get("status") == "refused" else 0
+        time.sleep(0.05)
+    print(f"command {seq}: not applied within {seconds:g} s (is the run alive?)", file=sys.stderr)
+    return 1
+
+
+def describe(command: Any) -> str:
+    """``set learning_rate=0.0001`` from a command object."""
+    if not isinstance(command, dict):
+        return "(unreadable command)"
+    parts = [str(command.get("verb"))]
+    values = command.get("values")
+    if isinstance(values, dict):
+        parts += [f"{k}={v}" for k, v in values.items()]
+    names = command.get("names")
+    if isinstance(names, list):
+        parts += [str(n) for n in names]
+    for key in ("steps", "shape", "at"):
+        if key in command:
+            parts.append(f"--{key} {command[key]}")
+    return " ".join(parts)
+
+
+def outcome(entry: dict[str, Any]) -> str:
+    """One line: ``#3 set learning_rate=0 -> applied at step 120``."""
+    head = f"#{entry.get('seq') if entry.get('seq') is not None else '-'} "
+    head += describe(entry.get("command"))
+    status = entry.get("status")
+    if status == "applied":
+        return f"{head} -> applied at step {entry.get('step')}"
+    if status == "pending":
+        return f"{head} -> pending ({entry.get('reason')})"
+    by = " by the CLI" if entry.get("by") == "cli" else ""
+    return f"{head} -> refused{by}: {entry.get('reason')}"

@@ -1,0 +1,559 @@
+"""Steering a running job from outside: :class:`Remote` applies commands from a directory.
+
+``hyperstep set runs/exp1 learning_rate=1e-4`` (and ``scale``, ``clear``, ``schedule``,
+``cooldown``, ``stop``) writes a numbered command file into ``runs/exp1/commands/``; the
+run's :class:`Remote` applies it at the next step boundary with the hyperparameter's own
+``set``/``clear``/``scale.assign``/``Cooldown.start`` (an ``assign``: nothing retraces) and
+journals it in ``runs/exp1/journal.jsonl``. :func:`replay` turns the journal back into one
+schedule per hyperparameter that reproduces the controlled run's values exactly. The
+protocol (files, numbering, safety checks) is :mod:`hyperstep.control.directory`.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import time
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+from hyperstep.control.directory import (
+    append_journal,
+    check_command,
+    check_directory,
+    command_path,
+    read_command,
+    read_journal,
+    write_status,
+)
+from hyperstep.control.plateau import _scope_of
+from hyperstep.control.reading import collect
+from hyperstep.errors import HyperstepError, InvalidArgumentError
+from hyperstep.schedules.base import BinaryOp, Constant, Function, Schedule, Step
+
+__all__ = ["Remote", "replay"]
+
+#: the state variable (on the first hyperparameter by name) holding the last command applied
+APPLIED = "remote_applied"
+#: how many recent journal entries the status file shows
+RECENT = 10
+
+
+class Remote(keras.callbacks.Callback):
+    """Apply commands written into ``directory`` by other processes, at step boundaries.
+
+    In ``fit`` the commands that arrived are applied at the start of the next batch (the
+    update of that step is the first to use them); in a custom loop call :meth:`poll` once
+    per iteration, before the update. Between commands a poll costs one ``os.stat``; every
+    ``status_every`` seconds it also writes ``directory/status.json`` (the step, every
+    hyperparameter's value, schedule, scale and override, the last commands), which
+    ``hyperstep show`` prints.
+
+    The commands (each a ``hyperstep`` verb, see docs/steering.md):
+    ``set NAME=V`` (``hp.set``), ``scale NAME=F`` (``hp.scale.assign(F)``),
+    ``clear NAME`` (``hp.clear``), ``schedule NAME=EXPR`` (``hp.schedule = hs.parse(EXPR)``;
+    the one command that traces the step again), ``cooldown NAME`` (starts the
+    hyperparameter's :class:`hyperstep.Cooldown`), ``stop`` (``model.stop_training``: fit
+    ends cleanly after this step, its callbacks' checkpoints written); any with ``--at STEP``.
+    Names are the optimizer's hyperparameter keys (a group's as ``group/name``) and those
+    given as ``hyperparameters``. Every command, applied or refused, is a line of
+    ``directory/journal.jsonl``; a malformed one is refused there and never stops training.
+
+    The number of the last command applied is a state variable of the first hyperparameter
+    by name (``remote_applied``), saved with it: a run resumed from its checkpoint applies
+    each command once, those after the checkpoint again.
+
+    Args:
+        directory: The control directory (created with mode 0700 if missing). One directory
+            per run.
+        hyperparameters: Free :class:`hyperstep.Hyperparameter` objects to control (one, a
+            list or a dict), besides the model's optimizer's. Needed in a custom loop.
+        status_every: Seconds between status writes (each also after a command).
+
+    Raises:
+        InvalidArgumentError: If ``directory`` is writable by its group or everyone, or
+            owned by another user.
+
+    Example:
+        >>> import os, tempfile, hyperstep as hs
+        >>> from hyperstep.control.directory import submit
+        >>> lr = hs.Hyperparameter(0.1, name="learning_rate")
+        >>> remote = Remote(os.path.join(tempfile.mkdtemp(), "run"), lr)
+        >>> _ = remote.poll()
+        >>> submit(remote.directory, {"verb": "set", "values": {"learning_rate": 0.01}})
+        1
+        >>> [(e["status"], e["step"]) for e in remote.poll()]
+        [('applied', 0)]
+        >>> round(float(lr.value), 6)
+        0.01
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        hyperparameters: Any = None,
+        *,
+        status_every: float = 5.0,
+    ) -> None:
+        super().__init__()
+        self.directory = check_directory(directory, create=True)
+        self._given = {} if hyperparameters is None else collect(hyperparameters, owner="Remote")
+        self.hyperparameters: dict[str, Any] = {}
+        self.status_every = float(status_every)
+        #: set by a ``stop`` command (``fit`` stops by itself; a custom loop reads this)
+        self.stop_requested = False
+        self._applied: Any = None
+        self._next: int | None = None
+        self._next_path = ""
+        self._pending: list[tuple[int, dict[str, Any]]] = []
+        self._recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=RECENT)
+        self._last_status = -math.inf
+        self._state = "running"
+        if self._given:
+            self._bind({})
+
+    # ---- binding --------------------------------------------------------------------------
+    def set_model(self, model: Any) -> None:
+        super().set_model(model)
+        self._bind(_optimizer_hyperparameters(model))
+
+    def _bind(self, found: dict[str, Any]) -> None:
+        self.hyperparameters = {**found, **self._given}
+        if not self.hyperparameters:
+            raise InvalidArgumentError(
+                "`Remote` found no hyperparameter to control: the model's optimizer is not "
+                "hs.scheduled or hs.StepOptimizer, and none were given. Pass "
+                "`hs.Remote(directory, hyperparameters=...)`. Received: hyperparameters=None"
+            )
+        owner = self.hyperparameters[min(self.hyperparameters)]
+        if APPLIED in owner.state:
+            self._applied = owner.state[APPLIED]
+        else:
+            with _scope_of(owner.scale):
+                self._applied = owner.add_state(APPLIED, 0, "int64")
+
+    def _sync(self) -> None:
+        """On JAX, put fit's training state back into the variables (a write then reaches
+        the next step); nothing elsewhere."""
+        if getattr(self, "_model", None) is not None:
+            _ = self.model
+
+    # ---- polling --------------------------------------------------------------------------
+    def poll(self) -> list[dict[str, Any]]:
+        """Apply the commands that arrived (and those whose ``--at`` step came); return the
+        journal entries written. Call it once per iteration, before the update."""
+        if self._next is None:
+            self._begin()
+        assert self._next is not None
+        now = time.monotonic()
+        if (  # between commands: one stat (and a clock read)
+            not self._pending
+            and not os.path.exists(self._next_path)
+            and now - self._last_status < self.status_every
+        ):
+            return []
+        entries: list[dict[str, Any]] = []
+        if self._pending:
+            self._sync()
+            entries += self._due()
+        if os.path.exists(self._next_path):
+            self._sync()
+            while os.path.exists(self._next_path):
+                entries.append(self._take(self._next))
+                self._next += 1
+                self._next_path = os.fspath(command_path(self.directory, self._next))
+        if entries or now - self._last_status >= self.status_every:
+            self._sync()
+            self._last_status = now
+            self.write_status()
+        return entries
+
+    def _begin(self) -> None:
+        """First poll (after fit's callbacks restored a checkpoint): continue after the
+        last command applied; re-apply what is not in variables (replaced schedules) and
+        re-queue ``--at`` commands whose step is still ahead."""
+        self._sync()
+        applied = _int(self._applied)
+        self._next = applied + 1
+        self._next_path = os.fspath(command_path(self.directory, self._next))
+        append_journal(
+            self.directory,
+            {
+                "event": "begin",
+                "step": self._step(),
+                "applied": applied,
+                "pid": os.getpid(),
+                "hyperparameters": {n: _describe(hp) for n, hp in self.hyperparameters.items()},
+            },
+        )
+        if applied == 0:
+            return
+        taken = {}
+        for entry in _journal(self.directory):
+            seq = entry.get("seq")
+            if (
+                isinstance(seq, int)
+                and seq <= applied
+                and entry.get("status") in ("applied", "pending")
+            ):
+                taken[seq] = entry
+        schedules: dict[str, str] = {}
+        for seq in sorted(taken):
+            command = taken[seq]["command"]
+            if "at" in command and command["at"] > self._step():
+                self._pending.append((seq, command))
+            elif command["verb"] == "schedule":
+                schedules.update(command["values"])
+        for name, text in schedules.items():
+            if name in self.hyperparameters:
+                from hyperstep.schedules.parse import parse
+
+                self.hyperparameters[name].schedule = parse(text)
+        if schedules:
+            self._retrace()
+
+    def _due(self) -> list[dict[str, Any]]:
+        entries, waiting = [], []
+        for seq, command in self._pending:
+            if command["at"] <= self._step(command):
+                entries.append(self._apply(seq, command, resumed=False))
+            else:
+                waiting.append((seq, command))
+        self._pending = waiting
+        return entries
+
+    def _take(self, seq: int) -> dict[str, Any]:
+        raw: Any = None
+        try:
+            raw = read_command(command_path(self.directory, seq))
+            command = check_command(raw, self.hyperparameters)
+            if command["verb"] == "cooldown":
+                self._check_cooldowns(command)
+            at = command.get("at")
+            if at is not None:
+                now = self._step(command)
+                if at < now:
+                    raise InvalidArgumentError(
+                        f"step {at} has passed: the run is at step {now}. Received: at={at}"
+                    )
+                if at > now:
+                    self._pending.append((seq, command))
+                    self._applied.assign(seq)
+                    return self._journal(
+                        seq, command, "pending", now, reason=f"waits for step {at}"
+                    )
+            return self._apply(seq, command, resumed=False)
+        except (HyperstepError, OSError, ValueError, TypeError, KeyError) as error:
+            self._applied.assign(seq)
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            return self._journal(seq, raw, "refused", None, reason=reason)
+
+    def _check_cooldowns(self, command: dict[str, Any]) -> None:
+        for name in command["names"]:
+            cooldown = getattr(self.hyperparameters[name], "_cooldown", None)
+            if cooldown is None:
+                raise InvalidArgumentError(
+                    f"{name!r} has no hs.Cooldown: create one before training "
+                    f"(hs.Cooldown(hyperparameter, steps=...)) to start it from outside. "
+                    f"Received: cooldown {name}"
+                )
+            for key in ("steps", "shape"):
+                if key in command and command[key] != getattr(cooldown, key):
+                    raise InvalidArgumentError(
+                        f"{name!r}'s cooldown has {key}={getattr(cooldown, key)!r}, fixed "
+                        f"when it was created. Received: {key}={command[key]!r}"
+                    )
+
+    def _apply(self, seq: int, command: dict[str, Any], resumed: bool) -> dict[str, Any]:
+        verb = command["verb"]
+        names = list(command.get("values", command.get("names", [])))
+        targets = {n: self.hyperparameters[n] for n in names}
+        step = self._step(command)
+        before = {n: _value(hp) for n, hp in targets.items()}
+        extra: dict[str, Any] = {}
+        if verb == "set":
+            for name, value in command["values"].items():
+                targets[name].set(value)
+        elif verb == "scale":
+            for name, value in command["values"].items():
+                targets[name].scale.assign(np.float32(value))
+        elif verb == "clear":
+            for hp in targets.values():
+                hp.clear()
+        elif verb == "schedule":
+            from hyperstep.schedules.parse import parse
+
+            for name, text in command["values"].items():
+                targets[name].schedule = parse(text)
+            extra["retraced"] = self._retrace()
+        elif verb == "cooldown":
+            cooldowns = {}
+            for name, hp in targets.items():
+                cooldown = hp._cooldown
+                cooldown.start()
+                cooldowns[name] = {
+                    "start": cooldown.start_step,
+                    "steps": cooldown.steps,
+                    "shape": cooldown.shape,
+                    "end": cooldown.end,
+                }
+            extra["cooldown"] = cooldowns
+        elif verb == "stop":
+            self.stop_requested = True
+            model = getattr(self, "_model", None)
+            if model is not None:
+                model.stop_training = True
+        self._applied.assign(max(seq, _int(self._applied)))
+        after = {n: _value(hp) for n, hp in targets.items()}
+        return self._journal(seq, command, "applied", step, before=before, after=after, **extra)
+
+    def _journal(
+        self, seq: int, command: Any, status: str, step: int | None, **fields: Any
+    ) -> dict[str, Any]:
+        entry = {"seq": seq, "command": command, "status": status, "step": step, **fields}
+        append_journal(self.directory, entry)
+        self._recent.append(entry)
+        return entry
+
+    def _step(self, command: dict[str, Any] | None = None) -> int:
+        names = list((command or {}).get("values", (command or {}).get("names", [])))
+        hp = self.hyperparameters[names[0] if names else min(self.hyperparameters)]
+        return _int(hp.clock.step)
+
+    def _retrace(self) -> bool:
+        """Trace fit's step again (a replaced schedule is new code); False outside fit."""
+        model = getattr(self, "_model", None)
+        if model is None or getattr(model, "train_function", None) is None:
+            return False
+        model.make_train_function(force=True)
+        return True
+
+    # ---- status ---------------------------------------------------------------------------
+    def write_status(self) -> None:
+        """Write ``directory/status.json`` now (read eagerly; on JAX after a state sync).
+
+        Values are read on the host (:meth:`hyperstep.Hyperparameter.host_float`: a table
+        of the schedule's values, the state as Python numbers), a few microseconds each.
+        """
+        hyperparameters = {}
+        step = self._step()
+        for name, hp in self.hyperparameters.items():
+            hyperparameters[name] = {**_describe(hp), "value": _host_value(hp, step)}
+        write_status(
+            self.directory,
+            {
+                "pid": os.getpid(),
+                "time": time.time(),
+                "state": self._state,
+                "step": step,
+                "applied": _int(self._applied),
+                "pending": [seq for seq, _ in self._pending],
+                "hyperparameters": hyperparameters,
+                "recent": list(self._recent),
+            },
+        )
+
+    # ---- Keras callback -------------------------------------------------------------------
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        self.poll()
+
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        self._sync()
+        self._state = "stopped" if self.stop_requested else "ended"
+        self.write_status()
+
+    @staticmethod
+    def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
+        """The schedules that reproduce the run journaled in ``journal`` (see :func:`replay`)."""
+        return replay(journal)
+
+    def __repr__(self) -> str:
+        return f"Remote({str(self.directory)!r}, hyperparameters={list(self.hyperparameters)})"
+
+
+def _optimizer_hyperparameters(model: Any) -> dict[str, Any]:
+    optimizer = getattr(model, "optimizer", None)
+    for _ in range(4):  # LossScaleOptimizer, SkipNonFinite: the inner one's
+        found = getattr(optimizer, "hyperparameters", None)
+        if isinstance(found, dict):
+            return dict(found)
+        optimizer = getattr(optimizer, "inner_optimizer", None)
+    return {}
+
+
+def _value(hp: Any) -> float:
+    return float(ops.convert_to_numpy(hp.value))
+
+
+def _host_value(hp: Any, step: int) -> float:
+    try:  # a table of the schedule's values: microseconds, where an eager read takes ms
+        found = hp.host_float(step)
+    except (TypeError, ValueError, HyperstepError):  # e.g. a mirrored variable's tensor
+        found = None
+    return _value(hp) if found is None else float(np.float32(found))
+
+
+def _float(variable: Any) -> float:
+    return float(ops.convert_to_numpy(variable))  # float() fails on a mirrored variable
+
+
+def _int(variable: Any) -> int:
+    return int(ops.convert_to_numpy(variable))
+
+
+def _describe(hp: Any) -> dict[str, Any]:
+    override = _float(hp.override)
+    cooldown = getattr(hp, "_cooldown", None)
+    start = None if cooldown is None else _int(cooldown.variables[0])
+    return {
+        "schedule": _repr(hp._raw_schedule),
+        "scale": _float(hp.scale),
+        "override": None if math.isnan(override) else override,
+        "cooldown": None if start is None or start < 0 else start,
+    }
+
+
+_REPRS: dict[int, tuple[Any, str]] = {}
+
+
+def _repr(schedule: Any) -> str:
+    """``repr(schedule)``, kept per schedule object (a nested schedule's repr takes a while)."""
+    found = _REPRS.get(id(schedule))
+    if found is None or found[0] is not schedule:
+        found = _REPRS[id(schedule)] = (schedule, repr(schedule))
+    return found[1]
+
+
+def _journal(directory: Any) -> list[dict[str, Any]]:
+    try:
+        return read_journal(directory / "journal.jsonl")
+    except OSError:
+        return []
+
+
+# ---- replay -------------------------------------------------------------------------------
+def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
+    """Return, per hyperparameter, the schedule that reproduces a controlled run's values.
+
+    ``value(step)`` of the returned schedule is, bit for bit, the value the controlled run's
+    updates used at ``step``: its original schedule times its scale, with every applied
+    command from the step it took effect (``where(step < s1, v0, where(step < s2, v1,
+    ...))``; an override is a constant, a scale multiplies, a cooldown is its formula). A
+    fresh run built with these schedules (and the same data) ends with the controlled
+    run's weights. Only hyperparameters a command changed are returned, and a command
+    applied again after a resume counts where it took effect last.
+
+    Args:
+        journal: The ``journal.jsonl`` of the controlled run (or its directory).
+
+    Raises:
+        InvalidArgumentError: If the journal has no ``begin`` entry (not a Remote's journal).
+    """
+    from hyperstep.schedules.parse import parse
+
+    path = os.fspath(journal)
+    if os.path.isdir(path):
+        path = os.path.join(path, "journal.jsonl")
+    entries = read_journal(path)
+    begin = next((e for e in entries if e.get("event") == "begin"), None)
+    if begin is None:
+        raise InvalidArgumentError(
+            "the journal has no `begin` entry: not written by hs.Remote. "
+            f"Received: journal={path!r}"
+        )
+    applied: dict[int, dict[str, Any]] = {}
+    for entry in entries:
+        if entry.get("status") == "applied" and isinstance(entry.get("seq"), int):
+            applied[entry["seq"]] = entry  # the last time it took effect counts
+    ordered = sorted(applied.values(), key=lambda e: (e["step"], e["seq"]))
+    result: dict[str, Schedule] = {}
+    for name, start in begin["hyperparameters"].items():
+        state = {
+            "base": parse(start["schedule"]),
+            "scale": start["scale"],
+            "override": start["override"],
+            "cooldown": None,
+        }
+        pieces: list[tuple[int, Schedule]] = [(0, _expression(state))]
+        changed = False
+        for entry in ordered:
+            if not _changes(entry, name, state, parse):
+                continue
+            changed = True
+            piece = (int(entry["step"]), _expression(state))
+            pieces = [p for p in pieces if p[0] < piece[0]] + [piece]
+        if changed:
+            result[name] = _pieces(pieces)
+    return result
+
+
+def _changes(entry: dict[str, Any], name: str, state: dict[str, Any], parse: Any) -> bool:
+    command = entry["command"]
+    verb = command["verb"]
+    if name not in command.get("values", {}) and name not in command.get("names", []):
+        return False
+    if verb == "set":
+        state["override"] = float(np.float32(command["values"][name]))
+    elif verb == "clear":
+        state["override"] = None
+    elif verb == "scale":
+        state["scale"] = float(np.float32(command["values"][name]))
+    elif verb == "schedule":
+        state["base"] = parse(command["values"][name])
+    elif verb == "cooldown":
+        state["cooldown"] = entry["cooldown"][name]
+    else:
+        return False
+    return True
+
+
+def _expression(state: dict[str, Any]) -> Schedule:
+    """``override if set else base(step) * scale`` as a schedule, rounded as the run rounds."""
+    if state["override"] is not None:
+        return Constant(state["override"])
+    base = state["base"]
+    if state["cooldown"] is not None:
+        base = _cooled(base, state["cooldown"])
+    scale = float(np.float32(state["scale"]))
+    if scale == 1.0:
+        return base
+    if isinstance(base, Constant):  # a product of constants would fold in float64
+        return Constant(float(np.float32(np.float32(base.value_) * np.float32(scale))))
+    return BinaryOp("*", base, Constant(scale))
+
+
+def _cooled(base: Schedule, cooldown: dict[str, Any]) -> Schedule:
+    """:class:`hyperstep.Cooldown`'s formula from its start ``s0`` (steps after it only):
+    ``end + (base(s0) - end) * f(clip(step - s0, 0, steps) / steps)``."""
+    from hyperstep.schedules._common import HALF_PI
+
+    s0, steps, end = float(cooldown["start"]), float(cooldown["steps"]), float(cooldown["end"])
+    v0 = float(ops.convert_to_numpy(base(s0)))
+    done = Function("clip", [BinaryOp("-", Step(), s0), 0.0, steps])
+    shape = cooldown["shape"]
+    if shape == "linear":
+        factor: Schedule = BinaryOp("/", BinaryOp("-", steps, done), steps)
+    elif shape in ("1-sqrt", "minus_sqrt"):
+        factor = BinaryOp("-", 1.0, Function("sqrt", [BinaryOp("/", done, steps)]))
+    elif shape == "exponential":
+        power = BinaryOp("**", 0.5, BinaryOp("/", done, steps))
+        factor = BinaryOp("-", BinaryOp("*", 2.0, power), 1.0)
+    else:  # cosine: sin(pi / 2 * left) ** 2, squared as x * x
+        left = BinaryOp("/", BinaryOp("-", steps, done), steps)
+        sine = Function("sin", [BinaryOp("*", HALF_PI, left)])
+        factor = BinaryOp("*", sine, sine)
+    v0_minus_end = Constant(float(np.float32(np.float32(v0) - np.float32(end))))
+    return BinaryOp("+", end, BinaryOp("*", v0_minus_end, factor))
+
+
+def _pieces(pieces: list[tuple[int, Schedule]]) -> Schedule:
+    expression = pieces[-1][1]
+    for index in range(len(pieces) - 2, -1, -1):
+        boundary = float(pieces[index + 1][0])
+        less = BinaryOp("<", Step(), boundary)
+        expression = Function("where", [less, pieces[index][1], expression])
+    return expression

@@ -1,0 +1,280 @@
+"""hs.Remote in one process: each command, the journal, refusals, ordering, replay, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+import hyperstep as hs
+from hyperstep.control.directory import command_path, submit
+
+
+def make(tmp_path: Path, schedule: str = "0.1 * (1 - step / 100)") -> tuple:
+    lr = hs.Hyperparameter(schedule, name="learning_rate")
+    beta = hs.Hyperparameter(0.9, clock=lr.clock, name="beta")
+    remote = hs.Remote(tmp_path / "run", [lr, beta])
+    return lr, beta, remote
+
+
+def value(hp: hs.Hyperparameter) -> float:
+    return float(keras.ops.convert_to_numpy(hp.value))
+
+
+def entries(remote: hs.Remote) -> list[dict]:
+    lines = (remote.directory / "journal.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_commands_apply_at_the_next_poll_in_order_and_are_journaled(tmp_path: Path) -> None:
+    lr, beta, remote = make(tmp_path)
+    assert remote.poll() == []
+    submit(remote.directory, {"verb": "set", "values": {"learning_rate": 0.5}})
+    submit(remote.directory, {"verb": "scale", "values": {"beta": 0.5}})
+    assert value(lr) == pytest.approx(0.1)  # nothing before the poll
+    applied = remote.poll()
+    assert [(e["seq"], e["status"], e["step"]) for e in applied] == [
+        (1, "applied", 0),
+        (2, "applied", 0),
+    ]
+    assert applied[0]["before"] == {"learning_rate": pytest.approx(0.1)}
+    assert applied[0]["after"] == {"learning_rate": 0.5}
+    assert value(lr) == 0.5 and value(beta) == pytest.approx(0.45)
+    for _ in range(10):
+        lr.clock.advance()
+    submit(remote.directory, {"verb": "clear", "names": ["learning_rate"]})
+    [cleared] = remote.poll()
+    assert cleared["step"] == 10 and value(lr) == pytest.approx(0.09)
+    assert [e["seq"] for e in entries(remote) if "seq" in e] == [1, 2, 3]
+    assert remote.poll() == []  # applied once
+
+
+def test_malformed_partial_and_unsafe_commands_are_refused_and_the_next_one_applies(
+    tmp_path: Path,
+) -> None:
+    lr, _, remote = make(tmp_path)
+    remote.poll()
+    bad = [
+        b'{"verb": "set", "values": {"learning_rate": 0.',  # partial
+        b"[1, 2]",
+        b'{"verb": "explode"}',
+        b'{"verb": "set", "values": {"learning_rat": 0.1}}',
+        b'{"verb": "set", "values": {"learning_rate": 1e39}}',
+        b'{"verb": "set", "values": {"learning_rate": NaN}}',
+        b'{"verb": "set", "values": {"learning_rate": "__import__(\'os\')"}}',
+        b'{"verb": "schedule", "values": {"learning_rate": "__import__(\'os\').system(\'x\')"}}',
+        b'{"verb": "set", "values": {"learning_rate": 0.1}, "at": -3}',
+        b"\xff\xfe",
+    ]
+    for seq, data in enumerate(bad, start=1):
+        command_path(remote.directory, seq).write_bytes(data)
+    submit(remote.directory, {"verb": "set", "values": {"learning_rate": 0.25}})
+    found = remote.poll()
+    assert [e["status"] for e in found] == ["refused"] * len(bad) + ["applied"]
+    reasons = [e["reason"] for e in found[: len(bad)]]
+    assert "not valid JSON" in reasons[0] and "JSON object" in reasons[1]
+    assert "unknown verb" in reasons[2] and "did you mean 'learning_rate'" in reasons[3]
+    assert "float32's range" in reasons[4] and "float32's range" in reasons[5]
+    assert "float32's range" in reasons[6] and "is not allowed" in reasons[7]
+    assert "at must be a step" in reasons[8]
+    assert all("\n" not in r for r in reasons)  # one line each
+    assert value(lr) == 0.25
+
+
+def test_a_directory_writable_by_others_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    lr = hs.Hyperparameter(0.1, name="learning_rate")
+    with pytest.raises(hs.errors.InvalidArgumentError, match=r"writable by others.*chmod go-w"):
+        hs.Remote(shared, lr)
+    done = subprocess.run(
+        [sys.executable, "-m", "hyperstep", "set", str(shared), "learning_rate=1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "writable by others" in done.stderr
+    assert not (shared / "commands").exists()
+
+
+def test_concurrent_cli_invocations_are_all_applied_once_in_order(tmp_path: Path) -> None:
+    lr, _, remote = make(tmp_path)
+    remote.poll()
+    factors = [1.0 + k / 8 for k in range(8)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "hyperstep",
+                "scale",
+                str(remote.directory),
+                f"learning_rate={f}",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for f in factors
+    ]
+    outputs = [p.communicate()[0] for p in processes]
+    assert all(p.returncode == 0 for p in processes)
+    numbers = sorted(int(out.split()[1]) for out in outputs)
+    assert numbers == list(range(1, 9))
+    applied = remote.poll()
+    assert [e["seq"] for e in applied] == list(range(1, 9))
+    by_seq = {e["seq"]: e["command"]["values"]["learning_rate"] for e in applied}
+    last = by_seq[8]
+    assert float(keras.ops.convert_to_numpy(lr.scale)) == np.float32(last)
+    assert sorted(by_seq.values()) == factors
+    assert remote.poll() == []
+
+
+def test_the_cli_writes_commands_without_importing_keras(tmp_path: Path) -> None:
+    _, _, remote = make(tmp_path)
+    remote.poll()
+    code = (
+        "import sys; from hyperstep.cli.main import main; "
+        f"assert main(['set', {str(remote.directory)!r}, 'learning_rate=1e-3', '--at', '5']) == 0; "
+        f"assert main(['show', {str(remote.directory)!r}]) == 0; "
+        "assert 'keras' not in sys.modules and 'tensorflow' not in sys.modules, 'imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "learning_rate" in done.stdout
+
+
+def test_at_waits_for_its_step_and_a_past_step_is_refused(tmp_path: Path) -> None:
+    lr, _, remote = make(tmp_path)
+    remote.poll()
+    submit(remote.directory, {"verb": "set", "values": {"learning_rate": 0.0}, "at": 3})
+    [pending] = remote.poll()
+    assert pending["status"] == "pending"
+    steps = []
+    for step in range(5):
+        for entry in remote.poll():
+            steps.append((step, entry["status"], entry["step"]))
+        lr.clock.advance()
+    assert steps == [(3, "applied", 3)]
+    submit(remote.directory, {"verb": "clear", "names": ["learning_rate"], "at": 1})
+    [late] = remote.poll()
+    assert late["status"] == "refused" and "step 1 has passed" in late["reason"]
+
+
+def test_cooldown_starts_the_hyperparameters_cooldown_or_is_refused(tmp_path: Path) -> None:
+    lr, _beta, remote = make(tmp_path)
+    cooldown = hs.Cooldown(lr, steps=10, shape="linear")
+    remote.poll()
+    submit(remote.directory, {"verb": "cooldown", "names": ["beta"]})
+    submit(remote.directory, {"verb": "cooldown", "steps": 20})
+    for _ in range(4):
+        lr.clock.advance()
+    submit(remote.directory, {"verb": "cooldown"})
+    found = remote.poll()
+    assert [e["status"] for e in found] == ["refused", "refused", "applied"]
+    assert "no hs.Cooldown" in found[0]["reason"] and "steps=10" in found[1]["reason"]
+    assert cooldown.start_step == 4
+    assert found[2]["cooldown"]["learning_rate"]["start"] == 4
+
+
+def test_replay_reproduces_every_value_of_a_controlled_custom_loop(tmp_path: Path) -> None:
+    lr, beta, remote = make(tmp_path)
+    hs.Cooldown(lr, steps=8, shape="1-sqrt")
+    plan = {
+        3: {"verb": "set", "values": {"learning_rate": 0.0123}},
+        7: {"verb": "scale", "values": {"learning_rate": 0.3, "beta": 0.7}},
+        9: {"verb": "clear", "names": ["learning_rate"]},
+        12: {"verb": "schedule", "values": {"learning_rate": "0.2 * 0.97 ** step"}},
+        15: {"verb": "set", "values": {"beta": 0.123}},
+        20: {"verb": "cooldown", "names": ["learning_rate"]},
+    }
+    seen = {"learning_rate": [], "beta": []}
+    for step in range(40):
+        if step in plan:
+            submit(remote.directory, plan[step])
+        remote.poll()
+        seen["learning_rate"].append(np.float32(value(lr)))
+        seen["beta"].append(np.float32(value(beta)))
+        lr.clock.advance()
+    schedules = hs.Remote.replay(remote.directory / "journal.jsonl")
+    assert sorted(schedules) == ["beta", "learning_rate"]
+    for name, values in seen.items():
+        # at each step as a run reads it (a vector of steps may take another pow kernel)
+        replayed = [keras.ops.convert_to_numpy(schedules[name](step)) for step in range(40)]
+        np.testing.assert_array_equal(np.array(replayed, "float32"), np.array(values, "float32"))
+        assert hs.parse(repr(schedules[name])) is not None  # an expression hs.parse reads
+
+
+def test_a_resumed_run_applies_each_command_once(tmp_path: Path) -> None:
+    """Resume from a checkpoint taken after a command: not applied again; from one taken
+    before it: applied again (the steps after the checkpoint are trained again)."""
+
+    class Holder(keras.Model):
+        def __init__(self, lr: hs.Hyperparameter) -> None:
+            super().__init__()
+            self.lr = lr  # saved with the model
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):  # type: ignore[no-untyped-def]
+            return self.dense(x)
+
+    def build() -> tuple:
+        lr = hs.Hyperparameter(0.1, name="learning_rate")
+        holder = Holder(lr)
+        holder(np.ones((1, 1), "float32"))
+        return lr, holder
+
+    lr, holder = build()
+    remote = hs.Remote(tmp_path / "run", lr)
+    remote.poll()
+    holder.save_weights(tmp_path / "before.weights.h5")
+    submit(remote.directory, {"verb": "scale", "values": {"learning_rate": 0.5}})
+    remote.poll()
+    holder.save_weights(tmp_path / "after.weights.h5")
+
+    for checkpoint, applied in (("after", 0), ("before", 1)):
+        lr2, holder2 = build()
+        again = hs.Remote(tmp_path / "run", lr2)
+        holder2.load_weights(tmp_path / f"{checkpoint}.weights.h5")
+        found = again.poll()
+        assert len(found) == applied, checkpoint
+        assert float(keras.ops.convert_to_numpy(lr2.scale)) == 0.5
+    assert [e.get("applied") for e in entries(remote) if e.get("event") == "begin"] == [0, 1, 0]
+
+
+def test_stop_ends_fit_after_the_step_and_schedule_traces_once_more(tmp_path: Path) -> None:
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(opt, "mse")
+    remote = hs.Remote(tmp_path / "run")
+    traced = []
+
+    class Send(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            step = int(keras.ops.convert_to_numpy(opt.iterations))
+            traced.append(model.train_function)
+            if step == 3:
+                submit(remote.directory, {"verb": "set", "values": {"learning_rate": 0.2}})
+                submit(remote.directory, {"verb": "scale", "values": {"learning_rate": 0.5}})
+            if step == 5:
+                submit(remote.directory, {"verb": "schedule", "values": {"learning_rate": "0.3"}})
+            if step == 7:
+                submit(remote.directory, {"verb": "stop"})
+
+    x, y = np.ones((64, 2), "float32"), np.ones((64, 1), "float32")
+    model.fit(x, y, batch_size=2, epochs=1, verbose=0, callbacks=[remote, Send()])
+    assert int(keras.ops.convert_to_numpy(opt.iterations)) == 8  # stopped after step 7
+    found = [e for e in entries(remote) if "seq" in e]
+    assert [(e["seq"], e["step"]) for e in found] == [(1, 3), (2, 3), (3, 5), (4, 7)]
+    assert found[2]["retraced"] is True
+    assert len(set(map(id, traced[:5]))) == 1  # set and scale: the same function
+    status = json.loads((remote.directory / "status.json").read_text())
+    assert status["state"] == "stopped" and status["step"] == 8
+    assert status["hyperparameters"]["learning_rate"]["override"] == pytest.approx(0.2)
