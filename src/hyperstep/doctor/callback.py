@@ -49,9 +49,9 @@ class Doctor(keras.callbacks.Callback):
                 "`Doctor(raise_on_findings=...)` must be True or False. "
                 + received("raise_on_findings", raise_on_findings)
             )
-        from hyperstep._backend import require_tensorflow
+        from hyperstep.backends.doctor import tracer
 
-        require_tensorflow("hs.callbacks.Doctor")
+        tracer()  # refuses a backend the doctor does not run on, here rather than in fit()
         self.raise_on_findings = raise_on_findings
         self.data = data
         self.diagnosis: Diagnosis | None = None
@@ -101,13 +101,6 @@ def _peek(iterator: Any) -> tuple[Any, Iterator[Any]]:
 
 def _local(batch: Any) -> Any:
     """The first replica's part of a distributed batch (the batch itself otherwise)."""
-    import tensorflow as tf
+    from hyperstep.backends.doctor import tracer
 
-    strategy = tf.distribute.get_strategy()
-
-    def first(value: Any) -> Any:
-        if isinstance(value, tf.distribute.DistributedValues):
-            return strategy.experimental_local_results(value)[0]
-        return value
-
-    return tf.nest.map_structure(first, batch)
+    return tracer().local_batch(batch)
