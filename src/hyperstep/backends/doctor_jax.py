@@ -159,13 +159,15 @@ def gradient_kinds(
     raw_values = [b.variable for b in raw]
     loss, (grads, raw_grads) = jax.value_and_grad(f, argnums=(0, 1))(values, raw_values)
     kinds: dict[int, str] = {}
-    for item, grad in zip([*variables, *raw_values], [*grads, *raw_grads], strict=True):
+    items = [*variables, *raw_values]
+    for item, grad in zip(items, [*grads, *raw_grads], strict=True):
         kinds[id(item)] = "nonzero" if bool(jnp.any(grad != 0)) else "zero"
-    # "none": the loss does not read the value at all (JAX's zeros say nothing of that)
-    used = _used_inputs(jax.make_jaxpr(f)(values, raw_values).jaxpr)
-    for index, item in enumerate([*variables, *raw_values]):
-        if index not in used:
-            kinds[id(item)] = "none"
+    if "zero" in kinds.values():
+        # "none": the loss does not read the value at all (JAX's zeros say nothing of that)
+        used = _used_inputs(jax.make_jaxpr(f)(values, raw_values).jaxpr)
+        for index, item in enumerate(items):
+            if index not in used:
+                kinds[id(item)] = "none"
     return loss, kinds
 
 
@@ -215,7 +217,10 @@ class _Flattener:
         self._next += 1
         return self._next
 
-    def run(self, jaxpr: Any, inputs: list[int]) -> list[int]:
+    def run(self, jaxpr: Any, inputs: list[int], outer: str | None = None) -> list[int]:
+        """Flatten ``jaxpr`` read with value ids ``inputs``; return its outputs' ids. An
+        inlined jaxpr's equations take the source line of the call (``outer``): JAX caches
+        a jitted function's jaxpr with the frames of its first call."""
         env: dict[int, int] = {id(v): i for v, i in zip(jaxpr.invars, inputs, strict=True)}
 
         def read(var: Any) -> int | None:
@@ -228,14 +233,15 @@ class _Flattener:
                 if eqn.params.get("name") == "_var" and ins and ins[0] is not None:
                     self.centred.add(ins[0])  # jnp.var inside keras.ops.moments
             inner = _subjaxprs(eqn)
+            source = outer or user_source(_frames(eqn))
             if name in self.INLINE and len(inner) == 1:
-                outs = self.run(inner[0], [self.fresh() if i is None else i for i in ins])
+                outs = self.run(inner[0], [self.fresh() if i is None else i for i in ins], source)
                 for var, value in zip(eqn.outvars, outs, strict=True):
                     env[id(var)] = value
                 continue
             if name in self.CUSTOM and inner:
                 # the user's (or JAX's) own rule decides the gradient: pass through
-                outs = self.run(inner[0], [self.fresh() if i is None else i for i in ins])
+                outs = self.run(inner[0], [self.fresh() if i is None else i for i in ins], source)
                 for var, value in zip(eqn.outvars, outs, strict=True):
                     env[id(var)] = value
                 continue
@@ -248,13 +254,16 @@ class _Flattener:
                 TracedOp(
                     name,
                     f"eqn {self._count}",
-                    user_source(_frames(eqn)),
+                    source,
                     tuple(i for i in ins if i is not None),
                     tuple(outs),
                     stops=name in NON_DIFFERENTIABLE,
                 )
             )
-        return [env.get(id(v), self.fresh()) if not hasattr(v, "val") else self.fresh() for v in jaxpr.outvars]
+        return [
+            self.fresh() if hasattr(v, "val") else env.get(id(v), self.fresh())
+            for v in jaxpr.outvars
+        ]
 
 
 def trace(
@@ -273,7 +282,7 @@ def trace(
 
 
 def numpy_batch(batch: Any) -> Any:
-    """TensorFlow tensors (a ``tf.data`` batch) as NumPy arrays, as Keras's JAX trainer reads them."""
+    """TensorFlow tensors (a ``tf.data`` batch) as NumPy arrays, as Keras's trainer reads them."""
     import sys
 
     tf = sys.modules.get("tensorflow")

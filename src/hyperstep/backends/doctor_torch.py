@@ -225,7 +225,7 @@ def trace(
 
 
 def numpy_batch(batch: Any) -> Any:
-    """TensorFlow tensors (a ``tf.data`` batch) as NumPy arrays, as Keras's torch trainer reads them."""
+    """TensorFlow tensors (a ``tf.data`` batch) as NumPy arrays, as Keras's trainer reads them."""
     tf = sys.modules.get("tensorflow")
     if tf is None:
         return batch

@@ -28,7 +28,16 @@ from hyperstep.doctor.report import (
 if TYPE_CHECKING:
     from hyperstep.doctor.callback import Doctor
 
-__all__ = ["BATCH_CODES", "CODES", "Diagnosis", "Doctor", "DoctorError", "DoctorWarning", "Finding", "doctor"]
+__all__ = [
+    "BATCH_CODES",
+    "CODES",
+    "Diagnosis",
+    "Doctor",
+    "DoctorError",
+    "DoctorWarning",
+    "Finding",
+    "doctor",
+]
 
 
 def doctor(

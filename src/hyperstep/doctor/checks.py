@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hyperstep.doctor.graph import PathFact
+from hyperstep.doctor.paths import PathFact
 from hyperstep.doctor.probe import Facts, VariableFact
 from hyperstep.doctor.report import Finding
 from hyperstep.doctor.variable_checks import (
@@ -97,7 +97,10 @@ for _name in ("item", "tolist", "__array__", "__float__"):
     _BLOCK_FIXES[_name] = _BLOCK_FIXES["numpy"]
 for _name in ("round", "floor", "ceil", "sign", "trunc"):
     _BLOCK_FIXES[_name] = _STRAIGHT.format(f"keras.ops.{_name}".replace("trunc", "trunc"))
-for _name in ("gt", "ge", "lt", "le", "eq", "ne", "__gt__", "__ge__", "__lt__", "__le__"):
+for _name in (
+    *("gt", "ge", "lt", "le", "eq", "ne", "__gt__", "__ge__", "__lt__", "__le__"),
+    *("greater", "greater_equal", "less", "less_equal", "equal", "not_equal"),
+):
     _BLOCK_FIXES[_name] = _BLOCK_FIXES["Greater"]
 
 

@@ -112,7 +112,8 @@ class TraceFacts:
                         or any(i in self._reach for i in self._consumers.get(out, ()))
                     ):
                         blockers.append(op)
-        found = blockers or escapes
+        # the ops that stop a gradient by what they are before those whose output is integer
+        found = sorted(blockers, key=lambda op: not op.stops) or escapes
         if not found:
             return PathFact("unused")
         return PathFact("blocked", tuple(OpFact(op.type, op.name, op.source) for op in found))
