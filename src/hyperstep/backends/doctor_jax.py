@@ -266,9 +266,7 @@ class _Flattener:
         ]
 
 
-def trace(
-    compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]
-) -> Trace:
+def trace(compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]) -> Trace:
     """The jaxpr of ``f(values) = loss``, flattened into a :class:`Trace`."""
     raw = _swappable(raw)
     f = _loss_of(compute, batch, variables, raw)

@@ -172,9 +172,7 @@ class _Recorder(TorchFunctionMode):
         self.ops: list[TracedOp] = []
         self.keep: list[Any] = []  # every tensor seen stays alive: ids stay unique
 
-    def __torch_function__(
-        self, func: Any, types: Any, args: Any = (), kwargs: Any = None
-    ) -> Any:
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         name = getattr(func, "__name__", str(func))
         if name == "__get__":
@@ -208,9 +206,7 @@ def _centred(ops: list[TracedOp]) -> set[int]:
     return {x for out, x in squares.items() if out in means and x in means}
 
 
-def trace(
-    compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]
-) -> Trace:
+def trace(compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]) -> Trace:
     """The torch functions of one run of the loss, as a :class:`Trace`."""
     leaves = _leaves(variables)
     tensors = _raw(raw)
@@ -225,13 +221,18 @@ def trace(
 
 
 def numpy_batch(batch: Any) -> Any:
-    """TensorFlow tensors (a ``tf.data`` batch) as NumPy arrays, as Keras's trainer reads them."""
+    """NumPy arrays (and ``tf.data``'s tensors) as torch tensors, as Keras's torch trainer
+    hands them to the step (``tensor - ndarray`` fails on a tensor that requires grad)."""
     tf = sys.modules.get("tensorflow")
-    if tf is None:
-        return batch
-    return keras.tree.map_structure(
-        lambda v: v.numpy() if isinstance(v, (tf.Tensor, tf.Variable)) else v, batch
-    )
+
+    def convert(value: Any) -> Any:
+        if tf is not None and isinstance(value, (tf.Tensor, tf.Variable)):
+            value = value.numpy()
+        if isinstance(value, np.ndarray):
+            return keras.ops.convert_to_tensor(value)
+        return value
+
+    return keras.tree.map_structure(convert, batch)
 
 
 def is_dataset(data: Any) -> bool:

@@ -342,9 +342,10 @@ def collect(
             rebound[key(old)] = binding
     for variable in var_list or ():
         if key(variable) not in facts:
-            name = getattr(variable, "path", None) or str(
-                getattr(underlying(variable), "name", "variable")
-            ).split(":")[0]
+            name = (
+                getattr(variable, "path", None)
+                or str(getattr(underlying(variable), "name", "variable")).split(":")[0]
+            )
             facts[key(variable)] = VariableFact(
                 str(name),
                 variable,
