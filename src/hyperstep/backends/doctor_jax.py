@@ -300,3 +300,24 @@ def is_dataset(data: Any) -> bool:
 
 def local_batch(batch: Any) -> Any:
     return batch
+
+
+def first_step_batch(model: Any, args: tuple[Any, ...], peek: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The batch of ``model.train_function(state, iterator)``'s first call (Keras's JAX
+    trainer), and its arguments with the batch put back.
+
+    Keras's JAX ``fit`` takes the variables' values out of them into ``state`` (trainable,
+    non-trainable, optimizer, metrics) for the epoch; they are put back into the variables
+    here (what ``model.jax_state_sync()`` does at the epoch's end), for the doctor to read."""
+    state, iterator, *rest = args
+    owners = (
+        model.trainable_variables,
+        model.non_trainable_variables,
+        getattr(model.optimizer, "variables", []),
+        model.metrics_variables,
+    )
+    for variables, values in zip(owners, state, strict=False):
+        for variable, value in zip(variables, values or (), strict=False):
+            variable.assign(value)
+    batch, iterator = peek(iterator)
+    return batch, (state, iterator, *rest)

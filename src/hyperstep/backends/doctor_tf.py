@@ -130,3 +130,10 @@ def local_batch(batch: Any) -> Any:
         return value
 
     return tf.nest.map_structure(first, batch)
+
+
+def first_step_batch(model: Any, args: tuple[Any, ...], peek: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The batch of ``model.train_function(iterator)``'s first call, and its arguments with
+    the batch put back (``peek(iterator) -> (batch, iterator)``)."""
+    batch, iterator = peek(args[0])
+    return batch, (iterator, *args[1:])

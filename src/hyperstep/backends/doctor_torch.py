@@ -242,3 +242,8 @@ def is_dataset(data: Any) -> bool:
 
 def local_batch(batch: Any) -> Any:
     return batch
+
+
+def first_step_batch(model: Any, args: tuple[Any, ...], peek: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The batch of ``model.train_function([batch])``'s first call (Keras's torch trainer)."""
+    return args[0][0], args
