@@ -13,6 +13,9 @@ import pytest
 import hyperstep as hs
 
 BACKEND = keras.backend.backend()
+#: eager JAX compiles each primitive once per shape: a first ResNet50 diagnosis takes minutes
+#: on a loaded 2-core machine, so on JAX the big models run in `make test-slow`
+BIG = pytest.mark.slow if BACKEND == "jax" else (lambda test: test)
 
 
 def images(n, size, classes=10):
@@ -28,12 +31,14 @@ def resnet50():
     return model
 
 
+@BIG
 def test_resnet50_has_no_findings(resnet50):
     diagnosis = hs.doctor(resnet50, images(2, 32))
     assert diagnosis.ok, str(diagnosis)
     assert diagnosis.variables == len(resnet50.variables)
 
 
+@BIG
 def test_mobilenet_v2_has_no_findings():
     model = keras.applications.MobileNetV2(
         weights=None, input_shape=(32, 32, 3), classes=10, alpha=0.35

@@ -245,10 +245,10 @@ class _Flattener:
                 for var, value in zip(eqn.outvars, outs, strict=True):
                     env[id(var)] = value
                 continue
-            outs = []
+            made: list[tuple[int, bool]] = []
             for var in eqn.outvars:
                 env[id(var)] = self.fresh()
-                outs.append((env[id(var)], _carries(var)))
+                made.append((env[id(var)], _carries(var)))
             self._count += 1
             self.ops.append(
                 TracedOp(
@@ -256,7 +256,7 @@ class _Flattener:
                     f"eqn {self._count}",
                     source,
                     tuple(i for i in ins if i is not None),
-                    tuple(outs),
+                    tuple(made),
                     stops=name in NON_DIFFERENTIABLE,
                 )
             )

@@ -156,8 +156,8 @@ def _tensors(value: Any, found: list[Any]) -> list[Any]:
 
 
 def _frames() -> list[tuple[str, int]]:
-    frame = sys._getframe(2)
-    found = []
+    frame: Any = sys._getframe(2)
+    found: list[tuple[str, int]] = []
     while frame is not None and len(found) < 64:
         found.append((frame.f_code.co_filename, frame.f_lineno))
         frame = frame.f_back
