@@ -203,7 +203,9 @@ def test_zero_gradient_from_batch_normalization_invariance_is_not_a_finding():
     x = np.random.default_rng(0).normal(size=(2, 3)).astype("float32")
     y = np.ones((2, 1), "float32")
     beta = model.get_layer("bn1").beta
-    assert not np.any(gradient(model, x, y, beta))  # the premise holds, by the backend's autodiff
+    zero = not np.any(gradient(model, x, y, beta))  # the premise, by the backend's autodiff
+    # JAX's batch_normalization is x * inv + (beta - mean * inv): its rounding leaves ~1e-8
+    assert zero is (BACKEND != "jax")
     assert hs.doctor(model, (x, y)).ok
 
 

@@ -388,7 +388,9 @@ def collect(
     for k, fact in list(facts.items()):
         # a jax.Array is a constant to Keras: it counts only when the loss moves with it
         if fact.origin == "attribute" and fact.gradient != "nonzero":
-            if tracer().raw_kind(fact.variable) == "jax.Array":
+            if not isinstance(fact.variable, keras.Variable) and (
+                tracer().raw_kind(fact.variable) == "jax.Array"
+            ):
                 del facts[k]
     return Facts(
         model=model,
