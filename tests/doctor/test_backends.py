@@ -34,7 +34,7 @@ def run_pass(backend, marker, timeout, files=FILES):
     env["PYTHONPATH"] = os.pathsep.join([source, env.get("PYTHONPATH", "")])
     env.pop("JAX_ENABLE_X64", None)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", *files, "-q", "-m", marker, "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", *files, "-m", marker, "-p", "no:cacheprovider"],
         cwd=ROOT,
         env=env,
         capture_output=True,
