@@ -391,24 +391,17 @@ def check_tensorflow_only() -> dict[str, str]:
     """The message each TensorFlow-only feature raises (empty on TensorFlow)."""
     import importlib
 
-    import keras
     import numpy as np
 
     import hyperstep as hs
 
-    model, _ = build()
-    x, y = data()
     attempts = {
-        "hs.doctor": lambda: hs.doctor(model, data=(x, y), loss_fn=keras.losses.mean_squared_error),
-        "hs.callbacks.Doctor": lambda: hs.callbacks.Doctor(data=(x, y)),
         "LogHyperparameters(log_dir=...)": lambda: hs.callbacks.LogHyperparameters(
             [hs.Hyperparameter(0.1, name="lr")], log_dir="/tmp/unused"
         ),
     }
     for module in [
         "hyperstep.control.distribute",
-        "hyperstep.doctor.diagnose",
-        "hyperstep.doctor.probe",
         "hyperstep.doctor.graph",
         "hyperstep.backends.tensorflow",
     ]:

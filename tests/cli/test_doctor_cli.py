@@ -1,5 +1,9 @@
 """`hyperstep doctor MODULE:FUNCTION [--loss NAME] [--json]`: exit 0 healthy, 1 findings, 2
-usage errors."""
+usage errors.
+
+Runs on the Keras backend of the process (``KERAS_BACKEND``; JAX and torch through
+``tests/doctor/test_backends.py``): the target's raw variable is that backend's own.
+"""
 
 import json
 import os
@@ -17,9 +21,22 @@ TARGET = textwrap.dedent(
     """
     import keras
     import numpy as np
-    import tensorflow as tf
 
     X, Y = np.ones((4, 3), "float32"), np.zeros((4, 1), "float32")
+
+
+    def raw(value):
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            return tf.Variable(value)
+        if keras.backend.backend() == "torch":
+            import torch
+
+            return torch.nn.Parameter(torch.tensor(value))
+        import jax.numpy as jnp
+
+        return jnp.asarray(value, "float32")
 
 
     def dense():
@@ -32,7 +49,7 @@ TARGET = textwrap.dedent(
         def __init__(self):
             super().__init__(name="m")
             self.dense = keras.layers.Dense(1)
-            self.scale = tf.Variable(2.0)
+            self.scale = raw(2.0)
 
         def call(self, x):
             return self.dense(x) * self.scale

@@ -1,4 +1,8 @@
-"""`Doctor`: runs once on the first batch of fit(), warns (or raises), changes nothing."""
+"""`Doctor`: runs once on the first batch of fit(), warns (or raises), changes nothing.
+
+Runs on the Keras backend of the process (``KERAS_BACKEND``; JAX and torch through
+``test_backends.py``): each backend's trainer calls its ``train_function`` differently.
+"""
 
 import importlib
 import warnings
@@ -6,10 +10,27 @@ import warnings
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from hyperstep.doctor import Doctor, DoctorError, DoctorWarning
 from hyperstep.errors import InvalidTypeError
+
+BACKEND = keras.backend.backend()
+
+
+def raw(value):
+    """A variable Keras does not track (on JAX, a floating array the loss reads)."""
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        return tf.Variable(value)
+    if BACKEND == "torch":
+        import torch
+
+        return torch.nn.Parameter(torch.tensor(value))
+    import jax.numpy as jnp
+
+    return jnp.asarray(value, "float32")
+
 
 X = np.random.default_rng(0).normal(size=(16, 3)).astype("float32")
 Y = np.ones((16, 1), "float32")
@@ -19,7 +40,7 @@ class RawScale(keras.Model):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.dense = keras.layers.Dense(1)
-        self.scale = tf.Variable(2.0)
+        self.scale = raw(2.0)
 
     def call(self, x):
         return self.dense(x) * self.scale
@@ -87,11 +108,13 @@ def test_callback_runs_once_and_training_is_what_it_would_have_been(monkeypatch)
     checked, checked_history = fitted([Doctor()])
     plain, plain_history = fitted([])
     assert len(calls) == 1
-    np.testing.assert_array_equal(np.asarray(calls[0][0]), X[:4])  # the first batch
+    first = keras.ops.convert_to_numpy(calls[0][0])
+    np.testing.assert_array_equal(first, X[:4])  # the first batch
     assert checked_history.history == plain_history.history
     for a, b in zip(checked.variables, plain.variables, strict=True):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b))
-    assert checked.optimizer.iterations.numpy() == plain.optimizer.iterations.numpy() == 8
+    iterations = [keras.ops.convert_to_numpy(m.optimizer.iterations) for m in (checked, plain)]
+    assert iterations[0] == iterations[1] == 8
 
 
 def test_callback_accepts_an_explicit_batch():

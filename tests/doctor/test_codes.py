@@ -1,12 +1,48 @@
 """One test per doctor code: the smallest model with exactly that problem, in fit() style
-(compiled loss) and custom-loop style (loss_fn and var_list) where both apply."""
+(compiled loss) and custom-loop style (loss_fn and var_list) where both apply.
+
+The catalogue runs on the Keras backend of the process (``KERAS_BACKEND``; TensorFlow by
+default, JAX and torch through ``test_backends.py``): each code's case is written with
+that backend's own mistake (a raw ``tf.Variable``, ``torch.nn.Parameter`` or ``jax.Array``)
+and its op names (``Round`` on TensorFlow, ``round`` on JAX and torch).
+"""
+
+import types
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import hyperstep as hs
+
+BACKEND = keras.backend.backend()
+TF = BACKEND == "tensorflow"
+ops = keras.ops
+
+
+def raw(value):
+    """A variable Keras does not track, as a user of this backend makes one."""
+    if TF:
+        import tensorflow as tf
+
+        return tf.Variable(value)
+    if BACKEND == "torch":
+        import torch
+
+        return torch.nn.Parameter(torch.tensor(value))
+    import jax.numpy as jnp
+
+    return jnp.asarray(value, "float32")
+
+
+def container():
+    """An object Keras does not look inside (TF: ``tf.Module``)."""
+    if TF:
+        import tensorflow as tf
+
+        return tf.Module()
+    return types.SimpleNamespace()
+
 
 X = np.linspace(-1.0, 1.0, 12, dtype="float32").reshape(4, 3)
 Y = np.ones((4, 1), "float32")
@@ -60,7 +96,7 @@ class RawScale(keras.Model):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.dense = keras.layers.Dense(1)
-        self.scale = tf.Variable(2.0)
+        self.scale = raw(2.0)
 
     def call(self, x):
         return self.dense(x) * self.scale
@@ -84,9 +120,9 @@ def test_raw_tf_variable_attribute_is_untracked_in_a_custom_loop():
 class Hidden(keras.layers.Layer):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.scales = [tf.Variable(1.0), tf.Variable(3.0)]
-        self.module = tf.Module()
-        self.module.offset = tf.Variable(0.5)
+        self.scales = [raw(1.0), raw(3.0)]
+        self.module = container()
+        self.module.offset = raw(0.5)
 
     def call(self, x):
         return x * self.scales[0] * self.scales[1] + self.module.offset
@@ -114,11 +150,13 @@ def test_variables_in_untracked_containers_are_untracked_with_their_container_pa
 def test_rebinding_after_fit_is_stale_in_the_optimizer_and_the_cached_train_function():
     model = compiled(Scaled(name="m"))
     model.fit(X, Y, verbose=0)
-    model.scale = tf.Variable(5.0)  # the rebinding mistake: should be model.scale.assign(5.0)
+    model.scale = raw(5.0)  # the rebinding mistake: should be model.scale.assign(5.0)
     diagnosis = hs.doctor(model, (X, Y))
     assert_findings(diagnosis, [("stale-in-optimizer", "m/scale"), ("untracked", "m/scale")])
     stale = only(diagnosis, "stale-in-optimizer")[0]
-    assert "the optimizer" in stale.what and "train_function" in stale.what
+    assert "the optimizer" in stale.what
+    # only TensorFlow's train_function captures variables; JAX's and torch's read them per call
+    assert ("train_function" in stale.what) is TF
     assert "assign" in only(diagnosis, "untracked")[0].fix
 
 
@@ -127,7 +165,7 @@ def test_rebinding_after_building_the_optimizer_is_stale_in_a_custom_loop():
     model(X)
     optimizer = keras.optimizers.SGD(0.1)
     optimizer.build(model.trainable_variables)
-    model.scale = tf.Variable(5.0)
+    model.scale = raw(5.0)
     diagnosis = hs.doctor(model, (X, Y), loss_fn=mse, optimizer=optimizer)
     stale = only(diagnosis, "stale-in-optimizer")
     assert [f.path for f in stale] == ["c/scale"]
@@ -145,6 +183,11 @@ class Counter(Scaled):
 
 @pytest.mark.parametrize("style", ["fit", "loop"])
 def test_trainable_integer_variable_is_non_float_dtype(style):
+    if BACKEND == "torch":
+        # torch itself refuses the mistake: an integer Parameter cannot require a gradient
+        with pytest.raises(RuntimeError, match="floating point and complex dtype"):
+            Counter(name="m")
+        return
     model = Counter(name="m")
     kwargs = {"loss_fn": mse} if style == "loop" else {}
     diagnosis = hs.doctor(compiled(model) if style == "fit" else model, (X, Y), **kwargs)
@@ -220,19 +263,43 @@ def test_variable_the_loss_never_reads_is_unused(style):
 
 # --- blocked -------------------------------------------------------------------------
 
-BLOCKERS = {
-    "StopGradient": tf.stop_gradient,
-    "ArgMax": lambda s: tf.cast(tf.argmax(tf.stack([s * 1.0, 1.0 - s])), tf.float32),
-    "Round": tf.round,
-    "Floor": tf.floor,
-    "Ceil": tf.math.ceil,
-    "Sign": tf.sign,
-    "Cast": lambda s: tf.cast(tf.cast(s * 3.0, tf.int32), tf.float32),
-    "Greater": lambda s: tf.where(s > 0.5, 2.0, 1.0),
-    "EagerPyFunc": lambda s: tf.ensure_shape(
-        tf.py_function(lambda v: np.float32(v.numpy() * 2.0), [s], tf.float32), ()
-    ),
-}
+
+def _blockers():
+    """Each backend's op name (as the finding names it) and a transform blocked by it."""
+    if TF:
+        import tensorflow as tf
+
+        return {
+            "StopGradient": tf.stop_gradient,
+            "ArgMax": lambda s: tf.cast(tf.argmax(tf.stack([s * 1.0, 1.0 - s])), tf.float32),
+            "Round": tf.round,
+            "Floor": tf.floor,
+            "Ceil": tf.math.ceil,
+            "Sign": tf.sign,
+            "Cast": lambda s: tf.cast(tf.cast(s * 3.0, tf.int32), tf.float32),
+            "Greater": lambda s: tf.where(s > 0.5, 2.0, 1.0),
+            "EagerPyFunc": lambda s: tf.ensure_shape(
+                tf.py_function(lambda v: np.float32(v.numpy() * 2.0), [s], tf.float32), ()
+            ),
+        }
+    cases = {
+        "stop": ops.stop_gradient,
+        "argmax": lambda s: ops.cast(ops.argmax(ops.stack([s * 1.0, 1.0 - s])), "float32"),
+        "round": ops.round,
+        "floor": ops.floor,
+        "ceil": ops.ceil,
+        "sign": ops.sign,
+        "cast": lambda s: ops.cast(ops.cast(s * 3.0, "int32"), "float32"),
+        "greater": lambda s: ops.where(s > 0.5, 2.0, 1.0),
+    }
+    names = {
+        "jax": {"stop": "stop_gradient", "cast": "convert_element_type", "greater": "gt"},
+        "torch": {"stop": "detach", "cast": "to"},
+    }[BACKEND]
+    return {names.get(case, case): transform for case, transform in cases.items()}
+
+
+BLOCKERS = _blockers()
 
 
 @pytest.mark.parametrize("op", sorted(BLOCKERS))
@@ -248,17 +315,24 @@ def test_path_through_a_non_differentiable_op_is_blocked_and_names_the_op(op):
 def test_blocked_in_a_custom_loop_names_the_op_in_the_loss_function():
     model = Scaled(name="c")
     model(X)
+    if TF:
+        import tensorflow as tf
+
+        rounded = tf.round
+    else:
+        rounded = keras.ops.round
 
     def loss_fn(model, batch):
         x, y = batch
-        return keras.ops.mean((model.dense(x) * tf.round(model.scale) - y) ** 2)
+        return keras.ops.mean((model.dense(x) * rounded(model.scale) - y) ** 2)
 
     diagnosis = hs.doctor(model, (X, Y), loss_fn=loss_fn)
     assert_findings(diagnosis, [("blocked", "c/scale")])
     what = diagnosis.findings[0].what
-    assert what.startswith("gradient blocked by Round (op '")
-    assert "test_codes.py:" in what and "* tf.round(model.scale) - y) ** 2)`" in what
-    assert "tf.stop_gradient(tf.round(x) - x)" in diagnosis.findings[0].fix
+    assert what.startswith(f"gradient blocked by {'Round' if TF else 'round'} (op '")
+    assert "test_codes.py:" in what and "* rounded(model.scale) - y) ** 2)`" in what
+    fix = "tf.stop_gradient(tf.round(x) - x)" if TF else "stop_gradient(keras.ops.round(x) - x)"
+    assert fix in diagnosis.findings[0].fix
 
 
 # --- zero-gradient -------------------------------------------------------------------
@@ -361,8 +435,56 @@ def test_optimizer_built_for_a_previous_model_with_the_same_paths_is_stale():
 def test_raw_tf_variable_behind_stop_gradient_is_untracked_and_blocked():
     class RawBlocked(RawScale):
         def call(self, x):
-            return self.dense(x) * tf.stop_gradient(self.scale)
+            return self.dense(x) * ops.stop_gradient(self.scale)
 
     diagnosis = hs.doctor(compiled(RawBlocked(name="m")), (X, Y))
+    if BACKEND == "jax":
+        # a jax.Array is a constant to Keras: one the loss cannot move is not a variable
+        assert diagnosis.ok, str(diagnosis)
+        return
     assert_findings(diagnosis, [("untracked", "m/scale"), ("blocked", "m/scale")])
-    assert "StopGradient" in only(diagnosis, "blocked")[0].what
+    stop = {"tensorflow": "StopGradient", "torch": "detach"}[BACKEND]
+    assert stop in only(diagnosis, "blocked")[0].what
+
+
+def test_a_constant_jax_array_or_buffer_the_loss_does_not_move_is_not_a_finding():
+    class Constant(Scaled):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.table = keras.ops.convert_to_tensor(np.ones((3,), "float32"))
+
+        def call(self, x):
+            return super().call(x * ops.stop_gradient(self.table))
+
+    assert hs.doctor(compiled(Constant(name="m")), (X, Y)).ok
+
+
+# --- the batch: empty-batch, nan-loss -------------------------------------------------
+
+
+@pytest.mark.parametrize("style", ["fit", "loop"])
+def test_an_empty_batch_is_reported_as_such_and_nothing_else(style):
+    model = Scaled(name="m")
+    kwargs = {"loss_fn": mse} if style == "loop" else {}
+    diagnosis = hs.doctor(compiled(model) if style == "fit" else model, (X[:0], Y[:0]), **kwargs)
+    assert_findings(diagnosis, [("empty-batch", "data")])
+    assert "shape (0, 3)" in diagnosis.findings[0].what
+    assert diagnosis.loss is None
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_nan_or_infinite_loss_is_reported_instead_of_gradient_findings(bad):
+    x = X.copy()
+    x[1, 2] = bad
+    diagnosis = hs.doctor(compiled(dead_relu_model("m")), (x, Y))  # would be zero-gradient
+    assert_findings(diagnosis, [("nan-loss", "loss")])
+    assert not np.isfinite(diagnosis.loss)
+    assert diagnosis.to_dict()["loss"] is None  # JSON has no NaN
+
+
+def test_a_nan_loss_keeps_the_findings_that_do_not_need_a_gradient():
+    x = X.copy()
+    x[0, 0] = np.nan
+    model = compiled(Scaled(name="m"), keras.optimizers.SGD(learning_rate=0.0, name="sgd"))
+    diagnosis = hs.doctor(model, (x, Y))
+    assert_findings(diagnosis, [("nan-loss", "loss"), ("zero-learning-rate", "sgd/learning_rate")])

@@ -111,7 +111,10 @@ def test_doctor_accepts_a_dataset_and_uses_its_first_batch():
     assert hs.doctor(compiled(), dataset).ok
 
 
-def test_doctor_under_another_backend_fails_with_one_clear_message(monkeypatch):
-    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
-    with pytest.raises(BackendError, match=r"hs\.doctor needs the TensorFlow backend.*'jax'"):
+def test_doctor_under_a_backend_it_does_not_run_on_fails_with_one_clear_message(monkeypatch):
+    # TensorFlow, JAX and torch are diagnosed (tests/doctor/test_backends.py); numpy is not
+    monkeypatch.setattr(keras.backend, "backend", lambda: "numpy")
+    with pytest.raises(
+        BackendError, match=r"hs\.doctor runs on Keras's TensorFlow, JAX and torch.*'numpy'"
+    ):
         hs.doctor(compiled(), BATCH)

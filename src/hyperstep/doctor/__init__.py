@@ -4,9 +4,9 @@
 ``import hyperstep.doctor as d`` gives the package (``d.CODES``, ``d.Finding``) and
 ``d(model, data)`` the diagnosis.
 
-TensorFlow only (it reads traced graphs): under another Keras backend :func:`doctor`
-raises :class:`hyperstep.errors.BackendError`; importing this package does not need
-TensorFlow.
+It runs on Keras's TensorFlow, JAX and torch backends, each with its own evidence (the
+traced ``tf.Graph``, the jaxpr, the torch functions the loss calls); importing this package
+imports no backend.
 """
 
 from __future__ import annotations
@@ -16,12 +16,28 @@ import types
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hyperstep.doctor.report import CODES, Diagnosis, DoctorError, DoctorWarning, Finding
+from hyperstep.doctor.report import (
+    BATCH_CODES,
+    CODES,
+    Diagnosis,
+    DoctorError,
+    DoctorWarning,
+    Finding,
+)
 
 if TYPE_CHECKING:
     from hyperstep.doctor.callback import Doctor
 
-__all__ = ["CODES", "Diagnosis", "Doctor", "DoctorError", "DoctorWarning", "Finding", "doctor"]
+__all__ = [
+    "BATCH_CODES",
+    "CODES",
+    "Diagnosis",
+    "Doctor",
+    "DoctorError",
+    "DoctorWarning",
+    "Finding",
+    "doctor",
+]
 
 
 def doctor(
@@ -52,7 +68,9 @@ def doctor(
     ``not-in-optimizer``, ``unused`` (no path to the loss), ``blocked`` (every path stops
     at ``stop_gradient`` or a non-differentiable op, which is named with your source
     line), ``zero-gradient`` (exactly 0 on this batch, e.g. dead ReLUs) and
-    ``zero-learning-rate`` (0 at this step and, for a schedule, at the next). The rules
+    ``zero-learning-rate`` (0 at this step and, for a schedule, at the next); and about
+    the batch itself (:data:`BATCH_CODES`, reported instead of any gradient finding):
+    ``empty-batch`` (no rows) and ``nan-loss`` (the loss is NaN or infinite). The rules
     are in :mod:`hyperstep.doctor.checks`. A model whose ``train_step`` is overridden is
     diagnosed with the compiled loss; pass ``loss_fn`` to diagnose your own step.
 
@@ -72,7 +90,7 @@ def doctor(
         A :class:`Diagnosis`; ``diagnosis.ok`` is ``True`` when there are no findings.
 
     Raises:
-        BackendError: Keras does not run on TensorFlow.
+        BackendError: Keras runs on another backend than TensorFlow, JAX or torch.
         InvalidTypeError: ``model`` is not a Keras layer or model.
         InvalidArgumentError: there is no loss (not compiled and no ``loss_fn``), or the
             loss cannot be computed on ``data``.
@@ -86,9 +104,9 @@ def doctor(
         >>> hs.doctor(model, (x, y)).ok
         True
     """
-    from hyperstep._backend import require_tensorflow
+    from hyperstep.backends.doctor import tracer
 
-    require_tensorflow("hs.doctor")
+    tracer()  # refuses a backend the doctor does not run on (numpy, openvino)
     from hyperstep.doctor.diagnose import diagnose
 
     return diagnose(model, data, loss_fn=loss_fn, optimizer=optimizer, var_list=var_list)

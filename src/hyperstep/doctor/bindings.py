@@ -1,24 +1,25 @@
 """Bindings: every variable reachable from a layer's attributes, named ``<layer.path>/<attr>``.
 
-``bindings(model)`` walks each layer's attributes (and lists, tuples, dicts and ``tf.Module``
-objects inside them) and returns one :class:`Binding` per ``keras.Variable`` or raw
-``tf.Variable`` found; :mod:`hyperstep.doctor.probe` compares them with ``model.variables``.
+``bindings(model)`` walks each layer's attributes (and lists, tuples, dicts and modules
+inside them: ``tf.Module``, ``types.SimpleNamespace``) and returns one :class:`Binding` per
+``keras.Variable`` or raw variable found: what the backend trains outside Keras
+(:mod:`hyperstep.backends.doctor`: a ``tf.Variable``; a ``torch.nn.Parameter``, also in a
+layer's torch ``_parameters``; a floating ``jax.Array``). :mod:`hyperstep.doctor.probe`
+compares them with ``model.variables``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
+import types
 from collections.abc import Iterator
 from typing import Any
 
 import keras
 import numpy as np
 
-from hyperstep._backend import require_tensorflow
-
-require_tensorflow("hyperstep.doctor.bindings (the doctor's variable scan)")
-
-import tensorflow as tf  # noqa: E402
+from hyperstep.backends.doctor import tracer
 
 # Keras bookkeeping attributes that hold no user state worth walking.
 _SKIP_ATTRIBUTES = frozenset(
@@ -43,6 +44,11 @@ _SKIP_ATTRIBUTES = frozenset(
         "_functional",
         "_operations",
         "_inputs_struct",
+        "torch_params",
+        "_torch_params",
+        "_modules",
+        "_parameters",
+        "_buffers",
         "_outputs_struct",
         "_nodes",
         "_nodes_by_depth",
@@ -54,21 +60,26 @@ _SKIP_ATTRIBUTES = frozenset(
 _MAX_DEPTH = 4
 
 
-def underlying(variable: Any) -> tf.Variable:
-    """Return the ``tf.Variable`` behind a ``keras.Variable`` (or the variable itself)."""
-    value = variable.value if isinstance(variable, keras.Variable) else variable
-    return value
+def underlying(variable: Any) -> Any:
+    """The object that names a variable across reads (TF: the ``tf.Variable`` behind a
+    ``keras.Variable``; torch: its ``Parameter``; JAX: the ``keras.Variable``)."""
+    return tracer().underlying(variable)
 
 
 def key(variable: Any) -> int:
-    """Identity of a variable: the id of the ``tf.Variable`` that holds its value."""
+    """Identity of a variable: the id of :func:`underlying`."""
     return id(underlying(variable))
+
+
+def dtype_name(variable: Any) -> str:
+    """The variable's dtype as Keras names it (``float32``, ``int32``)."""
+    return str(tracer().dtype_name(variable))
 
 
 def is_float(variable: Any) -> bool:
     """Whether gradients can flow into the variable (floating or complex dtype)."""
-    dtype = tf.as_dtype(underlying(variable).dtype)
-    return bool(dtype.is_floating or dtype.is_complex)
+    name = dtype_name(variable)
+    return name.startswith(("float", "bfloat", "complex", "half", "double"))
 
 
 @dataclasses.dataclass
@@ -89,6 +100,16 @@ class Binding:
     owner: Any
     attribute: str
     container: str
+    holder: Any = None
+    slot: Any = None
+
+    def put(self, value: Any) -> None:
+        """Hold ``value`` where the variable was found (the doctor swaps in traced values);
+        only for bindings with a ``holder`` (not in tuples nor torch's ``_parameters``)."""
+        if self.container in ("attribute", "module"):
+            object.__setattr__(self.holder, self.slot, value)
+        else:
+            self.holder[self.slot] = value
 
 
 def layers_of(model: Any) -> list[Any]:
@@ -110,7 +131,13 @@ def bindings(model: Any) -> list[Binding]:
     for layer in layers_of(model):
         base = layer_path(layer)
         for name, value in _attributes(layer):
-            found.extend(_scan(value, base, layer, name, "attribute", 0, seen))
+            found.extend(_scan(value, base, layer, name, "attribute", 0, seen, layer, name))
+        # torch: a Parameter assigned to a layer (a torch.nn.Module) lands in _parameters
+        parameters = vars(layer).get("_parameters")
+        if isinstance(parameters, dict):
+            for name, value in parameters.items():
+                if value is not None and tracer().is_raw_variable(value):
+                    found.append(Binding(f"{base}/{name}", value, layer, name, "attribute"))
     return found
 
 
@@ -125,28 +152,53 @@ def _attributes(obj: Any) -> list[tuple[str, Any]]:
     return sorted(items, key=lambda item: item[0].startswith("_"))
 
 
+def _is_module(value: Any) -> bool:
+    """A plain container of attributes Keras does not look inside."""
+    if isinstance(value, types.SimpleNamespace):
+        return True
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and isinstance(value, tf.Module)
+
+
 def _scan(
-    value: Any, base: str, owner: Any, attribute: str, container: str, depth: int, seen: set[int]
+    value: Any,
+    base: str,
+    owner: Any,
+    attribute: str,
+    container: str,
+    depth: int,
+    seen: set[int],
+    holder: Any = None,
+    slot: Any = None,
 ) -> Iterator[Binding]:
-    if isinstance(value, (keras.Variable, tf.Variable)):
-        yield Binding(f"{base}/{attribute}", value, owner, attribute, container)
+    if isinstance(value, keras.Variable) or tracer().is_raw_variable(value):
+        yield Binding(f"{base}/{attribute}", value, owner, attribute, container, holder, slot)
         return
     if depth >= _MAX_DEPTH or id(value) in seen:
         return
-    if isinstance(value, (str, bytes, int, float, np.ndarray, tf.Tensor)) or value is None:
+    if isinstance(value, (str, bytes, int, float, np.ndarray)) or value is None:
         return
     if isinstance(value, (keras.layers.Layer, keras.optimizers.Optimizer, keras.metrics.Metric)):
+        return
+    if keras.ops.is_tensor(value):
         return
     seen.add(id(value))
     if isinstance(value, dict):
         for k, item in list(value.items()):
-            yield from _scan(item, base, owner, f"{attribute}/{k}", "dict", depth + 1, seen)
+            yield from _scan(
+                item, base, owner, f"{attribute}/{k}", "dict", depth + 1, seen, value, k
+            )
     elif isinstance(value, (list, tuple, set, frozenset)):
+        mutable = value if isinstance(value, list) else None
         for i, item in enumerate(value):
-            yield from _scan(item, base, owner, f"{attribute}/{i}", "list", depth + 1, seen)
-    elif isinstance(value, tf.Module):
+            yield from _scan(
+                item, base, owner, f"{attribute}/{i}", "list", depth + 1, seen, mutable, i
+            )
+    elif _is_module(value):
         for k, item in _attributes(value):
-            yield from _scan(item, base, owner, f"{attribute}/{k}", "module", depth + 1, seen)
+            yield from _scan(
+                item, base, owner, f"{attribute}/{k}", "module", depth + 1, seen, value, k
+            )
 
 
 def describe_owner(binding: Binding) -> str:

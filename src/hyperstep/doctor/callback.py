@@ -17,10 +17,11 @@ from hyperstep.errors import InvalidTypeError, received
 class Doctor(keras.callbacks.Callback):
     """Diagnose the model on the first batch ``fit()`` trains on, and warn with the findings.
 
-    The first call of ``model.train_function`` is intercepted: its first batch is taken
-    from the iterator, :func:`hyperstep.doctor.doctor` runs on it with the compiled loss
-    and ``model.optimizer``, and the same batch is then trained on as usual (the doctor
-    changes no variable, so training is exactly what it would have been). Findings are
+    The first call of ``model.train_function`` is intercepted (on every backend's trainer):
+    its first batch is taken, :func:`hyperstep.doctor.doctor` runs on it with the
+    compiled loss and ``model.optimizer``, and the same batch is then trained on as usual
+    (the doctor changes no variable, so training is exactly what it would have been).
+    Findings are
     reported with ``warnings.warn(..., DoctorWarning)``, or raised as :class:`DoctorError`.
 
     Args:
@@ -49,9 +50,9 @@ class Doctor(keras.callbacks.Callback):
                 "`Doctor(raise_on_findings=...)` must be True or False. "
                 + received("raise_on_findings", raise_on_findings)
             )
-        from hyperstep._backend import require_tensorflow
+        from hyperstep.backends.doctor import tracer
 
-        require_tensorflow("hs.callbacks.Doctor")
+        tracer()  # refuses a backend the doctor does not run on, here rather than in fit()
         self.raise_on_findings = raise_on_findings
         self.data = data
         self.diagnosis: Diagnosis | None = None
@@ -69,11 +70,13 @@ class Doctor(keras.callbacks.Callback):
             model.make_train_function()
             original = model.train_function
 
-        def first_step(iterator: Any) -> Any:
+        def first_step(*args: Any) -> Any:
+            from hyperstep.backends.doctor import tracer
+
             model.train_function = original
-            batch, iterator = _peek(iterator)
+            batch, args = tracer().first_step_batch(model, args, _peek)
             self._diagnose(batch if self.data is None else self.data)
-            return original(iterator)
+            return original(*args)
 
         model.train_function = first_step
 
@@ -101,13 +104,6 @@ def _peek(iterator: Any) -> tuple[Any, Iterator[Any]]:
 
 def _local(batch: Any) -> Any:
     """The first replica's part of a distributed batch (the batch itself otherwise)."""
-    import tensorflow as tf
+    from hyperstep.backends.doctor import tracer
 
-    strategy = tf.distribute.get_strategy()
-
-    def first(value: Any) -> Any:
-        if isinstance(value, tf.distribute.DistributedValues):
-            return strategy.experimental_local_results(value)[0]
-        return value
-
-    return tf.nest.map_structure(first, batch)
+    return tracer().local_batch(batch)

@@ -25,13 +25,19 @@ The rules, all from evidence:
   a BatchNormalization followed by a linear layer and another BatchNormalization).
 * ``zero-learning-rate``: ``optimizer.learning_rate`` is 0 at the current step and, for a
   schedule, at the next step too (a warmup that starts at 0 is not a finding).
+* ``empty-batch`` / ``nan-loss``: the batch has no rows, or the loss on it is not finite;
+  no gradient is read then (each would be NaN or 0), so no gradient-based code is reported.
+
+The op names of ``blocked`` are the backend's own: TensorFlow's graph ops (``StopGradient``,
+``Round``, ``Cast``), JAX's primitives (``stop_gradient``, ``round``,
+``convert_element_type``), torch's functions (``detach``, ``round``, ``to``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from hyperstep.doctor.graph import PathFact
+from hyperstep.doctor.paths import PathFact
 from hyperstep.doctor.probe import Facts, VariableFact
 from hyperstep.doctor.report import Finding
 from hyperstep.doctor.variable_checks import (
@@ -66,6 +72,36 @@ for _name in ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual
     )
 for _name in ("PyFunc", "PyFuncStateless"):
     _BLOCK_FIXES[_name] = "tf.numpy_function has no gradient: " + _BLOCK_FIXES["EagerPyFunc"]
+
+# JAX's primitives and torch's functions (keras.ops spellings: the same code runs on both)
+_STRAIGHT = "use a straight-through estimator: y = x + keras.ops.stop_gradient({}(x) - x)"
+_BLOCK_FIXES.update(
+    {
+        "stop_gradient": "remove keras.ops.stop_gradient around it (or, if it is fixed on "
+        "purpose, make it trainable=False)",
+        "detach": "remove keras.ops.stop_gradient (torch's detach) around it (or, if it is "
+        "fixed on purpose, make it trainable=False)",
+        "argmax": _BLOCK_FIXES["ArgMax"].replace("tf.stop_gradient", "keras.ops.stop_gradient"),
+        "convert_element_type": "keep the value floating (a cast to an integer type has no "
+        "gradient), or " + _STRAIGHT.format("hard"),
+        "to": "keep the value floating (a cast to an integer type has no gradient), or "
+        + _STRAIGHT.format("hard"),
+        "pure_callback": "compute it with keras.ops (a callback into Python has no gradient), "
+        "or give it one with jax.custom_vjp",
+        "numpy": "compute it with keras.ops (a value taken to NumPy has no gradient), or give "
+        "it one with a torch.autograd.Function",
+    }
+)
+_BLOCK_FIXES["argmin"] = _BLOCK_FIXES["argmax"]
+for _name in ("item", "tolist", "__array__", "__float__"):
+    _BLOCK_FIXES[_name] = _BLOCK_FIXES["numpy"]
+for _name in ("round", "floor", "ceil", "sign", "trunc"):
+    _BLOCK_FIXES[_name] = _STRAIGHT.format(f"keras.ops.{_name}".replace("trunc", "trunc"))
+for _name in (
+    *("gt", "ge", "lt", "le", "eq", "ne", "__gt__", "__ge__", "__lt__", "__le__"),
+    *("greater", "greater_equal", "less", "less_equal", "equal", "not_equal"),
+):
+    _BLOCK_FIXES[_name] = _BLOCK_FIXES["Greater"]
 
 
 def _blocked(fact: VariableFact, path: PathFact) -> Finding:
@@ -200,7 +236,49 @@ def check_zero_learning_rate(facts: Facts) -> Found:
     return found
 
 
+def check_batch(facts: Facts) -> Found:
+    """``empty-batch`` or ``nan-loss``: the batch itself gives no evidence about gradients."""
+    if facts.problem == "empty-batch":
+        shape = facts.empty_shape
+        return [
+            (
+                None,
+                Finding(
+                    "data",
+                    "empty-batch",
+                    f"the batch has no rows (an array of shape {shape})",
+                    "a loss over no examples is NaN or 0 and every gradient 0 or NaN, so "
+                    "nothing about the variables can be read from it, and a training step "
+                    "on it does nothing or writes NaN into the weights.",
+                    "pass a batch with at least one example: check the slicing, filtering "
+                    "or batch_size that produced it (a dataset's last batch may be empty "
+                    "after a filter).",
+                ),
+            )
+        ]
+    if facts.problem == "nan-loss":
+        return [
+            (
+                None,
+                Finding(
+                    "loss",
+                    "nan-loss",
+                    f"the loss on this batch is {facts.loss}",
+                    "every gradient of a NaN or infinite loss is NaN (or meaningless), so "
+                    "a step with it writes NaN into the weights; no gradient-based finding "
+                    "can be read from it.",
+                    "find the first non-finite value: NaN or inf in the data, log or sqrt "
+                    "of 0 or a negative number, a division by 0, a learning rate that "
+                    "already diverged (check the weights), float16 overflow (use "
+                    "mixed_float16's loss scaling); keras.callbacks.TerminateOnNaN stops fit().",
+                ),
+            )
+        ]
+    return []
+
+
 CHECKS: tuple[Callable[[Facts], Found], ...] = (
+    check_batch,
     check_untracked,
     check_stale_in_optimizer,
     check_non_float_dtype,

@@ -7,15 +7,10 @@ from typing import Any
 
 import keras
 
-from hyperstep._backend import require_tensorflow
-
-require_tensorflow("hyperstep.doctor.diagnose (the doctor's graph analysis)")
-
-import tensorflow as tf  # noqa: E402
-
-from hyperstep.doctor import checks, probe  # noqa: E402
-from hyperstep.doctor.report import Diagnosis  # noqa: E402
-from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received  # noqa: E402
+from hyperstep.backends.doctor import tracer
+from hyperstep.doctor import checks, probe
+from hyperstep.doctor.report import Diagnosis
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 
 def _short(value: Any) -> str:
@@ -50,7 +45,7 @@ def _validate(model: Any, data: Any, loss_fn: Any, var_list: Any) -> list[Any] |
         return None
     variables = list(var_list)
     for item in variables:
-        if not isinstance(item, (keras.Variable, tf.Variable)):
+        if not (isinstance(item, keras.Variable) or tracer().is_raw_variable(item)):
             raise InvalidTypeError(
                 "`hs.doctor(var_list=...)` must hold the variables the loop passes to the "
                 f"optimizer. Received: an item {_short(item)} of type {type(item).__name__}"
@@ -77,29 +72,6 @@ def _state(model: Any, optimizer: Any, variables: list[Any] | None) -> list[Any]
         *(getattr(optimizer, "variables", None) or ()),
         *_global_seed_state(),
     ]
-
-
-def _build(
-    model: Any, compute: Callable[[Any], Any], batch: Any, optimizer: Any, variables: Any
-) -> None:
-    """Build an unbuilt model by running the loss once, then put every variable back.
-
-    Variables that exist already are restored from a snapshot; variables created by the
-    pass are reset to the value they were created with.
-    """
-    saved = probe.snapshot(_state(model, optimizer, variables))
-    created: list[tuple[tf.Variable, tf.Tensor]] = []
-
-    def creator(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
-        variable = next_creator(**kwargs)
-        created.append((variable, tf.identity(variable.read_value())))
-        return variable
-
-    try:
-        with tf.variable_creator_scope(creator):
-            compute(batch)
-    finally:
-        probe.restore(saved + created)
 
 
 def diagnose(
@@ -132,7 +104,8 @@ def diagnose(
         return loss
 
     if not all(getattr(layer, "built", True) for layer in probe.layers_of(model)):
-        _build(model, checked, batch, optimizer, variables)
+        # run the loss once, then put back every variable (new ones to their initial value)
+        tracer().build(checked, batch, _state(model, optimizer, variables))
     saved = probe.snapshot(_state(model, optimizer, variables))
     try:
         facts = probe.collect(model, batch, checked, optimizer, variables, loss_fn is not None)

@@ -10,7 +10,6 @@ innermost frame of its creation stack that is the user's own code.
 
 from __future__ import annotations
 
-import dataclasses
 import linecache
 import os
 import sysconfig
@@ -26,6 +25,7 @@ require_tensorflow("hyperstep.doctor.graph (the doctor's graph analysis)")
 import tensorflow as tf  # noqa: E402
 
 from hyperstep.backends.internals import gradient_function  # noqa: E402
+from hyperstep.doctor.paths import OpFact, PathFact  # noqa: E402
 
 #: Ops through which no useful gradient flows (the registered gradient is None or zero).
 NON_DIFFERENTIABLE = frozenset(
@@ -70,33 +70,6 @@ OPAQUE = frozenset(
 )
 _SHAPE_LIKE = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastArgs"})
 _GRADIENT_DTYPES = (tf.resource, tf.variant)
-
-
-@dataclasses.dataclass(frozen=True)
-class OpFact:
-    """An op of the traced loss: its type, its name and the user's source line (if known)."""
-
-    type: str
-    name: str
-    source: str | None
-
-    def describe(self) -> str:
-        where = f", created at {self.source}" if self.source else ""
-        return f"{self.type} (op '{self.name}'{where})"
-
-
-@dataclasses.dataclass(frozen=True)
-class PathFact:
-    """How a variable reaches the loss in the traced graph.
-
-    Attributes:
-        kind: ``"unused"`` (no path), ``"blocked"`` (every path stops at a
-            non-differentiable op) or ``"open"`` (a differentiable path exists).
-        blockers: The ops where the paths stop, the most telling first.
-    """
-
-    kind: str
-    blockers: tuple[OpFact, ...] = ()
 
 
 _INTERNAL_DIRS = tuple(

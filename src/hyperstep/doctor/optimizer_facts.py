@@ -12,12 +12,6 @@ from typing import Any
 import keras
 import numpy as np
 
-from hyperstep._backend import require_tensorflow
-
-require_tensorflow("hyperstep.doctor.optimizer_facts (the doctor's optimizer facts)")
-
-import tensorflow as tf  # noqa: E402
-
 
 def optimizer_variables(optimizer: Any) -> list[Any] | None:
     """The variables a built optimizer updates, or ``None`` when it is not built yet."""
@@ -30,10 +24,11 @@ def optimizer_variables(optimizer: Any) -> list[Any] | None:
     return None if found is None else list(found)
 
 
-def train_function_variables(model: Any) -> list[tf.Variable]:
-    """The variables captured by the graphs of a cached ``model.train_function``."""
+def train_function_variables(model: Any) -> list[Any]:
+    """The variables captured by the graphs of a cached ``model.train_function`` (on
+    TensorFlow; JAX's and torch's trainers read the model's variables at each call)."""
     function = getattr(model, "train_function", None)
-    found: dict[int, tf.Variable] = {}
+    found: dict[int, Any] = {}
     stack: list[tuple[Any, int]] = [(function, 0)]
     visited: set[int] = set()
     while stack:
@@ -44,7 +39,7 @@ def train_function_variables(model: Any) -> list[tf.Variable]:
         concrete = getattr(obj, "_list_all_concrete_functions", None)
         if concrete is not None:
             for cf in concrete():
-                for variable in cf.variables:
+                for variable in getattr(cf, "variables", ()):
                     found[id(variable)] = variable
         for cell in getattr(obj, "__closure__", None) or ():
             try:

@@ -1,16 +1,21 @@
 """Facts about a model's variables, gathered from evidence, never guessed.
 
-The doctor's checks read only what this module measures:
+The doctor's checks read only what this module measures, on every Keras backend (the
+backend's own evidence comes from :func:`hyperstep.backends.doctor.tracer`):
 
-* **bindings**: every ``keras.Variable`` and raw ``tf.Variable`` reachable from a layer's
-  attributes (and lists, tuples, dicts and ``tf.Module`` objects inside them), each named
+* **bindings**: every ``keras.Variable`` and raw variable (TF: ``tf.Variable``; torch:
+  ``torch.nn.Parameter``; JAX: a floating ``jax.Array``) reachable from a layer's
+  attributes (and lists, tuples, dicts and modules inside them), each named
   ``<layer.path>/<attribute>``; compared by identity with ``model.variables`` they show
   untracked and rebound variables;
-* **gradients**: one eager forward and backward pass of the loss on the given batch,
-  watching every floating variable explicitly (trainable or not), gives for each
-  variable "no gradient", "exactly zero" or "non-zero";
-* **graph paths** (:class:`hyperstep.doctor.graph.GraphFacts`, traced only when some
-  gradient is missing or zero): which op stops the gradient, and where in the user's code;
+* **the batch**: empty (a leading dimension of 0), or a loss that is not finite;
+* **gradients**: one forward and backward pass of the loss on the given batch with the
+  backend's own gradients (``tf.GradientTape``, ``jax.value_and_grad``,
+  ``torch.autograd.grad``), every floating variable measured (trainable or not), gives for
+  each variable "no gradient", "exactly zero" or "non-zero";
+* **paths** (traced only when some gradient is missing or zero): which op stops the
+  gradient, and where in the user's code (TF: :class:`hyperstep.doctor.graph.GraphFacts`;
+  JAX and torch: :class:`hyperstep.doctor.paths.TraceFacts`);
 * **optimizer**: the variables a built optimizer tracks, the variables captured by a cached
   ``model.train_function``, and the learning rate at the current and the next step.
 
@@ -22,56 +27,87 @@ statistics and advances seed generators) runs between :func:`snapshot` and
 from __future__ import annotations
 
 import dataclasses
+import math
+import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import keras
+import numpy as np
 
-from hyperstep._backend import require_tensorflow
-
-require_tensorflow("hyperstep.doctor.probe (the doctor's graph analysis)")
-
-import tensorflow as tf  # noqa: E402
-
-from hyperstep.doctor.bindings import (  # noqa: E402
-    _MAX_DEPTH as _MAX_DEPTH,
-)
-from hyperstep.doctor.bindings import (  # noqa: E402
-    _SKIP_ATTRIBUTES as _SKIP_ATTRIBUTES,
-)
-from hyperstep.doctor.bindings import (  # noqa: E402
+from hyperstep.backends.doctor import tracer
+from hyperstep.doctor.bindings import (
     Binding,
     bindings,
+    describe_owner,
+    dtype_name,
     is_float,
     is_keras_class,
     key,
+    layer_path,
     layers_of,
     underlying,
 )
-from hyperstep.doctor.bindings import _attributes as _attributes  # noqa: E402
-from hyperstep.doctor.bindings import _scan as _scan  # noqa: E402
-from hyperstep.doctor.bindings import describe_owner as describe_owner  # noqa: E402
-from hyperstep.doctor.bindings import layer_path as layer_path  # noqa: E402
-from hyperstep.doctor.graph import GraphFacts, PathFact  # noqa: E402
-from hyperstep.doctor.optimizer_facts import (  # noqa: E402
+from hyperstep.doctor.optimizer_facts import (
     LearningRate,
+    learning_rate,
     learning_rates,
     optimizer_variables,
     train_function_variables,
 )
-from hyperstep.doctor.optimizer_facts import learning_rate as learning_rate  # noqa: E402
+from hyperstep.doctor.paths import PathFact, TraceFacts
+
+__all__ = [
+    "Binding",
+    "Facts",
+    "LearningRate",
+    "StaleFact",
+    "VariableFact",
+    "bindings",
+    "collect",
+    "describe_owner",
+    "dtype_name",
+    "empty_batch",
+    "first_batch",
+    "gradient_kinds",
+    "is_float",
+    "is_keras_class",
+    "key",
+    "layer_path",
+    "layers_of",
+    "learning_rate",
+    "loss_function",
+    "restore",
+    "snapshot",
+    "underlying",
+]
 
 
 def first_batch(data: Any) -> Any:
-    """Return one batch: the first element of a ``tf.data.Dataset``, ``PyDataset`` or iterator,
-    or ``data`` itself (an array, a tuple ``(x, y[, sample_weight])`` or a dict)."""
-    if isinstance(data, tf.data.Dataset):
-        return next(iter(data))
-    if isinstance(data, keras.utils.PyDataset):
-        return data[0]
-    if isinstance(data, Iterator):
-        return next(data)
-    return data
+    """Return one batch: the first element of a ``tf.data.Dataset``, ``PyDataset``, torch
+    ``DataLoader`` or iterator, or ``data`` itself (an array, a tuple
+    ``(x, y[, sample_weight])`` or a dict)."""
+    backend = tracer()
+    if backend.is_dataset(data):
+        batch = next(iter(data))
+    elif isinstance(data, keras.utils.PyDataset):
+        batch = data[0]
+    elif isinstance(data, Iterator):
+        batch = next(data)
+    elif type(data).__name__ == "DataLoader" and hasattr(data, "__iter__"):
+        batch = next(iter(data))
+    else:
+        batch = data
+    return backend.numpy_batch(batch)
+
+
+def empty_batch(batch: Any) -> tuple[int, ...] | None:
+    """The shape of the first array in ``batch`` with no rows (``None`` when none is empty)."""
+    for item in keras.tree.flatten(batch):
+        shape = getattr(item, "shape", None)
+        if shape is not None and len(shape) > 0 and shape[0] == 0:
+            return tuple(int(d) if d is not None else -1 for d in shape)
+    return None
 
 
 def loss_function(model: Any, loss_fn: Callable[..., Any] | None) -> Callable[[Any], Any]:
@@ -92,48 +128,46 @@ def loss_function(model: Any, loss_fn: Callable[..., Any] | None) -> Callable[[A
     return compiled
 
 
-def snapshot(variables: Iterable[Any]) -> list[tuple[tf.Variable, tf.Tensor]]:
+def snapshot(variables: Iterable[Any]) -> list[tuple[Any, Any]]:
     """Copy the value of every distinct variable, for :func:`restore`."""
-    saved: dict[int, tuple[tf.Variable, tf.Tensor]] = {}
-    for variable in variables:
-        handle = underlying(variable)
-        if id(handle) not in saved:
-            saved[id(handle)] = (handle, tf.identity(handle.read_value()))
-    return list(saved.values())
+    return list(tracer().snapshot(variables))
 
 
-def restore(saved: list[tuple[tf.Variable, tf.Tensor]]) -> None:
+def restore(saved: list[tuple[Any, Any]]) -> None:
     """Assign back the values copied by :func:`snapshot`."""
-    for handle, value in saved:
-        handle.assign(value)
+    tracer().restore(saved)
+
+
+def _split(variables: list[Any], found: dict[int, Binding]) -> tuple[list[Any], list[Any]]:
+    """Keras variables, and raw ones as bindings (a ``var_list`` item found nowhere gets a
+    binding with no holder)."""
+    tracked, raw = [], []
+    for variable in variables:
+        if isinstance(variable, keras.Variable):
+            tracked.append(variable)
+        else:
+            raw.append(found.get(key(variable)) or types.SimpleNamespace(variable=variable))
+    return tracked, raw
 
 
 def gradient_kinds(
-    compute: Callable[[Any], Any], batch: Any, variables: list[Any]
+    compute: Callable[[Any], Any],
+    batch: Any,
+    variables: list[Any],
+    found: dict[int, Binding] | None = None,
 ) -> tuple[float, dict[int, str]]:
-    """Run the loss and its gradient eagerly once.
+    """Run the loss and its gradient once, with the backend's own gradients.
 
     Returns:
         The loss value, and for each floating variable's :func:`key` one of ``"none"``
         (no gradient), ``"zero"`` (exactly zero everywhere) or ``"nonzero"``.
     """
-    handles = [underlying(v) for v in variables if is_float(v)]
-    with tf.GradientTape(watch_accessed_variables=False) as tape:
-        for handle in handles:
-            tape.watch(handle)
-        loss = compute(batch)
+    tracked, raw = _split([v for v in variables if is_float(v)], found or {})
+    loss, kinds = tracer().gradient_kinds(compute, batch, tracked, raw)
     if loss is None:
         raise TypeError("the loss is None")
-    loss = tf.convert_to_tensor(loss)
-    grads = tape.gradient(loss, handles)
-    kinds: dict[int, str] = {}
-    for handle, grad in zip(handles, grads, strict=True):
-        if grad is None:
-            kinds[id(handle)] = "none"
-            continue
-        values = grad.values if isinstance(grad, tf.IndexedSlices) else grad
-        kinds[id(handle)] = "nonzero" if bool(tf.reduce_any(values != 0)) else "zero"
-    return float(tf.reduce_sum(tf.cast(loss, tf.float32))), kinds
+    value = float(np.sum(np.asarray(keras.ops.convert_to_numpy(loss), dtype=np.float64)))
+    return value, kinds
 
 
 @dataclasses.dataclass
@@ -185,7 +219,7 @@ class Facts:
 
     model: Any
     variables: list[VariableFact]
-    loss: float
+    loss: float | None
     custom_loop: bool
     var_list_keys: set[int] | None
     optimizer: Any
@@ -195,15 +229,28 @@ class Facts:
     learning_rates: list[LearningRate]
     compute: Callable[[Any], Any]
     batch: Any
-    _graph: GraphFacts | None = None
+    measured: list[Any] = dataclasses.field(default_factory=list)
+    found: dict[int, Binding] = dataclasses.field(default_factory=dict)
+    problem: str | None = None
+    empty_shape: tuple[int, ...] | None = None
+    _graph: Any = None
     trace_error: str | None = None
 
-    def graph(self) -> GraphFacts | None:
-        """The traced loss, traced on first use (``None`` if tracing failed)."""
+    def graph(self) -> Any:
+        """The traced loss (:class:`~hyperstep.doctor.paths.TraceFacts`, or on TensorFlow
+        :class:`~hyperstep.doctor.graph.GraphFacts`), traced on first use (``None`` if
+        tracing failed)."""
         if self._graph is None and self.trace_error is None:
             try:
-                self._graph = GraphFacts(self.compute, self.batch)
-            except Exception as error:  # the eager pass worked; a graph is a bonus
+                tracked, raw = _split([v for v in self.measured if is_float(v)], self.found)
+                trace = tracer().trace(self.compute, self.batch, tracked, raw)
+                if trace is None:
+                    from hyperstep.doctor.graph import GraphFacts
+
+                    self._graph = GraphFacts(self.compute, self.batch)
+                else:
+                    self._graph = TraceFacts(trace, key)
+            except Exception as error:  # the gradient pass worked; a trace is a bonus
                 self.trace_error = f"{type(error).__name__}: {error}"
         return self._graph
 
@@ -211,6 +258,15 @@ class Facts:
         """The variable's paths to the loss in the traced graph (``None`` if tracing failed)."""
         graph = self.graph()
         return None if graph is None else graph.path(variable, opaque)
+
+
+def _is_expected_raw(binding: Binding) -> bool:
+    """Whether a raw variable counts: always a ``tf.Variable`` or torch ``Parameter``; a
+    ``jax.Array`` (which may be a constant on purpose) only on the user's own layer, and
+    only if the loss has a non-zero gradient for it (checked after the gradient pass)."""
+    if tracer().raw_kind(binding.variable) != "jax.Array":
+        return True
+    return not is_keras_class(binding.owner)
 
 
 def _owners(model: Any) -> dict[int, Any]:
@@ -269,22 +325,34 @@ def collect(
         if fact is not None:
             fact.binding = fact.binding or binding
             continue
+        if not isinstance(binding.variable, keras.Variable) and not _is_expected_raw(binding):
+            continue
         facts[key(binding.variable)] = VariableFact(
             binding.path,
             binding.variable,
             "attribute",
             binding,
             binding.owner,
-            bool(binding.variable.trainable),
+            bool(binding.variable.trainable)
+            if isinstance(binding.variable, keras.Variable)
+            else tracer().raw_trainable(binding.variable),
         )
         old = by_path.get(binding.path)
         if old is not None:
             rebound[key(old)] = binding
     for variable in var_list or ():
         if key(variable) not in facts:
-            name = getattr(variable, "path", None) or underlying(variable).name.split(":")[0]
+            name = (
+                getattr(variable, "path", None)
+                or str(getattr(underlying(variable), "name", "variable")).split(":")[0]
+            )
             facts[key(variable)] = VariableFact(
-                str(name), variable, "var_list", None, None, bool(variable.trainable)
+                str(name),
+                variable,
+                "var_list",
+                None,
+                None,
+                bool(getattr(variable, "trainable", tracer().raw_trainable(variable))),
             )
 
     held, optimizer_keys = _holders(model, optimizer)
@@ -304,9 +372,26 @@ def collect(
         for f in facts.values()
         if f.trainable or f.origin != "model" or not (f.owner is None or is_keras_class(f.owner))
     ]
-    loss, kinds = gradient_kinds(compute, batch, measured)
+    by_key = {key(b.variable): b for b in found}
+    empty = empty_batch(batch)
+    problem = None
+    loss: float | None = None
+    kinds: dict[int, str] = {}
+    if empty is not None:
+        problem = "empty-batch"  # a loss on no rows is NaN or 0: no gradient says anything
+    else:
+        loss, kinds = gradient_kinds(compute, batch, measured, by_key)
+        if not math.isfinite(loss):
+            problem, kinds = "nan-loss", {}  # every gradient is NaN or meaningless
     for fact in facts.values():
         fact.gradient = kinds.get(fact.key, "skipped")
+    for k, fact in list(facts.items()):
+        # a jax.Array is a constant to Keras: it counts only when the loss moves with it
+        if fact.origin == "attribute" and fact.gradient != "nonzero":
+            if not isinstance(fact.variable, keras.Variable) and (
+                tracer().raw_kind(fact.variable) == "jax.Array"
+            ):
+                del facts[k]
     return Facts(
         model=model,
         variables=list(facts.values()),
@@ -320,4 +405,8 @@ def collect(
         learning_rates=learning_rates(optimizer),
         compute=compute,
         batch=batch,
+        measured=measured,
+        found=by_key,
+        problem=problem,
+        empty_shape=empty,
     )

@@ -12,13 +12,20 @@ compared under any backend.
 from __future__ import annotations
 
 import dataclasses
+import math
 import textwrap
 from collections.abc import Iterable
 from typing import Any
 
 from hyperstep.errors import HyperstepError, InvalidArgumentError, received
 
-#: Every code the doctor can report, in the order findings are sorted (root causes first).
+#: The codes of the batch the doctor was given, reported before any other: ``empty-batch``
+#: (a leading dimension of 0) and ``nan-loss`` (the loss on the batch is NaN or infinite).
+#: Either makes every gradient meaningless, so no gradient-based finding comes with them.
+BATCH_CODES: tuple[str, ...] = ("empty-batch", "nan-loss")
+
+#: Every code the doctor reports about a variable or an optimizer, in the order findings are
+#: sorted (root causes first), after :data:`BATCH_CODES`.
 CODES: tuple[str, ...] = (
     "untracked",
     "stale-in-optimizer",
@@ -38,9 +45,10 @@ class Finding:
 
     Attributes:
         path: The variable's path (``variable.path`` for Keras variables; the owning
-            layer's path plus the attribute for raw ``tf.Variable`` attributes; the
-            optimizer's ``learning_rate`` path for ``zero-learning-rate``).
-        code: One of :data:`CODES` (stable, kebab-case).
+            layer's path plus the attribute for raw variable attributes; the
+            optimizer's ``learning_rate`` path for ``zero-learning-rate``; ``data`` for
+            ``empty-batch`` and ``loss`` for ``nan-loss``).
+        code: One of :data:`BATCH_CODES` or :data:`CODES` (stable, kebab-case).
         what: What the doctor observed.
         why: Why that stops the variable from training, and the evidence.
         fix: What to type instead.
@@ -58,9 +66,9 @@ class Finding:
     fix: str
 
     def __post_init__(self) -> None:
-        if self.code not in CODES:
+        if self.code not in BATCH_CODES + CODES:
             raise InvalidArgumentError(
-                f"`Finding(code=...)` must be one of {', '.join(CODES)}. "
+                f"`Finding(code=...)` must be one of {', '.join(BATCH_CODES + CODES)}. "
                 + received("code", self.code)
             )
 
@@ -86,7 +94,7 @@ class Diagnosis:
     def __init__(
         self, findings: Iterable[Finding], variables: int = 0, loss: float | None = None
     ) -> None:
-        order = {code: i for i, code in enumerate(CODES)}
+        order = {code: i for i, code in enumerate(BATCH_CODES + CODES)}
         self.findings: list[Finding] = sorted(findings, key=lambda f: (order[f.code], f.path))
         self.variables = variables
         self.loss = loss
@@ -101,11 +109,13 @@ class Diagnosis:
         return [f.code for f in self.findings]
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{"ok", "variables", "loss", "findings": [...]}``, ready for ``json.dumps``."""
+        """Return ``{"ok", "variables", "loss", "findings": [...]}``, ready for ``json.dumps``
+        (a loss that is not finite is ``None``: JSON has no NaN; the finding says it)."""
+        finite = self.loss is not None and math.isfinite(self.loss)
         return {
             "ok": self.ok,
             "variables": self.variables,
-            "loss": self.loss,
+            "loss": self.loss if finite else None,
             "findings": [f.to_dict() for f in self.findings],
         }
 

@@ -6,8 +6,10 @@ rules are listed in :mod:`hyperstep.doctor.checks`, which runs them with the gra
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 
+from hyperstep.backends.doctor import tracer
 from hyperstep.doctor import probe
 from hyperstep.doctor.probe import Facts, VariableFact
 from hyperstep.doctor.report import Finding
@@ -16,8 +18,8 @@ Found = list[tuple[int | None, Finding]]
 
 
 def _weight_call(fact: VariableFact, name: str) -> str:
-    variable = probe.underlying(fact.variable)
-    value = np.asarray(variable.numpy())
+    value = np.asarray(tracer().to_numpy(fact.variable))
+    dtype = probe.dtype_name(fact.variable)
     shape = tuple(int(d) for d in value.shape)
     if value.size and np.all(value == 0):
         init = '"zeros"'
@@ -27,7 +29,7 @@ def _weight_call(fact: VariableFact, name: str) -> str:
         init = f"keras.initializers.Constant({value.flat[0].item()!r})"
     else:
         init = '"glorot_uniform"'
-    extra = "" if variable.dtype.name == "float32" else f', dtype="{variable.dtype.name}"'
+    extra = "" if dtype == "float32" else f', dtype="{dtype}"'
     extra += "" if fact.trainable else ", trainable=False"
     return f'self.add_weight(shape={shape}, initializer={init}{extra}, name="{name}")'
 
@@ -41,7 +43,12 @@ def check_untracked(facts: Facts) -> Found:
         binding = fact.binding
         first, *rest = binding.attribute.split("/")
         kind = (
-            "keras.Variable" if isinstance(fact.variable, probe.keras.Variable) else "tf.Variable"
+            "keras.Variable"
+            if isinstance(fact.variable, keras.Variable)
+            else tracer().raw_kind(fact.variable)
+        )
+        made = {"tf.Variable": "tf.Variable", "jax.Array": "jnp.asarray"}.get(
+            kind, "torch.nn.Parameter"
         )
         where = {
             "attribute": f"attribute `{first}`",
@@ -63,7 +70,7 @@ def check_untracked(facts: Facts) -> Found:
         if binding.path in rebound_paths:
             fix = (
                 f"assign instead of rebinding: self.{first}.assign(new_value) "
-                f"(not self.{first} = tf.Variable(new_value))"
+                f"(not self.{first} = {made}(new_value))"
             )
         elif binding.container == "attribute":
             fix = (
@@ -73,7 +80,7 @@ def check_untracked(facts: Facts) -> Found:
         elif binding.container in ("list", "dict"):
             fix = (
                 f"hold keras variables instead: self.{first} = [{call}, ...] "
-                "(Keras 3 tracks lists and dicts of keras.Variable, not of tf.Variable)"
+                f"(Keras 3 tracks lists and dicts of keras.Variable, not of {kind})"
             )
         else:
             fix = (
@@ -129,7 +136,7 @@ def check_non_float_dtype(facts: Facts) -> Found:
     for fact in facts.variables:
         if not fact.trainable or fact.is_float:
             continue
-        dtype = probe.underlying(fact.variable).dtype.name
+        dtype = probe.dtype_name(fact.variable)
         found.append(
             (
                 fact.key,

@@ -1,0 +1,323 @@
+"""The doctor's evidence on JAX: ``jax.value_and_grad`` and the jaxpr of the loss.
+
+The loss is a function of the variables' values: every variable is read through a
+``keras.StatelessScope(state_mapping=...)`` (what ``model.stateless_call`` does), and each
+floating ``jax.Array`` held on a layer is swapped for its traced value while it runs, so
+
+    loss, grads = jax.value_and_grad(f)(values),  f(values) = loss_fn(model, batch)
+
+gives each variable's gradient (``none`` when the loss does not depend on it: JAX returns
+zeros there, so "no gradient" is read from the jaxpr: no path from the value to the loss),
+and ``jax.make_jaxpr(f)(values)`` the computation whose equations name the op that blocks
+a path (``stop_gradient``, ``argmax``, ``round``, ``convert_element_type`` to an integer,
+a comparison, ``pure_callback``). Nothing is assigned: the scope keeps every update
+(BatchNormalization statistics, seed generators) to itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import keras
+import numpy as np
+
+from hyperstep.backends.doctor import Trace, TracedOp, user_source
+
+RAW_KIND = "jax.Array"
+STOP_GRADIENT = "keras.ops.stop_gradient"
+
+#: Primitives through which no useful gradient flows (JAX's rule is zero or none).
+NON_DIFFERENTIABLE = frozenset(
+    {
+        "stop_gradient",
+        "argmax",
+        "argmin",
+        "round",
+        "floor",
+        "ceil",
+        "sign",
+        "is_finite",
+        "pure_callback",
+        "io_callback",
+        "callback",
+        "random_bits",
+        "nextafter",
+    }
+)
+
+
+def _tf_variable(value: Any) -> bool:
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and isinstance(value, tf.Variable)
+
+
+def is_raw_variable(value: Any) -> bool:
+    """A floating ``jax.Array`` (Keras trains only ``keras.Variable``) or a ``tf.Variable``."""
+    if _tf_variable(value):
+        return True
+    return isinstance(value, jax.Array) and jnp.issubdtype(value.dtype, jnp.inexact)
+
+
+def raw_kind(value: Any) -> str:
+    return "tf.Variable" if _tf_variable(value) else RAW_KIND
+
+
+def raw_trainable(value: Any) -> bool:
+    return bool(getattr(value, "trainable", True))
+
+
+def underlying(variable: Any) -> Any:
+    """The ``keras.Variable`` itself (its value is a new array after each assign)."""
+    return variable
+
+
+def dtype_name(variable: Any) -> str:
+    if isinstance(variable, keras.Variable):
+        return str(variable.dtype)
+    return str(np.dtype(variable.dtype).name) if not _tf_variable(variable) else variable.dtype.name
+
+
+def to_numpy(variable: Any) -> np.ndarray:
+    return np.asarray(variable)
+
+
+def snapshot(variables: Iterable[Any]) -> list[tuple[Any, Any]]:
+    """The value of every distinct ``keras.Variable`` (JAX arrays are immutable)."""
+    saved: dict[int, tuple[Any, Any]] = {}
+    for variable in variables:
+        if isinstance(variable, keras.Variable) and id(variable) not in saved:
+            saved[id(variable)] = (variable, variable.value)
+    return list(saved.values())
+
+
+def restore(saved: list[tuple[Any, Any]]) -> None:
+    for variable, value in saved:
+        if variable.value is not value:
+            variable.assign(value)
+
+
+def build(compute: Callable[[Any], Any], batch: Any, state: list[Any]) -> None:
+    """Build an unbuilt model by running the loss once in a ``StatelessScope``: nothing is
+    assigned, and the variables the pass creates get their initial values on leaving it."""
+    saved = snapshot(state)
+    try:
+        with keras.StatelessScope():
+            compute(batch)
+    finally:
+        restore(saved)
+
+
+@contextlib.contextmanager
+def _swapped(raw: list[Any], values: list[Any]) -> Iterator[None]:
+    """Hold ``values`` where the raw arrays are (attributes, lists, dicts), then put them back."""
+    done = []
+    try:
+        for binding, value in zip(raw, values, strict=True):
+            binding.put(value)
+            done.append(binding)
+        yield
+    finally:
+        for binding in reversed(done):
+            binding.put(binding.variable)
+
+
+def _loss_of(
+    compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]
+) -> Callable[[list[Any], list[Any]], Any]:
+    def f(values: list[Any], raw_values: list[Any]) -> Any:
+        with keras.StatelessScope(state_mapping=list(zip(variables, values, strict=True))):
+            with _swapped(raw, raw_values):
+                loss = compute(batch)
+        return jnp.sum(jnp.asarray(loss, jnp.float32))
+
+    return f
+
+
+def _swappable(raw: list[Any]) -> list[Any]:
+    return [
+        b for b in raw if getattr(b, "holder", None) is not None and not _tf_variable(b.variable)
+    ]
+
+
+def gradient_kinds(
+    compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]
+) -> tuple[Any, dict[int, str]]:
+    """The loss and each variable's gradient: ``"zero"`` or ``"nonzero"`` (``"none"`` is
+    a fact of the jaxpr: see :func:`trace`; JAX gives zeros for an unused input).
+
+    ``raw`` holds bindings of raw arrays (with ``put``); their kinds are keyed by the id of
+    the array."""
+    raw = _swappable(raw)
+    f = _loss_of(compute, batch, variables, raw)
+    values = [v.value for v in variables]
+    raw_values = [b.variable for b in raw]
+    loss, (grads, raw_grads) = jax.value_and_grad(f, argnums=(0, 1))(values, raw_values)
+    kinds: dict[int, str] = {}
+    items = [*variables, *raw_values]
+    for item, grad in zip(items, [*grads, *raw_grads], strict=True):
+        kinds[id(item)] = "nonzero" if bool(jnp.any(grad != 0)) else "zero"
+    if "zero" in kinds.values():
+        # "none": the loss does not read the value at all (JAX's zeros say nothing of that)
+        used = _used_inputs(jax.make_jaxpr(f)(values, raw_values).jaxpr)
+        for index, item in enumerate(items):
+            if index not in used:
+                kinds[id(item)] = "none"
+    return loss, kinds
+
+
+def _subjaxprs(eqn: Any) -> list[Any]:
+    found = []
+    for value in eqn.params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            inner = getattr(item, "jaxpr", item)
+            if hasattr(inner, "eqns") and hasattr(inner, "invars"):
+                found.append(inner)
+    return found
+
+
+def _used_inputs(jaxpr: Any) -> set[int]:
+    """Indices of the jaxpr's inputs the output depends on (through any equation)."""
+    needed = {id(v) for v in jaxpr.outvars if not hasattr(v, "val")}
+    for eqn in reversed(jaxpr.eqns):
+        if any(id(v) in needed for v in eqn.outvars):
+            needed.update(id(v) for v in eqn.invars if not hasattr(v, "val"))
+    return {i for i, v in enumerate(jaxpr.invars) if id(v) in needed}
+
+
+def _carries(var: Any) -> bool:
+    dtype = getattr(getattr(var, "aval", None), "dtype", None)
+    return dtype is not None and bool(jnp.issubdtype(dtype, jnp.inexact))
+
+
+def _frames(eqn: Any) -> list[tuple[str, int]]:
+    traceback = getattr(getattr(eqn, "source_info", None), "traceback", None)
+    frames = getattr(traceback, "frames", None) or ()
+    return [(f.file_name, f.line_num) for f in frames]
+
+
+class _Flattener:
+    """Flattens a jaxpr and the jaxprs inside ``jit``/``custom_jvp_call`` into :class:`TracedOp`."""
+
+    INLINE = frozenset({"pjit", "jit", "closed_call", "core_call", "remat", "checkpoint"})
+    CUSTOM = frozenset({"custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr"})
+
+    def __init__(self) -> None:
+        self.ops: list[TracedOp] = []
+        self.centred: set[int] = set()
+        self._next = 0
+        self._count = 0
+
+    def fresh(self) -> int:
+        self._next += 1
+        return self._next
+
+    def run(self, jaxpr: Any, inputs: list[int], outer: str | None = None) -> list[int]:
+        """Flatten ``jaxpr`` read with value ids ``inputs``; return its outputs' ids. An
+        inlined jaxpr's equations take the source line of the call (``outer``): JAX caches
+        a jitted function's jaxpr with the frames of its first call."""
+        env: dict[int, int] = {id(v): i for v, i in zip(jaxpr.invars, inputs, strict=True)}
+
+        def read(var: Any) -> int | None:
+            return None if hasattr(var, "val") else env.get(id(var))
+
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            ins = [read(v) for v in eqn.invars]
+            if name == "jit" or name == "pjit":
+                if eqn.params.get("name") == "_var" and ins and ins[0] is not None:
+                    self.centred.add(ins[0])  # jnp.var inside keras.ops.moments
+            inner = _subjaxprs(eqn)
+            source = outer or user_source(_frames(eqn))
+            if name in self.INLINE and len(inner) == 1:
+                outs = self.run(inner[0], [self.fresh() if i is None else i for i in ins], source)
+                for var, value in zip(eqn.outvars, outs, strict=True):
+                    env[id(var)] = value
+                continue
+            if name in self.CUSTOM and inner:
+                # the user's (or JAX's) own rule decides the gradient: pass through
+                outs = self.run(inner[0], [self.fresh() if i is None else i for i in ins], source)
+                for var, value in zip(eqn.outvars, outs, strict=True):
+                    env[id(var)] = value
+                continue
+            made: list[tuple[int, bool]] = []
+            for var in eqn.outvars:
+                env[id(var)] = self.fresh()
+                made.append((env[id(var)], _carries(var)))
+            self._count += 1
+            self.ops.append(
+                TracedOp(
+                    name,
+                    f"eqn {self._count}",
+                    source,
+                    tuple(i for i in ins if i is not None),
+                    tuple(made),
+                    stops=name in NON_DIFFERENTIABLE,
+                )
+            )
+        return [
+            self.fresh() if hasattr(v, "val") else env.get(id(v), self.fresh())
+            for v in jaxpr.outvars
+        ]
+
+
+def trace(compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]) -> Trace:
+    """The jaxpr of ``f(values) = loss``, flattened into a :class:`Trace`."""
+    raw = _swappable(raw)
+    f = _loss_of(compute, batch, variables, raw)
+    raw_values = [b.variable for b in raw]
+    closed = jax.make_jaxpr(f)([v.value for v in variables], raw_values)
+    flat = _Flattener()
+    inputs = [flat.fresh() for _ in closed.jaxpr.invars]
+    (loss,) = flat.run(closed.jaxpr, inputs)
+    sources = {id(item): i for item, i in zip([*variables, *raw_values], inputs, strict=True)}
+    return Trace(flat.ops, sources, loss, flat.centred)
+
+
+def numpy_batch(batch: Any) -> Any:
+    """TensorFlow tensors (a ``tf.data`` batch) as NumPy arrays, as Keras's trainer reads them."""
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    if tf is None:
+        return batch
+    return keras.tree.map_structure(
+        lambda v: v.numpy() if isinstance(v, (tf.Tensor, tf.Variable)) else v, batch
+    )
+
+
+def is_dataset(data: Any) -> bool:
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and isinstance(data, tf.data.Dataset)
+
+
+def local_batch(batch: Any) -> Any:
+    return batch
+
+
+def first_step_batch(model: Any, args: tuple[Any, ...], peek: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The batch of ``model.train_function(state, iterator)``'s first call (Keras's JAX
+    trainer), and its arguments with the batch put back.
+
+    Keras's JAX ``fit`` takes the variables' values out of them into ``state`` (trainable,
+    non-trainable, optimizer, metrics) for the epoch; they are put back into the variables
+    here (what ``model.jax_state_sync()`` does at the epoch's end), for the doctor to read."""
+    state, iterator, *rest = args
+    owners = (
+        model.trainable_variables,
+        model.non_trainable_variables,
+        getattr(model.optimizer, "variables", []),
+        model.metrics_variables,
+    )
+    for variables, values in zip(owners, state, strict=False):
+        for variable, value in zip(variables, values or (), strict=False):
+            variable.assign(value)
+    batch, iterator = peek(iterator)
+    return batch, (state, iterator, *rest)
