@@ -58,6 +58,36 @@ def follow_fit(
     cls.on_epoch_begin = on_epoch_begin  # type: ignore[method-assign]
 
 
+def follow_train_steps(wrap: Callable[[Any, Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Make every model's train step ``wrap(model, model.train_step)`` (installed once).
+
+    ``keras.Model.make_train_function`` (public, the one place each backend's ``fit`` reads
+    ``self.train_step``: TensorFlow and JAX when they build the train function, torch at each
+    call) first sets the wrapped step on the model (a custom ``train_step`` included), then
+    runs Keras's own code.
+    """
+    import keras
+
+    cls = keras.Model
+    keras_make = cls.make_train_function
+    if getattr(keras_make, "_hyperstep", False):
+        return
+
+    def make_train_function(self: Any, force: bool = False) -> Any:
+        found = self.__dict__.get("train_step")
+        if not getattr(found, "_hyperstep", False):
+            step = wrap(self, self.train_step)
+            step._hyperstep = True  # type: ignore[attr-defined]
+            step.__wrapped__ = self.train_step  # type: ignore[attr-defined]
+            self.__dict__["train_step"] = step
+        return keras_make(self, force)
+
+    make_train_function.__doc__ = keras_make.__doc__
+    make_train_function.__wrapped__ = keras_make  # type: ignore[attr-defined]
+    make_train_function._hyperstep = True  # type: ignore[attr-defined]
+    cls.make_train_function = make_train_function  # type: ignore[method-assign]
+
+
 def layers_of(model: Any) -> list[Any]:
     """``model`` and every layer inside it, recursively (Keras's ``_flatten_layers``,
     private; pinned in ``tests/backends/test_internals.py``)."""
