@@ -316,9 +316,9 @@ class Clock(keras.layers.Layer):
             stacklevel=4,
         )
 
-    @property
-    def optimizers(self) -> list[Any]:
-        """The live optimizers on this clock (each that claimed it, see :meth:`claim`)."""
+    def _live_optimizers(self) -> list[Any]:
+        """The live optimizers on this clock (each that claimed it, see :meth:`claim`); a
+        method, not a property: Keras's saving walks a layer's properties."""
         return [o for o in (ref() for ref in self._optimizers) if o is not None]
 
     # ---- stateless training (JAX) -------------------------------------------------------
@@ -450,7 +450,7 @@ class Iteration:
         for clock, updates in self.updates.values():
             found.append((clock, _applied(updates, read or (lambda v: v.value))))
         for clock in self.clocks or ():  # a clock with no optimizer: one per iteration
-            if id(clock) not in self.updates and not clock.optimizers:
+            if id(clock) not in self.updates and not clock._live_optimizers():
                 found.append((clock, True))
         return found
 
