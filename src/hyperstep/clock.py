@@ -266,7 +266,7 @@ class Clock(keras.layers.Layer):
         return bool(advance)
 
     # ---- training iterations ------------------------------------------------------------
-    def iteration(self) -> contextlib.AbstractContextManager[None]:
+    def iteration(self) -> contextlib.AbstractContextManager[Iteration]:
         """One training iteration of a custom loop: ``with clock.iteration(): ...``.
 
         Every update and every read inside sees the step the iteration started at, in any
@@ -431,6 +431,7 @@ class Iteration:
     def __init__(self, clocks: Sequence[Clock] | None) -> None:
         self.clocks = None if clocks is None else list(clocks)
         self.updates: dict[int, tuple[Clock, list[tuple[Any, Any]]]] = {}
+        self.stateless = False  # an update inside a StatelessScope (`stateless_apply`)
 
     def covers(self, clock: Clock) -> bool:
         """Whether updates on ``clock`` belong to this iteration."""
@@ -441,6 +442,7 @@ class Iteration:
         conditions = _stack(_CONDITIONS)
         condition = conditions[-1] if conditions else None
         self.updates.setdefault(id(clock), (clock, []))[1].append((optimizer, condition))
+        self.stateless = self.stateless or backends.in_stateless_scope()
 
     def advances(self, read: Callable[[Any], Any] | None = None) -> list[tuple[Clock, Any]]:
         """``(clock, applied)`` for each clock to advance: ``applied`` is ``True`` or a
@@ -455,7 +457,20 @@ class Iteration:
         return found
 
     def finish(self) -> None:
-        """Advance each clock once (by whether an update was applied)."""
+        """Advance each clock once (by whether an update was applied).
+
+        Raises:
+            ValueError: After a stateless update (``stateless_apply``): the step it read is
+                in the state the caller carries, not in the clock's variable.
+        """
+        if self.stateless:
+            raise InvalidArgumentError(
+                "`clock.iteration()` cannot advance a step held in stateless state: an "
+                "update inside it ran through `stateless_apply` (a custom `jax.jit` loop). "
+                "There, let one optimizer advance the clock (`advance=True`, updating last) "
+                "and hand its step to the others with `Clock.stateless_copy`; "
+                "`model.fit` advances the step in its own state by itself."
+            )
         for clock, applied in self.advances():
             if applied is True:
                 clock.advance()

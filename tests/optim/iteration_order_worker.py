@@ -189,6 +189,9 @@ def in_fit(order: str) -> dict[str, Any]:
             self.generator, self.discriminator = generator, discriminator
             self.tau = tau
 
+        def call(self, noise: Any) -> Any:
+            return self.generator(noise)
+
         def train_step(self, data: Any) -> Any:
             noise, real = data
             before, after = iteration(noise, real)

@@ -78,7 +78,7 @@ def test_an_iteration_advances_a_clock_with_no_optimizer_once_and_not_on_an_erro
     beta = hs.Hyperparameter("step / 10", clock=clock, name="beta")
     for _ in range(3):
         with clock.iteration():
-            assert float(beta.value) == int(clock.step) / 10
+            assert float(beta.value) == np.float32(int(clock.step)) / np.float32(10)
     assert int(clock.step) == 3
     with pytest.raises(RuntimeError), clock.iteration():
         raise RuntimeError("the iteration failed")

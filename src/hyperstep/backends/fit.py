@@ -59,12 +59,12 @@ def follow_fit(
 
 
 def follow_train_steps(wrap: Callable[[Any, Callable[..., Any]], Callable[..., Any]]) -> None:
-    """Make every model's train step ``wrap(model, model.train_step)`` (installed once).
+    """Make every model's train step ``wrap(model, train_step)`` (installed once).
 
-    ``keras.Model.make_train_function`` (public, the one place each backend's ``fit`` reads
+    ``keras.Model.make_train_function`` (public, and where each backend's ``fit`` reads
     ``self.train_step``: TensorFlow and JAX when they build the train function, torch at each
-    call) first sets the wrapped step on the model (a custom ``train_step`` included), then
-    runs Keras's own code.
+    call) first sets the wrapped step on the model (its class's ``train_step``, a custom one
+    included), then runs Keras's own code.
     """
     import keras
 
@@ -74,18 +74,33 @@ def follow_train_steps(wrap: Callable[[Any, Callable[..., Any]], Callable[..., A
         return
 
     def make_train_function(self: Any, force: bool = False) -> Any:
-        found = self.__dict__.get("train_step")
-        if not getattr(found, "_hyperstep", False):
-            step = wrap(self, self.train_step)
-            step._hyperstep = True  # type: ignore[attr-defined]
-            step.__wrapped__ = self.train_step  # type: ignore[attr-defined]
-            self.__dict__["train_step"] = step
+        if not isinstance(self.__dict__.get("train_step"), _TrainStep):
+            self.__dict__["train_step"] = _TrainStep(self, wrap)
         return keras_make(self, force)
 
     make_train_function.__doc__ = keras_make.__doc__
     make_train_function.__wrapped__ = keras_make  # type: ignore[attr-defined]
     make_train_function._hyperstep = True  # type: ignore[attr-defined]
     cls.make_train_function = make_train_function  # type: ignore[method-assign]
+
+
+class _TrainStep:
+    """``model``'s class's ``train_step`` as ``wrap`` makes it; a copy of the model
+    (``copy.deepcopy``) gets its own, bound to the copy."""
+
+    def __init__(self, model: Any, wrap: Callable[..., Any]) -> None:
+        self.model, self.wrap = model, wrap
+        self.step = wrap(model, type(model).train_step.__get__(model))
+        self.__wrapped__ = type(model).train_step
+        self.__name__ = "train_step"  # (jax.jit names its function)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.step(*args, **kwargs)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _TrainStep:
+        import copy
+
+        return _TrainStep(copy.deepcopy(self.model, memo), self.wrap)
 
 
 def layers_of(model: Any) -> list[Any]:
