@@ -134,3 +134,19 @@ def test_jax_and_torch_every_order_equals_plain_keras():
             assert row["weights_bitwise"], (backend, row)
             assert row["tau_equals_schedule"] and row["tau_after_equals_before"], (backend, row)
             assert row["step"] == worker.STEPS, (backend, row)
+
+
+def test_fit_advances_once_per_train_step_and_a_copied_model_trains_itself():
+    import copy
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1), loss="mse")
+    x, y = np.ones((8, 2), "float32"), np.zeros((8, 1), "float32")
+    model.fit(x, y, batch_size=4, epochs=2, verbose=0)
+    assert int(model.optimizer.clock.step) == 4
+    twin = copy.deepcopy(model)
+    before = [w.copy() for w in model.get_weights()]
+    twin.fit(x, y, batch_size=4, epochs=1, verbose=0)
+    for a, b in zip(model.get_weights(), before, strict=True):
+        np.testing.assert_array_equal(a, b)  # the copy's train step is the copy's
+    assert int(twin.optimizer.clock.step) == 6 and int(model.optimizer.clock.step) == 4
