@@ -74,8 +74,9 @@ def follow_train_steps(wrap: Callable[[Any, Callable[..., Any]], Callable[..., A
         return
 
     def make_train_function(self: Any, force: bool = False) -> Any:
-        if not isinstance(self.__dict__.get("train_step"), _TrainStep):
-            self.__dict__["train_step"] = _TrainStep(self, wrap)
+        own = self.__dict__.get("train_step")  # a step set on the model itself, if any
+        if not isinstance(own, _TrainStep):
+            self.__dict__["train_step"] = _TrainStep(self, wrap, own)
         return keras_make(self, force)
 
     make_train_function.__doc__ = keras_make.__doc__
@@ -85,13 +86,15 @@ def follow_train_steps(wrap: Callable[[Any, Callable[..., Any]], Callable[..., A
 
 
 class _TrainStep:
-    """``model``'s class's ``train_step`` as ``wrap`` makes it; a copy of the model
-    (``copy.deepcopy``) gets its own, bound to the copy."""
+    """``model``'s train step as ``wrap`` makes it: ``own`` (a function set on the model)
+    or its class's ``train_step``; a copy of the model (``copy.deepcopy``) gets its own,
+    bound to the copy."""
 
-    def __init__(self, model: Any, wrap: Callable[..., Any]) -> None:
-        self.model, self.wrap = model, wrap
-        self.step = wrap(model, type(model).train_step.__get__(model))
-        self.__wrapped__ = type(model).train_step
+    def __init__(self, model: Any, wrap: Callable[..., Any], own: Any = None) -> None:
+        self.model, self.wrap, self.own = model, wrap, own
+        inner = own if own is not None else type(model).train_step.__get__(model)
+        self.step = wrap(model, inner)
+        self.__wrapped__ = inner
         self.__name__ = "train_step"  # (jax.jit names its function)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -100,7 +103,7 @@ class _TrainStep:
     def __deepcopy__(self, memo: dict[int, Any]) -> _TrainStep:
         import copy
 
-        return _TrainStep(copy.deepcopy(self.model, memo), self.wrap)
+        return _TrainStep(copy.deepcopy(self.model, memo), self.wrap, self.own)
 
 
 def layers_of(model: Any) -> list[Any]:
