@@ -8,8 +8,12 @@ thing advances it per training step (see :class:`Clock` for the rule).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
+import warnings
 import weakref
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import keras
@@ -17,6 +21,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends import integer_dtype
+from hyperstep.backends.fit import follow_train_steps
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 
@@ -37,29 +42,36 @@ class Clock(keras.layers.Layer):
     Before the epoch length is known ``epoch`` is 0 while nothing was trained (step 0) and
     while Keras builds a model; later it raises, naming what to pass.
 
-    The update at step ``t`` uses hyperparameter values computed from ``t``; then the
-    clock advances to ``t + 1``. The first update uses step 0.
+    **The step is the training iteration.** Every update and every hyperparameter read
+    during training iteration ``i`` sees step ``i``, whatever the number and order of
+    optimizers on the clock; the clock advances once, after the iteration. The first
+    iteration is step 0.
 
-    **Who advances the clock (one advance per training step).** A clock is advanced by
-    exactly one *owner*:
+    * In ``model.fit`` this needs nothing: each train step (a custom ``train_step``
+      applying a generator's and a discriminator's optimizer in any order, ``k``
+      discriminator updates per generator update, on every backend) is one iteration,
+      and the clock advances at its end.
+    * In a custom loop, wrap each iteration in :meth:`iteration` (one line)::
 
-    * the optimizer returned by ``hs.scheduled(opt, clock=clock)`` owns the clock when it
-      is the first scheduled optimizer created with it (or when ``advance=True`` is
-      passed); it advances the clock right after it applies its update, inside ``apply``
-      (the values of that update were computed from the step before the advance, so the
-      ordering is explicit and race-free, also inside ``tf.function``);
-    * every other optimizer on the same clock only reads it (``advance=False``). In a GAN
-      loop where the discriminator steps ``k`` times and then the generator once, make the
-      generator the owner (schedule it first, or pass ``advance=True`` to it and
-      ``advance=False`` to the discriminator): both then see the same step, and the clock
-      counts generator steps;
-    * with no scheduled optimizer (a free hyperparameter in a custom loop), call
-      :meth:`advance` yourself after each update.
+          for batch in data:
+              with clock.iteration():   # inside a tf.function step too
+                  d_optimizer.apply(...); g_optimizer.apply(...)
+                  tau = momentum.value  # after apply: the value the updates used
+
+    * Without it, one optimizer on a clock advances it right after each of its updates
+      (``hs.scheduled`` and ``hs.StepOptimizer`` by default: the first one created on the
+      clock, or the one given ``advance=True``), so a single-optimizer loop needs no extra
+      line. Where another optimizer updates after the advancing one in program order it
+      would read the next step: hyperstep warns at that first update and names the fix.
+      A free hyperparameter with no optimizer: call :meth:`advance` after each iteration.
+
+    The iteration advances the clock by the updates applied: a skipped update
+    (``hs.SkipNonFinite``) or a gradient-accumulation micro-step leaves it.
 
     In stateless training (JAX) every optimizer on the clock, and a model holding a
     hyperparameter on it, carries its own copy of ``step`` (and of the epoch's variables
-    where it reads ``epoch``); the advancing optimizer's copy wins. ``model.fit`` hands it
-    to the model's copy at every step; in a custom ``jax.jit`` loop,
+    where it reads ``epoch``). ``model.fit`` advances the copies in its state at each
+    train step's end; in a custom ``jax.jit`` loop the advancing optimizer's copy wins and
     :meth:`stateless_copy` hands it on (to the model's state and to the other optimizers'
     states) after each update.
 
@@ -104,6 +116,10 @@ class Clock(keras.layers.Layer):
         #: set by hyperstep's fit hook and callbacks: fit gives the epoch (see begin_epoch)
         self.follows_fit = False
         self._owner: Any = None  # weakref to the optimizer that advances this clock
+        self._optimizers: list[Any] = []  # weakrefs to every optimizer on this clock
+        self._order = ""  # outside iterations: "" unchecked, "ok" or "warned" (note_update)
+        self._advanced = False  # ... and whether the advancing optimizer updated yet
+        follow_train_steps(fit_iteration)  # fit's train steps are iterations (once)
 
     def _counter(self, name: str) -> Any:
         return self.add_weight(
@@ -234,6 +250,8 @@ class Clock(keras.layers.Layer):
         each training step twice.
         """
         current = self._owner() if self._owner is not None else None
+        if not any(ref() is owner for ref in self._optimizers):
+            self._optimizers.append(weakref.ref(owner))
         if advance is None:
             advance = current is None or current is owner
         if advance:
@@ -246,6 +264,62 @@ class Clock(keras.layers.Layer):
             self._owner = weakref.ref(owner)
         backends.on_claim()  # JAX: the optimizer will hold a copy of `step` in fit
         return bool(advance)
+
+    # ---- training iterations ------------------------------------------------------------
+    def iteration(self) -> contextlib.AbstractContextManager[Iteration]:
+        """One training iteration of a custom loop: ``with clock.iteration(): ...``.
+
+        Every update and every read inside sees the step the iteration started at, in any
+        order of any number of optimizers on this clock; on leaving the block (without an
+        exception) the clock advances once, by whether an update was applied (with no
+        optimizer on the clock: by one). Works eagerly and inside ``tf.function``,
+        ``jax.jit`` (stateful ``apply``) and ``torch.compile``; ``model.fit`` does the
+        same for each train step by itself.
+
+        Example:
+            >>> import hyperstep as hs, keras
+            >>> clock = hs.Clock()
+            >>> g = hs.scheduled(keras.optimizers.SGD(), clock=clock, learning_rate="1 + step")
+            >>> d = hs.scheduled(keras.optimizers.SGD(), clock=clock, learning_rate="1 + step")
+            >>> w, v = keras.Variable([0.0]), keras.Variable([0.0])
+            >>> for _ in range(2):
+            ...     with clock.iteration():
+            ...         g.apply([keras.ops.ones(1)], [w])  # G first, then D: same step
+            ...         d.apply([keras.ops.ones(1)], [v])
+            ...         after = float(d.learning_rate)
+            >>> float(w.numpy()[0]), float(v.numpy()[0]), int(clock.step), after
+            (-3.0, -3.0, 2, 2.0)
+        """
+        return training_iteration([self])
+
+    def note_update(self, optimizer: Any, advances: bool) -> None:
+        """An update outside any iteration: warn at the first one that reads a step another
+        optimizer already advanced in program order (called by hyperstep's optimizers)."""
+        if self._order:
+            return
+        if advances:
+            self._advanced = True
+            return
+        if not self._advanced:
+            self._order = "ok"  # a reader updated first: the advancing one ends each iteration
+            return
+        self._order = "warned"
+        owner = self._owner() if self._owner is not None else None
+        warnings.warn(
+            f"`Clock(name={self.name!r})`: {_name(optimizer)} updates after {_name(owner)} "
+            "advanced the clock, so it reads the next step in the same iteration. Wrap each "
+            "training iteration in `with clock.iteration():` (every update then sees the "
+            "iteration's step; the clock advances once at its end), or let the optimizer "
+            "that updates last advance it (`advance=True` on it, `advance=False` on the "
+            "others). `model.fit` needs neither.",
+            UserWarning,
+            stacklevel=4,
+        )
+
+    def _live_optimizers(self) -> list[Any]:
+        """The live optimizers on this clock (each that claimed it, see :meth:`claim`); a
+        method, not a property: Keras's saving walks a layer's properties."""
+        return [o for o in (ref() for ref in self._optimizers) if o is not None]
 
     # ---- stateless training (JAX) -------------------------------------------------------
     def stateless_copy(self, source: Any, target: Any) -> list[Any]:
@@ -339,6 +413,158 @@ class Clock(keras.layers.Layer):
 
     def __repr__(self) -> str:
         return f"Clock(steps_per_epoch={self._steps_per_epoch!r}, name={self.name!r})"
+
+
+# ---- training iterations ----------------------------------------------------------------
+def _name(optimizer: Any) -> str:
+    return f"optimizer {getattr(optimizer, 'name', type(optimizer).__name__)!r}"
+
+
+class Iteration:
+    """A training iteration in progress: which clocks it covers, the updates made in it.
+
+    ``clocks=None`` covers every clock (a train step of ``fit``). Each update on a covered
+    clock is recorded (:meth:`record`), with the condition it runs under
+    (:func:`conditional`); :meth:`advances` says by how much each clock moves at the end.
+    """
+
+    def __init__(self, clocks: Sequence[Clock] | None) -> None:
+        self.clocks = None if clocks is None else list(clocks)
+        self.updates: dict[int, tuple[Clock, list[tuple[Any, Any]]]] = {}
+        self.stateless = False  # an update inside a StatelessScope (`stateless_apply`)
+
+    def covers(self, clock: Clock) -> bool:
+        """Whether updates on ``clock`` belong to this iteration."""
+        return self.clocks is None or any(c is clock for c in self.clocks)
+
+    def record(self, clock: Clock, optimizer: Any) -> None:
+        """``optimizer`` updated on ``clock`` (under the innermost :func:`conditional`)."""
+        conditions = _stack(_CONDITIONS)
+        condition = conditions[-1] if conditions else None
+        self.updates.setdefault(id(clock), (clock, []))[1].append((optimizer, condition))
+        self.stateless = self.stateless or backends.in_stateless_scope()
+
+    def advances(self, read: Callable[[Any], Any] | None = None) -> list[tuple[Clock, Any]]:
+        """``(clock, applied)`` for each clock to advance: ``applied`` is ``True`` or a
+        boolean tensor (an update under a condition, a gradient-accumulation micro-step).
+        ``read(variable)`` reads an optimizer's ``iterations`` (stateless training)."""
+        found: list[tuple[Clock, Any]] = []
+        for clock, updates in self.updates.values():
+            found.append((clock, _applied(updates, read or (lambda v: v.value))))
+        for clock in self.clocks or ():  # a clock with no optimizer: one per iteration
+            if id(clock) not in self.updates and not clock._live_optimizers():
+                found.append((clock, True))
+        return found
+
+    def finish(self) -> None:
+        """Advance each clock once (by whether an update was applied).
+
+        Raises:
+            ValueError: After a stateless update (``stateless_apply``): the step it read is
+                in the state the caller carries, not in the clock's variable.
+        """
+        if self.stateless:
+            raise InvalidArgumentError(
+                "`clock.iteration()` cannot advance a step held in stateless state: an "
+                "update inside it ran through `stateless_apply` (a custom `jax.jit` loop). "
+                "There, let one optimizer advance the clock (`advance=True`, updating last) "
+                "and hand its step to the others with `Clock.stateless_copy`; "
+                "`model.fit` advances the step in its own state by itself."
+            )
+        for clock, applied in self.advances():
+            if applied is True:
+                clock.advance()
+            else:
+                clock.step.assign_add(ops.cast(applied, clock.step.dtype))
+
+
+def _applied(updates: list[tuple[Any, Any]], read: Callable[[Any], Any]) -> Any:
+    """Whether any of ``updates`` applied: ``True`` or a boolean tensor."""
+    flags = []
+    for optimizer, condition in updates:
+        steps = getattr(optimizer, "gradient_accumulation_steps", None)
+        flag = condition
+        if steps:  # applied on the micro-step that completes the accumulation
+            done = ops.equal(ops.mod(read(optimizer._iterations), steps), 0)
+            flag = done if flag is None else ops.logical_and(flag, done)
+        if flag is None:
+            return True
+        flags.append(flag)
+    found = flags[0]
+    for flag in flags[1:]:
+        found = ops.logical_or(found, flag)
+    return found
+
+
+#: open iterations and update conditions, per thread (``None`` under ``torch.compile``,
+#: which cannot trace ``threading``; tf.distribute runs each replica in its own thread)
+_OPEN: dict[int | None, list[Iteration]] = {}
+_CONDITIONS: dict[int | None, list[Any]] = {}
+
+
+def _stack(table: dict[int | None, list[Any]]) -> list[Any]:
+    key = None if backends.compiling() else threading.get_ident()
+    found = table.get(key)
+    if found is None:
+        found = table[key] = []
+    return found
+
+
+def open_iteration(clock: Clock) -> Iteration | None:
+    """The innermost open iteration covering ``clock``, else ``None``."""
+    for iteration in reversed(_stack(_OPEN)):
+        if iteration.covers(clock):
+            return iteration
+    return None
+
+
+@contextlib.contextmanager
+def training_iteration(
+    clocks: Sequence[Clock] | None, *, finish: bool = True
+) -> Iterator[Iteration]:
+    """Open an iteration over ``clocks`` (``None``: every clock); on a normal exit advance
+    each clock once (``finish=False``: the caller does, e.g. in JAX's fit state)."""
+    iteration = Iteration(clocks)
+    stack = _stack(_OPEN)
+    stack.append(iteration)
+    try:
+        yield iteration
+    finally:
+        stack.remove(iteration)
+    if finish:
+        iteration.finish()
+
+
+@contextlib.contextmanager
+def conditional(condition: Any) -> Iterator[None]:
+    """Updates recorded inside apply only where ``condition`` holds (a boolean tensor):
+    ``hs.SkipNonFinite`` wraps its conditional update in it."""
+    stack = _stack(_CONDITIONS)
+    stack.append(condition)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def fit_iteration(model: Any, train_step: Callable[..., Any]) -> Callable[..., Any]:
+    """``train_step`` as one training iteration (installed on every model's train step by
+    :func:`hyperstep.backends.fit.follow_train_steps`); stateless training (JAX) advances the
+    clocks in the state it returns."""
+    if backends.trains_statelessly():
+
+        def stateless_step(state: Any, data: Any) -> Any:
+            with training_iteration(None, finish=False) as iteration:
+                logs, new_state = train_step(state, data)
+            return logs, backends.advance_in_state(model, new_state, iteration)
+
+        return stateless_step
+
+    def step(*args: Any, **kwargs: Any) -> Any:
+        with training_iteration(None):
+            return train_step(*args, **kwargs)
+
+    return step
 
 
 def _positive(variable: Any) -> bool:

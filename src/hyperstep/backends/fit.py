@@ -58,6 +58,54 @@ def follow_fit(
     cls.on_epoch_begin = on_epoch_begin  # type: ignore[method-assign]
 
 
+def follow_train_steps(wrap: Callable[[Any, Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Make every model's train step ``wrap(model, train_step)`` (installed once).
+
+    ``keras.Model.make_train_function`` (public, and where each backend's ``fit`` reads
+    ``self.train_step``: TensorFlow and JAX when they build the train function, torch at each
+    call) first sets the wrapped step on the model (its class's ``train_step``, a custom one
+    included), then runs Keras's own code.
+    """
+    import keras
+
+    cls = keras.Model
+    keras_make = cls.make_train_function
+    if getattr(keras_make, "_hyperstep", False):
+        return
+
+    def make_train_function(self: Any, force: bool = False) -> Any:
+        own = self.__dict__.get("train_step")  # a step set on the model itself, if any
+        if not isinstance(own, _TrainStep):
+            self.__dict__["train_step"] = _TrainStep(self, wrap, own)
+        return keras_make(self, force)
+
+    make_train_function.__doc__ = keras_make.__doc__
+    make_train_function.__wrapped__ = keras_make  # type: ignore[attr-defined]
+    make_train_function._hyperstep = True  # type: ignore[attr-defined]
+    cls.make_train_function = make_train_function  # type: ignore[method-assign]
+
+
+class _TrainStep:
+    """``model``'s train step as ``wrap`` makes it: ``own`` (a function set on the model)
+    or its class's ``train_step``; a copy of the model (``copy.deepcopy``) gets its own,
+    bound to the copy."""
+
+    def __init__(self, model: Any, wrap: Callable[..., Any], own: Any = None) -> None:
+        self.model, self.wrap, self.own = model, wrap, own
+        inner = own if own is not None else type(model).train_step.__get__(model)
+        self.step = wrap(model, inner)
+        self.__wrapped__ = inner
+        self.__name__ = "train_step"  # (jax.jit names its function)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.step(*args, **kwargs)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _TrainStep:
+        import copy
+
+        return _TrainStep(copy.deepcopy(self.model, memo), self.wrap, self.own)
+
+
 def layers_of(model: Any) -> list[Any]:
     """``model`` and every layer inside it, recursively (Keras's ``_flatten_layers``,
     private; pinned in ``tests/backends/test_internals.py``)."""

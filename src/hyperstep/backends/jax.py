@@ -87,3 +87,49 @@ def _shared_in_fit(model: Any) -> list[tuple[int, int]]:
     return [
         (i, where[id(v)]) for i, v in enumerate(model.non_trainable_variables) if id(v) in where
     ]
+
+
+def advance_in_state(model: Any, state: Any, iteration: Any) -> Any:
+    """Keras's JAX training state ``(trainable, non_trainable, optimizer, metrics)`` with
+    each clock the train step updated advanced by one (where an update applied).
+
+    The step lives in ``state``, not in the variables, during ``fit``: in the optimizer's
+    copy (``model.optimizer.variables``) and, where the model reads a hyperparameter on the
+    clock, in the model's (``model.non_trainable_variables``); both move.
+
+    Raises:
+        ValueError: If a clock updated in the step is not in the optimizer's state (an
+            optimizer other than ``model.optimizer`` on its own clock).
+    """
+    from keras import ops
+
+    from hyperstep.errors import InvalidArgumentError
+
+    optimizer = getattr(model, "optimizer", None)
+    if not iteration.updates or optimizer is None or len(state) != 4:
+        return state
+    trainable, non_trainable, optimizer_values, metrics = state
+    where = {id(v): j for j, v in enumerate(optimizer.variables)}
+    optimizer_values, non_trainable = list(optimizer_values), list(non_trainable)
+
+    def read(variable: Any) -> Any:
+        j = where.get(id(variable))
+        return variable.value if j is None else optimizer_values[j]
+
+    for clock, applied in iteration.advances(read):
+        j = where.get(id(clock.step))
+        if j is None:
+            raise InvalidArgumentError(
+                f"`Clock(name={clock.name!r})` was updated in a JAX `fit` train step, but its "
+                "step is not in the state `fit` carries (`model.optimizer.variables`): an "
+                "optimizer that is not the model's holds it. Put every optimizer on the "
+                "model's optimizer's clock (`clock=model.optimizer.clock`). Received: "
+                f"model.optimizer={optimizer.name!r}"
+            )
+        step = optimizer_values[j]
+        step = step + (1 if applied is True else ops.cast(applied, step.dtype))
+        optimizer_values[j] = step
+        for i, variable in enumerate(model.non_trainable_variables):
+            if variable is clock.step:
+                non_trainable[i] = step
+    return trainable, non_trainable, optimizer_values, metrics

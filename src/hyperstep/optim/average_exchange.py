@@ -17,13 +17,16 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep import backends
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim.average_state import ATTRIBUTE, AverageState, attach
 from hyperstep.optim.rules import Values
 
 
 class _Average(keras.callbacks.Callback):
-    """An average of an optimizer's variables, updated by :meth:`update` after each update.
+    """An average of an optimizer's variables, updated by :meth:`update` after each update
+    (or by the optimizer's own update once it is a network, see
+    :meth:`hyperstep.EMA.network`).
 
     Its state (:class:`~hyperstep.optim.average_state.AverageState`) is saved with the
     optimizer; constructing the same average on an optimizer that holds one (after
@@ -32,29 +35,53 @@ class _Average(keras.callbacks.Callback):
 
     kind = ""
 
-    def __init__(self, optimizer: Any, start: int, every: int, decay: Any = None) -> None:
+    def __init__(
+        self,
+        optimizer: Any,
+        start: int,
+        every: int,
+        decay: Any = None,
+        init: Any = "copy",
+        form: str = "difference",
+    ) -> None:
         super().__init__()
+        name = type(self).__name__
         clock = getattr(optimizer, "clock", None)
         if clock is None:
             raise InvalidTypeError(
-                f"`{type(self).__name__}(optimizer=...)` takes a hyperstep optimizer "
+                f"`{name}(optimizer=...)` takes a hyperstep optimizer "
                 f"(`hs.StepOptimizer` or `hs.scheduled(...)`). {received('optimizer', optimizer)}"
             )
-        for name, value in (("start", start), ("every", every)):
-            if not isinstance(value, int) or value < (1 if name == "every" else 0):
+        for key, value in (("start", start), ("every", every)):
+            if not isinstance(value, int) or value < (1 if key == "every" else 0):
                 raise InvalidArgumentError(
-                    f"`{type(self).__name__}({name}=...)` must be an integer >= "
-                    f"{1 if name == 'every' else 0}. {received(name, value)}"
+                    f"`{name}({key}=...)` must be an integer >= "
+                    f"{1 if key == 'every' else 0}. {received(key, value)}"
                 )
+        init_name = _init_name(name, init)
+        if form not in ("difference", "momentum"):
+            raise InvalidArgumentError(
+                f"`{name}(form=...)` must be 'difference' (avg + (w - avg) * (1 - decay)) or "
+                f"'momentum' (decay * avg + (1 - decay) * w). {received('form', form)}"
+            )
         self.optimizer, self.clock, self.start, self.every = optimizer, clock, start, every
         self.variables: list[Any] = []
+        self._given = None if isinstance(init, str) else init
+        self.follows_apply = False  # set by `network`: the optimizer's update updates it
+        self._network: Any = None
+        self._student: Any = None
         owner = optimizer  # the state goes with the wrapped optimizer's config and variables
         while hasattr(owner, "inner_optimizer"):  # a wrapper such as hs.SkipNonFinite
             owner = owner.inner_optimizer
-        state = AverageState(self.kind, start, every, decay, clock=clock)
+        state = AverageState(self.kind, start, every, decay, clock=clock, init=init_name, form=form)
         held = getattr(owner, ATTRIBUTE, None)
         self.state = held if held is not None and held.matches(state) else attach(owner, state)
-        owner._hs_average = self  # found by `averaged_weights(optimizer)`
+        owner._hs_average = self  # found by `averaged_weights(optimizer)` and `apply`
+        if init_name != "copy":  # the averages start from weights read before any update
+            if optimizer.built:
+                self.build()
+            else:
+                _build_when_built(owner, self)
 
     @property
     def n_averaged(self) -> Any:
@@ -72,7 +99,8 @@ class _Average(keras.callbacks.Callback):
         return self.state.averages
 
     def build(self, variables: Iterable[Any] | None = None) -> None:
-        """Create one average per variable (the optimizer's, once it is built)."""
+        """Create one average per variable (the optimizer's, once it is built): zeros for
+        ``init="copy"``, else the weights ``init`` names, read now."""
         if self.variables:
             return
         if variables is None and not self.optimizer.built:
@@ -82,26 +110,126 @@ class _Average(keras.callbacks.Callback):
         self.variables = list(
             self.optimizer._trainable_variables if variables is None else variables
         )
-        self.state.build_averages(self.variables)
+        initial: list[Any] | None = None
+        if self.state.init == "initial":
+            initial = self.variables
+        elif self.state.init == "given":
+            initial = _given_values(self._given, self.variables, type(self).__name__)
+        self.state.build_averages(self.variables, initial)
+
+    def _keep(self, step: Any, n: Any) -> Any:  # the old average's share ("momentum")
+        return 1.0 - self._weight(step, n)
 
     def _weight(self, step: Any, n: Any) -> Any:  # the new weight's share in the average
         raise NotImplementedError
 
     def update(self) -> None:
-        """Average the current weights in if the clock's step is due; call after each update."""
+        """Average the current weights in if the clock's step is due; call after each update.
+
+        Raises:
+            ValueError: Once the average is a network (:meth:`hyperstep.EMA.network`): the
+                optimizer's update then updates it.
+        """
+        if self.follows_apply:
+            raise InvalidArgumentError(
+                f"`{type(self).__name__}.update()`: this average is a network "
+                "(`.network(model)`), updated by the optimizer's own update at its step; "
+                "drop the call (and the callback)."
+            )
+        self._average_at(self.clock.step.value)
+
+    def after_update(self) -> None:
+        """The optimizer's update just ran (before the clock advances): a network average
+        takes the new weights at the update's step (hyperstep's optimizers call this)."""
+        if not self.follows_apply:
+            return
+        if backends.in_stateless_scope():
+            raise InvalidArgumentError(
+                f"`{type(self).__name__}.network(...)`: the teacher's weights cannot be "
+                "updated inside a stateless update (`optimizer.stateless_apply`, JAX's "
+                "`fit`), which returns only the optimizer's variables. Train with the "
+                "stateful `optimizer.apply`, or keep the average without a network "
+                "(`ema.update()` after each update, or the EMA as a callback)."
+            )
+        self._average_at(self.clock.step.value)
+
+    def _average_at(self, step: Any) -> None:
+        """``avg = avg + (w - avg) * share`` (``form="difference"``) or
+        ``avg = keep * avg + share * w`` (``"momentum"``) at ``step`` if it is due."""
         self.build()
-        step = self.clock.step.value
         due = ops.logical_and(step >= self.start, ops.equal((step - self.start) % self.every, 0))
         n = self.n_averaged
-        share = ops.where(ops.equal(n, 0), 1.0, self._weight(ops.cast(step, "float32"), n))
-        share = ops.where(due, share, 0.0)
-        for variable, average in zip(self.variables, self.averages, strict=True):
-            average.assign(average + (variable - average) * ops.cast(share, average.dtype))
+        t = ops.cast(step, "float32")
+        copies = self.state.init == "copy"  # the first due update copies the weights
+        pairs = list(zip(self.variables, self.averages, strict=True))
+        if self.state.form == "momentum":
+            keep = ops.cast(self._keep(t, n), "float32")
+            if copies:
+                keep = ops.where(ops.equal(n, 0), 0.0, keep)
+            share = 1.0 - keep
+            keep, share = ops.where(due, keep, 1.0), ops.where(due, share, 0.0)
+            for variable, average in pairs:
+                average.assign(
+                    ops.cast(keep, average.dtype) * average
+                    + ops.cast(share, average.dtype) * variable
+                )
+        else:
+            share = self._weight(t, n)
+            if copies:
+                share = ops.where(ops.equal(n, 0), 1.0, share)
+            share = ops.where(due, share, 0.0)
+            for variable, average in pairs:
+                average.assign(average + (variable - average) * ops.cast(share, average.dtype))
         n.assign(n + ops.cast(due, n.dtype))
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        if self.follows_apply:  # the optimizer's update did it
+            return
         _ = self.model  # on JAX, Keras writes fit's state back into the variables on access
         self.update()
+
+
+def _init_name(where: str, init: Any) -> str:
+    """``"copy"``, ``"initial"`` or ``"given"`` (weights or a model); raises otherwise."""
+    if isinstance(init, str):
+        if init in ("copy", "initial"):
+            return init
+    elif isinstance(init, keras.Model) or (
+        isinstance(init, (list, tuple)) and not isinstance(init, str)
+    ):
+        return "given"
+    raise InvalidArgumentError(
+        f"`{where}(init=...)` must be 'copy' (the weights after the first update), 'initial' "
+        "(the weights before the first update), a list of weights (one per trained "
+        f"variable) or a `keras.Model` holding them. {received('init', init)}"
+    )
+
+
+def _given_values(given: Any, variables: list[Any], where: str) -> list[Any]:
+    """The start values ``init=`` gives, one per variable (a model's trainable weights)."""
+    values = list(given.trainable_variables if isinstance(given, keras.Model) else given)
+    shapes = [tuple(v.shape) for v in variables]
+    found = [tuple(ops.shape(v)) for v in values]
+    if found != shapes:
+        raise InvalidArgumentError(
+            f"`{where}(init=...)` must give one weight per trained variable, of its shape. "
+            f"Received: shapes {found} for variables of shapes {shapes}."
+        )
+    return values
+
+
+def _build_when_built(owner: Any, average: _Average) -> None:
+    """Build ``average`` right after ``owner.build`` (before its first update)."""
+    build = owner.build
+
+    def build_then_average(*args: Any, **kwargs: Any) -> Any:
+        result = build(*args, **kwargs)
+        owner.__dict__.pop("build", None)  # once: Keras's own method from now on
+        if owner.built:
+            average.build()
+        return result
+
+    owner.__dict__["build"] = build_then_average
 
 
 # ---- the exchange ----------------------------------------------------------------------

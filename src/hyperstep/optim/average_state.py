@@ -2,7 +2,9 @@
 
 One Keras layer attached to the optimizer holds ``n_averaged``, ``swapped``, one average
 per trained variable and EMA's ``decay`` (a :class:`~hyperstep.Hyperparameter`), so the
-average is saved and restored with the optimizer:
+average is saved and restored with the optimizer (stored as ``n_averaged``, ``swapped``, then
+the averages: also when the averages are a teacher network's variables,
+:meth:`hyperstep.EMA.network`):
 
 - ``.keras``: the optimizer's config holds the average's (``kind``, ``start``, ``every``,
   ``decay``) and ``from_config`` attaches it again; its variables are stored under the
@@ -17,10 +19,11 @@ The averages exist once the optimizer is built (created at the first update, sav
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import keras
+from keras import ops
 
 from hyperstep.backends import integer_dtype
 from hyperstep.control.hyperparameter import Hyperparameter, _track
@@ -51,10 +54,13 @@ class AverageState(keras.layers.Layer):
         decay: Any = None,
         clock: Any = None,
         name: str = "average",
+        init: str = "copy",
+        form: str = "difference",
         **kwargs: Any,
     ) -> None:
         super().__init__(name=name, **kwargs)
         self.kind, self.start, self.every = kind, start, every
+        self.init, self.form = init, form  # EMA: how it starts, which formula (EMA's docs)
         self.n_averaged = self.add_weight(
             shape=(), dtype=integer_dtype(), initializer="zeros", trainable=False, name="n_averaged"
         )
@@ -69,8 +75,11 @@ class AverageState(keras.layers.Layer):
         self._pending: tuple[Any, ...] = ()  # saved averages loaded before they existed
         self.built = True
 
-    def build_averages(self, variables: Iterable[Any] | None = None) -> list[Any]:
-        """Create one average per variable (the optimizer's trained ones by default)."""
+    def build_averages(
+        self, variables: Iterable[Any] | None = None, initial: Sequence[Any] | None = None
+    ) -> list[Any]:
+        """Create one average per variable (the optimizer's trained ones by default), zeros
+        or the values ``initial`` (read when the averages are created)."""
         if not self.averages:
             if variables is None:
                 optimizer = self._optimizer() if self._optimizer is not None else None
@@ -79,22 +88,44 @@ class AverageState(keras.layers.Layer):
                         f"{self.kind.upper()}: build the optimizer first (or pass `variables`)."
                     )
                 variables = optimizer._trainable_variables
+            variables = list(variables)
+            values = [None] * len(variables) if initial is None else list(initial)
             self.averages = [
                 self.add_weight(
                     shape=v.shape,
                     dtype=v.dtype,
-                    initializer="zeros",
+                    initializer="zeros" if value is None else _copy_of(value),
                     trainable=False,
                     name=f"{v.name.split('/')[-1]}_average",
                 )
-                for v in variables
+                for v, value in zip(variables, values, strict=True)
             ]
-            for index, average in enumerate(self.averages):  # restored now if pending
-                _track(self, f"average_{index}", average)
-            pending, self._pending = self._pending, ()
-            for average, value in zip(self.averages, pending, strict=False):
-                average.assign(value)
+            self._track_averages()
         return self.averages
+
+    def use_averages(self, variables: Sequence[Any]) -> None:
+        """Make ``variables`` (a teacher network's) the averages: the values saved or held so
+        far move into them first, and they are saved as this state's averages."""
+        held = [ops.copy(a.value) for a in self.averages] if self.averages else None
+        if held is not None:
+            for variable, value in zip(variables, held, strict=True):
+                variable.assign(value)
+            for average in self.averages:  # no longer this layer's own weights
+                self._untrack_variable(average)
+        self.averages = list(variables)
+        self._track_averages()
+
+    def _track_averages(self) -> None:
+        for index, average in enumerate(self.averages):  # restored now if pending
+            _track(self, f"average_{index}", average)
+        pending, self._pending = self._pending, ()
+        for average, value in zip(self.averages, pending, strict=False):
+            average.assign(value)
+
+    @property
+    def stored(self) -> list[Any]:
+        """What is saved, in order: ``n_averaged``, ``swapped``, then the averages."""
+        return [self.n_averaged, self.swapped, *self.averages]
 
     def _build_if_possible(self) -> None:
         optimizer = self._optimizer() if self._optimizer is not None else None
@@ -103,14 +134,17 @@ class AverageState(keras.layers.Layer):
 
     def save_own_variables(self, store: Any) -> None:
         self._build_if_possible()
-        super().save_own_variables(store)
+        for index, variable in enumerate(self.stored):
+            store[str(index)] = variable
 
     def load_own_variables(self, store: Any) -> None:
         self._build_if_possible()
-        own = [*self._trainable_variables, *self._non_trainable_variables]
-        if self.averages or len(store.keys()) <= len(own):
-            super().load_own_variables(store)
-            return
+        own = self.stored
+        if len(store.keys()) != len(own) and (self.averages or len(store.keys()) < len(own)):
+            raise InvalidArgumentError(
+                f"{self.kind.upper()}: the saved average holds {len(store.keys())} values and "
+                f"this one {len(own)} (2 counters and one average per variable)."
+            )
         # the optimizer is not built yet (an optimizer loaded on its own, as `pickle` does):
         # the counters now, the averages when they are created
         for index, variable in enumerate(own):
@@ -125,13 +159,16 @@ class AverageState(keras.layers.Layer):
         decay = None
         if self.decay is not None:
             decay = keras.saving.serialize_keras_object(self.decay._raw_schedule)
-        return {
+        config = {
             "name": self.name,
             "kind": self.kind,
             "start": self.start,
             "every": self.every,
             "decay": decay,
         }
+        if self.kind == "ema":
+            config.update(init=self.init, form=self.form)
+        return config
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> AverageState:
@@ -139,6 +176,16 @@ class AverageState(keras.layers.Layer):
         if config.get("decay") is not None:
             config["decay"] = keras.saving.deserialize_keras_object(config["decay"])
         return cls(**config)
+
+
+def _copy_of(value: Any) -> Any:
+    """A Keras initializer that returns a copy of ``value`` (read when the average is created,
+    or lifted out of a ``tf.function`` that creates it)."""
+
+    def initial(shape: Any, dtype: Any = None) -> Any:
+        return ops.copy(ops.cast(ops.convert_to_tensor(value), dtype))
+
+    return initial
 
 
 def attach(optimizer: Any, state: AverageState) -> AverageState:

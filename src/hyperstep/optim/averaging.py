@@ -31,7 +31,7 @@ from hyperstep.clock import Clock
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.optim.average_exchange import _Average, averaged_weights, exchange
+from hyperstep.optim.average_exchange import _Average, _given_values, averaged_weights, exchange
 from hyperstep.schedules import combinators, families
 from hyperstep.schedules.base import as_schedule
 
@@ -85,15 +85,29 @@ class SWA(_Average):
 class EMA(_Average):
     """An exponential moving average whose decay follows a schedule of the step.
 
-    ``avg = avg + (w - avg) * (1 - decay(step))`` after each due update (the first one
-    copies ``w``); ``decay`` is a number, a schedule or an expression, read on the
-    optimizer's clock as a :class:`hyperstep.Hyperparameter` (so it can be set or scaled).
+    ``avg = avg + (w - avg) * (1 - decay(step))`` (``form="difference"``, TF1's
+    ``ExponentialMovingAverage``) or ``avg = decay(step) * avg + (1 - decay(step)) * w``
+    (``form="momentum"``: Keras's ``use_ema``, BYOL's and DINO's teachers) after each due
+    update; ``decay`` is a number, a schedule or an expression, read on the optimizer's clock
+    as a :class:`hyperstep.Hyperparameter` (so it can be set or scaled).
+
+    The average starts (``init``) as a copy of the weights at the first due update
+    (``"copy"``), as the weights before the first update (``"initial"``: TF1's
+    ``ExponentialMovingAverage`` with ``num_updates=step`` bit for bit), or as given weights
+    (a list, one per trained variable, or a ``keras.Model`` holding them, e.g. BYOL's
+    independently initialized target or ``keras.models.clone_model(network)``).
+
+    Updated by :meth:`update` after each update (or as a callback in ``fit``), it reads the
+    clock then. :meth:`network` makes it a second network used inside the step (a teacher):
+    then the optimizer's update updates it, at the update's own step.
 
     Args:
         optimizer: A hyperstep optimizer.
         decay: The decay, e.g. ``"min(0.999, (1 + step) / (10 + step))"``.
         start: The first step averaged.
         every: Average every ``every`` steps.
+        init: ``"copy"``, ``"initial"``, a list of weights or a ``keras.Model``.
+        form: ``"difference"`` or ``"momentum"`` (the two roundings of the formula above).
 
     Example:
         >>> import hyperstep as hs, keras
@@ -105,16 +119,106 @@ class EMA(_Average):
 
     kind = "ema"
 
-    def __init__(self, optimizer: Any, decay: Any = 0.999, start: int = 0, every: int = 1):
-        super().__init__(optimizer, start, every, decay)
+    def __init__(
+        self,
+        optimizer: Any,
+        decay: Any = 0.999,
+        start: int = 0,
+        every: int = 1,
+        init: Any = "copy",
+        form: str = "difference",
+    ) -> None:
+        super().__init__(optimizer, start, every, decay, init=init, form=form)
 
     @property
     def decay(self) -> Hyperparameter:
         """The decay, a :class:`hyperstep.Hyperparameter` on the optimizer's clock."""
         return cast(Hyperparameter, self.state.decay)
 
+    def _keep(self, step: Any, n: Any) -> Any:
+        return self.decay.at(step)
+
     def _weight(self, step: Any, n: Any) -> Any:
         return 1.0 - self.decay.at(step)
+
+    def network(self, model: Any) -> Any:
+        """The average as a second network: a ``keras.Model`` of ``model``'s architecture
+        whose trainable weights are the averages of ``model``'s.
+
+        ``teacher = ema.network(student)`` is ``init`` when that is a model, else
+        ``keras.models.clone_model(student)`` with the student's weights (and the given
+        weights for a list). From now on the optimizer's update (``apply``, in ``fit`` or
+        a custom loop) updates the teacher right after it updates the weights, at that
+        update's step ``t``: ``teacher = decay(t) * teacher + (1 - decay(t)) * student``
+        (``form="momentum"``) when ``t`` is due. Its weights are the average's, so they are
+        saved and restored with the optimizer (and with any model that holds the teacher);
+        ``network`` on a restored average continues it. Its non-trainable weights (BatchNorm
+        statistics) are its own.
+
+        Args:
+            model: The student, a built ``keras.Model`` whose trainable weights the
+                optimizer updates.
+
+        Returns:
+            The teacher, a ``keras.Model`` (the same one on every call).
+
+        Raises:
+            TypeError: If ``model`` is not a built ``keras.Model``.
+            ValueError: For a second student, or ``init`` weights of other shapes.
+
+        Example:
+            >>> import hyperstep as hs, keras, numpy as np
+            >>> student = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+            >>> opt = hs.StepOptimizer("sgd", learning_rate=0.1)
+            >>> ema = hs.EMA(opt, decay=0.9, init="initial", form="momentum")
+            >>> teacher = ema.network(student)
+            >>> opt.apply([keras.ops.ones_like(v) for v in student.trainable_variables],
+            ...           student.trainable_variables)
+            >>> bias = teacher.trainable_variables[1]  # 0.9 * 0 + 0.1 * -0.1
+            >>> round(float(bias.numpy()[0]), 6)
+            -0.01
+        """
+        if self._network is not None:
+            if model is self._student:
+                return self._network
+            raise InvalidArgumentError(
+                "`EMA.network(model)` was already called with another model; one EMA averages "
+                f"one student. {received('model', model)}"
+            )
+        if not isinstance(model, keras.Model) or not model.built:
+            raise InvalidTypeError(
+                "`EMA.network(model)` takes a built `keras.Model` (the student). "
+                + received("model", model)
+            )
+        variables = list(model.trainable_variables)
+        if isinstance(self._given, keras.Model):
+            teacher = self._given
+        else:
+            teacher = keras.models.clone_model(model)
+            teacher.set_weights(model.get_weights())
+        targets = list(teacher.trainable_variables)
+        if [tuple(v.shape) for v in targets] != [tuple(v.shape) for v in variables]:
+            raise InvalidArgumentError(
+                "`EMA.network(model)`: the teacher's trainable weights must match the "
+                f"student's. Received: shapes {[tuple(v.shape) for v in targets]} for "
+                f"{[tuple(v.shape) for v in variables]}."
+            )
+        held = self.state.averages or self.state._pending
+        if held and len(held) != len(targets):
+            if int(ops.convert_to_numpy(self.n_averaged)) > 0:
+                raise InvalidArgumentError(
+                    f"`EMA.network(model)`: the average holds {len(held)} weights and the "
+                    f"model has {len(targets)} trainable weights."
+                )
+            self.state.averages, self.state._pending = [], ()  # nothing averaged yet
+        elif not held and isinstance(self._given, (list, tuple)):
+            given = _given_values(self._given, variables, "EMA")
+            for target, value in zip(targets, given, strict=True):
+                target.assign(value)
+        self.state.use_averages(targets)
+        self.variables = variables
+        self._network, self._student, self.follows_apply = teacher, model, True
+        return teacher
 
 
 def swa_learning_rate(

@@ -26,6 +26,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep.clock import open_iteration
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.relative import references, relative
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -109,13 +110,27 @@ def advance_after_update(optimizer: Any, clock: Any) -> None:
 def apply_update(
     optimizer: Any, update: Update, run: Callable[[], Any], *, advance: bool, host: bool
 ) -> Any:
-    """``run()`` (the optimizer's update) with the clock's step fixed for it, then the
-    clock's advance if ``advance``: the update uses the values of step ``t``, computed
-    before the clock moves to ``t + 1``. ``host``: see :meth:`Update.fixed`."""
-    with update.fixed(optimizer.clock, host=host, nested=False):
+    """``run()`` (the optimizer's update) with the clock's step fixed for it, then a teacher
+    network's update (:meth:`hyperstep.EMA.network`), then the clock's advance: at the end
+    of the training iteration when one is open (:meth:`hyperstep.Clock.iteration`, each of
+    ``fit``'s train steps), else now if ``advance``. The update uses the values of step
+    ``t``, computed before the clock moves to ``t + 1``. ``host``: see
+    :meth:`Update.fixed`."""
+    clock = optimizer.clock
+    with update.fixed(clock, host=host, nested=False):
         result = run()
-    if advance:
-        advance_after_update(optimizer, optimizer.clock)
+    average = optimizer.__dict__.get("_hs_average")  # a teacher network (hs.EMA.network)
+    if average is not None:
+        average.after_update()
+    # -- the clock's advance: once per training iteration, at its end, if one is open
+    # (`fit`'s train step, `with clock.iteration()`); else by the advancing optimizer now
+    iteration = open_iteration(clock)
+    if iteration is not None:
+        iteration.record(clock, optimizer)
+    else:
+        clock.note_update(optimizer, advance)
+        if advance:
+            advance_after_update(optimizer, clock)
     return result
 
 

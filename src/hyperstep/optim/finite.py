@@ -22,6 +22,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep.clock import conditional
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 __all__ = ["SkipNonFinite"]
@@ -106,8 +107,9 @@ class SkipNonFinite(keras.optimizers.Optimizer):
             self.built = True
         go = self._count(grads)
         decided = _concrete(go)
-        if decided is None:
-            ops.cond(go, lambda: self._inner_apply(grads, trainable_variables), lambda: None)
+        if decided is None:  # the iteration's clock advances only where it applies
+            with conditional(go):
+                ops.cond(go, lambda: self._inner_apply(grads, trainable_variables), lambda: None)
         elif decided:
             self.inner_optimizer.apply(grads, trainable_variables)
 
@@ -129,7 +131,8 @@ class SkipNonFinite(keras.optimizers.Optimizer):
         def skipped() -> Any:
             return list(trainable_variables), inner_values
 
-        new_trainable, new_inner = ops.cond(go, applied, skipped)
+        with conditional(go):
+            new_trainable, new_inner = ops.cond(go, applied, skipped)
         return list(new_trainable), own + list(new_inner)
 
     # ---- the wrapped optimizer's surface ------------------------------------------------
