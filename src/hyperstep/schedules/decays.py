@@ -14,6 +14,7 @@ from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
+    _f32,
     _power,
     check_factor,
     check_flag,
@@ -185,10 +186,12 @@ class InverseTime(Schedule):
         self.staircase = check_flag("inverse_time", "staircase", staircase)
 
     def value(self, step: Any) -> Any:
-        p = step / self.every
+        # Keras's float32 operations, on float32 constants (torch's `number / tensor` is a
+        # reciprocal times the number, two roundings)
+        p = step / _f32(self.every)
         if self.staircase:
             p = ops.floor(p)
-        return self.start / (1.0 + self.rate * p)
+        return ops.divide(_f32(self.start), ops.add(_f32(1.0), ops.multiply(_f32(self.rate), p)))
 
     def arguments(self) -> dict[str, Any]:
         return {
