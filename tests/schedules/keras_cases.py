@@ -74,7 +74,9 @@ def cases(seed: int = 30, repeats: int = 3) -> list[tuple[str, dict[str, Any], l
         )  # fmt: skip
         f = rng.randint(2, 20)
         t_mul = rng.choice([1.0, 2.0, rng.uniform(1.1, 3.0)])
-        starts = [round(f * (t_mul**i - 1) / (t_mul - 1)) if t_mul != 1 else f * i for i in (1, 2, 3)]
+        starts = [
+            round(f * (t_mul**i - 1) / (t_mul - 1)) if t_mul != 1 else f * i for i in (1, 2, 3)
+        ]
         found.append(
             (
                 "CosineDecayRestarts",

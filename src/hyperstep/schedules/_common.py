@@ -16,7 +16,7 @@ import numpy as np
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules._ops import ops
-from hyperstep.schedules.base import _is_scalar_number, check_number
+from hyperstep.schedules.base import FLOAT32_MAX, _is_scalar_number, check_number
 
 HALF_PI = math.pi / 2
 
@@ -38,7 +38,17 @@ def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) 
     number = float(value)
     if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         raise InvalidArgumentError(f"`{owner}({name}=...)` must be {what}. {received(name, value)}")
+    if number > FLOAT32_MAX or 0 < number < FLOAT32_TINY:
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` is outside float32's normal range, in which schedules "
+            f"divide by it (it would round to {float32(number)}): use between 1.2e-38 and "
+            f"3.4e38 steps. {received(name, value)}"
+        )
     return _exact(number)
+
+
+#: the smallest positive normal float32 (a number of steps below it divides into inf)
+FLOAT32_TINY = 1.1754943508222875e-38
 
 
 def _exact(number: float) -> int | float:
