@@ -254,7 +254,11 @@ class Polynomial(Schedule):
     def value(self, step: Any) -> Any:
         if self.cycle:
             s = ops.maximum(step - self.begin, 0.0)
-            horizon = self.steps * ops.maximum(ops.ceil(s / self.steps), 1.0)
+            cycles = ops.ceil(s / self.steps)
+            # a graph compiler may divide as s * (1 / steps), a hair above k at s = k * steps:
+            # the exact product decides (float32 integers), so every context agrees
+            cycles = ops.where(s <= (cycles - 1.0) * self.steps, cycles - 1.0, cycles)
+            horizon = self.steps * ops.maximum(cycles, 1.0)
         else:
             s = ops.clip(step - self.begin, 0.0, self.steps)
             horizon = self.steps
