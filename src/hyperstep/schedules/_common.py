@@ -132,6 +132,12 @@ def check_numbers(owner: str, name: str, value: Any) -> list[float]:
                 f"`{owner}({name}=...)` must be a list of finite numbers; found {item!r}. "
                 f"{received(name, value)}"
             )
+        if abs(float(item)) > FLOAT32_MAX:
+            raise InvalidArgumentError(
+                f"`{owner}({name}=...)` must be numbers inside float32's range (|x| <= "
+                f"3.4028235e38), in which schedules compute; found {item!r}. "
+                f"{received(name, value)}"
+            )
     return [float(v) for v in value]
 
 

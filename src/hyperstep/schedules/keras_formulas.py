@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
-from hyperstep.schedules._common import check_flag, check_float32
+from hyperstep.schedules._common import check_flag, check_float32, check_steps
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, register
 
@@ -31,12 +31,8 @@ def _f32(value: float) -> Any:
 
 
 def _check_steps(owner: str, name: str, value: Any) -> int | float:
-    number = check_float32(owner, name, value)
-    if number <= 0 or not math.isfinite(number):
-        raise InvalidArgumentError(
-            f"`{owner}({name}=...)` must be a positive number of steps. {received(name, value)}"
-        )
-    return int(number) if number.is_integer() and abs(number) < 2**31 else number
+    """A positive number of steps inside float32's normal range (Keras divides by it)."""
+    return check_steps(owner, name, value)
 
 
 @register
