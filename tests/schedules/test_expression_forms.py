@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import hyperstep as hs
+from hyperstep.errors import ScheduleSyntaxError
 from hyperstep.schedules import bind_epochs, parse, piecewise
 from hyperstep.schedules.base import Step
 
@@ -79,7 +80,11 @@ def test_folding_matches_python_for_functions_and_keeps_errors_to_float32() -> N
     assert float(parse("sqrt(2) * step")(1)) == np.float32(math.sqrt(2))
     assert float(parse("exp(-(1 / 3)) + 0 * step")(0)) == np.float32(math.exp(-1 / 3))
     assert float(parse("where(1 < 2, 0.1 + 0.2, 0) + 0 * step")(0)) == np.float32(0.1 + 0.2)
-    assert math.isinf(float(parse("1 / (1 - 1) + step")(0)))  # no fold: float32 gives inf
+    # an operation with no finite value on constants is inf or nan at every step: refused,
+    # pointing at it (it used to be left to float32 and gave inf at every step)
+    with pytest.raises(ScheduleSyntaxError, match="has no finite value") as info:
+        parse("1 / (1 - 1) + step")
+    assert info.value.column == 0
 
 
 EPOCH_TABLE = [(5, 0.1), (10, 0.01), (15, 0.001)]  # keras-io's callbacks guide

@@ -193,3 +193,17 @@ def test_family_repr_parses_back_to_an_equal_schedule(name, kwargs, end, boundar
     assert repr(back) == repr(s)
     steps = ref.grid(end, *boundaries)
     np.testing.assert_array_equal(back(steps), s(steps))
+
+
+def test_polynomial_cycle_is_the_same_inside_tf_function_at_every_cycle_end():
+    # TensorFlow's graph rewrites s / steps as s * (1 / steps): at s = k * steps that can be
+    # a hair above k, and ceil() then jumped a whole cycle (23 million ulp at step 1000)
+    import tensorflow as tf
+
+    s = hs.polynomial(0.1, 0.001, 500, power=2.0, cycle=True)
+    traced = tf.function(s.__call__, autograph=False)
+    for step in range(0, 3001, 250):
+        eager = np.float32(s(tf.constant(step, tf.int64)))
+        assert np.float32(traced(tf.constant(step, tf.int64))) == eager, step
+        if step % 500 == 0 and step > 0:
+            assert eager == np.float32(0.001)  # each cycle ends at `end`

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 import hyperstep.schedules as hs
 from hyperstep.errors import InvalidTypeError
+from hyperstep.schedules import keras_formulas
 from hyperstep.schedules.keras_compat import KerasSchedule
 
 K = keras.optimizers.schedules
@@ -37,17 +38,17 @@ class Unconfigurable(K.LearningRateSchedule):
     ("keras_schedule", "expected"),
     [
         (K.ExponentialDecay(0.1, 100, 0.9, staircase=True),
-         "exponential(0.1, 0.9, every=100, staircase=True)"),
+         "exponential_decay(0.1, 100, 0.9, staircase=True)"),
         (K.PiecewiseConstantDecay([5, 9], [3.0, 2.0, 1.0]),
          "piecewise([5, 9], [3.0, 2.0, 1.0], inclusive=True)"),
         (K.PolynomialDecay(0.5, 1000, power=2.0, cycle=True),
-         "polynomial(0.5, 0.0001, steps=1000, power=2.0, cycle=True)"),
+         "polynomial_decay(0.5, 1000, power=2.0, cycle=True)"),
         (K.InverseTimeDecay(0.5, 10, 0.25), "inverse_time(0.5, 0.25, every=10)"),
-        (K.CosineDecay(0.5, 1000, alpha=0.5), "cosine(0.5, steps=1000, end=0.25)"),
+        (K.CosineDecay(0.5, 1000, alpha=0.5), "cosine_decay(0.5, 1000, alpha=0.5)"),
         (K.CosineDecay(0.0, 1000, warmup_target=0.5, warmup_steps=100),
-         "warmup(cosine(0.5, steps=1000), steps=100)"),
+         "cosine_decay(0.0, 1000, warmup_target=0.5, warmup_steps=100)"),
         (K.CosineDecayRestarts(0.5, 100, t_mul=1.0, m_mul=0.5, alpha=0.5),
-         "cosine_restarts(0.5, steps=100, t_mul=1.0, m_mul=0.5, end=0.25)"),
+         "cosine_decay_restarts(0.5, 100, t_mul=1.0, m_mul=0.5, alpha=0.5)"),
     ],
     ids=lambda v: type(v).__name__ if not isinstance(v, str) else "",
 )  # fmt: skip
@@ -92,7 +93,7 @@ def test_keras_schedule_repr_is_honest_about_the_wrapped_class():
 
 def test_as_schedule_accepts_keras_schedules():
     s = hs.as_schedule(K.CosineDecay(1.0, 10))
-    assert isinstance(s, hs.families.Cosine)
+    assert isinstance(s, keras_formulas.CosineDecay)
 
 
 def test_from_keras_rejects_non_schedules_naming_the_value():

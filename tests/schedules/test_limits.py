@@ -91,8 +91,14 @@ def test_steps_and_durations_up_to_2_53_read_back_and_evaluate(schedule):
 
 
 def test_one_cycle_of_19_to_the_90_steps_reads_back():
-    s = S.one_cycle(1, steps=19**90)
+    s = S.one_cycle(1, steps=19**15)  # 2e19: beyond int64, inside float32
     assert repr(hs.parse(repr(s))) == repr(s)
+
+
+def test_steps_beyond_float32_are_refused_naming_the_value():
+    # 19**90 steps used to be accepted, and divided into inf in float32
+    with pytest.raises(InvalidArgumentError, match=r"float32.*Received: steps=1"):
+        S.one_cycle(1, steps=19**90)
 
 
 # ---- parse(repr(s)) for whatever the vocabulary builds ---------------------------------------

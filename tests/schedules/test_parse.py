@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import hyperstep as hs
 from hyperstep.errors import ScheduleSyntaxError
-from hyperstep.schedules import base
+from hyperstep.schedules import base, keras_formulas
 from hyperstep.schedules.parse import MAX_DEPTH, MAX_LENGTH, parse, vocabulary
 
 # the vocabulary and, from their module, the expression-tree node classes
@@ -171,6 +171,22 @@ EXAMPLES = {
     "inverse_sqrt": (
         "inverse_sqrt(1e-3, 100, timescale=50)",
         lambda: S.inverse_sqrt(1e-3, 100, 50),
+    ),
+    "exponential_decay": (
+        "exponential_decay(0.1, 100, 0.5, staircase=True)",
+        lambda: keras_formulas.exponential_decay(0.1, 100, 0.5, staircase=True),
+    ),
+    "polynomial_decay": (
+        "polynomial_decay(0.1, 500, 0.001, power=2.0, cycle=True)",
+        lambda: keras_formulas.polynomial_decay(0.1, 500, 0.001, 2.0, True),
+    ),
+    "cosine_decay": (
+        "cosine_decay(0.0, 900, alpha=0.1, warmup_target=1e-3, warmup_steps=100)",
+        lambda: keras_formulas.cosine_decay(0.0, 900, 0.1, 1e-3, 100),
+    ),
+    "cosine_decay_restarts": (
+        "cosine_decay_restarts(0.1, 100, t_mul=2.0, m_mul=0.5, alpha=0.1)",
+        lambda: keras_formulas.cosine_decay_restarts(0.1, 100, 2.0, 0.5, 0.1),
     ),
     "warmup": (
         "warmup(cosine(1e-3, steps=900), steps=100, start=1e-5)",

@@ -140,6 +140,11 @@ power = _rounded(np.power)
 mod = _quiet(np.remainder)  # Python's (and TensorFlow's FloorMod): the sign of the divisor
 
 
+def cond(pred: Any, true_fn: Any, false_fn: Any) -> Any:
+    """``true_fn()`` if the scalar ``pred`` holds, else ``false_fn()``."""
+    return true_fn() if bool(pred) else false_fn()
+
+
 @_quiet
 def floor_divide(x: Any, y: Any) -> Any:
     """``floor(x / y)``, as TensorFlow's FloorDiv computes it for floats."""

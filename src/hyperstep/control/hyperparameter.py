@@ -263,8 +263,7 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
                 f"call `Hyperparameter.set` (`opt.hyperparameters[{self.name!r}].set(x)`). "
                 f"{received('value', value)}"
             )
-        ratio = np.float32(value / float(current))
-        self.scale.assign(np.float32(scale * ratio))
+        self.scale.assign(_exact_scale(base, value))
 
     def clear(self) -> None:
         """Remove the override: the value follows ``schedule(step) * scale`` again."""
@@ -394,3 +393,18 @@ def _track(owner: Any, name: str, value: Any) -> None:
     track = getattr(owner, "_track_trackable", None)
     if track is not None:
         track(value, name=name, overwrite=True)
+
+
+def _exact_scale(base: np.float32, value: float) -> np.float32:
+    """The float32 ``scale`` nearest ``value / base`` for which ``float32(base * scale)`` is
+    ``float32(value)`` exactly, as Keras reads back an assigned learning rate (one exists
+    but for rare ``base``; then the nearest one, at most an ulp off)."""
+    with np.errstate(all="ignore"):
+        target = np.float32(value)
+        scale = np.float32(float(target) / float(base))
+        up, down = np.nextafter(scale, np.float32(np.inf)), np.nextafter(scale, np.float32(0))
+        two = (np.nextafter(up, np.float32(np.inf)), np.nextafter(down, np.float32(0)))
+        for candidate in (scale, up, down, *two):
+            if np.float32(base * candidate) == target:
+                return np.float32(candidate)
+        return scale

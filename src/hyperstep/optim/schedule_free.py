@@ -44,6 +44,18 @@ __all__ = ["ScheduleFreeAdamW", "ScheduleFreeSGD"]
 _COMMON = {"warmup_steps": 0.0, "r": 0.0, "weight_lr_power": 2.0}
 
 
+def bias_correction(beta: Any, n: Any) -> Any:
+    """``1 - beta ** n``, accurate to float32 rounding for a ``beta`` near 1.
+
+    In float32, ``1 - beta ** n`` cancels: at ``beta = 0.999, n = 5`` the rounding of
+    ``beta ** n`` (6e-8) is a relative error of 1e-5. Written ``-expm1(n * log1p(-(1 -
+    beta)))`` with ``1 - beta`` exact in float32 (Sterbenz), it keeps float32 accuracy, for
+    the same float32 ``beta`` the moment's ``(1 - beta)`` uses, so the two stay consistent.
+    """
+    beta = ops.cast(beta, "float32")
+    return -ops.expm1(ops.cast(n, "float32") * ops.log1p(-(1.0 - beta)))
+
+
 def _average_weight(slots: Values, hp: Values, step: Any) -> tuple[Any, Any]:
     """Advance the scalar state; return ``(lr_t, c_t)`` in the variable's dtype."""
     dtype = step.dtype
@@ -170,7 +182,7 @@ class ScheduleFreeAdamW(_ScheduleFree):
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         lr, ckp1 = _average_weight(slots, hp, step)
         # g / (sqrt(v / b) + eps) = g * sqrt(b) / (sqrt(v) + eps * sqrt(b)): one op fewer
-        root = ops.sqrt(1 - hp.beta_2 ** (step + 1))
+        root = ops.sqrt(bias_correction(hp.beta_2, step + 1))
         decay = variable * (lr * hp.weight_decay)
         kernel = backends.adam_pass() if "adam_scratch" in slots else None
         if kernel is not None:  # fused=True on TensorFlow: z and v in one pass

@@ -16,7 +16,7 @@ import numpy as np
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules._ops import ops
-from hyperstep.schedules.base import _is_scalar_number, check_number
+from hyperstep.schedules.base import FLOAT32_MAX, _is_scalar_number, check_number
 
 HALF_PI = math.pi / 2
 
@@ -38,7 +38,17 @@ def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) 
     number = float(value)
     if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         raise InvalidArgumentError(f"`{owner}({name}=...)` must be {what}. {received(name, value)}")
+    if number > FLOAT32_MAX or 0 < number < FLOAT32_TINY:
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` is outside float32's normal range, in which schedules "
+            f"divide by it (it would round to {float32(number)}): use between 1.2e-38 and "
+            f"3.4e38 steps. {received(name, value)}"
+        )
     return _exact(number)
+
+
+#: the smallest positive normal float32 (a number of steps below it divides into inf)
+FLOAT32_TINY = 1.1754943508222875e-38
 
 
 def _exact(number: float) -> int | float:
@@ -64,6 +74,18 @@ def float32(number: float) -> float:
         return float(struct.unpack("f", struct.pack("f", number))[0])
     except OverflowError:
         return math.copysign(math.inf, number)
+
+
+def check_float32(owner: str, name: str, value: Any) -> float:
+    """Return ``value`` as a float that stays finite in float32, in which schedules compute
+    (``1e39`` is finite in float64 but ``inf`` in float32, and so would be every value)."""
+    number = check_number(owner, name, value)
+    if math.isinf(float32(number)):
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` is beyond float32's range (|x| <= 3.4028235e38), in "
+            f"which schedules compute: it would be inf. {received(name, value)}"
+        )
+    return number
 
 
 def check_factor(owner: str, name: str, value: Any) -> float:
@@ -108,6 +130,12 @@ def check_numbers(owner: str, name: str, value: Any) -> list[float]:
         if not _is_number(item) or not math.isfinite(float(item)):
             raise InvalidArgumentError(
                 f"`{owner}({name}=...)` must be a list of finite numbers; found {item!r}. "
+                f"{received(name, value)}"
+            )
+        if abs(float(item)) > FLOAT32_MAX:
+            raise InvalidArgumentError(
+                f"`{owner}({name}=...)` must be numbers inside float32's range (|x| <= "
+                f"3.4028235e38), in which schedules compute; found {item!r}. "
                 f"{received(name, value)}"
             )
     return [float(v) for v in value]

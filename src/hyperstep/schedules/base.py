@@ -381,10 +381,18 @@ def _constant(value: float) -> Constant:
 
 @functools.lru_cache(maxsize=1024)
 def _constant_with_sign(value: float, sign: float) -> Constant:
-    return Constant(value)
+    # a folded intermediate may exceed float32 (1e30 * 1e30 inside 1e30 * 1e30 / 1e50):
+    # built without the constructor's range check
+    constant = Constant(0.0)
+    constant.value_ = value
+    return constant
 
 
-def _fold_with(function: Callable[..., Any], args: Sequence[Schedule]) -> float | None:
+def _fold_with(
+    function: Callable[..., Any],
+    args: Sequence[Schedule],
+    label: Callable[[], str] | None = None,
+) -> float | None:
     """``function(*numbers)`` in Python float64 when every argument is constant, else None.
 
     Constant sub-expressions such as ``(0.001 - 1e-05) / (15 - 1)`` are computed once in
@@ -396,10 +404,22 @@ def _fold_with(function: Callable[..., Any], args: Sequence[Schedule]) -> float 
         return None
     try:
         result = function(*numbers)
-    except (ArithmeticError, ValueError, TypeError):
-        return None  # 1 / 0, log(0), ...: left to the float32 ops (inf, nan)
+    except (ArithmeticError, ValueError) as error:  # 1 / 0, log(0), 10.0 ** 400
+        if label is None or not all(math.isfinite(n) for n in numbers):  # type: ignore[arg-type]
+            return None
+        raise InvalidArgumentError(
+            f"`{label()}` has no finite value ({type(error).__name__}: {error}): it would be "
+            f"inf or nan at every step. Received: {', '.join(map(repr, numbers))}"
+        ) from None
+    except TypeError:
+        return None
+    if isinstance(result, complex) and label is not None:
+        raise InvalidArgumentError(
+            f"`{label()}` is not a real number ({result!r}): it would be nan at every step. "
+            f"Received: {', '.join(map(repr, numbers))}"
+        )
     if isinstance(result, bool) or not isinstance(result, (int, float)):
-        return None  # e.g. a complex power
+        return None
     result = float(result)
     return result if math.isfinite(result) else None
 
@@ -430,7 +450,11 @@ class BinaryOp(Schedule):
         self.left = as_schedule(left, name="left")
         self.right = as_schedule(right, name="right")
         self.precedence = _BINARY[op][0]  # type: ignore[misc]
-        self._fold = _fold_with(_PYTHON[op], [self.left, self.right])
+        self._fold = _fold_with(
+            _PYTHON[op],
+            [self.left, self.right],
+            lambda: repr(self),
+        )
 
     def value(self, step: Any) -> Any:
         if self._fold is not None:
@@ -593,7 +617,11 @@ class Function(Schedule):
             )
         self.name = name
         self.args = [as_schedule(a, name=f"{name} argument") for a in args]
-        self._fold = _fold_with(_PYTHON_FUNCTIONS[name], self.args)
+        self._fold = _fold_with(
+            _PYTHON_FUNCTIONS[name],
+            self.args,
+            lambda: repr(self),
+        )
 
     def value(self, step: Any) -> Any:
         if self._fold is not None:
@@ -684,7 +712,16 @@ def check_number(owner: str, name: str, value: Any, *, finite: bool = True) -> f
         raise InvalidArgumentError(
             f"`{owner}({name}=...)` must be a finite number. {received(name, value)}"
         )
+    if finite and abs(number) > FLOAT32_MAX:
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` is beyond float32's range (|x| <= 3.4028235e38), in which "
+            f"values are computed: it would be inf. {received(name, value)}"
+        )
     return number
+
+
+#: the largest finite float32
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 def check_positive_int(owner: str, name: str, value: Any) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
+    _f32,
     _power,
     check_factor,
     check_flag,
@@ -185,10 +186,12 @@ class InverseTime(Schedule):
         self.staircase = check_flag("inverse_time", "staircase", staircase)
 
     def value(self, step: Any) -> Any:
-        p = step / self.every
+        # Keras's float32 operations, on float32 constants (torch's `number / tensor` is a
+        # reciprocal times the number, two roundings)
+        p = step / _f32(self.every)
         if self.staircase:
             p = ops.floor(p)
-        return self.start / (1.0 + self.rate * p)
+        return ops.divide(_f32(self.start), ops.add(_f32(1.0), ops.multiply(_f32(self.rate), p)))
 
     def arguments(self) -> dict[str, Any]:
         return {
@@ -251,7 +254,11 @@ class Polynomial(Schedule):
     def value(self, step: Any) -> Any:
         if self.cycle:
             s = ops.maximum(step - self.begin, 0.0)
-            horizon = self.steps * ops.maximum(ops.ceil(s / self.steps), 1.0)
+            cycles = ops.ceil(s / self.steps)
+            # a graph compiler may divide as s * (1 / steps), a hair above k at s = k * steps:
+            # the exact product decides (float32 integers), so every context agrees
+            cycles = ops.where(s <= (cycles - 1.0) * self.steps, cycles - 1.0, cycles)
+            horizon = self.steps * ops.maximum(cycles, 1.0)
         else:
             s = ops.clip(step - self.begin, 0.0, self.steps)
             horizon = self.steps

@@ -1,27 +1,33 @@
 """Keras schedules as hyperstep schedules: :func:`from_keras` and :class:`KerasSchedule`.
 
-Each of Keras's six built-in schedules converts exactly (same value at every step, up to
-float32 rounding) into the hyperstep vocabulary:
+Each of Keras's six built-in schedules converts into a hyperstep schedule that gives
+Keras's own float32 value, bit for bit, at every step, on every backend (eagerly as Keras
+eagerly, traced as Keras traced):
 
 ==============================================  ==========================================
 Keras                                           hyperstep
 ==============================================  ==========================================
-``ExponentialDecay(lr0, ds, rate, staircase)``  ``exponential(lr0, rate, every=ds,
+``ExponentialDecay(lr0, ds, rate, staircase)``  ``exponential_decay(lr0, ds, rate,
                                                 staircase)``
 ``PiecewiseConstantDecay(boundaries, values)``  ``piecewise(boundaries, values,
                                                 inclusive=True)``
-``PolynomialDecay(lr0, ds, end, power, cycle)``  ``polynomial(lr0, end, ds, power, cycle)``
+``PolynomialDecay(lr0, ds, end, power, cycle)``  ``polynomial_decay(lr0, ds, end, power,
+                                                cycle)``
 ``InverseTimeDecay(lr0, ds, rate, staircase)``  ``inverse_time(lr0, rate, every=ds,
                                                 staircase)``
-``CosineDecay(lr0, ds, alpha)``                 ``cosine(lr0, ds, end=alpha * lr0)``
-``CosineDecay(lr0, ds, alpha, warmup_target=p,  ``warmup(cosine(p, ds, end=alpha * p),
-warmup_steps=W)``                               steps=W, start=lr0)``
-``CosineDecayRestarts(lr0, F, t_mul, m_mul,     ``cosine_restarts(lr0, F, t_mul, m_mul,
-alpha)``                                        end=alpha * lr0)``
+``CosineDecay(lr0, ds, alpha, warmup_target,    ``cosine_decay(lr0, ds, alpha,
+warmup_steps)``                                 warmup_target, warmup_steps)``
+``CosineDecayRestarts(lr0, F, t_mul, m_mul,     ``cosine_decay_restarts(lr0, F, t_mul,
+alpha)``                                        m_mul, alpha)``
 ==============================================  ==========================================
 
-Any other Keras ``LearningRateSchedule`` (including subclasses of the built-ins, which
-may override ``__call__``) is wrapped in a :class:`KerasSchedule`.
+``piecewise`` and ``inverse_time`` already compute Keras's float32 operations; the four
+``*_decay`` words (:mod:`hyperstep.schedules.keras_formulas`) repeat Keras's operation
+order, where the vocabulary's ``exponential``, ``polynomial``, ``cosine`` and
+``cosine_restarts`` are a few ulp more accurate. Any other Keras ``LearningRateSchedule``
+(including subclasses of the built-ins, which may override ``__call__``, and built-ins
+whose arguments Keras computes in another dtype, such as an integer learning rate) is
+wrapped in a :class:`KerasSchedule`, which calls it.
 """
 
 from __future__ import annotations
@@ -29,18 +35,17 @@ from __future__ import annotations
 from typing import Any
 
 import keras
+import numpy as np
 from keras import ops
 
-from hyperstep.errors import InvalidTypeError, received
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import Schedule, register
-from hyperstep.schedules.combinators import Warmup
-from hyperstep.schedules.families import (
-    Cosine,
-    CosineRestarts,
-    Exponential,
-    InverseTime,
-    Piecewise,
-    Polynomial,
+from hyperstep.schedules.families import InverseTime, Piecewise
+from hyperstep.schedules.keras_formulas import (
+    CosineDecay,
+    CosineDecayRestarts,
+    ExponentialDecay,
+    PolynomialDecay,
 )
 
 _K = keras.optimizers.schedules
@@ -101,16 +106,18 @@ class KerasSchedule(Schedule):
         return f"keras_schedule({cls.__module__}.{cls.__qualname__}({inner}))"
 
 
-def _number(value: Any) -> float:
-    return float(ops.convert_to_numpy(value)) if not isinstance(value, (int, float)) else value
+def _is_float(value: Any) -> bool:
+    """Whether Keras computes ``value`` in float32 (it keeps the dtype of the initial rate:
+    a Python float gives float32, a Python int int32, a NumPy float64 float64)."""
+    return type(value) is float or isinstance(value, np.float32)
 
 
 def from_keras(schedule: Any) -> Schedule:
     """Return a hyperstep schedule equal to a Keras ``LearningRateSchedule``.
 
-    The six Keras built-ins convert exactly into the vocabulary (see the module table);
-    a hyperstep schedule is returned unchanged; any other Keras schedule is wrapped in
-    :class:`KerasSchedule`.
+    The six Keras built-ins convert into hyperstep schedules bitwise equal to Keras's
+    own float32 values (see the module table); a hyperstep schedule is returned unchanged;
+    any other Keras schedule is wrapped in :class:`KerasSchedule`.
 
     Args:
         schedule: A Keras ``LearningRateSchedule`` or a hyperstep schedule.
@@ -138,55 +145,48 @@ def from_keras(schedule: Any) -> Schedule:
             f"schedule. {received('schedule', schedule)}"
         )
     kind = type(schedule)
-    c = schedule.get_config() if kind in _CONVERTERS else None
-    if c is None:
+    if kind not in _CONVERTERS:
         return KerasSchedule(schedule)
-    return _CONVERTERS[kind](c)
+    c = schedule.get_config()
+    rate = c.get("initial_learning_rate", c.get("values", [0.0])[0])
+    if not _is_float(rate):
+        return KerasSchedule(schedule)  # Keras computes in that dtype: call Keras's own code
+    try:
+        return _CONVERTERS[kind](c)
+    except (InvalidArgumentError, InvalidTypeError):
+        # arguments hyperstep refuses (beyond float32, zero decay steps): Keras's own code
+        return KerasSchedule(schedule)
 
 
-def _cosine(c: dict[str, Any]) -> Schedule:
-    lr0 = _number(c["initial_learning_rate"])
-    alpha = _number(c["alpha"])
-    if c.get("warmup_target") is None:
-        return Cosine(lr0, c["decay_steps"], end=lr0 * alpha)
-    target = _number(c["warmup_target"])
-    decay = Cosine(target, c["decay_steps"], end=target * alpha)
-    if not c.get("warmup_steps"):
-        return decay
-    return Warmup(decay, c["warmup_steps"], start=lr0)
+def _piecewise(c: dict[str, Any]) -> Schedule:
+    # Keras sums indicator * value from 0.0: a value of -0.0 comes out as +0.0
+    values = [float(v) + 0.0 for v in c["values"]]
+    return Piecewise([float(b) for b in c["boundaries"]], values, inclusive=True)
 
 
 _CONVERTERS: dict[type, Any] = {
-    _K.ExponentialDecay: lambda c: Exponential(
-        _number(c["initial_learning_rate"]),
-        _number(c["decay_rate"]),
-        c["decay_steps"],
-        staircase=c["staircase"],
+    _K.ExponentialDecay: lambda c: ExponentialDecay(
+        c["initial_learning_rate"], c["decay_steps"], c["decay_rate"], c["staircase"]
     ),
-    _K.PiecewiseConstantDecay: lambda c: Piecewise(
-        [_number(b) for b in c["boundaries"]],
-        [_number(v) for v in c["values"]],
-        inclusive=True,
-    ),
-    _K.PolynomialDecay: lambda c: Polynomial(
-        _number(c["initial_learning_rate"]),
-        _number(c["end_learning_rate"]),
+    _K.PiecewiseConstantDecay: _piecewise,
+    _K.PolynomialDecay: lambda c: PolynomialDecay(
+        c["initial_learning_rate"],
         c["decay_steps"],
-        power=_number(c["power"]),
-        cycle=c["cycle"],
+        c["end_learning_rate"],
+        c["power"],
+        c["cycle"],
     ),
     _K.InverseTimeDecay: lambda c: InverseTime(
-        _number(c["initial_learning_rate"]),
-        _number(c["decay_rate"]),
-        c["decay_steps"],
-        staircase=c["staircase"],
+        c["initial_learning_rate"], c["decay_rate"], c["decay_steps"], c["staircase"]
     ),
-    _K.CosineDecay: _cosine,
-    _K.CosineDecayRestarts: lambda c: CosineRestarts(
-        _number(c["initial_learning_rate"]),
-        c["first_decay_steps"],
-        t_mul=_number(c["t_mul"]),
-        m_mul=_number(c["m_mul"]),
-        end=_number(c["initial_learning_rate"]) * _number(c["alpha"]),
+    _K.CosineDecay: lambda c: CosineDecay(
+        c["initial_learning_rate"],
+        c["decay_steps"],
+        c["alpha"],
+        c["warmup_target"],
+        c["warmup_steps"],
+    ),
+    _K.CosineDecayRestarts: lambda c: CosineDecayRestarts(
+        c["initial_learning_rate"], c["first_decay_steps"], c["t_mul"], c["m_mul"], c["alpha"]
     ),
 }

@@ -115,6 +115,14 @@ def parse(
     except ValueError as error:  # e.g. integer literals longer than 4300 digits
         raise ScheduleSyntaxError(f"syntax error: {error}", line, 0) from None
     schedule = _Reader(line, steps_per_epoch, names or {}).schedule(tree.body)
+    folded = base._folded(schedule)
+    if folded is not None and not abs(folded) <= base.FLOAT32_MAX:
+        raise ScheduleSyntaxError(
+            f"the expression is {folded!r} at every step, beyond float32's range "
+            "(|x| <= 3.4028235e38) in which values are computed: it would be inf",
+            line,
+            0,
+        )
     if steps_per_epoch is not None and base.uses_epoch(schedule):  # e.g. unit="epoch"
         schedule = base.bind_epochs(schedule, steps_per_epoch)
     return schedule

@@ -103,10 +103,10 @@ def vocabulary() -> dict[str, type[Schedule]]:
         >>> vocabulary()["constant"].__name__
         'Constant'
     """
-    from hyperstep.schedules import combinators, families
+    from hyperstep.schedules import combinators, families, keras_formulas
 
     found: dict[str, type[Schedule]] = {}
-    for module in (base, families, combinators):
+    for module in (base, families, combinators, keras_formulas):
         for value in vars(module).values():
             if (
                 isinstance(value, type)
