@@ -128,6 +128,25 @@ def trains_statelessly() -> bool:
     return _backend() == "jax"
 
 
+def optimizer_class(cls: type) -> type:
+    """The class Keras instantiates for optimizer class ``cls`` on this backend.
+
+    On torch, ``keras.optimizers.Adam()`` is an instance of Keras's torch class
+    (``TorchOptimizer.__new__`` maps the nine classes of its ``OPTIMIZERS`` table: Adadelta,
+    Adagrad, Adam, Adamax, AdamW, Lion, Nadam, RMSprop, SGD, to their ``torch_*`` classes,
+    which add ``_parallel_update_step``); elsewhere, and for every other class, ``cls``.
+    Asked of Keras itself (``cls.__new__(cls)``, no ``__init__``), not a copy of its table.
+
+    Example:
+        >>> import keras
+        >>> optimizer_class(keras.optimizers.Adam) is type(keras.optimizers.Adam())
+        True
+    """
+    if _backend() != "torch":
+        return cls
+    return type(cls.__new__(cls))  # type: ignore[call-overload]
+
+
 def optimizer_mixins() -> tuple[type, ...]:
     """Backend mixins for ``hs.scheduled``'s classes (TensorFlow: one ``iterations`` read)."""
     if _backend() != "tensorflow":
