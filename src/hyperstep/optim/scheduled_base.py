@@ -46,8 +46,6 @@ class _State:
         self.update = Update()
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.static: dict[str, float | None] = {}
-        self.checked: frozenset[str] = frozenset()  # names Keras's code tests in Python `if`s
-        self.arithmetic: frozenset[str] = frozenset()  # ... combines with numbers in Python
         self.raw: dict[str, Any] = {}
         self.advance = False
         self.groups: list[Group] = []
@@ -127,9 +125,6 @@ class ScheduledBase:
         if isinstance(clock, dict):
             clock = keras.saving.deserialize_keras_object(clock)
         _check_install(self._hs_base, given, clock, advance, groups)
-        # read once here: inside a compiled step (torch.compile) reading source code breaks it
-        state.checked = _introspect.checked_in_python(self._hs_base)
-        state.arithmetic = _introspect.arithmetic_in_python(self._hs_base)
         if clock is None:
             clock = Clock(name=f"{self.name}_clock")
         self.clock = clock
@@ -222,12 +217,7 @@ class ScheduledBase:
         return state.update.cached(
             name,
             lambda: keras_value(
-                state.update,
-                state.hyperparameters[name],
-                name,
-                static=state.static[name],
-                checked=name.split("/")[-1] in state.checked,
-                arithmetic=name.split("/")[-1] in state.arithmetic,
+                state.update, state.hyperparameters[name], name, self._hs_base, state.static[name]
             ),
         )
 
