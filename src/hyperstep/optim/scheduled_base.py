@@ -36,6 +36,7 @@ from hyperstep.optim.core import (
 )
 from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update, keras_value
+from hyperstep.optim.scheduled_config import inner_config, serialized, wrapped_class
 from hyperstep.schedules.base import Constant
 
 
@@ -290,7 +291,7 @@ class ScheduledBase:
             inner = super().get_config()  # type: ignore[misc]
         finally:
             state.update.raw_mode = False
-        config: dict[str, Any] = {"optimizer": _serialized(self._hs_base, inner)}
+        config: dict[str, Any] = {"optimizer": serialized(self._hs_base, inner)}
         own = {k: hp for k, hp in state.hyperparameters.items() if "/" not in k}
         config.update(  # a group's own hyperparameters are saved with it
             hyperparameters_config(
@@ -315,8 +316,8 @@ class ScheduledBase:
         if nested is not None:
             from hyperstep.optim.scheduled import scheduled_class
 
-            target = scheduled_class(_wrapped_class(nested, custom_objects))
-            config = {**_inner_config(nested), **config}
+            target = scheduled_class(wrapped_class(nested, custom_objects))
+            config = {**inner_config(nested), **config}
         elif getattr(cls, "_hs_base", None) is None:
             raise InvalidArgumentError(
                 "A config of `hs.scheduled(...)` needs its wrapped optimizer under "
@@ -350,67 +351,6 @@ class _LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
 
     def assign_sub(self, value: Any) -> Any:
         return self.assign(ops.subtract(self.value, value))
-
-
-def _serialized(cls: type, config: dict[str, Any]) -> dict[str, Any]:
-    """``cls`` with ``config`` as Keras serializes an instance: a built-in optimizer under
-    its public name (``keras.optimizers.Adam``, also for Keras's torch classes), any other
-    class by module, name and registered name (what Keras needs to find it again)."""
-    for klass in cls.__mro__:
-        public = getattr(keras.optimizers, klass.__name__, None)
-        if public is klass and backends.optimizer_class(klass) is cls:
-            return {
-                "module": "keras.optimizers",
-                "class_name": klass.__name__,
-                "config": config,
-                "registered_name": None,
-            }
-        if public is klass:
-            break
-    return {
-        "module": cls.__module__,
-        "class_name": cls.__name__,
-        "config": config,
-        "registered_name": keras.saving.get_registered_name(cls),
-    }
-
-
-def _wrapped_class(nested: Any, custom_objects: Any) -> type:
-    """The optimizer class a nested config names, found as Keras finds a class: a
-    built-in by its public name, any other by its registered name (or class name) among
-    ``custom_objects`` and the registered classes."""
-    if not isinstance(nested, dict) or not isinstance(nested.get("class_name"), str):
-        raise InvalidArgumentError(
-            "A config of `hs.scheduled(...)` names its wrapped optimizer as Keras serializes "
-            f"one (module, class_name, config). {received('optimizer', nested)}"
-        )
-    name = nested["class_name"]
-    found: Any = None
-    if nested.get("module") == "keras.optimizers":
-        found = getattr(keras.optimizers, name, None)
-    else:
-        key = nested.get("registered_name") or name
-        found = keras.saving.get_registered_object(key, custom_objects=custom_objects)
-        if found is None and custom_objects:
-            found = custom_objects.get(name)
-    if not (isinstance(found, type) and issubclass(found, keras.optimizers.Optimizer)):
-        raise InvalidArgumentError(
-            f"Cannot find the optimizer class {name!r} wrapped by `hs.scheduled`: register it "
-            "with `@keras.saving.register_keras_serializable()` or pass it in "
-            f"`custom_objects`, as Keras needs for the class itself. "
-            f"{received('optimizer', {k: v for k, v in nested.items() if k != 'config'})}"
-        )
-    return found
-
-
-def _inner_config(nested: dict[str, Any]) -> dict[str, Any]:
-    inner = nested.get("config", {})
-    if not isinstance(inner, dict):
-        raise InvalidArgumentError(
-            "The wrapped optimizer's config in a config of `hs.scheduled(...)` must be a "
-            f"dict. {received('config', inner)}"
-        )
-    return inner
 
 
 def _check_install(base: type, given: Any, clock: Any, advance: Any, groups: Any) -> None:
