@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from hyperstep import _registration
+
 __version__ = "0.1.0"
 
 #: public name -> (module, attribute or None for the module itself)
@@ -70,6 +72,10 @@ __all__ = [  # noqa: RUF022 (plain sorted order, checked by tests/test_public_ap
     "swa_learning_rate",
     "tune",
 ]
+
+# Cheap (no Keras): what hyperstep saved loads after `import hyperstep` alone, whether Keras
+# is imported before or after (hyperstep._registration)
+_registration.install()
 
 # Eager and cheap (no Keras): the doctor package is callable, `hs.doctor(model, data)`;
 # type checkers see the function it calls

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 import hyperstep as hs
+from hyperstep.errors import InvalidArgumentError
 from hyperstep.optim import _introspect
 from hyperstep.schedules.base import Constant
 
@@ -109,23 +110,38 @@ def test_traced_scheduled_values_are_bitwise_the_plain_optimizer_traced_per_step
     np.testing.assert_array_equal(v.numpy(), w.numpy())
 
 
-class _Uses(keras.optimizers.Adam):
-    """Forms of Keras's update code (Python precedence and aliases decide)."""
+def test_the_torch_table_of_python_numbers_names_each_optimizers_own_hyperparameters():
+    # the explicit table that replaced reading Keras's source (torch.compile's exact values;
+    # bitwise Keras: tests/backends/test_torch_compile.py)
+    from hyperstep.backends.torch import PYTHON_NUMBERS, python_numbers
 
-    def _forms(self, lr, f):
-        eps = self.epsilon
-        eps = eps + lr  # an alias assigned again: a tensor below
-        clip = self.clipvalue  # an alias assigned once
-        return (
-            1 - self.weight_decay * lr,  # the product, with a tensor, comes first
-            2 * eps,
-            f(lr, alpha=-self.ema_momentum),  # torch reads `alpha=` as a Python number
-            (clip - 1.0) * lr,
-        )
+    every = {
+        name
+        for name in dir(K)
+        if isinstance(getattr(K, name), type)
+        and issubclass(getattr(K, name), K.Optimizer)
+        and name not in ("Optimizer", *_introspect.WRAPPERS)
+    }
+    assert set(PYTHON_NUMBERS) == every
+    for name, names in PYTHON_NUMBERS.items():
+        assert names <= set(_introspect.numeric_names(getattr(K, name))), name
+    assert python_numbers(type("Mine", (K.AdamW,), {})) == {"beta_1", "beta_2"}
+    assert python_numbers(K.Optimizer) == frozenset()
 
 
-def test_values_keras_uses_as_python_numbers_are_found_from_its_syntax():
-    # hs.scheduled hands these as exact numbers (JAX: StaticScalar, torch: float64 tensors)
-    found = _introspect.arithmetic_in_python(_Uses)
-    assert found == _introspect.arithmetic_in_python(K.Adam) | {"ema_momentum", "clipvalue"}
-    assert {"beta_1", "beta_2"} <= found  # Adam's own `1 - self.beta_1`
+def test_names_that_fix_the_update_structure_are_refused_by_their_explicit_list():
+    # no source reading: `_introspect.STRUCTURAL` names them, each with its reason
+    checked, classes = set(), set()
+    for name in dir(K):
+        cls = getattr(K, name)
+        if not (isinstance(cls, type) and issubclass(cls, K.Optimizer)):
+            continue
+        if name in ("Optimizer", *_introspect.WRAPPERS):
+            continue
+        classes.add(name)
+        for argument in set(_introspect.constructor_arguments(cls)) & set(_introspect.STRUCTURAL):
+            with pytest.raises(InvalidArgumentError, match=f"`{argument}` cannot be scheduled"):
+                hs.scheduled(cls(), **{argument: 2})
+            checked.add((name, argument))
+    assert {(name, "gradient_accumulation_steps") for name in classes} <= checked
+    assert ("Muon", "ns_steps") in checked

@@ -8,6 +8,34 @@ in :mod:`~hyperstep.backends.scopes` (where code is running),
 :mod:`~hyperstep.backends.fast_paths` (the clock's and hyperparameters' hot paths) and
 :mod:`~hyperstep.backends.updates` (what an optimizer's update needs), and are all imported
 from here.
+
+What each backend hands Keras's optimizer code for an ``hs.scheduled`` hyperparameter
+(chosen once, in :func:`~hyperstep.backends.updates.keras_number`; every update computes
+``values = {key: hp.at(step)}`` first, the step read once; Keras's own casts then round the
+value to each variable's dtype as they round its Python float):
+
+==========================  ==============================  ===============================
+backend (where)             ``learning_rate``               every other numeric value
+==========================  ==============================  ===============================
+TensorFlow (eager, graph,   float32 tensor (as Keras's own  ``tensorflow.ExactScalar``:
+XLA, ``tf.distribute``)     float32 variable)               float64, a Python float's
+                                                            rounding and ``if`` answers
+JAX (eager, ``jit``,        float32 array                   ``static.StaticScalar``: an
+``fit``)                                                    ``if`` sees the constant (a
+                                                            schedule: +inf); a constant's
+                                                            arithmetic with numbers rounds
+                                                            like its Python float
+torch, eager on the CPU     float32 0-dim tensor            Python float (the host table)
+torch, ``torch.compile``,   float32 0-dim tensor            float64 0-dim tensor for the
+``StatelessScope``, GPU                                     names of ``torch.PYTHON_NUMBERS``
+clock                                                       (per Keras torch class; other
+                                                            classes: their nearest Keras
+                                                            base's entry, else none), else
+                                                            float32 0-dim tensor
+==========================  ==============================  ===============================
+
+``hs.StepOptimizer`` computes its rule's values once per update the same way, and hands them
+to the rule as tensors on every backend (a rule is hyperstep's code, not Keras's).
 """
 
 from __future__ import annotations
@@ -42,9 +70,10 @@ from hyperstep.backends.updates import (
     after,
     fused_updates,
     in_dtype,
-    keras_scalar,
+    keras_number,
     multi_tensor_adam,
     native_variable,
+    optimizer_class,
     optimizer_mixins,
     scalar_tensor,
     trains_statelessly,
@@ -72,10 +101,11 @@ __all__ = [
     "in_dtype",
     "in_stateless_scope",
     "integer_dtype",
-    "keras_scalar",
+    "keras_number",
     "multi_tensor_adam",
     "native_variable",
     "on_claim",
+    "optimizer_class",
     "optimizer_mixins",
     "raw",
     "read_once",

@@ -288,6 +288,38 @@ def _float64(value: Any) -> torch.Tensor:
     return torch.as_tensor(value).to(device="cpu", dtype=torch.float64).reshape(())
 
 
+#: Keras torch optimizer class -> the hyperparameters its code combines with numbers in
+#: Python (``1 - self.beta_2``) or passes as torch's ``alpha=`` (read back as a number).
+#: Read off Keras 3.15's torch optimizers (``keras/src/backend/torch/optimizers/``) and the
+#: backend-neutral classes torch runs (``keras/src/optimizers/``); a class not listed takes
+#: the entry of its nearest listed base class, else none (every value a float32 tensor).
+#: ``tests/backends/test_torch_compile.py`` checks each listed class bitwise against Keras.
+PYTHON_NUMBERS: dict[str, frozenset[str]] = {
+    "Adadelta": frozenset({"rho"}),
+    "Adafactor": frozenset(),
+    "Adagrad": frozenset(),
+    "Adam": frozenset({"beta_1", "beta_2"}),
+    "AdamW": frozenset({"beta_1", "beta_2"}),
+    "Adamax": frozenset({"beta_1"}),
+    "Ftrl": frozenset({"l2_shrinkage_regularization_strength"}),
+    "Lamb": frozenset({"beta_1", "beta_2"}),
+    "Lion": frozenset({"beta_1", "beta_2"}),
+    "Muon": frozenset({"adam_beta_1", "adam_beta_2", "momentum"}),
+    "Nadam": frozenset({"beta_1", "beta_2"}),
+    "RMSprop": frozenset({"rho"}),
+    "SGD": frozenset({"momentum"}),
+    "ScheduleFreeAdamW": frozenset(),
+}
+
+
+def python_numbers(cls: type) -> frozenset[str]:
+    """The entry of :data:`PYTHON_NUMBERS` for optimizer class ``cls``: its own, else its
+    nearest Keras base class's (``keras.optimizers.<Name>``), else none."""
+    from hyperstep.backends.updates import keras_base_name
+
+    return PYTHON_NUMBERS.get(keras_base_name(cls) or "", frozenset())
+
+
 def exact_scalar(value: Any, exact: Any) -> Any:
     """A value Keras's torch code uses as a Python number, where it cannot be one.
 
@@ -300,10 +332,10 @@ def exact_scalar(value: Any, exact: Any) -> Any:
     0.00099998713 against 0.001) and ``.item()`` its number. Keras's other uses round it to
     the variable's dtype once, as they do a Python float: ``ops.cast(self.beta_1, dtype)``,
     ``torch._foreach_mul_(m, self.beta_1)`` (a 0-dim tensor does not promote a dimensioned
-    one). ``value()`` (float32) where Keras's device has no float64 (MPS). Only for those
-    values (``hyperstep.optim._introspect.arithmetic_in_python``): one that Keras combines
-    with a 0-dim tensor first (``1 - weight_decay * lr``) stays float32, whose arithmetic
-    with Keras's float32 learning rate is the plain optimizer's.
+    one). ``value()`` (float32) where Keras's device has no float64 (MPS). Only for the
+    values of :data:`PYTHON_NUMBERS`: one that Keras combines with a 0-dim tensor first
+    (``1 - weight_decay * lr``) stays float32, whose arithmetic with Keras's float32
+    learning rate is the plain optimizer's.
     """
     return exact() if _KERAS_FLOAT64 else value()
 

@@ -1,10 +1,10 @@
 """What an optimizer's update needs from the backend: scalars, gating, fused kernels.
 
-``keras_scalar(value, exact, static)`` is a hyperparameter's value in the form Keras's own
-optimizer code reads it (bitwise Keras's updates); ``after(scalars, tensors)`` orders a
-TensorFlow graph's updates after their values; :func:`fused_updates`,
-:func:`adam_pass` and :func:`multi_tensor_adam` name the backend's fused kernels, ``None``
-where there are none.
+``keras_number(name, cls, value, exact, static)`` is a hyperparameter's value in the one
+form this backend hands Keras's optimizer code (bitwise Keras's updates);
+``after(scalars, tensors)`` orders a TensorFlow graph's updates after their values;
+:func:`fused_updates`, :func:`adam_pass` and :func:`multi_tensor_adam` name the backend's
+fused kernels, ``None`` where there are none.
 """
 
 from __future__ import annotations
@@ -56,45 +56,59 @@ def after(scalars: list[Any], tensors: list[Any]) -> list[Any]:
 
 
 # ---- what hs.scheduled hands Keras's optimizer code -------------------------------------------
-def keras_scalar(
-    value: Any, exact: Any, static: float | None, *, checked: bool, arithmetic: bool = False
-) -> Any:
-    """A hyperparameter's value for Keras's optimizer code, read the way Keras reads its own.
+def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | None) -> Any:
+    """Hyperparameter ``name`` of optimizer class ``cls`` in the one form this backend hands
+    Keras's optimizer code (the table in :mod:`hyperstep.backends`).
 
-    ``value()`` is the float32 value, ``exact()`` the same in float64 with constants exact,
-    ``static`` the constant (``None`` for a schedule), ``checked`` whether Keras tests it in a
-    Python ``if`` while tracing, ``arithmetic`` whether it combines it with a number in Python
-    (``1 - self.beta_1``). TensorFlow, when checked or in arithmetic: an
-    :class:`~hyperstep.backends.tensorflow.ExactScalar` (rounds like a Python float: bitwise
-    Keras's updates; otherwise ``value()``, which a Python float meeting a tensor rounds to
-    as well, in fewer graph operations); JAX, when checked or for a constant
-    in arithmetic: a :class:`~hyperstep.backends.static.StaticScalar` (a tracer cannot answer
-    ``if``; a constant's arithmetic with numbers rounds like its Python float, without
-    float64: bitwise Keras's updates); torch, in arithmetic (under ``torch.compile``, in a
-    stateless scope, the clock on a GPU): :func:`hyperstep.backends.torch.exact_scalar`;
-    otherwise ``value()`` (a plain array, which every function takes; float32 arithmetic on
-    a float32 value is what a Python float holding it gives, one operation at a time).
-    ``exact=None``: always ``value()`` (the learning rate, a float32 variable in Keras).
+    ``value()`` is the float32 value, ``exact()`` the same in float64 with a constant exact
+    (``None`` for the learning rate, which reaches Keras as Keras's own float32 variable
+    would: ``value()``), ``static`` the constant (``None`` for a schedule).
+
+    - TensorFlow: an :class:`~hyperstep.backends.tensorflow.ExactScalar` (a Python float's
+      semantics: rounded once to the dtype it meets, ``if``s answered by ``static``);
+    - JAX: a :class:`~hyperstep.backends.static.StaticScalar` (``if``s answered by
+      ``static``; a constant's arithmetic with numbers rounds like its Python float), but
+      the float32 array for the names of :data:`hyperstep.backends.static.ARRAYS_ONLY`
+      (Keras hands them to a JAX function that takes arrays only);
+    - torch (where an update is not eager on the CPU, which takes Python numbers:
+      :func:`hyperstep.optim.resolve.keras_value`): ``exact()`` for the names of
+      :data:`hyperstep.backends.torch.PYTHON_NUMBERS` (Keras combines them with numbers in
+      Python), else ``value()``.
     """
-    name = _backend()
-    if name == "tensorflow" and exact is not None and (checked or arithmetic):
+    backend = _backend()
+    if exact is None:
+        return value()
+    if backend == "tensorflow":
         from hyperstep.backends.tensorflow import ExactScalar
 
         return ExactScalar(exact(), static)
-    if name == "torch" and arithmetic and exact is not None:
-        from hyperstep.backends.torch import exact_scalar
+    if backend == "jax":
+        from hyperstep.backends.static import ARRAYS_ONLY, StaticScalar
 
-        return exact_scalar(value, exact)
-    constant = arithmetic and exact is not None and static is not None
-    if name == "jax" and (checked or constant):
-        from hyperstep.backends.static import StaticScalar
+        if name in ARRAYS_ONLY.get(keras_base_name(cls) or "", ()):
+            return value()
+        return StaticScalar(value(), static, exact=static is not None)
+    if backend == "torch":
+        from hyperstep.backends.torch import exact_scalar, python_numbers
 
-        return StaticScalar(value(), static, exact=constant)
+        if name in python_numbers(cls):
+            return exact_scalar(value, exact)
     return value()
 
 
+def keras_base_name(cls: type) -> str | None:
+    """The name of ``cls``'s nearest base class that is ``keras.optimizers.<name>`` (the key
+    of the per-class tables of :func:`keras_number`), ``None`` if it has none."""
+    import keras
+
+    for klass in cls.__mro__:
+        if getattr(keras.optimizers, klass.__name__, None) is klass:
+            return klass.__name__
+    return None
+
+
 def scalar_tensor(value: Any) -> Any:
-    """The tensor behind a value from :func:`keras_scalar` (itself for a plain tensor)."""
+    """The tensor behind a value from :func:`keras_number` (itself for a plain tensor)."""
     from hyperstep.backends.static import StaticNumber, StaticScalar
 
     if isinstance(value, StaticScalar):
@@ -105,7 +119,7 @@ def scalar_tensor(value: Any) -> Any:
 
 
 def in_dtype(value: Any, dtype: Any) -> Any:
-    """A value from :func:`keras_scalar` (or a Python number) as a scalar of ``dtype``,
+    """A value from :func:`keras_number` (or a Python number) as a scalar of ``dtype``,
     rounded once: a Python float or an ExactScalar's float64 directly, like Keras's floats."""
     from keras import ops
 
@@ -126,6 +140,25 @@ def trains_statelessly() -> bool:
     """Whether Keras trains statelessly (JAX): only ``optimizer.variables`` go into and out of
     a jitted step, so a clock's step and hyperparameter state read there must be among them."""
     return _backend() == "jax"
+
+
+def optimizer_class(cls: type) -> type:
+    """The class Keras instantiates for optimizer class ``cls`` on this backend.
+
+    On torch, ``keras.optimizers.Adam()`` is an instance of Keras's torch class
+    (``TorchOptimizer.__new__`` maps the nine classes of its ``OPTIMIZERS`` table: Adadelta,
+    Adagrad, Adam, Adamax, AdamW, Lion, Nadam, RMSprop, SGD, to their ``torch_*`` classes,
+    which add ``_parallel_update_step``); elsewhere, and for every other class, ``cls``.
+    Asked of Keras itself (``cls.__new__(cls)``, no ``__init__``), not a copy of its table.
+
+    Example:
+        >>> import keras
+        >>> optimizer_class(keras.optimizers.Adam) is type(keras.optimizers.Adam())
+        True
+    """
+    if _backend() != "torch":
+        return cls
+    return type(cls.__new__(cls))  # type: ignore[call-overload]
 
 
 def optimizer_mixins() -> tuple[type, ...]:

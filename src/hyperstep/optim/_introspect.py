@@ -9,12 +9,8 @@ changing them at run time cannot work, so ``hs.scheduled`` refuses them by name.
 
 from __future__ import annotations
 
-import ast
 import difflib
-import functools
 import inspect
-import re
-import textwrap
 from typing import Any
 
 import keras
@@ -82,122 +78,6 @@ def numeric_names(cls: type) -> list[str]:
             own.append(name)
     # the base-class arguments last, in one order for every optimizer
     return ["learning_rate", *own, *BASE_NUMERIC]
-
-
-@functools.cache
-def checked_in_python(cls: type) -> frozenset[str]:
-    """Return the numeric hyperparameters that ``cls``'s code tests in a Python ``if``.
-
-    Keras decides some structure while tracing: ``if self.momentum != 0`` (SGD),
-    ``if self.clipnorm and self.clipnorm > 0``, ``if self.weight_decay is None`` (every
-    optimizer). Found by reading the source of ``cls`` and its bases; a class without
-    source contributes nothing.
-
-    Example:
-        >>> K = keras.optimizers
-        >>> sorted(checked_in_python(K.SGD) - checked_in_python(K.Adam))
-        ['momentum']
-    """
-    names = numeric_names(cls)
-    found: set[str] = set()
-    for source in _sources(cls):
-        for line in source.splitlines():
-            if re.match(r"\s*(el)?if\b", line):
-                found.update(n for n in names if re.search(rf"\bself\.{n}\b", line))
-    return frozenset(found)
-
-
-@functools.cache
-def _sources(cls: type) -> list[str]:
-    """The source of ``cls`` and of each of its bases that has one."""
-    found = []
-    for klass in cls.__mro__:
-        try:
-            found.append(inspect.getsource(klass))
-        except (OSError, TypeError):
-            continue
-    return found
-
-
-@functools.cache
-def arithmetic_in_python(cls: type) -> frozenset[str]:
-    """Return the numeric hyperparameters ``cls``'s code uses as Python numbers.
-
-    Python arithmetic with a number literal: ``1 - self.beta_1`` (Adam), ``rho = self.rho``
-    then ``1 - rho`` (RMSprop), ``self.momentum - 1`` (Muon); or torch's ``alpha=``, which
-    torch reads as a Python number (``alpha=self.momentum``, Keras's torch SGD). With a
-    Python float Keras computes these in double and rounds once; ``hs.scheduled`` hands such
-    values over in a form that rounds the same (see :func:`hyperstep.backends.keras_scalar`).
-    Not ``1 - self.weight_decay * lr`` (the product, with a tensor, comes first) nor an alias
-    assigned again (Ftrl's ``l2_reg = l2_reg + ...``). Found from the syntax tree of the
-    source of ``cls`` and its bases (a class without source contributes nothing).
-
-    Example:
-        >>> sorted(arithmetic_in_python(keras.optimizers.Adam))
-        ['beta_1', 'beta_2']
-    """
-    found: set[str] = set()
-    for source in _sources(cls):
-        found |= _source_uses(source)
-    return frozenset(found) & frozenset(numeric_names(cls))
-
-
-@functools.cache
-def _source_uses(source: str) -> frozenset[str]:
-    """The attributes of ``self`` one class's source uses as Python numbers (the base
-    classes' sources are shared by every optimizer: each parsed once)."""
-    found: set[str] = set()
-    for function in ast.walk(ast.parse(textwrap.dedent(source))):
-        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found |= _python_number_uses(function)
-    return frozenset(found)
-
-
-def _python_number_uses(function: ast.AST) -> set[str]:
-    """The attributes (``self.<name>`` or a local alias assigned once from it) that
-    ``function`` combines with a number literal or passes as ``alpha=``."""
-    assigned: dict[str, list[ast.expr | None]] = {}  # local name -> the values assigned
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets, value = [node.target], None  # `x += ...`: not an alias
-        else:
-            continue
-        for target in targets:
-            if isinstance(target, ast.Name):
-                assigned.setdefault(target.id, []).append(value)
-    aliases: dict[str, str | None] = {}
-    for local, values in assigned.items():
-        if len(values) == 1 and values[0] is not None:
-            aliases[local] = _own(values[0], {})
-
-    def name_of(node: ast.expr) -> str | None:
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            node = node.operand
-        return _own(node, aliases)
-
-    found: set[str] = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.BinOp):
-            for this, other in ((node.left, node.right), (node.right, node.left)):
-                name = name_of(this)
-                if name and isinstance(other, ast.Constant) and _is_number(other.value):
-                    found.add(name)
-        elif isinstance(node, ast.keyword) and node.arg == "alpha":
-            name = name_of(node.value)
-            if name:
-                found.add(name)
-    return found
-
-
-def _own(node: ast.expr, aliases: dict[str, str | None]) -> str | None:
-    """The attribute ``node`` reads: ``self.<name>`` or an alias of one."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return node.attr if node.value.id == "self" else None
-    if isinstance(node, ast.Name):
-        return aliases.get(node.id)
-    return None
 
 
 def check_names(optimizer: keras.optimizers.Optimizer, names: list[str]) -> None:

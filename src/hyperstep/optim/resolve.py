@@ -133,13 +133,15 @@ class Update:
         return after(scalars, grads)
 
 
-def keras_value(update: Update, hyperparameter: Hyperparameter, name: str, **how: Any) -> Any:
-    """``hyperparameter`` at the update's step, read the way a Keras optimizer reads its
-    own value ``name`` (:func:`hyperstep.backends.keras_scalar`; a Python float from the
-    host table on eager torch, the learning rate a float32 number). ``how``: ``static`` (the
-    constant or ``None``) and ``checked`` (whether Keras tests it in a Python ``if``) and
-    ``arithmetic`` (whether Keras uses it as a Python number: JAX then keeps a constant's
-    exact arithmetic, torch hands it in float64)."""
+def keras_value(
+    update: Update, hyperparameter: Hyperparameter, name: str, cls: type, static: float | None
+) -> Any:
+    """``hyperparameter`` (optimizer class ``cls``'s ``name``) at the update's step, in the
+    one form the backend hands Keras (:func:`hyperstep.backends.keras_number`); eagerly on
+    the CPU under torch a Python float, as Keras's own (the learning rate a float32 tensor,
+    as Keras's own variable). ``static``: the constant, ``None`` for a schedule."""
+    key = name.rsplit("/", 1)[-1]
+    learning_rate = key == "learning_rate"
     if update.host_step is not None:  # eager torch: Python numbers, as Keras's own are
         value = hyperparameter.host_float(update.host_step)
         if value is not None:
@@ -147,18 +149,11 @@ def keras_value(update: Update, hyperparameter: Hyperparameter, name: str, **how
             # torch weight decay `1 - weight_decay * lr` rounds as Keras's (a Python float
             # computes it in double: off by the last bit for ~0.2% of wd = lr = 0.1) and its
             # in-place multiply takes torch's tensor-scalar path (a number's makes a copy)
-            learning_rate = name.rsplit("/", 1)[-1] == "learning_rate"
             return ops.convert_to_tensor(value, "float32") if learning_rate else value
     step = update.step
     # Keras's own learning rate is a float32 variable: no exact form needed
-    exact = None if name == "learning_rate" else lambda: hyperparameter.exact_at(step)
-    return backends.keras_scalar(
-        lambda: hyperparameter.at(step),
-        exact,
-        how["static"],
-        checked=how["checked"],
-        arithmetic=how.get("arithmetic", False),
-    )
+    exact = None if learning_rate else lambda: hyperparameter.exact_at(step)
+    return backends.keras_number(key, cls, lambda: hyperparameter.at(step), exact, static)
 
 
 def value_and_complement(update: Update, hyperparameter: Hyperparameter) -> tuple[Any, Any]:

@@ -122,8 +122,20 @@ def _property(name: str) -> property:
     return property(getter, setter, doc=f"The `{name}` hyperparameter (see `hyperparameters`).")
 
 
+#: the one registered name of every scheduled class (its config nests the wrapped one's)
+REGISTERED_NAME = "hyperstep>Scheduled"
+
+
 def scheduled_class(cls: type) -> type:
-    """Return the (cached, registered) scheduled subclass of optimizer class ``cls``."""
+    """Return the (cached, registered) scheduled subclass of optimizer class ``cls``.
+
+    One class per class Keras instantiates (on torch, ``keras.optimizers.Adam`` and Keras's
+    torch ``Adam`` give the same class: :func:`hyperstep.backends.optimizer_class`). Every
+    one serializes as ``"hyperstep>Scheduled"`` with the wrapped optimizer's config nested
+    (:meth:`~hyperstep.optim.scheduled_base.ScheduledBase.get_config`); the name
+    ``"hyperstep>Scheduled<Class>"`` of older configs stays registered for loading them.
+    """
+    cls = backends.optimizer_class(cls)
     if cls in _CLASSES:
         return _CLASSES[cls]
     namespace: dict[str, Any] = {name: _property(name) for name in _introspect.numeric_names(cls)}
@@ -132,7 +144,14 @@ def scheduled_class(cls: type) -> type:
     namespace["__doc__"] = f"{cls.__name__} with every numeric hyperparameter on a schedule."
     bases = (ScheduledOptimizer, *backends.optimizer_mixins(), cls)
     sub = type(f"Scheduled{cls.__name__}", bases, namespace)
-    sub = keras.saving.register_keras_serializable(package="hyperstep")(sub)
+    package, name = REGISTERED_NAME.split(">")
+    keras.saving.register_keras_serializable(package=package, name=name)(sub)
+    registry = keras.saving.get_custom_objects()
+    registry[REGISTERED_NAME] = ScheduledOptimizer  # its from_config picks the class
+    legacy = f"hyperstep>Scheduled{cls.__name__}"  # the name older configs use
+    current = registry.get(legacy)
+    if current is None or getattr(current, "_hs_standin", False):
+        registry[legacy] = sub
     _CLASSES[cls] = sub
     return sub
 

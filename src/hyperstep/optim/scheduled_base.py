@@ -36,6 +36,7 @@ from hyperstep.optim.core import (
 )
 from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update, keras_value
+from hyperstep.optim.scheduled_config import inner_config, serialized, wrapped_class
 from hyperstep.schedules.base import Constant
 
 
@@ -46,8 +47,6 @@ class _State:
         self.update = Update()
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.static: dict[str, float | None] = {}
-        self.checked: frozenset[str] = frozenset()  # names Keras's code tests in Python `if`s
-        self.arithmetic: frozenset[str] = frozenset()  # ... combines with numbers in Python
         self.raw: dict[str, Any] = {}
         self.advance = False
         self.groups: list[Group] = []
@@ -127,9 +126,6 @@ class ScheduledBase:
         if isinstance(clock, dict):
             clock = keras.saving.deserialize_keras_object(clock)
         _check_install(self._hs_base, given, clock, advance, groups)
-        # read once here: inside a compiled step (torch.compile) reading source code breaks it
-        state.checked = _introspect.checked_in_python(self._hs_base)
-        state.arithmetic = _introspect.arithmetic_in_python(self._hs_base)
         if clock is None:
             clock = Clock(name=f"{self.name}_clock")
         self.clock = clock
@@ -222,12 +218,7 @@ class ScheduledBase:
         return state.update.cached(
             name,
             lambda: keras_value(
-                state.update,
-                state.hyperparameters[name],
-                name,
-                static=state.static[name],
-                checked=name.split("/")[-1] in state.checked,
-                arithmetic=name.split("/")[-1] in state.arithmetic,
+                state.update, state.hyperparameters[name], name, self._hs_base, state.static[name]
             ),
         )
 
@@ -290,12 +281,17 @@ class ScheduledBase:
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
+        """``{"optimizer": <the wrapped optimizer, serialized as Keras does>, "clock": ...,
+        "hyperparameters": ..., "groups": ..., "advance": ..., "fused": ...}``: the wrapped
+        optimizer's config nested (as Keras's ``LossScaleOptimizer`` nests its inner one),
+        so a file loads wherever Keras can load the wrapped class itself."""
         state = _state(self)
         state.update.raw_mode = True
         try:
-            config = super().get_config()  # type: ignore[misc]
+            inner = super().get_config()  # type: ignore[misc]
         finally:
             state.update.raw_mode = False
+        config: dict[str, Any] = {"optimizer": serialized(self._hs_base, inner)}
         own = {k: hp for k, hp in state.hyperparameters.items() if "/" not in k}
         config.update(  # a group's own hyperparameters are saved with it
             hyperparameters_config(
@@ -312,12 +308,28 @@ class ScheduledBase:
 
     @classmethod
     def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> Any:
+        """Load a config of :meth:`get_config` (or an older, flat one: Keras's
+        keys and hyperstep's side by side, loaded by ``cls``)."""
         config = dict(config)
+        nested = config.pop("optimizer", None)
+        target: Any = cls
+        if nested is not None:
+            from hyperstep.optim.scheduled import scheduled_class
+
+            target = scheduled_class(wrapped_class(nested, custom_objects))
+            config = {**inner_config(nested), **config}
+        elif getattr(cls, "_hs_base", None) is None:
+            raise InvalidArgumentError(
+                "A config of `hs.scheduled(...)` needs its wrapped optimizer under "
+                f"'optimizer'. Received: config with keys {sorted(config)}"
+            )
         average = config.pop("average", None)
         shared = from_hyperparameters_config(config, custom_objects)  # as StepOptimizer's
         if shared["hyperparameters"] is None:
             shared["hyperparameters"] = {}
-        optimizer = super().from_config({**config, **shared}, custom_objects)  # type: ignore[misc]
+        optimizer = super(ScheduledBase, target).from_config(  # type: ignore[misc]
+            {**config, **shared}, custom_objects
+        )
         return restore_average(optimizer, average)
 
     def _hs_group_variables(self) -> list[Any]:

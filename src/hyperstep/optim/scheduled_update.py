@@ -118,11 +118,19 @@ class ScheduledUpdate(ScheduledBase):
         )
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> Any:
+        if not self._hs_updating():
+            # called directly, outside `apply` (Keras's own tests do): the learning rate
+            # given, the other values at the clock's step
+            with self._hs_update():
+                return self._hs_update_step(gradient, variable, learning_rate, given=True)
+        return self._hs_update_step(gradient, variable, learning_rate, given=False)
+
+    def _hs_update_step(self, gradient: Any, variable: Any, learning_rate: Any, given: bool) -> Any:
         state = _state(self)
         outer = state.update.variable
         state.update.variable = variable
         try:
-            if "learning_rate" in state.hyperparameters:
+            if "learning_rate" in state.hyperparameters and not given:
                 learning_rate = self.resolve("learning_rate", variable)
             fused = backends.fused_updates() if state.fused else None
             if fused is not None and state.fused_decay:
