@@ -183,3 +183,63 @@ def probe(record: str, **options: Any) -> type:
 
     Probe.__name__ = Probe.__qualname__ = "Probe"
     return Probe
+
+
+# ---- docs/tune.md's member, for the restores into fresh Ray actors -----------------------
+def docs_build(config: dict[str, Any]) -> keras.Model:
+    """docs/tune.md's ``build`` (it does not build the optimizer), seeded so that members in
+    different processes start from the same weights."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((8,)),
+            keras.layers.Dense(16, activation="relu"),
+            keras.layers.Dense(3, name="head"),
+        ]
+    )
+    opt = hs.scheduled(
+        keras.optimizers.AdamW(),
+        learning_rate="cosine(1e-3, steps=1000)",
+        groups=[hs.Group("head", match="*head*", learning_rate=1e-2)],
+    )
+    model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
+    return model
+
+
+def docs_data() -> dict[str, Any]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 8)).astype("float32")
+    return {"x": x, "y": x[:, :3].argmax(1), "batch_size": 16, "shuffle": False}
+
+
+def full_state(model: keras.Model) -> list[tuple[str, str, tuple[int, ...], bytes]]:
+    """Every variable of the model, its optimizer (slots, ``iterations``), the clock and the
+    hyperparameters, in a fixed order, as (path, dtype, shape, bytes): comparable bitwise
+    across processes (paths only label a difference, their suffixes vary by process)."""
+    optimizer = model.optimizer
+    variables = [*model.variables, *optimizer.variables, *optimizer.clock.variables]
+    for hyperparameter in optimizer.hyperparameters.values():
+        variables.extend(hyperparameter.variables)
+    seen: dict[int, Any] = {}
+    for v in variables:
+        seen.setdefault(id(v), v)
+    arrays = [(v.path, np.asarray(keras.ops.convert_to_numpy(v))) for v in seen.values()]
+    return [(p, str(a.dtype), a.shape, a.tobytes()) for p, a in arrays]
+
+
+def docs_trainable() -> type:
+    """``hs.tune.trainable`` of docs/tune.md's member, with two read-outs for a Ray actor:
+    its process id and log directory, and :func:`full_state`."""
+    import os
+
+    base = hs.tune.trainable(docs_build, docs_data, metric="loss")
+
+    class DocsMember(base):  # type: ignore[misc, valid-type]
+        def where(self) -> tuple[int, str]:
+            return os.getpid(), self.logdir
+
+        def full_state(self) -> list[tuple[str, str, tuple[int, ...], bytes]]:
+            return full_state(self.member.model)
+
+    DocsMember.__name__ = DocsMember.__qualname__ = "DocsMember"
+    return DocsMember
