@@ -21,6 +21,7 @@ from hyperstep.backends import (
     read_once,
 )
 from hyperstep.clock import Clock
+from hyperstep.control import cooling
 from hyperstep.control.value_forms import ValueForms
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import (
@@ -33,7 +34,7 @@ from hyperstep.schedules.base import (
     uses_epoch,
 )
 
-_BUILTIN_STATE = ("scale", "override")
+_BUILTIN_STATE = ("scale", "override", cooling.START, cooling.FORM)
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
@@ -110,11 +111,16 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         self.clock = clock if clock is not None else Clock(name=f"{self.name}_clock")
         self.scale = self._new_state("scale", 1.0, "float32")
         self.override = self._new_state("override", math.nan, "float32")
+        # a dormant cooldown, made before any step is traced (hyperstep.control.cooling)
+        self.cooldown_start = self._new_state(cooling.START, -1, "int64")
+        self.cooldown_form = self._new_state(
+            cooling.FORM, cooling.form_of(1, 0.0, "linear"), "float32", shape=(3,)
+        )
         self._state: dict[str, Any] = {}
         self._pending: dict[str, Any] = {}
         self._table: tuple[Schedule, int, list[float], tuple[Any, ...] | None] | None = None
         self._relative: tuple[Schedule | None, bool] = (None, False)
-        #: a started :class:`hyperstep.Cooldown` replaces the schedule from its start step
+        #: the :class:`hyperstep.Cooldown` that assigns the cooldown state (one at most)
         self._cooldown: Any = None
         self.built = True
         from hyperstep.control import epochs  # it imports this module
@@ -168,7 +174,7 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
                 f"{received('step', step)}"
             )
         self._check_mapped()  # JAX only (nothing to check elsewhere)
-        if self._cooldown is not None:  # the cooldown's value goes through keras.ops
+        if not cooling.dormant(self.cooldown_start):  # started, or in a traced step
             return self._at_ops(step)
         # eager torch: 2-3 torch calls (each keras.ops call costs ~15 us of Python there)
         value = fast_value(self._clocked, step, self.scale, self.override)
@@ -178,10 +184,11 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         """``schedule(step)``, or the cooldown from its start step if one was started: the
         value ``scale`` multiplies (see :class:`hyperstep.Cooldown`)."""
         schedule = self._clocked
-        value = schedule(step)
-        if self._cooldown is not None:
-            value = self._cooldown.apply(schedule, value, step)
-        return value
+        return self._cooled(schedule, schedule(step), step)
+
+    def _cooled(self, schedule: Schedule, base: Any, step: Any) -> Any:
+        """``base`` with the cooldown applied (:func:`hyperstep.control.cooling.cooled`)."""
+        return cooling.cooled(self.cooldown_start, self.cooldown_form, schedule, base, step)
 
     def _at_ops(self, step: Any) -> Any:
         override = read_once(self.override)  # used twice: read once
@@ -310,13 +317,13 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         self._state[name] = variable
         return variable
 
-    def _new_state(self, name: str, initial: Any, dtype: str) -> Any:
+    def _new_state(self, name: str, initial: Any, dtype: str, shape: tuple[int, ...] = ()) -> Any:
         if dtype == "int64":  # int32 on JAX without x64 (see hyperstep.backends.integer_dtype)
             dtype = integer_dtype()
         variable = self.add_weight(
-            shape=(),
+            shape=shape,
             dtype=dtype,
-            initializer=keras.initializers.Constant(initial),
+            initializer=_constant(initial),
             trainable=False,
             aggregation="only_first_replica",
             name=name,
@@ -352,7 +359,18 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         return [self.clock.step]
 
     def _own_variables(self) -> list[Any]:
-        return [self.scale, self.override, *self._state.values()]
+        return [*self._step_state(), *self._state.values()]
+
+    def _step_state(self) -> list[Any]:
+        return [self.scale, self.override, self.cooldown_start, self.cooldown_form]
+
+    @property
+    def step_variables(self) -> list[Any]:
+        """The variables a training step reads for ``value``: the clock's, ``scale``,
+        ``override`` and the cooldown's (not a controller's state, which only its callback
+        reads). Every one exists from the hyperparameter's creation; a JAX optimizer carries
+        exactly these through its jitted step."""
+        return [*self._clock_variables(), *self._step_state()]
 
     def save_own_variables(self, store: Any) -> None:
         for variable in self._own_variables():
@@ -387,6 +405,12 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
 
     def __repr__(self) -> str:
         return f"Hyperparameter({self._raw_schedule!r}, name={self.name!r})"
+
+
+def _constant(initial: Any) -> Any:
+    if isinstance(initial, list):
+        return lambda shape, dtype=None: ops.cast(ops.convert_to_tensor(initial), dtype)
+    return keras.initializers.Constant(initial)
 
 
 def _track(owner: Any, name: str, value: Any) -> None:

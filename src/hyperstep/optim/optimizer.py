@@ -202,7 +202,7 @@ class StepOptimizer(keras.optimizers.Optimizer):
         self.__dict__["_hs_update"] = Update()  # untracked: the update in progress
         for variable in [
             self.clock.step,
-            *(v for hp in self.hyperparameters.values() for v in hp.variables),
+            *(v for hp in self.hyperparameters.values() for v in hp.step_variables),
         ]:
             if not self._tracker.is_in_store("variables", variable):
                 self._track_variable(variable)

@@ -169,14 +169,15 @@ class ScheduledBase:
     def _hs_track_state(self) -> None:
         """JAX trains statelessly: only `opt.variables` go into and out of the jitted step,
         so the clock and the state of the hyperparameters read must be among them (only
-        those: each is one more array through the step). Called at install and again at ``build``,
-        for state added since (a :class:`~hyperstep.Cooldown`'s start)."""
+        those: each is one more array through the step): their ``step_variables``, which
+        all exist from their creation (a controller's own state is not read in the step).
+        Called at install and again at ``build``."""
         if not backends.trains_statelessly():
             return
         state = _state(self)
         read = [state.hyperparameters[key] for key in self._hs_read_keys()]
         read += [ref.target for hp in read for ref in references(hp.schedule)]
-        hp_variables = [v for hp in read for v in hp.variables]
+        hp_variables = [v for hp in read for v in hp.step_variables]
         for variable in [self.clock.step, *hp_variables]:
             if not self._tracker.is_in_store("variables", variable):
                 self._track_variable(variable)
