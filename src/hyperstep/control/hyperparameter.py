@@ -377,14 +377,24 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
             store[variable.name] = variable
 
     def load_own_variables(self, store: Any) -> None:
+        self._load_named({key: store[key] for key in store.keys()})
+
+    def _load_named(self, values: dict[str, Any]) -> None:
+        """Assign saved state by name; a state not created yet (a controller built after the
+        load) waits for :meth:`add_state` (:meth:`unread_state` lists what still waits)."""
         by_name = {v.name: v for v in self._own_variables()}
-        for key in store.keys():
+        for key, value in values.items():
             if key in by_name:
-                by_name[key].assign(store[key])
+                by_name[key].assign(value)
             else:  # state a controller adds later (see add_state)
-                self._pending[key] = store[key][()] if hasattr(store[key], "shape") else store[key]
+                self._pending[key] = value[()] if hasattr(value, "shape") else value
         if not bool(self._pending.pop("is_set", True)):  # saved before 0.1.0 kept a flag
             self.override.assign(math.nan)
+
+    def unread_state(self) -> list[str]:
+        """The names of saved state that was loaded but that no object has created yet
+        (a controller's, such as ``plateau_best``, until that controller is built again)."""
+        return sorted(self._pending)
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:

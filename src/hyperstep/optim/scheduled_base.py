@@ -19,6 +19,7 @@ from keras import ops
 from hyperstep import backends
 from hyperstep.backends import concrete
 from hyperstep.clock import Clock
+from hyperstep.control import named_state
 from hyperstep.control.hyperparameter import Hyperparameter, _track
 from hyperstep.control.relative import references, resolve
 from hyperstep.errors import InvalidArgumentError, received
@@ -37,6 +38,10 @@ from hyperstep.optim.core import (
 from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update, keras_value
 from hyperstep.schedules.base import Constant
+
+
+#: attributes Keras's saving must not walk: their state is saved by name
+_SAVED_BY_NAME = frozenset({"hyperparameters", "groups"})
 
 
 class _State:
@@ -320,6 +325,29 @@ class ScheduledBase:
             shared["hyperparameters"] = {}
         optimizer = super().from_config({**config, **shared}, custom_objects)  # type: ignore[misc]
         return restore_average(optimizer, average)
+
+    # ---- saving -------------------------------------------------------------------------
+    def __dir__(self) -> list[str]:
+        # Keras's saving walks dir(): the hyperparameters are saved by name here
+        # (hyperstep.control.named_state), not as a positional container
+        return [name for name in super().__dir__() if name not in _SAVED_BY_NAME]
+
+    def _hs_keras_variables(self) -> list[Any]:
+        """The optimizer's own variables: ``variables`` without hyperstep's (on JAX the
+        clock and the hyperparameters' step variables are among them)."""
+        state = _state(self)
+        theirs = named_state.hyperstep_variables(self.clock, state.hyperparameters.values())
+        return [v for v in self.variables if id(v) not in theirs]  # type: ignore[attr-defined]
+
+    def save_own_variables(self, store: Any) -> None:
+        for index, variable in enumerate(self._hs_keras_variables()):
+            store[str(index)] = variable.numpy()
+        named_state.save_by_name(store, _state(self).hyperparameters)
+
+    def load_own_variables(self, store: Any) -> None:
+        every = list(self.variables)  # type: ignore[attr-defined]
+        named_state.load_numbered(store, self._hs_keras_variables(), every, self.name)
+        named_state.load_by_name(store, _state(self).hyperparameters, self.name)
 
     def _hs_group_variables(self) -> list[Any]:
         return list(getattr(self, "_trainable_variables", []) or [])
