@@ -50,6 +50,9 @@ def _scope_of(variable: Any) -> Any:
 
 
 def _resolve_target(target: Any, owner: str = "ReduceOnPlateau(target=...)") -> Hyperparameter:
+    from hyperstep.control.wrapped import hyperstep_optimizer
+
+    target = hyperstep_optimizer(target)  # through LossScaleOptimizer, SkipNonFinite, ...
     hyperparameters = getattr(target, "hyperparameters", None)
     if isinstance(hyperparameters, dict) and "learning_rate" in hyperparameters:
         target = hyperparameters["learning_rate"]

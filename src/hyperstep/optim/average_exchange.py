@@ -17,6 +17,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim.average_state import ATTRIBUTE, AverageState, attach
 from hyperstep.optim.rules import Values
@@ -34,6 +35,8 @@ class _Average(keras.callbacks.Callback):
 
     def __init__(self, optimizer: Any, start: int, every: int, decay: Any = None) -> None:
         super().__init__()
+        if getattr(optimizer, "clock", None) is None:  # LossScaleOptimizer: the one inside
+            optimizer = hyperstep_optimizer(optimizer)
         clock = getattr(optimizer, "clock", None)
         if clock is None:
             raise InvalidTypeError(

@@ -39,7 +39,6 @@ from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update, keras_value
 from hyperstep.schedules.base import Constant
 
-
 #: attributes Keras's saving must not walk: their state is saved by name
 _SAVED_BY_NAME = frozenset({"hyperparameters", "groups"})
 
