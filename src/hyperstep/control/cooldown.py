@@ -11,6 +11,7 @@ hyperparameter.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep.backends import concrete
+from hyperstep.backends.fit import held_state, write_through
 from hyperstep.control import cooling
 from hyperstep.control.controllers import _resolve_target
 from hyperstep.control.epochs import epoch_began, fit_began
@@ -95,7 +98,7 @@ class Cooldown:
             )
         self._start = self.target.cooldown_start
         self._form = self.target.cooldown_form
-        self._form.assign(cooling.form_of(self.steps, self.end, self.shape))
+        write_through(self._form, cooling.form_of(self.steps, self.end, self.shape))
         legacy = self.target._pending.pop(f"{name}_start", None)  # an older file's start
         if legacy is not None and int(legacy) >= 0 and not self.started:
             self._start.assign(int(legacy))
@@ -118,13 +121,18 @@ class Cooldown:
                     f"`Cooldown.start(at=...)` must be a step, an integer >= 0. "
                     f"{received('at', at)}"
                 )
+        held = held_state([self._start]) is not None  # a JAX fit holds it: eager
+        if concrete(at) and (held or concrete(self._start.value)):
+            if not self.started:  # eagerly (reaches a JAX fit in progress)
+                write_through(self._start, ops.cast(at, self._start.dtype))
+            return
         new = ops.cast(at, self._start.dtype)
         current = self._start.value
         self._start.assign(ops.where(ops.greater_equal(current, 0), current, new))
 
     def cancel(self) -> None:
         """Forget the start: the value follows the schedule again."""
-        self._start.assign(-1)
+        write_through(self._start, -1)
 
     @property
     def started(self) -> bool:
@@ -134,7 +142,9 @@ class Cooldown:
     @property
     def start_step(self) -> int | None:
         """The step the cooldown starts at, or None before :meth:`start` (read eagerly)."""
-        value = int(ops.convert_to_numpy(self._start))
+        held = held_state([self._start])
+        with held if held is not None else contextlib.nullcontext():
+            value = int(self._start.value)
         return value if value >= 0 else None
 
     @property

@@ -7,6 +7,7 @@ model or optimizer the hyperparameter is attached to.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -20,6 +21,7 @@ from hyperstep.backends import (
     integer_dtype,
     read_once,
 )
+from hyperstep.backends.fit import held_state, write_through
 from hyperstep.clock import Clock
 from hyperstep.control import cooling
 from hyperstep.control.value_forms import ValueForms
@@ -155,6 +157,10 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
     @property
     def value(self) -> Any:
         """The effective value at the clock's current step (a float32 scalar tensor)."""
+        held = held_state(self.step_variables)  # JAX fit holding the state: read it there
+        if held is not None:
+            with held:
+                return self.at(self.clock.step.value)
         return self.at(self.clock.step.value)
 
     def at(self, step: Any) -> Any:
@@ -173,6 +179,10 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
                 f"`Hyperparameter.at(step=...)` takes a number, an array or a tensor of steps. "
                 f"{received('step', step)}"
             )
+        held = held_state(self.step_variables)  # JAX fit holding the state: read it there
+        if held is not None:
+            with held:
+                return self.at(step)
         self._check_mapped()  # JAX only (nothing to check elsewhere)
         if not cooling.dormant(self.cooldown_start):  # started, or in a traced step
             return self._at_ops(step)
@@ -208,7 +218,7 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         """
         if isinstance(value, (bool, int, float)) or not hasattr(value, "dtype"):
             value = check_number(f"{self.name}.set", "value", value)
-        self.override.assign(ops.cast(value, "float32"))
+        write_through(self.override, ops.cast(value, "float32"))
 
     def assign(self, value: Any) -> None:
         """Make the current value ``value`` and keep the schedule running.
@@ -253,11 +263,13 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         self.override.assign(ops.where(rescale, override, ops.cast(value, "float32")))
 
     def _assign_now(self, value: float, step: Any) -> None:
-        if not math.isnan(float(ops.convert_to_numpy(self.override))):
+        with self._held():  # reads only: the write below reaches a JAX fit in progress
+            override = float(ops.convert_to_numpy(self.override))
+            base = np.float32(ops.convert_to_numpy(self._clocked(step)))
+            scale = np.float32(ops.convert_to_numpy(self.scale))
+        if not math.isnan(override):
             self.set(value)
             return
-        base = np.float32(ops.convert_to_numpy(self._clocked(step)))
-        scale = np.float32(ops.convert_to_numpy(self.scale))
         current = np.float32(base * scale)
         if not (np.isfinite(current) and current != 0):
             if isinstance(self.schedule, Constant):
@@ -271,17 +283,26 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
                 f"{received('value', value)}"
             )
         ratio = np.float32(value / float(current))
-        self.scale.assign(np.float32(scale * ratio))
+        write_through(self.scale, np.float32(scale * ratio))
 
     def clear(self) -> None:
         """Remove the override: the value follows ``schedule(step) * scale`` again."""
-        self.override.assign(math.nan)
+        write_through(self.override, math.nan)
+
+    def _held(self) -> Any:
+        """Where a JAX ``fit`` holds the state, a scope reading it there; else nothing."""
+        held = held_state(self.step_variables)
+        return held if held is not None else contextlib.nullcontext()
 
     def read(self) -> dict[str, float]:
         """Return Python floats ``{"value", "schedule", "scale", "override"}`` for logging.
 
         ``override`` is nan when no override is set. Call it eagerly (not in a graph).
         """
+        with self._held():
+            return self._read()
+
+    def _read(self) -> dict[str, float]:
         step = self.clock.step.value
         return {
             "value": float(self.at(step)),
