@@ -95,3 +95,37 @@ def load_by_name(store: Any, hyperparameters: Mapping[str, Any], owner: str) -> 
             UserWarning,
             stacklevel=3,
         )
+
+
+class SavedByName:
+    """Mixin of a hyperstep optimizer: ``save_own_variables``/``load_own_variables`` with its
+    own variables numbered (as Keras's) and its hyperparameters' state by name; the
+    attributes in ``_hs_walked_by_name`` are hidden from Keras's saving walk (``dir``), so no
+    container saves them again by position. Needs ``clock``, ``variables``, ``name`` and
+    ``_hs_named()`` (``{key: hyperparameter}``)."""
+
+    _hs_walked_by_name: frozenset[str] = frozenset({"hyperparameters", "groups"})
+    clock: Any
+    variables: Any
+    name: str
+
+    def _hs_named(self) -> Mapping[str, Any]:
+        raise NotImplementedError
+
+    def __dir__(self) -> list[str]:
+        return [n for n in super().__dir__() if n not in self._hs_walked_by_name]
+
+    def _hs_keras_variables(self) -> list[Any]:
+        """The optimizer's own variables: ``variables`` without hyperstep's (the clock's and
+        the hyperparameters', which a JAX step carries among them)."""
+        theirs = hyperstep_variables(self.clock, self._hs_named().values())
+        return [v for v in self.variables if id(v) not in theirs]
+
+    def save_own_variables(self, store: Any) -> None:
+        for index, variable in enumerate(self._hs_keras_variables()):
+            store[str(index)] = variable.numpy()
+        save_by_name(store, self._hs_named())
+
+    def load_own_variables(self, store: Any) -> None:
+        load_numbered(store, self._hs_keras_variables(), list(self.variables), self.name)
+        load_by_name(store, self._hs_named(), self.name)

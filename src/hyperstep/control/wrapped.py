@@ -49,12 +49,13 @@ def hyperstep_optimizers(optimizer: Any) -> list[Any]:
         current, depth = pending.pop(0)
         if current is None or depth > _DEPTH or any(current is f for f in found):
             continue
+        inner = getattr(current, "inner_optimizer", None)
+        if inner is not None:  # a wrapper, also one that shows its inner's hyperparameters
+            pending.append((inner, depth + 1))
+            continue
         if is_hyperstep_optimizer(current):
             found.append(current)
             continue
-        inner = getattr(current, "inner_optimizer", None)
-        if inner is not None:
-            pending.append((inner, depth + 1))
         many = getattr(current, "optimizers", None) if _is_keras_optimizer(current) else None
         if isinstance(many, (list, tuple)):
             pending.extend((each, depth + 1) for each in many)

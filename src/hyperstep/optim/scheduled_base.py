@@ -39,9 +39,6 @@ from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update, keras_value
 from hyperstep.schedules.base import Constant
 
-#: attributes Keras's saving must not walk: their state is saved by name
-_SAVED_BY_NAME = frozenset({"hyperparameters", "groups"})
-
 
 class _State:
     """Transient per-optimizer state kept out of Keras's and TensorFlow's tracking."""
@@ -70,7 +67,7 @@ def _state(optimizer: Any) -> _State:
     return state
 
 
-class ScheduledBase:
+class ScheduledBase(named_state.SavedByName):
     """The hyperparameters of a scheduled optimizer: installation, values and config."""
 
     # provided by the Keras optimizer class this mixin is combined with
@@ -325,28 +322,9 @@ class ScheduledBase:
         optimizer = super().from_config({**config, **shared}, custom_objects)  # type: ignore[misc]
         return restore_average(optimizer, average)
 
-    # ---- saving -------------------------------------------------------------------------
-    def __dir__(self) -> list[str]:
-        # Keras's saving walks dir(): the hyperparameters are saved by name here
-        # (hyperstep.control.named_state), not as a positional container
-        return [name for name in super().__dir__() if name not in _SAVED_BY_NAME]
-
-    def _hs_keras_variables(self) -> list[Any]:
-        """The optimizer's own variables: ``variables`` without hyperstep's (on JAX the
-        clock and the hyperparameters' step variables are among them)."""
-        state = _state(self)
-        theirs = named_state.hyperstep_variables(self.clock, state.hyperparameters.values())
-        return [v for v in self.variables if id(v) not in theirs]  # type: ignore[attr-defined]
-
-    def save_own_variables(self, store: Any) -> None:
-        for index, variable in enumerate(self._hs_keras_variables()):
-            store[str(index)] = variable.numpy()
-        named_state.save_by_name(store, _state(self).hyperparameters)
-
-    def load_own_variables(self, store: Any) -> None:
-        every = list(self.variables)  # type: ignore[attr-defined]
-        named_state.load_numbered(store, self._hs_keras_variables(), every, self.name)
-        named_state.load_by_name(store, _state(self).hyperparameters, self.name)
+    # ---- saving (hyperstep.control.named_state.SavedByName) ---------------------------
+    def _hs_named(self) -> dict[str, Hyperparameter]:
+        return _state(self).hyperparameters
 
     def _hs_group_variables(self) -> list[Any]:
         return list(getattr(self, "_trainable_variables", []) or [])
