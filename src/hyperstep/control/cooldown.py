@@ -114,7 +114,10 @@ class Cooldown:
         (the value follows the cooldown as if started then).
         """
         if at is None:
-            at = self.target.clock.step.value
+            held = held_state([self.target.clock.step])
+            with held if held is not None else contextlib.nullcontext():
+                at = self.target.clock.step.value
+                at = int(at) if concrete(at) else at
         elif isinstance(at, (bool, int, float)):
             if isinstance(at, bool) or float(at) != int(at) or at < 0:
                 raise InvalidArgumentError(
@@ -124,7 +127,7 @@ class Cooldown:
         held = held_state([self._start]) is not None  # a JAX fit holds it: eager
         if concrete(at) and (held or concrete(self._start.value)):
             if not self.started:  # eagerly (reaches a JAX fit in progress)
-                write_through(self._start, ops.cast(at, self._start.dtype))
+                write_through(self._start, int(at))  # a new buffer, not the step's
             return
         new = ops.cast(at, self._start.dtype)
         current = self._start.value
