@@ -29,6 +29,9 @@ the traced custom-loop step before and after TensorFlow's graph optimizer, a fig
 does not depend on the machine's load. On a loaded machine the spread between blocks is
 larger than the overhead: read ``paired`` and rerun.
 
+``--cooldowns`` adds an ``hs.Cooldown``, not started, on every hyperparameter of the
+hyperstep variants (every hyperparameter carries a dormant one anyway since 0.1.0).
+
 ``--cpu-time`` runs TensorFlow on one thread and times process CPU time instead of wall
 time: steadier when other processes share the machine.
 
@@ -87,6 +90,10 @@ VARIANTS = ("keras", "keras-decay", "keras-schedule", "python-assign", "hyperste
 TIMER = time.perf_counter  # --cpu-time: time.process_time with one TensorFlow thread
 
 
+#: --cooldowns
+COOLDOWNS = False
+
+
 def _optimizer(variant: str) -> tuple[keras.optimizers.Optimizer, object]:
     """Return the optimizer and a per-block hook (a plateau controller for hyperstep)."""
     if variant == "keras-decay":
@@ -105,6 +112,9 @@ def _optimizer(variant: str) -> tuple[keras.optimizers.Optimizer, object]:
         plateau = hs.ReduceOnPlateau(
             opt.hyperparameters["learning_rate"], monitor="loss", factor=0.9, patience=0
         )
+        if COOLDOWNS:  # --cooldowns: a dormant hs.Cooldown on every hyperparameter
+            for hyperparameter in opt.hyperparameters.values():
+                hs.Cooldown(hyperparameter, steps=1000)
         return opt, plateau
     return keras.optimizers.Adam(1e-3), None
 
@@ -282,7 +292,15 @@ def main() -> None:
         action="store_true",
         help="one TensorFlow thread, timed by process CPU time (steadier on a shared machine)",
     )
+    parser.add_argument(
+        "--cooldowns",
+        action="store_true",
+        help="an hs.Cooldown (not started) on every hyperparameter of the hyperstep variants",
+    )
     args = parser.parse_args()
+    if args.cooldowns:
+        global COOLDOWNS
+        COOLDOWNS = True
     if args.cpu_time:
         global TIMER
         TIMER = time.process_time

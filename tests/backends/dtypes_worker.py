@@ -87,6 +87,7 @@ def train(optimizer: Any, dtype: str, set_rate: bool) -> list[np.ndarray]:
         for _ in range(STEPS)
     ]
     optimizer.build(variables)
+
     def apply(gradients: list[Any]) -> None:
         optimizer.apply(gradients, variables)
 

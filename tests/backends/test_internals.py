@@ -83,6 +83,18 @@ def test_keras_jax_trainer_methods_the_clock_hook_wraps() -> None:
     assert "_get_jax_state" in vars(JAXTrainer)
 
 
+def test_keras_jax_fit_keeps_the_state_in_the_trainer_between_steps() -> None:
+    # hyperstep.backends.jax.write/held_scope: fit holds the state in `_jax_state` (the
+    # variables purged) until `jax_state_sync`, and re-reads the variables once synced
+    from keras.src.backend.jax.trainer import JAXTrainer
+
+    fit = inspect.getsource(JAXTrainer.fit)
+    assert "self._jax_state = {" in fit and "if self._jax_state_synced:" in fit
+    assert "purge_model_variables=True" in fit
+    sync = inspect.getsource(JAXTrainer.jax_state_sync)
+    assert "self._jax_state_synced = True" in sync
+
+
 def test_keras_torch_variable_keeps_its_tensor_in_value() -> None:
     from keras.src.backend.torch.core import Variable
 
@@ -240,6 +252,9 @@ PINNED = {
     "tensorflow.python.ops.stateful_random_ops.global_generator": _TF_SEEDS,
     "keras.src.backend.jax.trainer.JAXTrainer._get_jax_state": (
         test_keras_jax_trainer_methods_the_clock_hook_wraps
+    ),
+    "keras.src.backend.jax.trainer.JAXTrainer._jax_state": (
+        test_keras_jax_fit_keeps_the_state_in_the_trainer_between_steps
     ),
     "keras.src.backend.torch.core.Variable._value": (
         test_keras_torch_variable_keeps_its_tensor_in_value

@@ -295,3 +295,34 @@ def test_repr() -> None:
     cooldown = hs.Cooldown(make_hp(), steps=5, shape="linear")
     assert repr(cooldown) == "Cooldown('learning_rate', steps=5, shape='linear', end=0.0)"
     assert "when_file='stop'" in repr(hs.callbacks.StartCooldown(cooldown, when_file="stop"))
+
+
+# ---- made before tracing, honored after a load ---------------------------------------------
+def test_a_cooldown_created_after_a_step_was_traced_is_followed_by_that_trace() -> None:
+    hp = hs.Hyperparameter(0.1, name="learning_rate")
+
+    @tf.function
+    def value_at(step):
+        return hp.at(step)
+
+    assert float(value_at(tf.constant(3.0))) == pytest.approx(0.1)  # traced, dormant
+    hs.Cooldown(hp, steps=4, shape="linear").start(at=2)
+    traced = value_at.experimental_get_tracing_count()
+    values = [float(value_at(tf.constant(float(s)))) for s in (0, 2, 3, 4, 6, 9)]
+    assert values == pytest.approx([0.1, 0.1, 0.075, 0.05, 0.0, 0.0])  # Cooldown's closed form
+    assert value_at.experimental_get_tracing_count() == traced  # no retrace
+
+
+def test_a_loaded_started_cooldown_is_honored_without_building_it_again(tmp_path: Path) -> None:
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
+    hs.Cooldown(opt, steps=4, shape="linear").start(at=2)
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile(opt, "mse")
+    opt.build(model.trainable_variables)
+    model.save(tmp_path / "m.keras")
+    hp = keras.models.load_model(tmp_path / "m.keras").optimizer.hyperparameters["learning_rate"]
+    assert hp._cooldown is None  # no Cooldown object built
+    values = [round(float(v), 4) for v in hp.at([0, 2, 3, 4, 6, 9])]
+    assert values == [0.1, 0.1, 0.075, 0.05, 0.0, 0.0]
+    again = hs.Cooldown(hp, steps=4, shape="linear")  # the same one continues it
+    assert again.start_step == 2

@@ -103,7 +103,7 @@ def _state(model, opt):
     hps = opt.hyperparameters
     return {
         "clock": int(opt.clock.step),
-        "hyperparameters": {k: [v.numpy().item() for v in hp.variables] for k, hp in hps.items()},
+        "hyperparameters": {k: [v.numpy().tolist() for v in hp.variables] for k, hp in hps.items()},
         "optimizer": [v.numpy() for v in opt.variables],
         "weights": [v.numpy() for v in model.weights],
     }

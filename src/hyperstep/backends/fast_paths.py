@@ -103,3 +103,17 @@ def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
         return None  # a schedule of another kind (a wrapped Keras one): the general path
     unset = override.value
     return torch.where(torch.isnan(unset), base * scale.value, unset)
+
+
+def lazy_where(pred: Any, on: Any, off: Any) -> Any:
+    """``on() if pred else off()`` for a scalar bool tensor ``pred``, in a traced step.
+
+    TensorFlow and JAX: ``keras.ops.cond`` (only the branch taken runs, so a dormant branch
+    costs one comparison per step). Torch: ``where(pred, on(), off())``: its ``cond`` is a
+    Python ``if`` on the tensor, which ``torch.compile`` cannot trace without a graph break.
+    """
+    from keras import ops
+
+    if _backend() == "torch":
+        return ops.where(pred, on(), off())
+    return ops.cond(pred, on, off)

@@ -34,6 +34,10 @@ def follow_fit(
 
     def on_train_begin(self: Any, logs: Any = None) -> Any:
         model = getattr(self, "model", None)
+        if model is not None and keras.backend.backend() == "jax":
+            from hyperstep.backends.jax import fit_started
+
+            fit_started(model)
         if model is not None:
             for begin, _ in _HANDLERS:
                 begin(model, getattr(self, "params", None))
@@ -46,9 +50,19 @@ def follow_fit(
                 begin(model, epoch)
         return keras_epoch_begin(self, epoch, logs)
 
+    keras_batch_begin = cls.on_train_batch_begin
+
+    def on_train_batch_begin(self: Any, batch: int, logs: Any = None) -> Any:
+        from hyperstep.backends import jax as jax_fit
+
+        if jax_fit._QUEUE:  # writes from another thread during JAX fit, applied here
+            jax_fit.apply_pending()
+        return keras_batch_begin(self, batch, logs)
+
     pairs: list[tuple[Any, Any]] = [
         (on_train_begin, keras_train_begin),
         (on_epoch_begin, keras_epoch_begin),
+        (on_train_batch_begin, keras_batch_begin),
     ]
     for wrapper, wrapped in pairs:
         wrapper.__doc__ = wrapped.__doc__
@@ -56,6 +70,37 @@ def follow_fit(
         wrapper._hyperstep = True
     cls.on_train_begin = on_train_begin  # type: ignore[method-assign]
     cls.on_epoch_begin = on_epoch_begin  # type: ignore[method-assign]
+    cls.on_train_batch_begin = on_train_batch_begin  # type: ignore[method-assign]
+
+
+def write_through(variable: Any, value: Any) -> None:
+    """``variable.assign(value)``, reaching a JAX ``fit`` in progress from its next step
+    (see :mod:`hyperstep.backends.jax`); a plain ``assign`` elsewhere and in traced code."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        from hyperstep.backends.jax import write
+        from hyperstep.backends.scopes import in_stateless_scope
+
+        if not in_stateless_scope() and write(variable, value):
+            return
+    variable.assign(value)
+
+
+def held_state(variables: list[Any]) -> Any:
+    """A scope in which ``variables`` read what a JAX ``fit`` in progress holds (their own
+    values are purged there), or None where nothing is held."""
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return None
+    from hyperstep.backends.scopes import in_stateless_scope
+
+    if in_stateless_scope():
+        return None
+    from hyperstep.backends.jax import held_scope
+
+    return held_scope(variables)
 
 
 def follow_train_steps(wrap: Callable[[Any, Callable[..., Any]], Callable[..., Any]]) -> None:

@@ -7,6 +7,7 @@ Uses Keras's private ``keras.src.backend.jax.trainer.JAXTrainer`` (``train_step`
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 
@@ -133,3 +134,108 @@ def advance_in_state(model: Any, state: Any, iteration: Any) -> Any:
             if variable is clock.step:
                 non_trainable[i] = step
     return trainable, non_trainable, optimizer_values, metrics
+
+
+# ---- writes and reads during JAX `fit` -------------------------------------------------------
+# Keras's JAX `fit` keeps the training state in the trainer between steps (`_jax_state`,
+# `_jax_state_synced`; the variables' own values are purged) and writes it back at the end of
+# an epoch (`jax_state_sync`). A hyperstep write during `fit` must reach the next step and
+# survive the end: from the fit's own thread (a batch callback) the trainer's state is put
+# back first (`jax_state_sync`, what Keras's `Callback.model` does) and the next step reads
+# the variables again; from another thread the write waits for the fit's thread, which
+# applies it at the next batch's start. Reads compute from the trainer's state.
+
+_FITS: list[tuple[Any, int]] = []  # (weakref to a model in JAX fit, its thread)
+_QUEUE: list[tuple[Any, Any]] = []  # (variable, value) written by another thread
+_LOCK = threading.Lock()
+
+
+def fit_started(model: Any) -> None:
+    """Remember ``model`` as in a JAX ``fit`` run by the calling thread (at its start)."""
+    import weakref
+
+    from hyperstep.backends.versions import reach
+
+    reach("keras.src.backend.jax.trainer.JAXTrainer._jax_state")
+    with _LOCK:
+        _FITS[:] = [(ref, t) for ref, t in _FITS if ref() is not None and ref() is not model]
+        _FITS.append((weakref.ref(model), threading.get_ident()))
+
+
+def _holding() -> list[tuple[Any, int]]:
+    """The models whose JAX trainer holds the state now (variables purged), with threads."""
+    found = []
+    for ref, thread in list(_FITS):
+        model = ref()
+        if (
+            model is not None
+            and getattr(model, "_jax_state", None)
+            and not getattr(model, "_jax_state_synced", True)
+        ):
+            found.append((model, thread))
+    return found
+
+
+def write(variable: Any, value: Any) -> bool:
+    """Assign ``value`` to ``variable`` so that a JAX ``fit`` in progress trains with it from
+    its next step; False (nothing done) when no fit holds the state."""
+    if not _FITS:
+        return False
+    holding = _holding()
+    if not holding:
+        return False
+    me = threading.get_ident()
+    mine = [model for model, thread in holding if thread == me]
+    if not mine:
+        with _LOCK:
+            _QUEUE.append((variable, value))
+        return True
+    for model in mine:
+        model.jax_state_sync()  # the trainer's state back in the variables; re-read next step
+    variable.assign(value)
+    return True
+
+
+def apply_pending() -> None:
+    """Apply the writes other threads made during a JAX fit (called by the fit's thread at
+    each batch's start)."""
+    if not _QUEUE:
+        return
+    with _LOCK:
+        pending, _QUEUE[:] = list(_QUEUE), []
+    for model, thread in _holding():
+        if thread == threading.get_ident():
+            model.jax_state_sync()
+    for variable, value in pending:
+        variable.assign(value)
+
+
+def held_scope(variables: list[Any]) -> Any:
+    """A ``keras.StatelessScope`` mapping every variable a JAX fit's trainer holds to its
+    value there (and the writes still waiting), when one of ``variables`` is purged; else
+    None."""
+    if not _FITS or all(getattr(v, "_value", 0) is not None for v in variables):
+        return None
+    holding = _holding()
+    if not holding:
+        return None
+    import keras
+
+    mapping: dict[int, tuple[Any, Any]] = {}
+    for model, _ in holding:
+        state = model._jax_state
+        lists = (
+            (model.trainable_variables, state.get("trainable_variables")),
+            (model.non_trainable_variables, state.get("non_trainable_variables")),
+            (
+                model.optimizer.variables if model.optimizer else [],
+                state.get("optimizer_variables"),
+            ),
+        )
+        for refs, values in lists:
+            for ref, value in zip(refs, values or [], strict=False):
+                mapping[id(ref)] = (ref, value)
+    with _LOCK:
+        for variable, value in _QUEUE:
+            mapping[id(variable)] = (variable, value)
+    return keras.StatelessScope(state_mapping=list(mapping.values()))

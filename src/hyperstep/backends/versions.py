@@ -171,6 +171,12 @@ def _apis() -> dict[str, PrivateAPI]:
             lambda: _import("keras.src.backend.jax.trainer", "JAXTrainer", "_get_jax_state"),
         ),
         PrivateAPI(
+            "keras.src.backend.jax.trainer.JAXTrainer._jax_state",
+            "keras",
+            "a hyperparameter written or read during JAX fit (the trainer holds the state)",
+            lambda: _import("keras.src.backend.jax.trainer", "JAXTrainer", "jax_state_sync"),
+        ),
+        PrivateAPI(
             "keras.src.backend.torch.core.Variable._value",
             "keras",
             "reading a torch clock's step without Keras's ~5 us `value`",

@@ -19,6 +19,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep._backend import require_tensorflow
+from hyperstep.control import wrapped
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.reading import collect, infer_steps_per_epoch, read_all, savers_before
 from hyperstep.errors import BackendError, InvalidArgumentError, received
@@ -113,7 +114,8 @@ class LogHyperparameters(keras.callbacks.Callback):
         super().__init__()
         self.hyperparameters = collect(hyperparameters)
         if include is None:
-            include = "moving" if hasattr(hyperparameters, "hyperparameters") else "all"
+            given = wrapped.hyperstep_optimizer(hyperparameters)
+            include = "moving" if hasattr(given, "hyperparameters") else "all"
         if include not in ("moving", "all"):
             raise InvalidArgumentError(
                 f"`LogHyperparameters(include=...)` must be 'moving' or 'all'. "

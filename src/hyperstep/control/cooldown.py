@@ -2,13 +2,16 @@
 
 Warmup-stable-decay training (MiniCPM, arXiv 2404.06395; Hagele et al., arXiv 2405.18392)
 decides when to cool down while it runs: a budget is reached, the loss flattens, a
-checkpoint is worth branching from. :meth:`Cooldown.start` writes one variable, so a traced
-training step follows the cooldown from that step on without retracing, and the start is
-saved and restored with the hyperparameter (it is one of its :meth:`add_state` variables).
+checkpoint is worth branching from. Every hyperparameter carries a dormant cooldown from its
+creation (:mod:`hyperstep.control.cooling`): a :class:`Cooldown` assigns its form and
+:meth:`Cooldown.start` its start, so a training step traced before either follows the
+cooldown from that step on without retracing, and both are saved and restored with the
+hyperparameter.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any
@@ -16,13 +19,15 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep._backend import unmapped_in_jit
-from hyperstep.control.controllers import _resolve_target, _scope_of
+from hyperstep.backends import concrete
+from hyperstep.backends.fit import held_state, write_through
+from hyperstep.control import cooling
+from hyperstep.control.controllers import _resolve_target
 from hyperstep.control.epochs import epoch_began, fit_began
-from hyperstep.errors import FrozenValueError, InvalidArgumentError, received
+from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import check_choice, check_steps
 from hyperstep.schedules.base import Schedule, check_number
-from hyperstep.schedules.wsd import DECAY_TYPES, decay_factor
+from hyperstep.schedules.wsd import DECAY_TYPES
 
 __all__ = ["Cooldown", "StartCooldown"]
 
@@ -41,13 +46,13 @@ class Cooldown:
     keep working during the cooldown: a :class:`hyperstep.ReduceOnPlateau` reduction still
     multiplies it, and an override still wins. Before :meth:`start` nothing changes.
 
-    Create it before training starts (before the training step is traced): the step then
-    reads its one variable (``<name>_start``, -1 until started) and :meth:`start` only
-    assigns it. The variable is saved with the hyperparameter, so a run restored after the
-    start resumes the cooldown exactly. On JAX, a jitted step must carry that variable in
-    its state (``hp.variables`` includes it); ``fit`` with an ``hs.scheduled`` optimizer
-    does not yet, and raises :class:`~hyperstep.errors.FrozenValueError` rather than
-    ignore the start.
+    Create it at any time, also after the training step was traced (``fit``, decide,
+    create, start, ``fit`` again): every hyperparameter carries a dormant cooldown in two
+    variables made with it (``cooldown_start``, -1 until started, and ``cooldown_form``,
+    ``[steps, end, shape]``; :mod:`hyperstep.control.cooling`), which this object assigns
+    and the step already reads, on every backend. Both are saved with the hyperparameter, so
+    a run restored after the start resumes the cooldown exactly, even before a ``Cooldown``
+    is built again (building the same one continues it). ``end`` is kept in float32.
 
     Args:
         hyperparameter: The :class:`hyperstep.Hyperparameter` to cool down (or a scheduled
@@ -56,7 +61,8 @@ class Cooldown:
         shape: ``"1-sqrt"`` (default), ``"linear"``, ``"cosine"``, ``"exponential"`` or
             ``"minus_sqrt"``.
         end: The value at the end, in the units of the schedule (``scale`` multiplies it).
-        name: Prefix of the state variable.
+        name: Kept for compatibility: a start saved before 0.1.0 under ``<name>_start``
+            is read back from it.
 
     Raises:
         InvalidArgumentError: On a bad ``steps``, ``shape`` or ``end``, or a hyperparameter
@@ -90,8 +96,12 @@ class Cooldown:
                 f"Hyperparameter {self.target.name!r} already has a cooldown; one is enough "
                 f"(start it later, or cancel it). Received: hyperparameter={self.target.name!r}"
             )
-        with _scope_of(self.target.scale):  # distributed like the target's own state
-            self._start = self.target.add_state(f"{name}_start", -1, "int64")
+        self._start = self.target.cooldown_start
+        self._form = self.target.cooldown_form
+        write_through(self._form, cooling.form_of(self.steps, self.end, self.shape))
+        legacy = self.target._pending.pop(f"{name}_start", None)  # an older file's start
+        if legacy is not None and int(legacy) >= 0 and not self.started:
+            self._start.assign(int(legacy))
         object.__setattr__(self.target, "_cooldown", self)  # not tracked as a sublayer
 
     # ---- run time -------------------------------------------------------------------------
@@ -104,20 +114,28 @@ class Cooldown:
         (the value follows the cooldown as if started then).
         """
         if at is None:
-            at = self.target.clock.step.value
+            held = held_state([self.target.clock.step])
+            with held if held is not None else contextlib.nullcontext():
+                at = self.target.clock.step.value
+                at = int(at) if concrete(at) else at
         elif isinstance(at, (bool, int, float)):
             if isinstance(at, bool) or float(at) != int(at) or at < 0:
                 raise InvalidArgumentError(
                     f"`Cooldown.start(at=...)` must be a step, an integer >= 0. "
                     f"{received('at', at)}"
                 )
+        held = held_state([self._start]) is not None  # a JAX fit holds it: eager
+        if concrete(at) and (held or concrete(self._start.value)):
+            if not self.started:  # eagerly (reaches a JAX fit in progress)
+                write_through(self._start, int(at))  # a new buffer, not the step's
+            return
         new = ops.cast(at, self._start.dtype)
         current = self._start.value
         self._start.assign(ops.where(ops.greater_equal(current, 0), current, new))
 
     def cancel(self) -> None:
         """Forget the start: the value follows the schedule again."""
-        self._start.assign(-1)
+        write_through(self._start, -1)
 
     @property
     def started(self) -> bool:
@@ -127,41 +145,20 @@ class Cooldown:
     @property
     def start_step(self) -> int | None:
         """The step the cooldown starts at, or None before :meth:`start` (read eagerly)."""
-        value = int(ops.convert_to_numpy(self._start))
+        held = held_state([self._start])
+        with held if held is not None else contextlib.nullcontext():
+            value = int(self._start.value)
         return value if value >= 0 else None
 
     @property
     def variables(self) -> list[Any]:
-        """The state variable (also in ``hyperparameter.variables``)."""
-        return [self._start]
+        """The state variables, start and form (also in ``hyperparameter.variables``)."""
+        return [self._start, self._form]
 
     def apply(self, schedule: Schedule, base: Any, step: Any) -> Any:
-        """``base`` (the schedule's values at ``step``) with the cooldown applied from its start.
-
-        Raises:
-            FrozenValueError: On JAX, inside ``jax.jit`` when the start variable is not in
-                the stateless state being traced (see the class docstring).
-        """
-        if unmapped_in_jit(self.variables):
-            raise FrozenValueError(
-                f"hs.Cooldown on {self.target.name!r} is read inside `jax.jit`, but its "
-                f"variable {self._start.path!r} is not in the state being traced, so the "
-                "compiled step would never see the start. An `hs.scheduled` optimizer on JAX "
-                "carries only the variables its hyperparameters had when it was created. "
-                "In a custom loop, pass `hp.variables` (they include it) to "
-                "`stateless_call`/`keras.StatelessScope`; with `fit`, use the TensorFlow or "
-                "torch backend for a cooldown started at run time."
-            )
-        step = ops.cast(ops.convert_to_tensor(step), "float32")
-        start = ops.cast(self._start.value, "float32")
-        s0 = ops.maximum(start, 0.0)
-        dtype = ops.dtype(base) if hasattr(base, "dtype") else "float32"
-        v0 = ops.cast(schedule(s0), dtype)
-        done = ops.clip(step - s0, 0.0, float(self.steps))
-        factor = ops.cast(decay_factor(self.shape, done, self.steps), dtype)
-        cooled = self.end + (v0 - self.end) * factor
-        active = ops.logical_and(ops.greater_equal(start, 0.0), ops.greater_equal(step, s0))
-        return ops.where(active, cooled, base)
+        """``base`` (the schedule's values at ``step``) with the cooldown applied from its
+        start (:func:`hyperstep.control.cooling.cooled`)."""
+        return cooling.cooled(self._start, self._form, schedule, base, step)
 
     def __repr__(self) -> str:
         return (

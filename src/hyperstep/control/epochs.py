@@ -21,6 +21,7 @@ import keras
 from hyperstep.backends.fit import follow_fit, layers_of
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
+from hyperstep.control.wrapped import hyperstep_optimizers
 from hyperstep.errors import InvalidTypeError, received
 from hyperstep.schedules.base import Constant
 
@@ -35,14 +36,13 @@ def install() -> None:
 def optimizer_clock(model: Any) -> Clock | None:
     """The clock of ``model.optimizer`` (or of the optimizer it wraps), or None."""
     optimizer = getattr(model, "optimizer", None)
-    for _ in range(4):  # LossScaleOptimizer and similar wrappers
-        if optimizer is None:
-            return None
-        clock = getattr(optimizer, "clock", None)
-        if isinstance(clock, Clock):
-            return clock
-        optimizer = getattr(optimizer, "inner_optimizer", None)
-    return None
+    if optimizer is None:
+        return None
+    clock = getattr(optimizer, "clock", None)  # a wrapper's own (hs.SkipNonFinite's is its inner's)
+    if isinstance(clock, Clock):
+        return clock
+    found = hyperstep_optimizers(optimizer)  # LossScaleOptimizer and similar wrappers
+    return found[0].clock if found else None
 
 
 def clocks_of(model: Any, extra: Iterable[Clock] = ()) -> list[Clock]:
@@ -88,6 +88,7 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
         for name in ("test_function", "predict_function"):
             if getattr(model, name, None) is not None:
                 setattr(model, name, None)
+    warn_unread(model)
     given = (params or {}).get("steps")
     steps = given if isinstance(given, int) and not isinstance(given, bool) else 0
     for clock in clocks_of(model, extra):
@@ -98,6 +99,32 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
             if int(clock.epoch_length.numpy()) != steps:
                 clock.epoch_length.assign(steps)
         clock.follows_fit = True
+
+
+def warn_unread(model: Any) -> None:
+    """One warning per hyperparameter naming the saved state no object reads (loaded, but the
+    controller that owns it was not built again), at the first ``fit`` that finds it."""
+    found: dict[int, tuple[str, Any]] = {}
+    for optimizer in hyperstep_optimizers(getattr(model, "optimizer", None)):
+        for key, hp in optimizer.hyperparameters.items():
+            found.setdefault(id(hp), (key, hp))
+    for layer in layers_of(model) if model is not None else []:
+        if isinstance(layer, Hyperparameter):
+            found.setdefault(id(layer), (layer.name, layer))
+    for key, hp in found.values():
+        unread = hp.unread_state()
+        if not unread or getattr(hp, "_hs_warned_unread", None) == unread:
+            continue
+        object.__setattr__(hp, "_hs_warned_unread", unread)
+        names = [f"{key}/{name}" for name in unread]
+        warnings.warn(
+            f"The saved state {names} was restored but is read by no object: the "
+            "controller that keeps it was not created again, so this fit does not continue "
+            "it. Create it (e.g. `hs.ReduceOnPlateau(..., name=...)` with the same name) "
+            "before `fit`.",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def epoch_began(model: Any, epoch: int, extra: Iterable[Clock] = ()) -> None:

@@ -7,6 +7,7 @@ model or optimizer the hyperparameter is attached to.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -20,7 +21,9 @@ from hyperstep.backends import (
     integer_dtype,
     read_once,
 )
+from hyperstep.backends.fit import held_state, write_through
 from hyperstep.clock import Clock
+from hyperstep.control import cooling
 from hyperstep.control.value_forms import ValueForms
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import (
@@ -33,7 +36,7 @@ from hyperstep.schedules.base import (
     uses_epoch,
 )
 
-_BUILTIN_STATE = ("scale", "override")
+_BUILTIN_STATE = ("scale", "override", cooling.START, cooling.FORM)
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
@@ -110,11 +113,16 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         self.clock = clock if clock is not None else Clock(name=f"{self.name}_clock")
         self.scale = self._new_state("scale", 1.0, "float32")
         self.override = self._new_state("override", math.nan, "float32")
+        # a dormant cooldown, made before any step is traced (hyperstep.control.cooling)
+        self.cooldown_start = self._new_state(cooling.START, -1, "int64")
+        self.cooldown_form = self._new_state(
+            cooling.FORM, cooling.form_of(1, 0.0, "linear"), "float32", shape=(3,)
+        )
         self._state: dict[str, Any] = {}
         self._pending: dict[str, Any] = {}
         self._table: tuple[Schedule, int, list[float], tuple[Any, ...] | None] | None = None
         self._relative: tuple[Schedule | None, bool] = (None, False)
-        #: a started :class:`hyperstep.Cooldown` replaces the schedule from its start step
+        #: the :class:`hyperstep.Cooldown` that assigns the cooldown state (one at most)
         self._cooldown: Any = None
         self.built = True
         from hyperstep.control import epochs  # it imports this module
@@ -149,6 +157,10 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
     @property
     def value(self) -> Any:
         """The effective value at the clock's current step (a float32 scalar tensor)."""
+        held = held_state(self.step_variables)  # JAX fit holding the state: read it there
+        if held is not None:
+            with held:
+                return self.at(self.clock.step.value)
         return self.at(self.clock.step.value)
 
     def at(self, step: Any) -> Any:
@@ -167,8 +179,12 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
                 f"`Hyperparameter.at(step=...)` takes a number, an array or a tensor of steps. "
                 f"{received('step', step)}"
             )
+        held = held_state(self.step_variables)  # JAX fit holding the state: read it there
+        if held is not None:
+            with held:
+                return self.at(step)
         self._check_mapped()  # JAX only (nothing to check elsewhere)
-        if self._cooldown is not None:  # the cooldown's value goes through keras.ops
+        if not cooling.dormant(self.cooldown_start):  # started, or in a traced step
             return self._at_ops(step)
         # eager torch: 2-3 torch calls (each keras.ops call costs ~15 us of Python there)
         value = fast_value(self._clocked, step, self.scale, self.override)
@@ -178,10 +194,11 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         """``schedule(step)``, or the cooldown from its start step if one was started: the
         value ``scale`` multiplies (see :class:`hyperstep.Cooldown`)."""
         schedule = self._clocked
-        value = schedule(step)
-        if self._cooldown is not None:
-            value = self._cooldown.apply(schedule, value, step)
-        return value
+        return self._cooled(schedule, schedule(step), step)
+
+    def _cooled(self, schedule: Schedule, base: Any, step: Any) -> Any:
+        """``base`` with the cooldown applied (:func:`hyperstep.control.cooling.cooled`)."""
+        return cooling.cooled(self.cooldown_start, self.cooldown_form, schedule, base, step)
 
     def _at_ops(self, step: Any) -> Any:
         override = read_once(self.override)  # used twice: read once
@@ -201,7 +218,7 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         """
         if isinstance(value, (bool, int, float)) or not hasattr(value, "dtype"):
             value = check_number(f"{self.name}.set", "value", value)
-        self.override.assign(ops.cast(value, "float32"))
+        write_through(self.override, ops.cast(value, "float32"))
 
     def assign(self, value: Any) -> None:
         """Make the current value ``value`` and keep the schedule running.
@@ -246,11 +263,13 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         self.override.assign(ops.where(rescale, override, ops.cast(value, "float32")))
 
     def _assign_now(self, value: float, step: Any) -> None:
-        if not math.isnan(float(ops.convert_to_numpy(self.override))):
+        with self._held():  # reads only: the write below reaches a JAX fit in progress
+            override = float(ops.convert_to_numpy(self.override))
+            base = np.float32(ops.convert_to_numpy(self._clocked(step)))
+            scale = np.float32(ops.convert_to_numpy(self.scale))
+        if not math.isnan(override):
             self.set(value)
             return
-        base = np.float32(ops.convert_to_numpy(self._clocked(step)))
-        scale = np.float32(ops.convert_to_numpy(self.scale))
         current = np.float32(base * scale)
         if not (np.isfinite(current) and current != 0):
             if isinstance(self.schedule, Constant):
@@ -263,17 +282,26 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
                 f"call `Hyperparameter.set` (`opt.hyperparameters[{self.name!r}].set(x)`). "
                 f"{received('value', value)}"
             )
-        self.scale.assign(_exact_scale(base, value))
+        write_through(self.scale, _exact_scale(base, value))
 
     def clear(self) -> None:
         """Remove the override: the value follows ``schedule(step) * scale`` again."""
-        self.override.assign(math.nan)
+        write_through(self.override, math.nan)
+
+    def _held(self) -> Any:
+        """Where a JAX ``fit`` holds the state, a scope reading it there; else nothing."""
+        held = held_state(self.step_variables)
+        return held if held is not None else contextlib.nullcontext()
 
     def read(self) -> dict[str, float]:
         """Return Python floats ``{"value", "schedule", "scale", "override"}`` for logging.
 
         ``override`` is nan when no override is set. Call it eagerly (not in a graph).
         """
+        with self._held():
+            return self._read()
+
+    def _read(self) -> dict[str, float]:
         step = self.clock.step.value
         return {
             "value": float(self.at(step)),
@@ -309,13 +337,13 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         self._state[name] = variable
         return variable
 
-    def _new_state(self, name: str, initial: Any, dtype: str) -> Any:
+    def _new_state(self, name: str, initial: Any, dtype: str, shape: tuple[int, ...] = ()) -> Any:
         if dtype == "int64":  # int32 on JAX without x64 (see hyperstep.backends.integer_dtype)
             dtype = integer_dtype()
         variable = self.add_weight(
-            shape=(),
+            shape=shape,
             dtype=dtype,
-            initializer=keras.initializers.Constant(initial),
+            initializer=_constant(initial),
             trainable=False,
             aggregation="only_first_replica",
             name=name,
@@ -351,21 +379,42 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         return [self.clock.step]
 
     def _own_variables(self) -> list[Any]:
-        return [self.scale, self.override, *self._state.values()]
+        return [*self._step_state(), *self._state.values()]
+
+    def _step_state(self) -> list[Any]:
+        return [self.scale, self.override, self.cooldown_start, self.cooldown_form]
+
+    @property
+    def step_variables(self) -> list[Any]:
+        """The variables a training step reads for ``value``: the clock's, ``scale``,
+        ``override`` and the cooldown's (not a controller's state, which only its callback
+        reads). Every one exists from the hyperparameter's creation; a JAX optimizer carries
+        exactly these through its jitted step."""
+        return [*self._clock_variables(), *self._step_state()]
 
     def save_own_variables(self, store: Any) -> None:
         for variable in self._own_variables():
             store[variable.name] = variable
 
     def load_own_variables(self, store: Any) -> None:
+        self._load_named({key: store[key] for key in store.keys()})
+
+    def _load_named(self, values: dict[str, Any]) -> None:
+        """Assign saved state by name; a state not created yet (a controller built after the
+        load) waits for :meth:`add_state` (:meth:`unread_state` lists what still waits)."""
         by_name = {v.name: v for v in self._own_variables()}
-        for key in store.keys():
+        for key, value in values.items():
             if key in by_name:
-                by_name[key].assign(store[key])
+                by_name[key].assign(value)
             else:  # state a controller adds later (see add_state)
-                self._pending[key] = store[key][()] if hasattr(store[key], "shape") else store[key]
+                self._pending[key] = value[()] if hasattr(value, "shape") else value
         if not bool(self._pending.pop("is_set", True)):  # saved before 0.1.0 kept a flag
             self.override.assign(math.nan)
+
+    def unread_state(self) -> list[str]:
+        """The names of saved state that was loaded but that no object has created yet
+        (a controller's, such as ``plateau_best``, until that controller is built again)."""
+        return sorted(self._pending)
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
@@ -386,6 +435,12 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
 
     def __repr__(self) -> str:
         return f"Hyperparameter({self._raw_schedule!r}, name={self.name!r})"
+
+
+def _constant(initial: Any) -> Any:
+    if isinstance(initial, list):
+        return lambda shape, dtype=None: ops.cast(ops.convert_to_tensor(initial), dtype)
+    return keras.initializers.Constant(initial)
 
 
 def _track(owner: Any, name: str, value: Any) -> None:

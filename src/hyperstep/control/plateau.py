@@ -50,6 +50,17 @@ def _scope_of(variable: Any) -> Any:
 
 
 def _resolve_target(target: Any, owner: str = "ReduceOnPlateau(target=...)") -> Hyperparameter:
+    from hyperstep.control.wrapped import hyperstep_optimizer, hyperstep_optimizers
+
+    inside = hyperstep_optimizers(target)
+    if len(inside) > 1:
+        raise InvalidTypeError(
+            f"`{owner}` names one hyperparameter, but {type(target).__name__} holds "
+            f"{len(inside)} hyperstep optimizers ({[o.name for o in inside]}): pass one of "
+            "them (`multi.optimizers[i]`) or its `hyperparameters['learning_rate']`. "
+            f"Received: target of type {type(target).__name__}"
+        )
+    target = hyperstep_optimizer(target)  # through LossScaleOptimizer, SkipNonFinite, ...
     hyperparameters = getattr(target, "hyperparameters", None)
     if isinstance(hyperparameters, dict) and "learning_rate" in hyperparameters:
         target = hyperparameters["learning_rate"]

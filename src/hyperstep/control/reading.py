@@ -14,6 +14,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep.control import wrapped
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
@@ -28,7 +29,9 @@ def collect(hyperparameters: Any, owner: str = "LogHyperparameters") -> dict[str
         InvalidTypeError: If an entry is not a hyperparameter.
         InvalidArgumentError: If nothing is given or two entries share a name.
     """
-    source = getattr(hyperparameters, "hyperparameters", hyperparameters)
+    source = getattr(
+        wrapped.hyperstep_optimizer(hyperparameters), "hyperparameters", hyperparameters
+    )
     if _is_hyperparameter(source):
         source = [source]
     if isinstance(source, Mapping):

@@ -42,7 +42,15 @@ class ValueForms:
     override: Any
     name: str
 
+    cooldown_start: Any
+
     def _clock_variables(self) -> list[Any]:
+        raise NotImplementedError
+
+    def _step_state(self) -> list[Any]:
+        raise NotImplementedError
+
+    def _cooled(self, schedule: Schedule, base: Any, step: Any) -> Any:
         raise NotImplementedError
 
     @property
@@ -67,7 +75,7 @@ class ValueForms:
         return found[2]
 
     def _check_mapped(self) -> None:
-        unmapped = unmapped_in_jit([*self._clock_variables(), self.scale, self.override])
+        unmapped = unmapped_in_jit([*self._clock_variables(), *self._step_state()])
         if not unmapped:
             return
         names = ", ".join(v.path for v in unmapped)
@@ -103,7 +111,7 @@ class ValueForms:
         override = float(raw(self.override))
         if override == override:  # not nan: an override is set
             return override
-        if self._cooldown is not None and int(raw(self._cooldown.variables[0])) >= 0:
+        if int(raw(self.cooldown_start)) >= 0:
             return None  # a started cooldown: the general path reads its variable
         schedule = self._clocked
         if self._relative[0] is not schedule:
@@ -142,8 +150,7 @@ class ValueForms:
             base = ops.convert_to_tensor(schedule.value_, dtype="float64")
         else:
             base = ops.cast(schedule(step), "float64")
-        if self._cooldown is not None:
-            base = self._cooldown.apply(schedule, base, step)
+        base = self._cooled(schedule, base, step)
         override = read_once(self.override)  # used twice: read once
         scaled = ops.multiply(base, ops.cast(self.scale.value, "float64"))
         return ops.where(ops.isnan(override), scaled, ops.cast(override, "float64"))

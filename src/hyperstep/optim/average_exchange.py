@@ -18,6 +18,7 @@ import keras
 from keras import ops
 
 from hyperstep import backends
+from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim.average_state import ATTRIBUTE, AverageState, attach
 from hyperstep.optim.rules import Values
@@ -46,6 +47,8 @@ class _Average(keras.callbacks.Callback):
     ) -> None:
         super().__init__()
         name = type(self).__name__
+        if getattr(optimizer, "clock", None) is None:  # LossScaleOptimizer: the one inside
+            optimizer = hyperstep_optimizer(optimizer)
         clock = getattr(optimizer, "clock", None)
         if clock is None:
             raise InvalidTypeError(

@@ -28,6 +28,7 @@ from keras import ops
 from hyperstep import backends
 from hyperstep.backends import native_variable
 from hyperstep.control.hyperparameter import Hyperparameter
+from hyperstep.control.named_state import SavedByName
 from hyperstep.control.relative import resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
@@ -64,7 +65,7 @@ def _no_learning_rate() -> float:  # the base class wants one; StepOptimizer ove
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
-class StepOptimizer(keras.optimizers.Optimizer):
+class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
     """A Keras optimizer whose update is a :class:`hyperstep.rules.Rule`, per group.
 
     Every hyperparameter the rule declares is a :class:`hyperstep.Hyperparameter` on the
@@ -202,11 +203,17 @@ class StepOptimizer(keras.optimizers.Optimizer):
         self.__dict__["_hs_update"] = Update()  # untracked: the update in progress
         for variable in [
             self.clock.step,
-            *(v for hp in self.hyperparameters.values() for v in hp.variables),
+            *(v for hp in self.hyperparameters.values() for v in hp.step_variables),
         ]:
             if not self._tracker.is_in_store("variables", variable):
                 self._track_variable(variable)
         self.advance = self.clock.claim(self, advance)  # last: a failed construction claims nothing
+
+    # ---- saving (hyperstep.control.named_state.SavedByName) ---------------------------
+    _hs_walked_by_name = frozenset({"hyperparameters", "groups", "_tables"})
+
+    def _hs_named(self) -> dict[str, Any]:
+        return self.hyperparameters
 
     # ---- construction helpers ---------------------------------------------------------
     def _hyperparameter(self, name: str, value: Any) -> Any:

@@ -19,6 +19,7 @@ from keras import ops
 from hyperstep import backends
 from hyperstep.backends import concrete
 from hyperstep.clock import Clock
+from hyperstep.control import named_state
 from hyperstep.control.hyperparameter import Hyperparameter, _track
 from hyperstep.control.relative import references, resolve
 from hyperstep.errors import InvalidArgumentError, received
@@ -65,7 +66,7 @@ def _state(optimizer: Any) -> _State:
     return state
 
 
-class ScheduledBase:
+class ScheduledBase(named_state.SavedByName):
     """The hyperparameters of a scheduled optimizer: installation, values and config."""
 
     # provided by the Keras optimizer class this mixin is combined with
@@ -165,14 +166,15 @@ class ScheduledBase:
     def _hs_track_state(self) -> None:
         """JAX trains statelessly: only `opt.variables` go into and out of the jitted step,
         so the clock and the state of the hyperparameters read must be among them (only
-        those: each is one more array through the step). Called at install and again at ``build``,
-        for state added since (a :class:`~hyperstep.Cooldown`'s start)."""
+        those: each is one more array through the step): their ``step_variables``, which
+        all exist from their creation (a controller's own state is not read in the step).
+        Called at install and again at ``build``."""
         if not backends.trains_statelessly():
             return
         state = _state(self)
         read = [state.hyperparameters[key] for key in self._hs_read_keys()]
         read += [ref.target for hp in read for ref in references(hp.schedule)]
-        hp_variables = [v for hp in read for v in hp.variables]
+        hp_variables = [v for hp in read for v in hp.step_variables]
         for variable in [self.clock.step, *hp_variables]:
             if not self._tracker.is_in_store("variables", variable):
                 self._track_variable(variable)
@@ -331,6 +333,10 @@ class ScheduledBase:
             {**config, **shared}, custom_objects
         )
         return restore_average(optimizer, average)
+
+    # ---- saving (hyperstep.control.named_state.SavedByName) ---------------------------
+    def _hs_named(self) -> dict[str, Hyperparameter]:
+        return _state(self).hyperparameters
 
     def _hs_group_variables(self) -> list[Any]:
         return list(getattr(self, "_trainable_variables", []) or [])

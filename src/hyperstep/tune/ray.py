@@ -18,6 +18,7 @@ from typing import Any
 
 import keras
 
+from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
 from hyperstep.tune.replay import flatten
 
@@ -175,7 +176,8 @@ class Member:
     def build(self, config: Mapping[str, Any]) -> None:
         built = self.builder(dict(config))
         model, callbacks = built if isinstance(built, tuple) else (built, [])
-        hyperparameters = getattr(getattr(model, "optimizer", None), "hyperparameters", None)
+        optimizer = hyperstep_optimizer(getattr(model, "optimizer", None))
+        hyperparameters = getattr(optimizer, "hyperparameters", None)
         if not isinstance(model, keras.Model) or not isinstance(hyperparameters, dict):
             raise InvalidTypeError(
                 f"`trainable(build=...)` must return a Keras model compiled with an "
@@ -188,7 +190,7 @@ class Member:
 
     @property
     def hyperparameters(self) -> dict[str, Any]:
-        return dict(self.model.optimizer.hyperparameters)
+        return dict(hyperstep_optimizer(self.model.optimizer).hyperparameters)
 
     def _structure(self, config: Mapping[str, Any]) -> dict[str, Any]:
         names = self.hyperparameters if self.model is not None else {}
@@ -247,7 +249,7 @@ class Member:
                 f"`trainable(metric=...)` must be a key of `fit`'s logs: {sorted(logs)} (add "
                 f"`validation_data` for 'val_...' keys). {received('metric', self.metric)}"
             )
-        step = int(keras.ops.convert_to_numpy(self.model.optimizer.clock.step))
+        step = int(keras.ops.convert_to_numpy(hyperstep_optimizer(self.model.optimizer).clock.step))
         return {**logs, "step": step, "epoch": self.epoch, "hyperparameters": values}
 
     def _fit_arguments(self) -> Mapping[str, Any]:

@@ -1,0 +1,82 @@
+"""The cooldown every :class:`~hyperstep.Hyperparameter` carries, dormant until started.
+
+``base(step) = schedule(step)`` while ``start < 0`` (dormant) or ``step < start``, else
+``end + (schedule(start) - end) * f(min(step - start, steps) / steps)`` with ``f`` the shape's
+decay factor (:func:`hyperstep.schedules.wsd.decay_factor`). The state is two variables made
+with the hyperparameter, before any step is traced: ``cooldown_start`` (an integer, -1 while
+dormant) and ``cooldown_form`` (float32 ``[steps, end, shape]``, the shape as its index in
+:data:`~hyperstep.schedules.wsd.DECAY_TYPES`). A :class:`hyperstep.Cooldown` created at any
+time only assigns them, so a step traced before it follows it, and a loaded hyperparameter
+honors a saved cooldown with no ``Cooldown`` object built again.
+
+A dormant cooldown costs one comparison in a traced TensorFlow or JAX step (the rest sits in
+the untaken branch of a ``cond``) and one host read on eager torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from keras import ops
+
+from hyperstep.backends import concrete, host_int
+from hyperstep.backends.fast_paths import lazy_where
+from hyperstep.schedules.base import Schedule
+from hyperstep.schedules.wsd import DECAY_TYPES, decay_factor
+
+__all__ = ["FORM", "START", "cooled", "dormant", "form_of"]
+
+#: the names of the two state variables (each hyperparameter's ``state_<name>`` in
+#: ``tf.train.Checkpoint``; ``cooldown_start`` is the name ``hs.Cooldown`` always used)
+START, FORM = "cooldown_start", "cooldown_form"
+
+
+def form_of(steps: float, end: float, shape: str) -> list[float]:
+    """The ``cooldown_form`` value of a cooldown: ``[steps, end, index of shape]``."""
+    return [float(steps), float(end), float(DECAY_TYPES.index(shape))]
+
+
+def dormant(start: Any) -> bool | None:
+    """Whether the cooldown whose start variable is ``start`` is not started, where that
+    can be read on the host now (eagerly; ``None`` in a traced step)."""
+    value = host_int(start)  # eager torch: cheap
+    if value is not None:
+        return value < 0
+    if not concrete(start.value):
+        return None
+    return int(start.value) < 0  # not through NumPy (its copy= warning on TF tensors)
+
+
+def cooled(start: Any, form: Any, schedule: Schedule, base: Any, step: Any) -> Any:
+    """``base`` (``schedule``'s values at ``step``) with the cooldown applied from its start
+    (see the module docstring); ``base`` itself while dormant."""
+    known = dormant(start)
+    if known:
+        return base
+    base = ops.convert_to_tensor(base)
+    start_value = start.value
+
+    def on() -> Any:
+        return _cooled(start_value, form, schedule, base, step)
+
+    if known is not None:  # started, read eagerly
+        return on()
+    return lazy_where(ops.greater_equal(start_value, 0), on, lambda: base)
+
+
+def _cooled(start: Any, form: Any, schedule: Schedule, base: Any, step: Any) -> Any:
+    dtype = ops.dtype(base)
+    values = ops.convert_to_tensor(form.value)
+    steps, end, shape = values[0], values[1], values[2]
+    step = ops.cast(ops.convert_to_tensor(step), "float32")
+    s0 = ops.maximum(ops.cast(start, "float32"), 0.0)
+    v0 = ops.cast(schedule(s0), dtype)
+    done = ops.clip(step - s0, 0.0, steps)
+    factor = ops.zeros_like(done)
+    for index, name in enumerate(DECAY_TYPES):  # the shape is a variable: select its factor
+        factor = ops.where(ops.equal(shape, float(index)), decay_factor(name, done, steps), factor)
+    factor = ops.cast(factor, dtype)
+    end = ops.cast(end, dtype)
+    value = end + (v0 - end) * factor
+    started = ops.logical_and(ops.greater_equal(start, 0), ops.greater_equal(step, s0))
+    return ops.where(started, value, base)
