@@ -44,7 +44,11 @@ def dormant(start: Any) -> bool | None:
         return value < 0
     if not concrete(start.value):
         return None
-    return int(start.value) < 0  # not through NumPy (its copy= warning on TF tensors)
+    # not through NumPy (its copy= warning on TF tensors); under tf.distribute the value is
+    # a MirroredVariable, which int() takes only once read
+    value = start.value
+    read = getattr(value, "read_value", None)
+    return int(read() if callable(read) else value) < 0
 
 
 def cooled(start: Any, form: Any, schedule: Schedule, base: Any, step: Any) -> Any:
