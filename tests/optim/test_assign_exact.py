@@ -14,10 +14,15 @@ import hyperstep as hs
 
 with warnings.catch_warnings():  # Keras's test module uses its own pytest mark
     warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
-    from keras.src.callbacks import reduce_lr_on_plateau_test as keras_tests
+    try:  # shipped in Keras's wheel since 3.11; `make test-oldest` runs Keras 3.10
+        from keras.src.callbacks import reduce_lr_on_plateau_test as keras_tests
+    except ImportError:
+        keras_tests = None
+
+_KerasCase: type = keras_tests.ReduceLROnPlateauTest if keras_tests else unittest.TestCase
 
 
-class _WrappedReduceLROnPlateau(keras_tests.ReduceLROnPlateauTest):
+class _WrappedReduceLROnPlateau(_KerasCase):
     """Keras's own ReduceLROnPlateau test case, with the optimizer wrapped by hs.scheduled."""
 
     def setUp(self):
@@ -25,6 +30,7 @@ class _WrappedReduceLROnPlateau(keras_tests.ReduceLROnPlateauTest):
         self.model.compile(loss="mse", optimizer=hs.scheduled(keras.optimizers.Adam(0.1)))
 
 
+@pytest.mark.skipif(keras_tests is None, reason="Keras's own test module is not in this wheel")
 def test_keras_reduces_lr_with_model_fit_passes_with_a_wrapped_optimizer():
     case = _WrappedReduceLROnPlateau("test_reduces_lr_with_model_fit")
     result = unittest.TestResult()
