@@ -184,8 +184,16 @@ def test_jax_jit_read_outside_the_traced_state_raises_instead_of_freezing(
     hyperparameter would stay at its traced value: it raises, naming what is missing."""
     found = results["jax"]["jit_reads"]
     for case, missing in [
-        ("unmapped", "(clock/step, kl_beta/scale, kl_beta/override)"),
-        ("step_only", "(kl_beta/scale, kl_beta/override)"),
+        # every variable the step reads, the dormant cooldown's included
+        (
+            "unmapped",
+            "(clock/step, kl_beta/scale, kl_beta/override, kl_beta/cooldown_start, "
+            "kl_beta/cooldown_form)",
+        ),
+        (
+            "step_only",
+            "(kl_beta/scale, kl_beta/override, kl_beta/cooldown_start, kl_beta/cooldown_form)",
+        ),
     ]:
         assert found[case].startswith("hyperstep.errors.FrozenValueError: Hyperparameter 'kl_beta'")
         assert missing in found[case] and "StatelessScope(state_mapping=" in found[case]

@@ -162,12 +162,14 @@ def test_a_checkpoint_moves_between_fused_and_unfused_optimizers():
             step(X[i], Y[i])
         return opt, variables
 
-    store = {}
+    store, clock_store = {}, {}
     saved, _ = trained(False, 5)
     saved.save_own_variables(store)
+    saved.clock.save_own_variables(clock_store)  # the clock is its own saved layer
     loaded, variables = trained(None, 0)
     loaded.build(variables)
     loaded.load_own_variables(store)
+    loaded.clock.load_own_variables(clock_store)
     for a, b in zip(saved.variables, loaded.variables, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
