@@ -110,7 +110,7 @@ def test_configs_deserialize_in_a_fresh_process_in_either_import_order(order: st
         env=_env(keras.backend.backend()),
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600")),
     )
     lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
     assert process.returncode == 0 and lines, process.stderr[-4000:]

@@ -71,7 +71,9 @@ def steer_and_replay(backend: str, tmp_path: Path) -> None:
         sent = cli("set", str(control), "learning_rate=0", "--wait", "60")
         assert sent.returncode == 0, sent.stderr
         assert "applied at step" in sent.stdout
-        stdout, stderr = process.communicate(timeout=600)
+        stdout, stderr = process.communicate(
+            timeout=float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600"))
+        )
     finally:
         if process.poll() is None:
             process.kill()

@@ -59,7 +59,7 @@ def test_from_keras_is_bitwise_keras_on_other_backends(backend):
         env=env,
         capture_output=True,
         text=True,
-        timeout=1800,
+        timeout=float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600")),
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stderr[-4000:]
