@@ -76,6 +76,9 @@ def test_each_tool_accepts_the_optimizer_inside_loss_scale_and_skip_non_finite()
         assert hs.SWA(wrapped).clock is opt.clock
 
 
+@pytest.mark.skipif(
+    not hasattr(keras.optimizers, "MultiOptimizer"), reason="this Keras has no MultiOptimizer"
+)
 def test_multi_optimizer_shows_each_hyperstep_optimizer_inside() -> None:
     a = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
     b = hs.scheduled(keras.optimizers.Adam(), learning_rate=0.01)

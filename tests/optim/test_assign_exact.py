@@ -14,7 +14,7 @@ import hyperstep as hs
 
 with warnings.catch_warnings():  # Keras's test module uses its own pytest mark
     warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
-    try:  # shipped in Keras's wheel since 3.11; `make test-oldest` runs Keras 3.10
+    try:  # in Keras 3.15.1's wheel, not in 3.10's (`make test-oldest`)
         from keras.src.callbacks import reduce_lr_on_plateau_test as keras_tests
     except ImportError:
         keras_tests = None
@@ -30,7 +30,9 @@ class _WrappedReduceLROnPlateau(_KerasCase):
         self.model.compile(loss="mse", optimizer=hs.scheduled(keras.optimizers.Adam(0.1)))
 
 
-@pytest.mark.skipif(keras_tests is None, reason="Keras's own test module is not in this wheel")
+@pytest.mark.skipif(
+    keras_tests is None, reason="this Keras's wheel lacks its ReduceLROnPlateau test module"
+)
 def test_keras_reduces_lr_with_model_fit_passes_with_a_wrapped_optimizer():
     case = _WrappedReduceLROnPlateau("test_reduces_lr_with_model_fit")
     result = unittest.TestResult()

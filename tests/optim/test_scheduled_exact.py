@@ -122,8 +122,11 @@ def test_the_torch_table_of_python_numbers_names_each_optimizers_own_hyperparame
         and issubclass(getattr(K, name), K.Optimizer)
         and name not in ("Optimizer", *_introspect.WRAPPERS)
     }
-    assert set(PYTHON_NUMBERS) == every
+    # every optimizer this Keras has is in the table (the table also names newer Keras's)
+    assert every <= set(PYTHON_NUMBERS)
     for name, names in PYTHON_NUMBERS.items():
+        if name not in every:
+            continue
         assert names <= set(_introspect.numeric_names(getattr(K, name))), name
     assert python_numbers(type("Mine", (K.AdamW,), {})) == {"beta_1", "beta_2"}
     assert python_numbers(K.Optimizer) == frozenset()

@@ -53,7 +53,7 @@ STATUS = "status.json"
 #: the verbs a command may carry (``show`` only reads)
 VERBS = ("set", "scale", "clear", "schedule", "cooldown", "stop")
 #: the largest finite float32
-FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_MAX = 3.4028235677973362e38  # the largest float finite in float32
 #: the cooldown shapes (as :class:`hyperstep.Cooldown`)
 SHAPES = ("1-sqrt", "linear", "cosine", "exponential", "minus_sqrt")
 #: the largest command file read (a command is a few hundred bytes)

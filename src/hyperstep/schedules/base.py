@@ -720,8 +720,9 @@ def check_number(owner: str, name: str, value: Any, *, finite: bool = True) -> f
     return number
 
 
-#: the largest finite float32
-FLOAT32_MAX = 3.4028234663852886e38
+#: the largest float that stays finite in float32: the largest finite float32 is
+#: 3.4028234663852886e38, and values up to half an ulp above it round to it, not to inf
+FLOAT32_MAX = 3.4028235677973362e38
 
 
 def check_positive_int(owner: str, name: str, value: Any) -> int:

@@ -43,6 +43,7 @@ from hyperstep.schedules._common import (
     check_numbers,
     check_positive,
     check_steps,
+    float32,
 )
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Epoch, Schedule, check_number, register
@@ -193,8 +194,13 @@ class CosineRestarts(Schedule):
             )
         self.end = check_number("cosine_restarts", "end", end)
 
+    def _unit(self) -> bool:
+        """Whether every period is ``steps`` long: ``t_mul`` is 1 in float32 (a ``t_mul`` of
+        ``1 + 2e-16`` would divide 0 by 0 below)."""
+        return float32(self.t_mul) == 1.0
+
     def _period_start(self, i: Any) -> Any:
-        if self.t_mul == 1.0:
+        if self._unit():
             return self.steps * i
         start = self.steps * (ops.power(_f32(self.t_mul), i) - 1.0) / (self.t_mul - 1.0)
         # float32 pow is off by an ulp at times (3.0 ** 4 = 81.00001): a start within float32
@@ -205,7 +211,7 @@ class CosineRestarts(Schedule):
     def value(self, step: Any) -> Any:
         step = ops.maximum(step, 0.0)
         fraction = step / self.steps
-        if self.t_mul == 1.0:
+        if self._unit():
             i = ops.floor(fraction)
         else:
             i = ops.floor(ops.log1p(fraction * (self.t_mul - 1.0)) / math.log(self.t_mul))
