@@ -112,10 +112,17 @@ WORDS = st.sampled_from(["triangular", "triangular2", "exp_range", "cos", "linea
 WORDS = st.one_of(WORDS, st.sampled_from(["optax", "hold", "zero", "restart"]))
 
 
+def _linear(start: Any, end: Any, steps: Any) -> Any:
+    try:  # a number beyond float32's range is refused (NUMBERS draws float64's)
+        return S.linear(start, end, steps)
+    except HyperstepError:
+        assume(False)
+
+
 def simple() -> Any:
     return st.one_of(
         NUMBERS,
-        st.builds(S.linear, NUMBERS, NUMBERS, st.integers(1, 2**53)),
+        st.builds(_linear, NUMBERS, NUMBERS, st.integers(1, 2**53)),
         st.just(hs.parse("step / 1000 + 0.01")),
         st.just(hs.parse("0 < step <= 100")),
     )
