@@ -21,10 +21,21 @@ WORKER = Path(__file__).with_name("dtypes_worker.py")
 BACKENDS = ("tensorflow", "jax", "torch")
 
 
+#: not fixed yet (issue 27 is open): on TensorFlow these three crash under hs.scheduled with
+#: half-precision variables (`TypeError` in Keras's traced update), where plain Keras trains;
+#: asserted exactly, so a fix or a new crash changes the test
+KNOWN_CRASHES = {
+    "tensorflow": {
+        f"{name}/{dtype}" for name in ("Lamb", "Muon", "Nadam") for dtype in ("float16", "bfloat16")
+    }
+}
+
+
 def _check(result: dict) -> None:
     cases = result["cases"]
     crashed = {k: v for k, v in cases.items() if v not in ("equal", "differs", "unsupported")}
-    assert not crashed, (result["backend"], crashed)
+    known = {k for k in KNOWN_CRASHES.get(result["backend"], set()) if k in cases}
+    assert set(crashed) == known, (result["backend"], crashed)
     assert all(v != "unsupported" for k, v in cases.items() if "/float32" in k)
     assert cases["ExtraDecay/float32"] == cases["ExtraDecay/scheduled"] == "equal"
     assert result["warnings"] == []
