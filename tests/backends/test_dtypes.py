@@ -47,7 +47,9 @@ def test_every_optimizer_and_dtype_on_every_backend(workers) -> None:
     for backend in BACKENDS:
         _check(results[backend])
     float64 = results["tensorflow"]["cases"]  # TF trains float64 variables with every one
-    assert all(v != "unsupported" for k, v in float64.items() if k.endswith("/float64"))
+    # (plain Keras Muon fails on float64 variables on TensorFlow: the one unsupported case)
+    unsupported = {k for k, v in float64.items() if k.endswith("/float64") and v == "unsupported"}
+    assert unsupported <= {"Muon/float64"}, unsupported
 
 
 def test_float64_ftrl_and_centered_rmsprop_and_a_python_if_on_this_backend() -> None:
