@@ -46,7 +46,7 @@ def test_every_optimizer_and_dtype_on_every_backend(workers) -> None:
     results = workers(WORKER, BACKENDS)
     for backend in BACKENDS:
         _check(results[backend])
-    float64 = results["tensorflow"]["cases"]  # TF trains float64 variables with every one
+    float64 = results["tensorflow"]["cases"]
     # (plain Keras Muon fails on float64 variables on TensorFlow: the one unsupported case)
     unsupported = {k for k, v in float64.items() if k.endswith("/float64") and v == "unsupported"}
     assert unsupported <= {"Muon/float64"}, unsupported
