@@ -17,7 +17,15 @@ from typing import Any
 
 from hyperstep.clock import Clock
 
-__all__ = ["hyperstep_optimizer", "hyperstep_optimizers", "is_hyperstep_optimizer"]
+__all__ = [
+    "accumulation_steps",
+    "every_optimizer",
+    "hyperstep_optimizer",
+    "hyperstep_optimizers",
+    "inner_optimizers",
+    "is_hyperstep_optimizer",
+    "leaf_optimizers",
+]
 
 #: wrappers nest rarely deeper than two (SkipNonFinite around a LossScaleOptimizer)
 _DEPTH = 8
@@ -29,6 +37,46 @@ def is_hyperstep_optimizer(optimizer: Any) -> bool:
     return isinstance(clock, Clock) and isinstance(
         getattr(optimizer, "hyperparameters", None), dict
     )
+
+
+def inner_optimizers(optimizer: Any) -> list[Any]:
+    """The optimizers ``optimizer`` wraps directly: its ``inner_optimizer``
+    (``LossScaleOptimizer``, ``hs.SkipNonFinite``), a ``MultiOptimizer``'s ``optimizers``,
+    none for an optimizer that updates variables itself."""
+    inner = getattr(optimizer, "inner_optimizer", None)
+    if inner is not None:  # a wrapper, also one that shows its inner's hyperparameters
+        return [inner]
+    if is_hyperstep_optimizer(optimizer) or not _is_keras_optimizer(optimizer):
+        return []
+    many = getattr(optimizer, "optimizers", None)
+    return list(many) if isinstance(many, (list, tuple)) else []
+
+
+def every_optimizer(optimizer: Any) -> list[Any]:
+    """``optimizer`` and every optimizer inside it, outermost first, each once.
+
+    Example:
+        >>> import keras, hyperstep as hs
+        >>> opt = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
+        >>> wrapped = keras.optimizers.LossScaleOptimizer(opt)
+        >>> every_optimizer(wrapped) == [wrapped, opt]
+        True
+    """
+    found: list[Any] = []
+    pending: list[tuple[Any, int]] = [(optimizer, 0)]
+    while pending:
+        current, depth = pending.pop(0)
+        if current is None or depth > _DEPTH or any(current is f for f in found):
+            continue
+        found.append(current)
+        pending.extend((each, depth + 1) for each in inner_optimizers(current))
+    return found
+
+
+def leaf_optimizers(optimizer: Any) -> list[Any]:
+    """The optimizers in ``optimizer`` that update variables themselves (no wrapper),
+    outermost first."""
+    return [o for o in every_optimizer(optimizer) if not inner_optimizers(o)]
 
 
 def hyperstep_optimizers(optimizer: Any) -> list[Any]:
@@ -43,23 +91,17 @@ def hyperstep_optimizers(optimizer: Any) -> list[Any]:
         >>> hyperstep_optimizers(wrapped) == [opt]
         True
     """
-    found: list[Any] = []
-    pending: list[tuple[Any, int]] = [(optimizer, 0)]
-    while pending:
-        current, depth = pending.pop(0)
-        if current is None or depth > _DEPTH or any(current is f for f in found):
-            continue
-        inner = getattr(current, "inner_optimizer", None)
-        if inner is not None:  # a wrapper, also one that shows its inner's hyperparameters
-            pending.append((inner, depth + 1))
-            continue
-        if is_hyperstep_optimizer(current):
-            found.append(current)
-            continue
-        many = getattr(current, "optimizers", None) if _is_keras_optimizer(current) else None
-        if isinstance(many, (list, tuple)):
-            pending.extend((each, depth + 1) for each in many)
-    return found
+    return [o for o in leaf_optimizers(optimizer) if is_hyperstep_optimizer(o)]
+
+
+def accumulation_steps(optimizer: Any) -> int:
+    """Batches per applied update: the ``gradient_accumulation_steps`` of the first
+    optimizer in ``optimizer`` (outermost first) that has one, else 1."""
+    for found in every_optimizer(optimizer):
+        steps = getattr(found, "gradient_accumulation_steps", None)
+        if steps:
+            return int(steps)
+    return 1
 
 
 def hyperstep_optimizer(optimizer: Any) -> Any:

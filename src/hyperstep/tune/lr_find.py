@@ -19,9 +19,10 @@ import keras
 import numpy as np
 
 from hyperstep.backends import internals as backends_internals
+from hyperstep.control import wrapped
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.tune import lr_data, lr_setter, unwrap
+from hyperstep.tune import lr_data, lr_setter
 from hyperstep.tune.finding import LRFinding, ramp
 from hyperstep.tune.lr_state import Snapshot
 
@@ -100,7 +101,7 @@ def find_lr(
     rates = ramp(min_lr, max_lr, steps, mode)
     _check_options(model, stop_factor, smoothing, batch_size)
     setter = lr_setter.setter(model.optimizer, hyperparameter)
-    every = unwrap.accumulation_steps(model.optimizer)
+    every = wrapped.accumulation_steps(model.optimizer)
     test = _RangeTest(rates, setter, stop_factor, smoothing, _verbosity(verbose), every)
     flags = {name: getattr(model, name, None) for name in ("stop_training", "history")}
     batches = lr_data.plan(x, y, batch_size or _KERAS_BATCH_SIZE, steps * every)

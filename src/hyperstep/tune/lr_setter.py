@@ -15,9 +15,9 @@ from typing import Any
 
 import keras
 
+from hyperstep.control import wrapped
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.tune import unwrap
 
 
 class Setter:
@@ -45,7 +45,7 @@ def setter(optimizer: Any, hyperparameter: Any) -> Setter:
             f"'learning_rate' or an `hs.Hyperparameter`. "
             f"{received('hyperparameter', hyperparameter)}"
         )
-    setters = [_leaf(leaf, hyperparameter) for leaf in unwrap.leaves(optimizer)]
+    setters = [_leaf(leaf, hyperparameter) for leaf in wrapped.leaf_optimizers(optimizer)]
     if len(setters) == 1:
         return setters[0]
     first = setters[0]
@@ -69,7 +69,7 @@ def _ratio(value: float, main: float, name: str) -> float:
 
 
 def _leaf(optimizer: Any, hyperparameter: str) -> Setter:
-    if unwrap.is_hyperstep(optimizer):
+    if wrapped.is_hyperstep_optimizer(optimizer):
         return _hyperparameters_setter(optimizer, hyperparameter)
     if hyperparameter != "learning_rate":
         raise InvalidArgumentError(

@@ -1,7 +1,7 @@
 """Everything ``hs.find_lr`` puts back: variables, clocks and the global random state.
 
 Copied: the model's variables and metrics, every optimizer's variables (the wrappers' and
-each one they wrap, see :mod:`hyperstep.tune.unwrap`), each hyperstep optimizer's clock
+each one they wrap, see :mod:`hyperstep.control.wrapped`), each hyperstep optimizer's clock
 (``step`` and the epoch counters, which fit binds, and the epoch length it may bind) and
 every hyperparameter's variables (``scale``, ``override``, added state), and the global
 random generators ``fit`` draws from (:mod:`hyperstep.backends.random_state`).
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from hyperstep.backends import random_state
-from hyperstep.tune import unwrap
+from hyperstep.control import wrapped
 
 
 class Snapshot:
@@ -32,9 +32,9 @@ class Snapshot:
         """Every variable the test may change, each once."""
         model = self.model
         found = [*model.variables, *model.metrics_variables, *self.setter.variables]
-        for optimizer in unwrap.every(model.optimizer):
+        for optimizer in wrapped.every_optimizer(model.optimizer):
             found.extend(optimizer.variables)
-            if unwrap.is_hyperstep(optimizer):
+            if wrapped.is_hyperstep_optimizer(optimizer):
                 for hyperparameter in optimizer.hyperparameters.values():
                     found.extend(hyperparameter.variables)
         for clock, _, _ in self.clocks:
@@ -67,7 +67,9 @@ class Snapshot:
 
 def _clocks(model: Any, setter: Any) -> list[Any]:
     found: list[Any] = []
-    owners: list[Any] = [o for o in unwrap.every(model.optimizer) if unwrap.is_hyperstep(o)]
+    owners: list[Any] = [
+        o for o in wrapped.every_optimizer(model.optimizer) if wrapped.is_hyperstep_optimizer(o)
+    ]
     for optimizer in owners:
         found.append(optimizer.clock)
         found.extend(h.clock for h in optimizer.hyperparameters.values())
