@@ -382,7 +382,8 @@ def byol_loss(student: Any, teacher: Any, x: Any) -> Any:
 def teacher_run() -> dict[str, Any]:
     """``hs.EMA(init="initial", form="momentum").network(student)`` used in a custom loop's
     step (``with clock.iteration():``), against plain Keras SGD and the hand-written
-    ``teacher = tau * teacher + (1 - tau) * student`` with ``tau = TAU(i)`` at iteration i."""
+    ``teacher = tau * teacher + (1 - tau) * student`` with ``tau = TAU(i)`` at iteration i;
+    the same teacher kept by ``hs.EMA`` without an optimizer (``clock=``)."""
     import keras
 
     import hyperstep as hs
@@ -421,6 +422,21 @@ def teacher_run() -> dict[str, Any]:
         taus.append(float(keras.ops.convert_to_numpy(tau)))
         compiled(plain_step)(x, tau)
 
+    # the same teacher kept by hs.EMA without an optimizer (the student trained by plain SGD)
+    alone_student, alone_opt, clock = student_net(), keras.optimizers.SGD(0.05), hs.Clock()
+    alone = hs.EMA(decay=TAU, init="initial", form="momentum", clock=clock)
+    alone_teacher = alone.network(alone_student)
+
+    def alone_step(x: Any) -> None:
+        variables = alone_student.trainable_variables
+        with clock.iteration():
+            loss = lambda: byol_loss(alone_student, alone_teacher, x)  # noqa: E731
+            alone_opt.apply(gradients(loss, variables), variables)
+            alone.update()
+
+    for x in teacher_batches():
+        compiled(alone_step)(x)
+
     def same(a: Any, b: Any) -> bool:
         return all(
             np.array_equal(u, v) for u, v in zip(a.get_weights(), b.get_weights(), strict=True)
@@ -431,6 +447,8 @@ def teacher_run() -> dict[str, Any]:
         "teacher_bitwise": same(teacher, plain_teacher),
         "student_bitwise": same(student, plain_student),
         "teacher_moved": not same(teacher, student_net()),
+        "alone_bitwise": same(alone_teacher, plain_teacher),
+        "alone_step": int(keras.ops.convert_to_numpy(clock.step)),
         "tau_equals_schedule": [float(keras.ops.convert_to_numpy(b)) for b, _ in seen] == taus,
         "tau_after_equals_before": all(
             float(keras.ops.convert_to_numpy(a)) == float(keras.ops.convert_to_numpy(b))

@@ -115,7 +115,8 @@ def test_jax_and_torch_every_order_equals_plain_keras_and_a_teacher_the_hand_wri
     (on JAX a stateless one carrying both optimizers' state, against the same jitted step
     with plain Keras Adam set by a callback: jitted and eager differ in the last bits); the
     loop without the iteration (warns once, G first); a momentum teacher
-    (``hs.EMA.network``) inside the step against the hand-written update."""
+    (``hs.EMA.network``, with the optimizer and without one) inside the step against the
+    hand-written update."""
     processes = {}
     for backend in ("jax", "torch"):
         env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -149,6 +150,7 @@ def test_jax_and_torch_every_order_equals_plain_keras_and_a_teacher_the_hand_wri
         (teacher,) = [row for row in rows if row["how"] == "teacher"]
         assert teacher["teacher_bitwise"] and teacher["student_bitwise"], (backend, teacher)
         assert teacher["teacher_moved"], (backend, teacher)
+        assert teacher["alone_bitwise"] and teacher["alone_step"] == worker.TEACHER_STEPS
         assert teacher["tau_equals_schedule"] and teacher["tau_after_equals_before"], teacher
         assert teacher["step"] == worker.TEACHER_STEPS, (backend, teacher)
 
