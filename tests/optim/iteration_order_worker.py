@@ -4,9 +4,12 @@
 ``hs.scheduled`` Adam optimizers on one clock, and the same with plain Keras Adam whose
 learning rates are set to ``schedule(i)`` before iteration ``i`` (the reference); it returns
 both weights and the ``tau`` values read before and after the updates. ``how``: ``"fit"``
-(a custom ``train_step``), ``"loop"`` (a custom loop, ``with clock.iteration():``, inside
-``tf.function`` on TensorFlow). Run as a script it prints one JSON line of comparisons
-for every order and way (``python iteration_order_worker.py``).
+(a custom ``train_step``; on JAX a stateless one, :func:`jax_train_step`, compared with
+the same jitted step and plain Keras Adam), ``"loop"`` (a custom loop, ``with
+clock.iteration():``, inside ``tf.function`` on TensorFlow). Also: the loop without the
+iteration (:func:`without_iteration`) and a momentum teacher inside the step
+(:func:`teacher_run`). Run as a script with the ways to run (default: all) it prints one
+JSON line of results (``python iteration_order_worker.py loop fit``).
 """
 
 from __future__ import annotations

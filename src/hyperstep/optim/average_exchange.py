@@ -156,7 +156,7 @@ class _Average(keras.callbacks.Callback):
     def update(self) -> None:
         """Average the current weights in if the clock's step is due; call after each update.
 
-        Without an optimizer and a clock given, the average's own clock then advances by
+        With neither an optimizer nor ``clock=``, the average's own clock then advances by
         one (outside a :meth:`hyperstep.Clock.iteration` on it, which does it at its end).
 
         Raises:

@@ -157,12 +157,12 @@ class EMA(_Average):
         ``teacher = ema.network(student)`` is ``init`` when that is a model, else
         ``keras.models.clone_model(student)`` with the student's weights (and the given
         weights for a list). From now on the optimizer's update (``apply``, in ``fit`` or
-        a custom loop) updates the teacher right after it updates the weights, at that
-        update's step ``t``: ``teacher = decay(t) * teacher + (1 - decay(t)) * student``
-        (``form="momentum"``) when ``t`` is due. Its weights are the average's, so they are
-        saved and restored with the optimizer (and with any model that holds the teacher);
-        ``network`` on a restored average continues it. Its non-trainable weights (BatchNorm
-        statistics) are its own.
+        a custom loop; without an optimizer, :meth:`update`) updates the teacher right
+        after it updates the weights, at that update's step ``t``: ``teacher = decay(t) *
+        teacher + (1 - decay(t)) * student`` (``form="momentum"``) when ``t`` is due. Its
+        weights are the average's, so they are saved and restored with the optimizer (and
+        with any model that holds the teacher); ``network`` on a restored average continues
+        it. Its non-trainable weights (BatchNorm statistics) are its own.
 
         Args:
             model: The student, a built ``keras.Model`` whose trainable weights the
