@@ -55,8 +55,8 @@ class Clock(keras.layers.Layer):
 
           for batch in data:
               with clock.iteration():   # inside a tf.function step too
-                  d_optimizer.apply(...); g_optimizer.apply(...)
-                  tau = momentum.value  # after apply: the value the updates used
+                  d_optimizer.apply(...); g_optimizer.apply(...)  # a GAN, in any order
+                  tau = ema.decay.value  # a teacher's momentum after apply: the one used
 
     * Without it, one optimizer on a clock advances it right after each of its updates
       (``hs.scheduled`` and ``hs.StepOptimizer`` by default: the first one created on the
@@ -71,9 +71,10 @@ class Clock(keras.layers.Layer):
     In stateless training (JAX) every optimizer on the clock, and a model holding a
     hyperparameter on it, carries its own copy of ``step`` (and of the epoch's variables
     where it reads ``epoch``). ``model.fit`` advances the copies in its state at each
-    train step's end; in a custom ``jax.jit`` loop the advancing optimizer's copy wins and
-    :meth:`stateless_copy` hands it on (to the model's state and to the other optimizers'
-    states) after each update.
+    train step's end (a second optimizer's too, where the model tracks that optimizer's
+    variables so that they travel in the state); in a custom ``jax.jit`` loop the
+    advancing optimizer's copy wins and :meth:`stateless_copy` hands it on (to the model's
+    state and to the other optimizers' states) after each update.
 
     A clock is a Keras layer: assigned as an attribute of a layer, a model or an optimizer
     it is saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``),

@@ -1,6 +1,8 @@
 """hs.EMA as a teacher: init="initial" against TF1's ExponentialMovingAverage, a momentum
 teacher inside the step against a hand-written update, and save/restore."""
 
+import contextlib
+
 import keras
 import numpy as np
 import pytest
@@ -249,3 +251,74 @@ def test_ema_arguments_are_checked_by_name():
     ema.network(student_net())
     with pytest.raises(ValueError, match=r"updated by the optimizer's own update"):
         ema.update()
+
+
+def test_an_ema_without_an_optimizer_on_the_loop_clock_equals_tf1():
+    """A student trained by a plain Keras optimizer; the loop's clock is TF1's global step
+    (incremented by the update, then read by ExponentialMovingAverage)."""
+    opt = keras.optimizers.SGD(0.1)
+    variables = [keras.Variable(W0), keras.Variable(B0)]
+    clock = hs.Clock()
+    ema = hs.EMA(decay=f"min({DECAY}, (1 + step) / (10 + step))", init="initial", clock=clock)
+    ema.build(variables)
+
+    @tf.function
+    def step(g_w, g_b):
+        opt.apply([g_w, g_b], variables)
+        clock.advance()
+        ema.update()
+
+    for (g_w, g_b), row in zip(GRADS, tf1_run(), strict=True):
+        step(tf.constant(g_w), tf.constant(g_b))
+        found = [v.numpy() for v in variables] + [a.numpy() for a in ema.averages]
+        for value, oracle in zip(found, row, strict=True):
+            np.testing.assert_array_equal(value, oracle)
+    assert int(clock.step) == len(GRADS)
+
+
+@pytest.mark.parametrize("clock", ["loop", "own"])
+def test_a_teacher_without_an_optimizer_follows_the_hand_written_momentum_update(clock):
+    """``with clock.iteration():`` (the loop's clock) or the EMA's own clock, which each
+    ``update()`` advances after averaging: the same teacher, bitwise."""
+    student = student_net()
+    opt = keras.optimizers.SGD(0.05)
+    loop_clock = hs.Clock() if clock == "loop" else None
+    ema = hs.EMA(decay=TAU, init="initial", form="momentum", clock=loop_clock)
+    teacher = ema.network(student)
+    iteration = loop_clock.iteration if loop_clock is not None else contextlib.nullcontext
+
+    @tf.function
+    def step(x):
+        with iteration():
+            with tf.GradientTape() as tape:
+                loss = byol_loss(student, teacher, x)
+            grads = tape.gradient(loss, student.trainable_variables)
+            before = ema.decay.value
+            opt.apply(grads, student.trainable_variables)
+            ema.update()
+            return before, ema.decay.value
+
+    seen = [step(tf.constant(X[i])) for i in range(6)]
+    s_expected, t_expected, tau_expected = hand_written(6)
+    for found, expected in zip(teacher.get_weights(), t_expected, strict=True):
+        np.testing.assert_array_equal(found, expected)
+    for found, expected in zip(student.get_weights(), s_expected, strict=True):
+        np.testing.assert_array_equal(found, expected)
+    assert [float(b) for b, _ in seen] == tau_expected
+    after = [float(a) for _, a in seen]
+    if clock == "loop":  # inside the iteration: the value the update used
+        assert after == tau_expected
+    else:  # the EMA's own clock moved on when it averaged
+        assert after == [float(hs.parse(TAU)(i + 1)) for i in range(6)]
+    assert int(ema.clock.step) == 6
+
+
+def test_an_ema_without_an_optimizer_checks_its_clock_and_its_variables():
+    opt = hs.scheduled(keras.optimizers.SGD(0.05))
+    with pytest.raises(ValueError, match=r"clock=.*without an optimizer.*Received: clock="):
+        hs.EMA(opt, clock=hs.Clock())
+    assert hs.EMA(opt, clock=opt.clock).clock is opt.clock
+    with pytest.raises(TypeError, match=r"clock=.*hs.Clock.*Received: clock='step'"):
+        hs.EMA(clock="step")
+    with pytest.raises(ValueError, match=r"pass the variables to average"):
+        hs.EMA(decay=0.9).update()

@@ -18,6 +18,7 @@ import keras
 from keras import ops
 
 from hyperstep import backends
+from hyperstep.clock import Clock, open_iteration
 from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim.average_state import ATTRIBUTE, AverageState, attach
@@ -44,17 +45,34 @@ class _Average(keras.callbacks.Callback):
         decay: Any = None,
         init: Any = "copy",
         form: str = "difference",
+        clock: Any = None,
     ) -> None:
         super().__init__()
         name = type(self).__name__
-        if getattr(optimizer, "clock", None) is None:  # LossScaleOptimizer: the one inside
-            optimizer = hyperstep_optimizer(optimizer)
-        clock = getattr(optimizer, "clock", None)
-        if clock is None:
-            raise InvalidTypeError(
-                f"`{name}(optimizer=...)` takes a hyperstep optimizer "
-                f"(`hs.StepOptimizer` or `hs.scheduled(...)`). {received('optimizer', optimizer)}"
-            )
+        #: without an optimizer: the clock given, or one of its own that `update` advances
+        self._own_clock = optimizer is None and clock is None
+        if optimizer is None:
+            if clock is None:
+                clock = Clock(name=f"{name.lower()}_clock")
+            elif not isinstance(clock, Clock):
+                raise InvalidTypeError(
+                    f"`{name}(clock=...)` takes an `hs.Clock`. {received('clock', clock)}"
+                )
+        else:
+            if getattr(optimizer, "clock", None) is None:  # LossScaleOptimizer: the one inside
+                optimizer = hyperstep_optimizer(optimizer)
+            own = getattr(optimizer, "clock", None)
+            if own is None:
+                raise InvalidTypeError(
+                    f"`{name}(optimizer=...)` takes a hyperstep optimizer (`hs.StepOptimizer` "
+                    f"or `hs.scheduled(...)`), or None. {received('optimizer', optimizer)}"
+                )
+            if clock is not None and clock is not own:
+                raise InvalidArgumentError(
+                    f"`{name}(clock=...)` is for an average without an optimizer; with one it "
+                    f"reads the optimizer's clock. Drop `clock=`. Received: clock={clock!r}"
+                )
+            clock = own
         for key, value in (("start", start), ("every", every)):
             if not isinstance(value, int) or value < (1 if key == "every" else 0):
                 raise InvalidArgumentError(
@@ -73,10 +91,13 @@ class _Average(keras.callbacks.Callback):
         self.follows_apply = False  # set by `network`: the optimizer's update updates it
         self._network: Any = None
         self._student: Any = None
+        state = AverageState(self.kind, start, every, decay, clock=clock, init=init_name, form=form)
+        if optimizer is None:  # built by `build(variables)` or `network(model)`
+            self.state = state
+            return
         owner = optimizer  # the state goes with the wrapped optimizer's config and variables
         while hasattr(owner, "inner_optimizer"):  # a wrapper such as hs.SkipNonFinite
             owner = owner.inner_optimizer
-        state = AverageState(self.kind, start, every, decay, clock=clock, init=init_name, form=form)
         held = getattr(owner, ATTRIBUTE, None)
         self.state = held if held is not None and held.matches(state) else attach(owner, state)
         owner._hs_average = self  # found by `averaged_weights(optimizer)` and `apply`
@@ -106,9 +127,15 @@ class _Average(keras.callbacks.Callback):
         ``init="copy"``, else the weights ``init`` names, read now."""
         if self.variables:
             return
-        if variables is None and not self.optimizer.built:
+        if variables is None and (self.optimizer is None or not self.optimizer.built):
             raise InvalidArgumentError(
-                f"{type(self).__name__}: build the optimizer first (or pass `variables`)."
+                f"{type(self).__name__}: "
+                + (
+                    "build the optimizer first (or pass `variables`)."
+                    if self.optimizer is not None
+                    else "without an optimizer, pass the variables to average "
+                    "(`build(model.trainable_variables)`) or call `network(model)`."
+                )
             )
         self.variables = list(
             self.optimizer._trainable_variables if variables is None else variables
@@ -129,6 +156,9 @@ class _Average(keras.callbacks.Callback):
     def update(self) -> None:
         """Average the current weights in if the clock's step is due; call after each update.
 
+        With neither an optimizer nor ``clock=``, the average's own clock then advances by
+        one (outside a :meth:`hyperstep.Clock.iteration` on it, which does it at its end).
+
         Raises:
             ValueError: Once the average is a network (:meth:`hyperstep.EMA.network`): the
                 optimizer's update then updates it.
@@ -140,6 +170,8 @@ class _Average(keras.callbacks.Callback):
                 "drop the call (and the callback)."
             )
         self._average_at(self.clock.step.value)
+        if self._own_clock and open_iteration(self.clock) is None:
+            self.clock.advance()
 
     def after_update(self) -> None:
         """The optimizer's update just ran (before the clock advances): a network average

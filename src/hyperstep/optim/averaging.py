@@ -101,13 +101,21 @@ class EMA(_Average):
     clock then. :meth:`network` makes it a second network used inside the step (a teacher):
     then the optimizer's update updates it, at the update's own step.
 
+    Without an optimizer (``optimizer=None``: a student trained by anything) the average
+    reads ``clock`` (the training loop's, advanced by :meth:`hyperstep.Clock.iteration`),
+    or a clock of its own that each :meth:`update` advances after averaging; call
+    :meth:`update` after each update (also with a network), after :meth:`build` with the
+    variables or :meth:`network`. Its state (:attr:`state`, a Keras layer) is then saved by
+    whatever tracks it; a network's weights are the averages.
+
     Args:
-        optimizer: A hyperstep optimizer.
+        optimizer: A hyperstep optimizer, or ``None``.
         decay: The decay, e.g. ``"min(0.999, (1 + step) / (10 + step))"``.
         start: The first step averaged.
         every: Average every ``every`` steps.
         init: ``"copy"``, ``"initial"``, a list of weights or a ``keras.Model``.
         form: ``"difference"`` or ``"momentum"`` (the two roundings of the formula above).
+        clock: Without an optimizer, the clock whose step the decay reads.
 
     Example:
         >>> import hyperstep as hs, keras
@@ -121,14 +129,15 @@ class EMA(_Average):
 
     def __init__(
         self,
-        optimizer: Any,
+        optimizer: Any = None,
         decay: Any = 0.999,
         start: int = 0,
         every: int = 1,
         init: Any = "copy",
         form: str = "difference",
+        clock: Any = None,
     ) -> None:
-        super().__init__(optimizer, start, every, decay, init=init, form=form)
+        super().__init__(optimizer, start, every, decay, init=init, form=form, clock=clock)
 
     @property
     def decay(self) -> Hyperparameter:
@@ -148,12 +157,12 @@ class EMA(_Average):
         ``teacher = ema.network(student)`` is ``init`` when that is a model, else
         ``keras.models.clone_model(student)`` with the student's weights (and the given
         weights for a list). From now on the optimizer's update (``apply``, in ``fit`` or
-        a custom loop) updates the teacher right after it updates the weights, at that
-        update's step ``t``: ``teacher = decay(t) * teacher + (1 - decay(t)) * student``
-        (``form="momentum"``) when ``t`` is due. Its weights are the average's, so they are
-        saved and restored with the optimizer (and with any model that holds the teacher);
-        ``network`` on a restored average continues it. Its non-trainable weights (BatchNorm
-        statistics) are its own.
+        a custom loop; without an optimizer, :meth:`update`) updates the teacher right
+        after it updates the weights, at that update's step ``t``: ``teacher = decay(t) *
+        teacher + (1 - decay(t)) * student`` (``form="momentum"``) when ``t`` is due. Its
+        weights are the average's, so they are saved and restored with the optimizer (and
+        with any model that holds the teacher); ``network`` on a restored average continues
+        it. Its non-trainable weights (BatchNorm statistics) are its own.
 
         Args:
             model: The student, a built ``keras.Model`` whose trainable weights the
@@ -217,7 +226,8 @@ class EMA(_Average):
                 target.assign(value)
         self.state.use_averages(targets)
         self.variables = variables
-        self._network, self._student, self.follows_apply = teacher, model, True
+        self._network, self._student = teacher, model
+        self.follows_apply = self.optimizer is not None  # else `update()` after each update
         return teacher
 
 
