@@ -11,7 +11,6 @@ ROOMS = ["errors", "clock", "schedules", "control", "optim", "doctor", "tune", "
 RANK = {
     "errors": 0,
     "backends": 0.5,
-    "_backend": 0.5,
     "clock": 1,
     **{r: i for i, r in enumerate(ROOMS) if i >= 2},
 }
@@ -85,8 +84,6 @@ def test_only_the_backend_room_branches_on_the_backend() -> None:
     found = set()
     for path in _source_files():
         relative = path.relative_to(SRC).as_posix()
-        if relative in ("_backend.py",):
-            continue
         if "keras.backend.backend()" in path.read_text():
             found.add(relative)
     assert found == PENDING_BRANCH

@@ -113,7 +113,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'hyperstep' has no attribute {name!r}")
     module_name, attribute = _LAZY[name]
     if name != "errors":
-        from hyperstep._backend import check_backend
+        from hyperstep.backends import check_backend
 
         check_backend()
     module = importlib.import_module(module_name)

@@ -18,7 +18,7 @@ from typing import Any
 
 import keras
 
-from hyperstep._backend import require_tensorflow
+from hyperstep.backends import require_tensorflow
 
 require_tensorflow("hyperstep.doctor.graph (the doctor's graph analysis)")
 
