@@ -96,5 +96,5 @@ def test_import_hyperstep_doctor_as_gives_the_package_which_is_callable() -> Non
 
 
 def test_schedule_free_rules_are_in_the_rules_namespace() -> None:
-    assert {"ScheduleFreeAdamW", "ScheduleFreeSGD"} <= set(hs.rules.__all__)
-    assert hs.rules.get_rule("schedulefreeadamw") == hs.rules.ScheduleFreeAdamW()
+    assert {"ScheduleFreeAdamWRule", "ScheduleFreeSGDRule"} <= set(hs.rules.__all__)
+    assert hs.rules.get_rule("schedulefreeadamw") == hs.rules.ScheduleFreeAdamWRule()

@@ -8,6 +8,9 @@ instead, ending with ``Received: name=value``. All hyperstep errors derive from
 
 from __future__ import annotations
 
+import importlib
+import warnings
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
@@ -64,3 +67,35 @@ def received(name: str, value: Any) -> str:
         'Received: steps=-3'
     """
     return f"Received: {name}={value!r}"
+
+
+def renamed(namespace: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """Return a module ``__getattr__`` that keeps former names working for one release.
+
+    ``names`` maps each former name in module ``namespace`` to its new spelling, a dotted
+    path (``"hyperstep.ReduceOnPlateau"``); reading a former name warns with a
+    ``DeprecationWarning`` that gives the new spelling, then returns the object.
+
+    Example:
+        >>> import warnings
+        >>> get = renamed("hyperstep.demo", {"Old": "hyperstep.errors.HyperstepError"})
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     get("Old").__name__, str(caught[0].message)
+        ('HyperstepError', '`hyperstep.demo.Old` is deprecated: use `hyperstep.errors.HyperstepError` (the former name goes in the next release).')
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {namespace!r} has no attribute {name!r}")
+        new = names[name]
+        warnings.warn(
+            f"`{namespace}.{name}` is deprecated: use `{new}` (the former name goes in the "
+            "next release).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        module, _, attribute = new.rpartition(".")
+        return getattr(importlib.import_module(module), attribute)
+
+    return __getattr__
