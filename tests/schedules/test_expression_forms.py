@@ -9,7 +9,8 @@ import pytest
 
 import hyperstep as hs
 from hyperstep.errors import ScheduleSyntaxError
-from hyperstep.schedules import bind_epochs, parse, piecewise
+from hyperstep import parse
+from hyperstep.schedules import bind_epochs, piecewise
 from hyperstep.schedules.base import Step
 
 

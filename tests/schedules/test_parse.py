@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import hyperstep as hs
 from hyperstep.errors import ScheduleSyntaxError
 from hyperstep.schedules import base, keras_formulas
-from hyperstep.schedules.parse import MAX_DEPTH, MAX_LENGTH, parse, vocabulary
+from hyperstep.schedules.language import MAX_DEPTH, MAX_LENGTH, parse, vocabulary
 
 # the vocabulary and, from their module, the expression-tree node classes
 S = types.SimpleNamespace(

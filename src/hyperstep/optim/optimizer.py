@@ -97,8 +97,9 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
             :class:`~hyperstep.rules.AdamWRule` rules update through PyTorch's fused kernel on
             torch (``torch._fused_adamw_``, one pass per tensor, per group; equal to the
             rule to float32 rounding; see :mod:`hyperstep.backends.torch`; eager CPU
-            torch and ``torch.compile``), and :class:`~hyperstep.rules.ScheduleFreeAdamWRule` takes its
-            ``z`` and second-moment step in one ``ResourceApplyAdam`` pass on TensorFlow
+            torch and ``torch.compile``), and
+            :class:`~hyperstep.rules.ScheduleFreeAdamWRule` takes its ``z`` and second-moment
+            step in one ``ResourceApplyAdam`` pass on TensorFlow
             outside XLA (a scratch buffer per variable, not saved; equal to the rule to
             float32 rounding; under XLA, which fuses the rule's own operations, the rule's
             update). ``None`` (default): as ``True`` for the rules that promise no bitwise

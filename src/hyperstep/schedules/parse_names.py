@@ -2,7 +2,7 @@
 
 ``vocabulary()`` maps every schedule ``keyword`` to its class; the tables map Python syntax
 nodes to operators (``ast.Add`` -> ``"+"``) or to the reason they are refused, and ``_fold``
-computes a tree of constants into one number. :mod:`hyperstep.schedules.parse` reads text with
+computes a tree of constants into one number. :mod:`hyperstep.schedules.language` reads text with
 them.
 """
 

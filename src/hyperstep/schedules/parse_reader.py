@@ -1,7 +1,7 @@
 """The syntax-tree walker of the expression language: ``ast`` node -> schedule node.
 
 ``_Reader(line, steps_per_epoch, names).schedule(tree.body)`` builds the schedule that
-:func:`hyperstep.schedules.parse.parse` returns, or raises a
+:func:`hyperstep.schedules.language.parse` returns, or raises a
 :class:`~hyperstep.errors.ScheduleSyntaxError` with a caret under the offending column.
 """
 

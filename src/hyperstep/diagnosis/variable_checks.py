@@ -1,7 +1,7 @@
 """The doctor's checks of each variable's own facts: tracked, in the optimizer, floating, trainable.
 
-Each ``check_*(facts) -> [(key, Finding)]`` reads :mod:`hyperstep.doctor.probe`'s facts; the
-rules are listed in :mod:`hyperstep.doctor.checks`, which runs them with the gradient checks.
+Each ``check_*(facts) -> [(key, Finding)]`` reads :mod:`hyperstep.diagnosis.probe`'s facts; the
+rules are listed in :mod:`hyperstep.diagnosis.checks`, which runs them with the gradient checks.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import keras
 import numpy as np
 
 from hyperstep.backends.doctor import tracer
-from hyperstep.doctor import probe
-from hyperstep.doctor.probe import Facts, VariableFact
-from hyperstep.doctor.report import Finding
+from hyperstep.diagnosis import probe
+from hyperstep.diagnosis.probe import Facts, VariableFact
+from hyperstep.diagnosis.report import Finding
 
 Found = list[tuple[int | None, Finding]]
 

@@ -1,4 +1,4 @@
-"""One function per doctor code; each reads the facts of :mod:`hyperstep.doctor.probe`.
+"""One function per doctor code; each reads the facts of :mod:`hyperstep.diagnosis.probe`.
 
 Each check returns ``(key, Finding)`` pairs, where ``key`` identifies the variable, so
 that :func:`prune` can drop findings that a root cause already explains (a raw
@@ -37,10 +37,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hyperstep.doctor.paths import PathFact
-from hyperstep.doctor.probe import Facts, VariableFact
-from hyperstep.doctor.report import Finding
-from hyperstep.doctor.variable_checks import (
+from hyperstep.diagnosis.paths import PathFact
+from hyperstep.diagnosis.probe import Facts, VariableFact
+from hyperstep.diagnosis.report import Finding
+from hyperstep.diagnosis.variable_checks import (
     Found,
     _expected_to_train,
     check_non_float_dtype,
@@ -49,7 +49,7 @@ from hyperstep.doctor.variable_checks import (
     check_stale_in_optimizer,
     check_untracked,
 )
-from hyperstep.doctor.variable_checks import _weight_call as _weight_call
+from hyperstep.diagnosis.variable_checks import _weight_call as _weight_call
 
 _BLOCK_FIXES = {
     "StopGradient": "remove tf.stop_gradient around it (or, if it is fixed on purpose, make "
