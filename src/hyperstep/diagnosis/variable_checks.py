@@ -17,7 +17,7 @@ from hyperstep.diagnosis.report import Finding
 Found = list[tuple[int | None, Finding]]
 
 
-def _weight_call(fact: VariableFact, name: str) -> str:
+def weight_call(fact: VariableFact, name: str) -> str:
     value = np.asarray(tracer().to_numpy(fact.variable))
     dtype = probe.dtype_name(fact.variable)
     shape = tuple(int(d) for d in value.shape)
@@ -66,7 +66,7 @@ def check_untracked(facts: Facts) -> Found:
             if binding.container in ("list", "dict")
             else (rest or [first])[-1]
         )
-        call = _weight_call(fact, name)
+        call = weight_call(fact, name)
         if binding.path in rebound_paths:
             fix = (
                 f"assign instead of rebinding: self.{first}.assign(new_value) "
@@ -184,7 +184,7 @@ def check_not_trainable(facts: Facts) -> Found:
     return found
 
 
-def _expected_to_train(fact: VariableFact, facts: Facts) -> bool:
+def expected_to_train(fact: VariableFact, facts: Facts) -> bool:
     if not fact.trainable or not fact.is_float:
         return False
     if fact.origin == "model" and facts.var_list_keys is not None:

@@ -248,7 +248,7 @@ class SGDRule(Rule):
     slots = ("momentum",)
 
     def __init__(self, nesterov: bool = False) -> None:
-        self.nesterov = _check_bool("SGDRule", "nesterov", nesterov)
+        self.nesterov = check_bool("SGDRule", "nesterov", nesterov)
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         m = slots.momentum
@@ -292,7 +292,7 @@ class AdamRule(Rule):
     slots: tuple[str, ...] = ("momentum", "velocity")
 
     def __init__(self, amsgrad: bool = False) -> None:
-        self.amsgrad = _check_bool(type(self).__name__, "amsgrad", amsgrad)
+        self.amsgrad = check_bool(type(self).__name__, "amsgrad", amsgrad)
         if amsgrad:
             self.slots = ("momentum", "velocity", "velocity_hat")
 
@@ -396,7 +396,7 @@ __all__ = [
 ]
 
 
-def _check_bool(owner: str, name: str, value: Any) -> bool:
+def check_bool(owner: str, name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise InvalidTypeError(
             f"`{owner}({name}=...)` must be True or False. {received(name, value)}"

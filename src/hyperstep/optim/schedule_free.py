@@ -42,7 +42,7 @@ from hyperstep.optim.rules import (
     PACKAGE,
     Rule,
     Values,
-    _check_bool,
+    check_bool,
     register_former_name,
     register_rule,
 )
@@ -120,7 +120,7 @@ class _ScheduleFree(Rule):
     """Base of the schedule-free rules: state, the ``memory_efficient`` option, the swap."""
 
     def __init__(self, memory_efficient: bool = False) -> None:
-        self.memory_efficient = _check_bool(
+        self.memory_efficient = check_bool(
             type(self).__name__, "memory_efficient", memory_efficient
         )
         # `swapped`: 1 while `averaged_weights` holds x in the variable
