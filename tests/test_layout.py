@@ -225,7 +225,7 @@ def test_no_module_imports_another_modules_private_name() -> None:
     found = _private_imports(_modules())
     assert found - PENDING_PRIVATE_IMPORTS == set(), "new private imports (make the name public)"
     assert PENDING_PRIVATE_IMPORTS - found == set(), "fixed: delete them from the list"
-    assert len(PENDING_PRIVATE_IMPORTS) <= 31  # 51 before the parser, doctor, optim names went public
+    assert len(PENDING_PRIVATE_IMPORTS) <= 31  # 51 before (the parser, doctor, optim ones)
 
 
 def test_the_private_import_check_finds_one(tmp_path: pathlib.Path) -> None:

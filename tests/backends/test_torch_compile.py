@@ -158,7 +158,10 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
         if mode.startswith("step-adam"):
             rule, groups = hs.rules.AdamRule(amsgrad=True), []
         else:  # the bias without weight decay: two kernel calls per step
-            rule, groups = hs.rules.AdamWRule(), [hs.Group("bias", match="*/bias", weight_decay=0.0)]
+            rule, groups = (
+                hs.rules.AdamWRule(),
+                [hs.Group("bias", match="*/bias", weight_decay=0.0)],
+            )
         optimizer = hs.StepOptimizer(
             rule,
             groups=groups,

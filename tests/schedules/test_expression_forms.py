@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import hyperstep as hs
-from hyperstep.errors import ScheduleSyntaxError
 from hyperstep import parse
+from hyperstep.errors import ScheduleSyntaxError
 from hyperstep.schedules import bind_epochs, piecewise
 from hyperstep.schedules.base import Step
 
