@@ -7,7 +7,7 @@ parameters) by:
 * ``hs_default``: ``hs.scheduled(AdamW(), learning_rate=<cosine>)``, Keras's own code;
 * ``hs_fused``: the same with ``fused=True`` (``torch._fused_adamw_``, see
   :mod:`hyperstep.backends.torch`);
-* ``step_fused``: ``hs.StepOptimizer(hs.rules.AdamW(), ..., fused=True)``;
+* ``step_fused``: ``hs.StepOptimizer(hs.rules.AdamWRule(), ..., fused=True)``;
 * ``torch_fused``, ``torch_foreach``: ``torch.optim.AdamW(fused=True)`` / ``(foreach=True)``.
 
 Each repeat times every variant back to back, the order reversed every other repeat; prints
@@ -58,7 +58,7 @@ def _variants() -> dict[str, Callable[[], None]]:
         )
     variants["step_fused"] = keras_variant(
         lambda: hs.StepOptimizer(
-            hs.rules.AdamW(), learning_rate=schedule, weight_decay=0.01, fused=True
+            hs.rules.AdamWRule(), learning_rate=schedule, weight_decay=0.01, fused=True
         )
     )
     for name, kind in (("torch_fused", "fused"), ("torch_foreach", "foreach")):

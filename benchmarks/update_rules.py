@@ -20,7 +20,7 @@ about the same load). ``--processes N`` runs the whole comparison in N fresh pro
 starts with its own allocator state, which moves both optimizers' times by up to +-15% on a
 busy machine) and ends with the median of each ratio over them.
 
-``--schedule-free``: hyperstep's schedule-free AdamW rule (``hs.rules.ScheduleFreeAdamW``)
+``--schedule-free``: hyperstep's schedule-free AdamW rule (``hs.rules.ScheduleFreeAdamWRule``)
 against ``keras.optimizers.AdamW`` (target <= 1.1), with Keras's own
 ``keras.optimizers.ScheduleFreeAdamW`` timed in the same repeats for comparison. AdamW reads
 g, w, m, v and writes w, m, v, plus a read and a write of w for the decay (9 passes);
@@ -138,11 +138,11 @@ def make_variant(name: str, shapes: list[tuple[int, ...]], jit_compile: bool) ->
     if name == "keras":
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)
     elif name == "hyperstep":
-        optimizer = hs.StepOptimizer(hs.rules.Adam(), learning_rate=1e-3)
+        optimizer = hs.StepOptimizer(hs.rules.AdamRule(), learning_rate=1e-3)
     elif name == "keras_adamw":
         optimizer = keras.optimizers.AdamW(learning_rate=2.5e-3, weight_decay=0.08)
     elif name.startswith("schedule_free"):
-        rule = hs.rules.ScheduleFreeAdamW(memory_efficient=name.endswith("efficient"))
+        rule = hs.rules.ScheduleFreeAdamWRule(memory_efficient=name.endswith("efficient"))
         optimizer = hs.StepOptimizer(
             rule,
             learning_rate=2.5e-3,
@@ -438,7 +438,7 @@ XLA_FLOOR = (
 
 
 def schedule_free(args: argparse.Namespace) -> None:
-    """hs.rules.ScheduleFreeAdamW and keras.optimizers.ScheduleFreeAdamW vs keras AdamW."""
+    """hs.rules.ScheduleFreeAdamWRule and keras.optimizers.ScheduleFreeAdamW vs keras AdamW."""
     parameters = args.params or 10_000_000
     steps = args.steps or 5
     shapes = shapes_for(parameters)

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import keras
 import numpy as np
 
-from hyperstep._backend import require_tensorflow
+from hyperstep.backends import require_tensorflow
 
 require_tensorflow("examples/seed000_step_in_formula.py (its tf.compat.v1 recipes)")
 

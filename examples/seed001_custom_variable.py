@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import keras
 import numpy as np
 
-from hyperstep._backend import require_tensorflow
+from hyperstep.backends import require_tensorflow
 
 require_tensorflow("examples/seed001_custom_variable.py (its tf.compat.v1 recipes)")
 

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hyperstep._backend import require_tensorflow
+from hyperstep.backends import require_tensorflow
 
 require_tensorflow("examples/seed002_learning_rate_decay.py (its tf.compat.v1 recipes)")
 

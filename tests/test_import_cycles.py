@@ -1,8 +1,10 @@
-"""No import cycle anywhere in the package: module-level imports form a DAG.
+"""No import cycle anywhere in the package.
 
-Imports inside functions and under ``if TYPE_CHECKING:`` run later (or never) and are not
-counted; ``from package import name`` counts as an import of ``package.name`` when that is
-a module, else of ``package``.
+Two graphs: the imports that run when a module is imported (module level), which must form a
+DAG; and every import, inside functions too, whose circles are listed below until they are
+gone. Imports under ``if TYPE_CHECKING:`` never run and are not counted; ``from package
+import name`` counts as an import of ``package.name`` when that is a module, else of
+``package``.
 """
 
 import ast
@@ -33,13 +35,30 @@ def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
     return found
 
 
-def graph() -> dict[str, set[str]]:
+def _every_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The import statements of ``body`` at any depth (functions, methods, branches)."""
+    found: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            found += _every_level(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                found += _every_level(inner)
+    return found
+
+
+def graph(every_level: bool = False) -> dict[str, set[str]]:
     modules = {_module(p): p for p in SRC.rglob("*.py")}
+    statements = _every_level if every_level else _top_level
     edges: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets: set[str] = set()
-        for node in _top_level(ast.parse(path.read_text()).body):
+        for node in statements(ast.parse(path.read_text()).body):
             if isinstance(node, ast.Import):
                 targets |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom):
@@ -87,3 +106,64 @@ def test_the_cycle_finder_finds_one() -> None:
     assert cycle({"a": {"b"}, "b": set()}) is None
     edges = graph()
     assert "hyperstep.schedules.base" in edges["hyperstep.schedules.families"]
+
+
+#: Imports inside functions that close a circle, to remove (each by moving the code it needs
+#: to the lower module, or the import to the module that needs it): 5 circles, 12 edges. The
+#: list must shrink: a new circle fails, and so does an entry that no longer closes one.
+#: - the backend room's package and the modules it dispatches to;
+#: - schedules: ``base`` reads back (``parse``) and converts (``from_keras``) through modules
+#:   that build on it, and the parser's vocabulary names the families;
+#: - ``control.hyperparameter`` <-> ``control.epochs``; ``optim.scheduled_base`` <->
+#:   ``optim.scheduled`` (``from_config`` needs ``scheduled_class``).
+PENDING_CIRCLES = {
+    "hyperstep.backends.doctor -> hyperstep.backends.doctor_jax",
+    "hyperstep.backends.doctor -> hyperstep.backends.doctor_torch",
+    "hyperstep.backends.torch -> hyperstep.backends.updates",
+    "hyperstep.backends.updates -> hyperstep.backends.tensorflow",
+    "hyperstep.backends.updates -> hyperstep.backends.torch",
+    "hyperstep.control.hyperparameter -> hyperstep.control.epochs",
+    "hyperstep.optim.scheduled_base -> hyperstep.optim.scheduled",
+    "hyperstep.schedules.base -> hyperstep.schedules.keras_compat",
+    "hyperstep.schedules.base -> hyperstep.schedules.language",
+    "hyperstep.schedules.parse_names -> hyperstep.schedules.combinators",
+    "hyperstep.schedules.parse_names -> hyperstep.schedules.families",
+    "hyperstep.schedules.parse_names -> hyperstep.schedules.keras_formulas",
+}
+
+
+def _closes_a_circle(edges: dict[str, set[str]], source: str, target: str) -> bool:
+    """Whether ``target`` reaches ``source`` (so the edge ``source -> target`` is in a circle)."""
+    seen, todo = {target}, [target]
+    while todo:
+        node = todo.pop()
+        if node == source:
+            return True
+        for nxt in edges[node] - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return False
+
+
+def test_no_import_circle_counting_imports_inside_functions() -> None:
+    edges = graph(every_level=True)
+    pending = {tuple(entry.split(" -> ")) for entry in PENDING_CIRCLES}
+    still = {
+        (a, b) for a, b in pending if b in edges.get(a, set()) and _closes_a_circle(edges, a, b)
+    }
+    assert still == pending, f"no longer a circle, delete from the list: {sorted(pending - still)}"
+    without = {
+        name: targets - {b for a, b in pending if a == name} for name, targets in edges.items()
+    }
+    found = cycle(without)
+    assert found is None, " -> ".join(found or [])
+    assert len(PENDING_CIRCLES) <= 12
+
+
+def test_the_every_level_graph_sees_imports_inside_functions(tmp_path: pathlib.Path) -> None:
+    source = "def f():\n    if True:\n        import os\nif TYPE_CHECKING:\n    import sys\n"
+    found = _every_level(ast.parse(source).body)
+    assert [ast.unparse(n) for n in found] == ["import os"]
+    edges = graph(every_level=True)
+    assert "hyperstep.schedules.language" in edges["hyperstep.schedules.base"]
+    assert "hyperstep.schedules.language" not in graph()["hyperstep.schedules.base"]

@@ -45,10 +45,11 @@ def test_the_wheel_holds_every_module_the_marker_and_the_entry_point(dist: Path)
     expected = {
         f"hyperstep/{p.relative_to(PACKAGE).as_posix()}"
         for p in PACKAGE.rglob("*")
-        if p.suffix in (".py", ".typed") and "__pycache__" not in p.parts
+        if p.suffix in (".py", ".pyi", ".typed") and "__pycache__" not in p.parts
     }
     assert expected <= names, sorted(expected - names)
     assert "hyperstep/py.typed" in names
+    assert "hyperstep/__init__.pyi" in names  # the surface: `import hyperstep` reads it
     assert "hyperstep = hyperstep.cli.main:main" in entry_points
     packaged = {n for n in names if not n.startswith("hyperstep-")}
     assert not [n for n in packaged if not n.startswith("hyperstep/")], "files outside the package"

@@ -1,5 +1,7 @@
 """The public surface: one place declares it, sorted, every name importable and documented."""
 
+import pytest
+
 import hyperstep as hs
 
 AGREED = {
@@ -61,7 +63,7 @@ VOCABULARY = {
 def test_schedules_export_the_vocabulary_and_helpers_not_the_node_classes() -> None:
     exported = set(hs.schedules.__all__)
     assert VOCABULARY <= exported
-    assert {"Schedule", "parse", "from_keras", "sample", "clip", "minimum", "maximum"} <= exported
+    assert {"Schedule", "from_keras", "sample", "clip", "minimum", "maximum"} <= exported
     # the node classes live in their modules and are not exported a second time
     assert [name for name in exported if name[0].isupper()] == ["Schedule"]
     from hyperstep.schedules import base, combinators, cycles, families
@@ -72,29 +74,124 @@ def test_schedules_export_the_vocabulary_and_helpers_not_the_node_classes() -> N
                 assert name not in exported
 
 
-def test_importing_hyperstep_imports_no_keras_and_doctor_is_callable() -> None:
+def test_importing_hyperstep_imports_no_keras() -> None:
     import subprocess
     import sys
 
     probe = (
-        "import sys, hyperstep as hs, hyperstep.doctor.report; "
-        "print('keras' in sys.modules, callable(hs.doctor), set(hs.__all__) <= set(dir(hs)))"
+        "import sys, hyperstep as hs, hyperstep.diagnosis.report; "
+        "print('keras' in sys.modules, set(hs.__all__) <= set(dir(hs)))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["False", "True", "True"]
+    assert done.stdout.split() == ["False", "True"]
 
 
-def test_import_hyperstep_doctor_as_gives_the_package_which_is_callable() -> None:
-    import types
+def test_hs_doctor_is_a_plain_function_whose_help_is_its_docstring() -> None:
+    import inspect
+    import pydoc
 
-    import hyperstep.doctor as d
+    assert inspect.isfunction(hs.doctor) and hs.doctor.__name__ == "doctor"
+    page = pydoc.render_doc(hs.doctor, renderer=pydoc.plaintext)
+    assert "Explain, from evidence, why each variable" in page
+    import hyperstep.diagnosis as room
 
-    assert isinstance(d, types.ModuleType) and d is hs.doctor
-    assert d.CODES and d.Finding is hs.Finding
-    assert callable(d) and d.doctor.__name__ == "doctor"
+    assert hs.doctor is not room and not callable(room)
+    assert room.CODES and "untracked" in room.CODES
+
+
+def test_the_stub_is_the_one_list_of_the_surface() -> None:
+    import ast
+    import pathlib
+
+    stub = pathlib.Path(hs.__file__).with_name("__init__.pyi")
+    names = [
+        alias.asname or alias.name
+        for node in ast.parse(stub.read_text()).body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    ]
+    assert sorted([*names, "__version__"]) == hs.__all__
+    assert "__version__" in stub.read_text()  # typed for checkers too
+    source = pathlib.Path(hs.__file__).read_text()
+    for name in ("Clock", "ReduceOnPlateau", "find_lr"):  # not written a second time
+        assert name not in source
 
 
 def test_schedule_free_rules_are_in_the_rules_namespace() -> None:
-    assert {"ScheduleFreeAdamW", "ScheduleFreeSGD"} <= set(hs.rules.__all__)
-    assert hs.rules.get_rule("schedulefreeadamw") == hs.rules.ScheduleFreeAdamW()
+    assert {"ScheduleFreeAdamWRule", "ScheduleFreeSGDRule"} <= set(hs.rules.__all__)
+    assert hs.rules.get_rule("schedulefreeadamw") == hs.rules.ScheduleFreeAdamWRule()
+
+
+# ---- one name per public object ------------------------------------------------------------
+
+
+def _public_names() -> dict[str, object]:
+    """Every name of the public surface: ``hs.X`` and ``hs.<namespace>.X``, by ``__all__``."""
+    import types
+
+    names: dict[str, object] = {}
+    for name in hs.__all__:
+        if name == "__version__":
+            continue
+        value = getattr(hs, name)
+        names[f"hs.{name}"] = value
+        if isinstance(value, types.ModuleType):
+            for inner in value.__all__:
+                names[f"hs.{name}.{inner}"] = getattr(value, inner)
+    return {n: v for n, v in names.items() if not isinstance(v, types.ModuleType)}
+
+
+def test_every_public_object_has_exactly_one_name() -> None:
+    by_object: dict[int, list[str]] = {}
+    for name, value in _public_names().items():
+        by_object.setdefault(id(value), []).append(name)
+    twice = [names for names in by_object.values() if len(names) > 1]
+    assert not twice, twice
+    assert len(by_object) >= 60  # the walk reads the real surface
+
+
+def test_the_one_name_check_finds_a_second_name(monkeypatch) -> None:
+    monkeypatch.setattr(hs.callbacks, "__all__", [*hs.callbacks.__all__, "Clock"])
+    monkeypatch.setattr(hs.callbacks, "Clock", hs.Clock, raising=False)
+    with pytest.raises(AssertionError, match=r"hs\.callbacks\.Clock"):
+        test_every_public_object_has_exactly_one_name()
+
+
+#: the names of 0.1 that moved: each still works for one release, with a DeprecationWarning
+FORMER = {
+    "schedules.parse": "hs.parse",
+    "callbacks.ReduceOnPlateau": "hs.ReduceOnPlateau",
+    "tune.find_lr": "hs.find_lr",
+    "tune.LRFinding": "hs.LRFinding",
+    "rules.SGD": "hs.rules.SGDRule",
+    "rules.Adam": "hs.rules.AdamRule",
+    "rules.AdamW": "hs.rules.AdamWRule",
+    "rules.Lion": "hs.rules.LionRule",
+    "rules.ScheduleFreeAdamW": "hs.rules.ScheduleFreeAdamWRule",
+    "rules.ScheduleFreeSGD": "hs.rules.ScheduleFreeSGDRule",
+}
+
+
+@pytest.mark.parametrize("former", sorted(FORMER))
+def test_a_former_name_warns_with_the_new_spelling_and_is_the_same_object(former: str) -> None:
+    space, name = former.split(".")
+    new = FORMER[former]
+    expected = _public_names()[new]
+    spelled = new.replace("hs.", "hyperstep.", 1)
+    with pytest.warns(
+        DeprecationWarning, match=rf"`hyperstep\.{former}` is deprecated: use `{spelled}`"
+    ) as caught:
+        value = getattr(getattr(hs, space), name)
+    assert value is expected
+    assert caught[0].filename == __file__  # points at the line that read it
+    assert former.split(".")[-1] not in getattr(hs, space).__all__
+    assert former.split(".")[-1] not in dir(getattr(hs, space))
+
+
+def test_from_import_of_a_former_name_warns_too() -> None:
+    with pytest.warns(DeprecationWarning, match="hyperstep.rules.AdamRule"):
+        from hyperstep.rules import Adam
+    assert Adam is hs.rules.AdamRule
+    with pytest.raises(AttributeError, match="has no attribute 'Adamm'"):
+        hs.rules.Adamm  # noqa: B018

@@ -34,7 +34,7 @@ def _standin(registered_name: str, module: str) -> type:
     def from_config(cls: type, config: dict[str, Any], custom_objects: Any = None) -> Any:
         import keras
 
-        from hyperstep._backend import check_backend
+        from hyperstep.backends import check_backend
 
         check_backend()
         importlib.import_module(module)

@@ -1,6 +1,5 @@
 """Keras callbacks, gathered in one namespace: ``hs.callbacks.X``.
 
-- :class:`ReduceOnPlateau`: metric-driven control that multiplies a hyperparameter's scale.
 - :class:`LogHyperparameters`: every hyperparameter's value in ``fit``'s logs, per-step CSV
   and TensorBoard scalars.
 - :class:`StartCooldown`: starts a :class:`hyperstep.Cooldown` at a step or epoch, after a
@@ -12,15 +11,17 @@
   clock the model does not reach).
 - :func:`read_all`: every hyperparameter's value in one call, for custom loops.
 
-The classes live in the rooms that own them (``control``, ``doctor``); this module only
-re-exports them.
+The classes live in the rooms that own them (``control``, ``diagnosis``, ``optim``); this
+module only re-exports them. The plateau controller, a callback too, is ``hs.ReduceOnPlateau``
+(``hs.callbacks.ReduceOnPlateau`` until 0.1: the former name still works, with a
+``DeprecationWarning``).
 """
 
 from hyperstep.control.callbacks import LogHyperparameters, read_all
-from hyperstep.control.controllers import ReduceOnPlateau
 from hyperstep.control.cooldown import StartCooldown
 from hyperstep.control.epochs import FollowEpochs
-from hyperstep.doctor.callback import Doctor
+from hyperstep.diagnosis.callback import Doctor
+from hyperstep.errors import renamed
 from hyperstep.optim.averaging import AveragedWeights
 
 __all__ = [
@@ -28,7 +29,8 @@ __all__ = [
     "Doctor",
     "FollowEpochs",
     "LogHyperparameters",
-    "ReduceOnPlateau",
     "StartCooldown",
     "read_all",
 ]
+
+__getattr__ = renamed(__name__, {"ReduceOnPlateau": "hyperstep.ReduceOnPlateau"})

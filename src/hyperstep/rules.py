@@ -2,27 +2,43 @@
 
 - :class:`Rule`: the base class (the equation of one step for one variable);
   :func:`register_rule` and :func:`get_rule` to name and find rules.
-- Built-in rules matching Keras's optimizers: :class:`SGD`, :class:`Adam`, :class:`AdamW`,
-  :class:`Lion`.
-- Schedule-free rules (Defazio et al., arXiv 2405.15682): :class:`ScheduleFreeAdamW`,
-  :class:`ScheduleFreeSGD`.
+- Built-in rules matching Keras's optimizers: :class:`SGDRule`, :class:`AdamRule`,
+  :class:`AdamWRule`, :class:`LionRule` (named ``SGD``, ``Adam``, ... until 0.1, like the
+  Keras optimizers they are not; the former names still work, with a ``DeprecationWarning``).
+- Schedule-free rules (Defazio et al., arXiv 2405.15682): :class:`ScheduleFreeAdamWRule`,
+  :class:`ScheduleFreeSGDRule`.
 
 The rules live in the optimizer room (``hyperstep.optim.rules``,
 ``hyperstep.optim.schedule_free``); this module only re-exports them.
 """
 
-from hyperstep.optim.rules import SGD, Adam, AdamW, Lion, Rule, Values, get_rule, register_rule
-from hyperstep.optim.schedule_free import ScheduleFreeAdamW, ScheduleFreeSGD
+from hyperstep.errors import renamed
+from hyperstep.optim.rules import (
+    FORMER_NAMES,
+    AdamRule,
+    AdamWRule,
+    LionRule,
+    Rule,
+    SGDRule,
+    Values,
+    get_rule,
+    register_rule,
+)
+from hyperstep.optim.schedule_free import ScheduleFreeAdamWRule, ScheduleFreeSGDRule
 
 __all__ = [
-    "SGD",
-    "Adam",
-    "AdamW",
-    "Lion",
+    "AdamRule",
+    "AdamWRule",
+    "LionRule",
     "Rule",
-    "ScheduleFreeAdamW",
-    "ScheduleFreeSGD",
+    "SGDRule",
+    "ScheduleFreeAdamWRule",
+    "ScheduleFreeSGDRule",
     "Values",
     "get_rule",
     "register_rule",
 ]
+
+__getattr__ = renamed(
+    __name__, {former: f"{__name__}.{name}" for former, name in FORMER_NAMES.items()}
+)

@@ -79,7 +79,7 @@ WORKER = textwrap.dedent(
     import json, sys
     from hyperstep.backends import numpy_ops
     assert numpy_ops.request()
-    from hyperstep.schedules import parse
+    from hyperstep import parse
     texts, steps = json.loads(sys.stdin.read())
     values = {t: parse(t)(steps).astype("float32").tolist() for t in texts}
     heavy = sorted({m.split(".")[0] for m in sys.modules} & {"keras", "tensorflow", "jax", "torch"})

@@ -21,9 +21,9 @@ frame counts after each step and the graph-break reasons, for
   ``beta_2 = 0.999``, ``epsilon`` and ``weight_decay`` that are float32 numbers and the bias
   excluded from weight decay (``launches``: the fused kernel calls per step);
 * ``step-eager``/``step-compiled`` and ``step-adam-eager``/``step-adam-compiled``: the same
-  with ``hs.StepOptimizer(..., fused=True)`` and its ``AdamW`` rule (Keras's default
+  with ``hs.StepOptimizer(..., fused=True)`` and its ``AdamWRule`` rule (Keras's default
   ``beta_2`` and ``epsilon``, the bias in a group without weight decay) or its
-  ``Adam(amsgrad=True)`` rule;
+  ``AdamRule(amsgrad=True)`` rule;
 * ``<name>-plain``/``<name>-eager``/``<name>-compiled`` for the other eight Keras
   optimizers with a torch implementation: Keras's step with ``SGD(momentum=0.9,
   nesterov=True)`` (``momentum`` on a schedule, scaled at step 5), ``RMSprop(momentum=0.5)``
@@ -156,9 +156,12 @@ def _train(mode: str, backend: str, name: str = "AdamW") -> dict[str, Any]:
         # constants that are not float32 numbers (0.999, 1e-7): the compiled step reads them
         # exactly (Hyperparameter.exact_at), as the eager one does (host_float)
         if mode.startswith("step-adam"):
-            rule, groups = hs.rules.Adam(amsgrad=True), []
+            rule, groups = hs.rules.AdamRule(amsgrad=True), []
         else:  # the bias without weight decay: two kernel calls per step
-            rule, groups = hs.rules.AdamW(), [hs.Group("bias", match="*/bias", weight_decay=0.0)]
+            rule, groups = (
+                hs.rules.AdamWRule(),
+                [hs.Group("bias", match="*/bias", weight_decay=0.0)],
+            )
         optimizer = hs.StepOptimizer(
             rule,
             groups=groups,

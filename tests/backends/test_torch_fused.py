@@ -5,7 +5,7 @@ it prints one JSON object, checked here. Every case trains three variables (two 
 excluded from weight decay) for 100 steps on fixed random gradients, with the learning rate
 on a cosine schedule (a new value every step); in one case ``beta_1`` on a schedule too, in
 another a :class:`~hyperstep.Group` with half the learning rate (``"0.5 * learning_rate"``);
-``StepOptimizer-*``: ``hs.StepOptimizer(hs.rules.AdamW(), ..., fused=True)`` likewise (the
+``StepOptimizer-*``: ``hs.StepOptimizer(hs.rules.AdamWRule(), ..., fused=True)`` likewise (the
 "keras" figure then compares with the rule's own update):
 
 * ``oracle``: hyperstep's fused update against ``torch.optim.AdamW(fused=True)`` /

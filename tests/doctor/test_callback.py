@@ -11,7 +11,8 @@ import keras
 import numpy as np
 import pytest
 
-from hyperstep.doctor import Doctor, DoctorError, DoctorWarning
+from hyperstep.callbacks import Doctor
+from hyperstep.diagnosis import DoctorError, DoctorWarning
 from hyperstep.errors import InvalidTypeError
 
 BACKEND = keras.backend.backend()
@@ -80,7 +81,7 @@ def test_callback_raises_with_raise_on_findings():
 
 def test_callback_runs_once_and_training_is_what_it_would_have_been(monkeypatch):
     calls = []
-    package = importlib.import_module("hyperstep.doctor")
+    package = importlib.import_module("hyperstep.diagnosis.diagnose")
     real = package.doctor
 
     def counting(model, data, **kwargs):

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import hyperstep as hs
-from hyperstep.doctor import CODES, Diagnosis, Finding
+from hyperstep import Diagnosis, Finding
+from hyperstep.diagnosis import CODES
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError
 
 UNTRACKED = Finding(

@@ -26,7 +26,7 @@ def build(kind):
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     model.set_weights([W0, B0])
     if kind == "schedule_free":
-        opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamW(), learning_rate=0.01, warmup_steps=3)
+        opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamWRule(), learning_rate=0.01, warmup_steps=3)
     elif kind == "swa":
         opt = hs.scheduled(keras.optimizers.SGD(momentum=0.9), learning_rate="0.05 * 0.9**step")
     else:

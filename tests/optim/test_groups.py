@@ -135,7 +135,7 @@ def test_a_listed_variable_or_predicate_matching_nothing_is_an_error() -> None:
 def test_groups_survive_keras_save_and_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
     model = make_model()
     opt = hs.StepOptimizer(
-        hs.rules.AdamW(),
+        hs.rules.AdamWRule(),
         groups=[
             hs.Group(
                 "temperature",

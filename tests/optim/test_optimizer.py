@@ -38,7 +38,7 @@ def test_traced_once_across_100_hyperparameter_changes_and_matches_numpy() -> No
     w = keras.Variable(np.linspace(-1, 1, 5).astype("float32"))
     target = np.linspace(2, 0, 5).astype("float32")
     opt = hs.StepOptimizer(
-        hs.rules.SGD(), learning_rate=hs.parse("step") * 0.001 + 0.05, momentum=0.5
+        hs.rules.SGDRule(), learning_rate=hs.parse("step") * 0.001 + 0.05, momentum=0.5
     )
     opt.build([w])  # slot variables are created before tracing, as in Keras
     traces = []
@@ -87,7 +87,7 @@ def test_fit_with_jit_compile_follows_a_schedule_like_keras() -> None:
 def test_keras_file_round_trip_continues_identically(tmp_path) -> None:  # type: ignore[no-untyped-def]
     model = make_model()
     opt = hs.StepOptimizer(
-        hs.rules.Adam(amsgrad=True),
+        hs.rules.AdamRule(amsgrad=True),
         learning_rate=hs.schedules.cosine(0.05, steps=40),
         beta_1="0.8 + 0.1 * min(step / 20, 1)",
     )
@@ -98,7 +98,7 @@ def test_keras_file_round_trip_continues_identically(tmp_path) -> None:  # type:
     loaded = keras.models.load_model(tmp_path / "m.keras")
     restored = loaded.optimizer
     assert isinstance(restored, hs.StepOptimizer)
-    assert restored.rule == hs.rules.Adam(amsgrad=True)
+    assert restored.rule == hs.rules.AdamRule(amsgrad=True)
     assert int(restored.clock.step) == 4
     assert float(restored.hyperparameters["learning_rate"].scale) == 0.5
     for m in (model, loaded):
@@ -139,7 +139,7 @@ def test_checkpoint_round_trip_continues_identically(tmp_path) -> None:  # type:
 
 def test_config_round_trips_through_json() -> None:
     opt = hs.StepOptimizer(
-        hs.rules.SGD(nesterov=True),
+        hs.rules.SGDRule(nesterov=True),
         learning_rate=hs.schedules.linear(0.1, 0.01, steps=100),
         momentum=0.9,
         clipnorm=1.0,
@@ -148,7 +148,7 @@ def test_config_round_trips_through_json() -> None:
     config = json.loads(json.dumps(keras.saving.serialize_keras_object(opt)))
     again = keras.saving.deserialize_keras_object(config)
     assert isinstance(again, hs.StepOptimizer)
-    assert again.rule == hs.rules.SGD(nesterov=True)
+    assert again.rule == hs.rules.SGDRule(nesterov=True)
     assert again.name == "sgd_n" and again.clipnorm == 1.0
     steps = np.array([0, 1, 50, 99, 100, 101, 10_000])
     for key, hp in opt.hyperparameters.items():

@@ -15,35 +15,35 @@ Y = np.random.RandomState(1).randn(64, 3).astype("float32")
 
 # (Keras optimizer factory, our rule, our hyperparameters): the same optimizer twice
 PAIRS = {
-    "sgd": (lambda: keras.optimizers.SGD(0.1), lambda: hs.rules.SGD(), {"learning_rate": 0.1}),
+    "sgd": (lambda: keras.optimizers.SGD(0.1), lambda: hs.rules.SGDRule(), {"learning_rate": 0.1}),
     "sgd-momentum": (
         lambda: keras.optimizers.SGD(0.1, momentum=0.9),
-        lambda: hs.rules.SGD(),
+        lambda: hs.rules.SGDRule(),
         {"learning_rate": 0.1, "momentum": 0.9},
     ),
     "sgd-nesterov": (
         lambda: keras.optimizers.SGD(0.05, momentum=0.8, nesterov=True),
-        lambda: hs.rules.SGD(nesterov=True),
+        lambda: hs.rules.SGDRule(nesterov=True),
         {"learning_rate": 0.05, "momentum": 0.8},
     ),
     "adam": (
         lambda: keras.optimizers.Adam(0.01, beta_1=0.8, epsilon=1e-6),
-        lambda: hs.rules.Adam(),
+        lambda: hs.rules.AdamRule(),
         {"learning_rate": 0.01, "beta_1": 0.8, "epsilon": 1e-6},
     ),
     "adam-amsgrad": (
         lambda: keras.optimizers.Adam(0.01, amsgrad=True),
-        lambda: hs.rules.Adam(amsgrad=True),
+        lambda: hs.rules.AdamRule(amsgrad=True),
         {"learning_rate": 0.01},
     ),
     "adamw": (
         lambda: keras.optimizers.AdamW(0.01, weight_decay=0.05, beta_2=0.99),
-        lambda: hs.rules.AdamW(),
+        lambda: hs.rules.AdamWRule(),
         {"learning_rate": 0.01, "weight_decay": 0.05, "beta_2": 0.99},
     ),
     "lion": (
         lambda: keras.optimizers.Lion(0.003, beta_1=0.95),
-        lambda: hs.rules.Lion(),
+        lambda: hs.rules.LionRule(),
         {"learning_rate": 0.003, "beta_1": 0.95},
     ),
 }
@@ -154,10 +154,10 @@ def test_builtin_rule_makes_the_same_full_size_ops_as_keras(name: str) -> None:
 
 def test_rule_defaults_are_keras_defaults() -> None:
     for rule, keras_class in [
-        (hs.rules.SGD, keras.optimizers.SGD),
-        (hs.rules.Adam, keras.optimizers.Adam),
-        (hs.rules.AdamW, keras.optimizers.AdamW),
-        (hs.rules.Lion, keras.optimizers.Lion),
+        (hs.rules.SGDRule, keras.optimizers.SGD),
+        (hs.rules.AdamRule, keras.optimizers.Adam),
+        (hs.rules.AdamWRule, keras.optimizers.AdamW),
+        (hs.rules.LionRule, keras.optimizers.Lion),
     ]:
         config = keras_class().get_config()
         for key, default in rule.hyperparameters.items():
@@ -240,9 +240,9 @@ def test_values_read_by_attribute_and_by_key() -> None:
 
 
 def test_rule_by_name_and_by_class() -> None:
-    assert hs.rules.get_rule("AdamW") == hs.rules.AdamW()
-    assert hs.rules.get_rule(hs.rules.Lion) == hs.rules.Lion()
-    assert hs.rules.get_rule("hyperstep>SGD") == hs.rules.SGD()
+    assert hs.rules.get_rule("AdamW") == hs.rules.AdamWRule()
+    assert hs.rules.get_rule(hs.rules.LionRule) == hs.rules.LionRule()
+    assert hs.rules.get_rule("hyperstep>SGD") == hs.rules.SGDRule()
     with pytest.raises(InvalidArgumentError, match=r"Built-in rules: .*Received: rule='adamax'"):
         hs.rules.get_rule("adamax")
     with pytest.raises(InvalidTypeError, match="Received: rule=3"):
@@ -251,7 +251,7 @@ def test_rule_by_name_and_by_class() -> None:
 
 def test_rule_options_are_validated() -> None:
     with pytest.raises(InvalidTypeError, match=r"nesterov.*Received: nesterov=1"):
-        hs.rules.SGD(nesterov=1)  # type: ignore[arg-type]
+        hs.rules.SGDRule(nesterov=1)  # type: ignore[arg-type]
     with pytest.raises(InvalidTypeError, match="Received: cls=<class 'int'>"):
         hs.rules.register_rule(int)
 

@@ -103,7 +103,7 @@ def assert_close(ours, theirs):
 
 @pytest.mark.parametrize("memory_efficient", [False, True])
 def test_schedule_free_adamw_matches_the_reference_with_algoperf_settings(memory_efficient):
-    y, x, _ = run_ours(hs.rules.ScheduleFreeAdamW(memory_efficient=memory_efficient), ALGOPERF)
+    y, x, _ = run_ours(hs.rules.ScheduleFreeAdamWRule(memory_efficient=memory_efficient), ALGOPERF)
     ref_y, ref_x = run_reference(schedulefree.AdamWScheduleFreeReference, torch_settings(ALGOPERF))
     assert_close(y, ref_y)
     assert_close(x, ref_x)
@@ -115,7 +115,7 @@ def test_schedule_free_adamw_matches_the_reference_with_algoperf_settings(memory
 def test_schedule_free_adamw_operations_and_kernel_match_the_reference(memory_efficient, fused):
     # TensorFlow: z and the second moment in one ResourceApplyAdam pass (the default there),
     # or the rule's own operations (fused=False, as on the other backends)
-    rule = hs.rules.ScheduleFreeAdamW(memory_efficient=memory_efficient)
+    rule = hs.rules.ScheduleFreeAdamWRule(memory_efficient=memory_efficient)
     y, x, opt = run_ours(rule, {**ALGOPERF, "fused": fused})
     kernel = fused and keras.backend.backend() == "tensorflow"
     assert ("adam_scratch" in opt._scratch) == kernel
@@ -142,7 +142,7 @@ def test_schedule_free_adamw_takes_the_kernel_by_default_outside_xla_only():
     counts, saved = {}, {}
     for fused in (None, True, False):
         variables = [keras.Variable(W0, name="kernel"), keras.Variable(B0, name="bias")]
-        opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamW(), fused=fused, **ALGOPERF)
+        opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamWRule(), fused=fused, **ALGOPERF)
         opt.build(variables)
         counts[fused] = [kernel_calls(opt, variables, jit) for jit in (False, True)]
         scratch = opt._scratch.get("adam_scratch", [])
@@ -150,13 +150,13 @@ def test_schedule_free_adamw_takes_the_kernel_by_default_outside_xla_only():
         saved[fused] = [v.path.split("/", 1)[1] for v in opt.variables]
     assert counts == {None: [2, 0], True: [2, 0], False: [0, 0]}
     assert saved[None] == saved[True] == saved[False]
-    assert hs.StepOptimizer(hs.rules.Adam())._fuses is False  # other rules: fused=False
+    assert hs.StepOptimizer(hs.rules.AdamRule())._fuses is False  # other rules: fused=False
 
 
 def test_a_checkpoint_moves_between_fused_and_unfused_optimizers():
     def trained(fused, steps):
         variables = [keras.Variable(W0), keras.Variable(B0)]
-        opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamW(), fused=fused, **ALGOPERF)
+        opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamWRule(), fused=fused, **ALGOPERF)
         step = compiled_step(opt, variables)
         for i in range(steps):
             step(X[i], Y[i])
@@ -179,7 +179,7 @@ def test_a_checkpoint_moves_between_fused_and_unfused_optimizers():
 def test_schedule_free_sgd_matches_the_reference(memory_efficient):
     settings = {**ALGOPERF, "learning_rate": 0.05, "momentum": 0.9}
     del settings["beta_2"]
-    y, x, _ = run_ours(hs.rules.ScheduleFreeSGD(memory_efficient=memory_efficient), settings)
+    y, x, _ = run_ours(hs.rules.ScheduleFreeSGDRule(memory_efficient=memory_efficient), settings)
     ref_y, ref_x = run_reference(schedulefree.SGDScheduleFreeReference, torch_settings(settings))
     assert_close(y, ref_y)
     assert_close(x, ref_x)
@@ -190,7 +190,7 @@ def test_groups_and_a_learning_rate_schedule_match_the_reference_per_group():
     schedule = hs.schedules.cosine(0.0025, steps=200, end=0.0005)
     settings = {**ALGOPERF, "learning_rate": schedule}
     group = hs.Group("bias", match="bias", learning_rate=0.01, beta_1=0.8)
-    y, x, _ = run_ours(hs.rules.ScheduleFreeAdamW(), settings, groups=[group])
+    y, x, _ = run_ours(hs.rules.ScheduleFreeAdamWRule(), settings, groups=[group])
     params = [torch.tensor(W0), torch.tensor(B0)]
     ref = schedulefree.AdamWScheduleFreeReference(
         [{"params": [params[0]]}, {"params": [params[1]], "lr": 0.01, "betas": (0.8, 0.99552)}],
@@ -211,7 +211,7 @@ def test_state_is_saved_and_resumed_exactly_even_inside_the_swap(tmp_path):
     def model_and_optimizer():
         model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
         model.set_weights([W0, B0])
-        opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamW(), **ALGOPERF)
+        opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamWRule(), **ALGOPERF)
         model.compile(optimizer=opt, loss="mse")
         return model, opt
 
@@ -236,7 +236,7 @@ def test_state_is_saved_and_resumed_exactly_even_inside_the_swap(tmp_path):
 def test_averaged_weights_callback_evaluates_and_ends_at_x():
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     model.set_weights([W0, B0])
-    opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamW(), **ALGOPERF)
+    opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamWRule(), **ALGOPERF)
     model.compile(optimizer=opt, loss="mse")
     data = (X[:16].reshape(-1, 4), Y[:16].reshape(-1, 3))
     callback = hs.callbacks.AveragedWeights(opt)
@@ -297,7 +297,7 @@ def test_keras_schedule_free_adamw_departs_from_the_reference():
 def test_averaged_weights_callback_saves_and_predicts_with_x(tmp_path):
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     model.set_weights([W0, B0])
-    opt = hs.StepOptimizer(hs.rules.ScheduleFreeSGD(), learning_rate=0.1)
+    opt = hs.StepOptimizer(hs.rules.ScheduleFreeSGDRule(), learning_rate=0.1)
     model.compile(optimizer=opt, loss="mse")
     data = (X[:4].reshape(-1, 4), Y[:4].reshape(-1, 3))
     averaged = hs.callbacks.AveragedWeights(opt, at_end="training")

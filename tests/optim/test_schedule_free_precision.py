@@ -28,7 +28,7 @@ def test_schedule_free_adamw_passes_the_packages_own_tolerance_at_every_step(for
     )
     variable = keras.Variable(reference.detach().numpy().copy())
     ours = hs.StepOptimizer(
-        hs.rules.ScheduleFreeAdamW(), learning_rate=0.3, warmup_steps=5, weight_decay=0.5
+        hs.rules.ScheduleFreeAdamWRule(), learning_rate=0.3, warmup_steps=5, weight_decay=0.5
     )
     for _ in range(10):
         theirs.train()

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import hyperstep as hs
+from hyperstep import parse
 from hyperstep.errors import ScheduleSyntaxError
-from hyperstep.schedules import bind_epochs, parse, piecewise
+from hyperstep.schedules import bind_epochs, piecewise
 from hyperstep.schedules.base import Step
 
 

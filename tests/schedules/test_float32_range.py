@@ -14,7 +14,7 @@ import pytest
 
 import hyperstep as hs
 from hyperstep.errors import HyperstepError, ScheduleSyntaxError
-from hyperstep.schedules.parse import vocabulary
+from hyperstep.schedules.language import vocabulary
 
 EXAMPLES = [
     "constant(0.5)",
@@ -96,9 +96,9 @@ def test_a_config_leaf_beyond_float32_is_refused_or_harmless(text):
         (lambda: hs.schedules.cosine(0.1, steps=1e-320), r"Received: steps=1e-320"),
         (lambda: hs.schedules.linear(0.1, 0.0, steps=1e-320), r"Received: steps=1e-320"),
         (lambda: hs.Hyperparameter(1e39), r"float32.*Received: value=1e\+39"),
-        (lambda: hs.schedules.parse("1/0"), r"no finite value"),
-        (lambda: hs.schedules.parse("step * log(0)"), r"no finite value"),
-        (lambda: hs.schedules.parse("1e30 * 1e30"), r"beyond float32"),
+        (lambda: hs.parse("1/0"), r"no finite value"),
+        (lambda: hs.parse("step * log(0)"), r"no finite value"),
+        (lambda: hs.parse("1e30 * 1e30"), r"beyond float32"),
         (lambda: hs.schedules.constant(-1e39), r"Received: value=-1e\+39"),
     ],
 )
@@ -109,5 +109,5 @@ def test_the_issue_cases_are_refused_naming_the_value(build, match):
 
 def test_the_parser_points_at_the_operation_with_no_finite_value():
     with pytest.raises(ScheduleSyntaxError) as info:
-        hs.schedules.parse("0.1 + step * (2 / 0)")
+        hs.parse("0.1 + step * (2 / 0)")
     assert "0.1 + step * (2 / 0)"[info.value.column :].startswith("2 / 0")

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import hyperstep as hs
 from hyperstep.errors import InvalidArgumentError, ScheduleSyntaxError
 from hyperstep.schedules import Schedule
-from hyperstep.schedules.parse import MAX_DEPTH
+from hyperstep.schedules.language import MAX_DEPTH
 
 SETTINGS = settings(
     max_examples=150,

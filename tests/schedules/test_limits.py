@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import hyperstep as hs
 from hyperstep.errors import HyperstepError, InvalidArgumentError
-from hyperstep.schedules.parse import vocabulary
+from hyperstep.schedules.language import vocabulary
 
 S = hs.schedules
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import hyperstep as hs
 from hyperstep.errors import ScheduleSyntaxError
 from hyperstep.schedules import base, keras_formulas
-from hyperstep.schedules.parse import MAX_DEPTH, MAX_LENGTH, parse, vocabulary
+from hyperstep.schedules.language import MAX_DEPTH, MAX_LENGTH, parse, vocabulary
 
 # the vocabulary and, from their module, the expression-tree node classes
 S = types.SimpleNamespace(
@@ -456,7 +456,7 @@ def test_hostile_expressions_are_refused_without_running_anything(
 
 
 def test_parser_source_never_calls_eval_exec_or_compile() -> None:
-    for module in ("parse", "parse_names", "parse_reader"):
+    for module in ("language", "parse_names", "parse_reader"):
         path = sys.modules[f"hyperstep.schedules.{module}"].__file__ or ""
         tree = ast.parse(Path(path).read_text())
         called = {

@@ -2,7 +2,7 @@
 
 :func:`tracer` returns the module for the running backend (:mod:`.doctor_tf`,
 :mod:`.doctor_jax` or :mod:`.doctor_torch`). Each answers the same questions about
-variables, so :mod:`hyperstep.doctor` never asks which backend it runs on:
+variables, so :mod:`hyperstep.diagnosis` never asks which backend it runs on:
 
 * ``is_raw_variable(value)``, ``raw_kind(value)``, ``raw_trainable(value)``: a variable
   held on a layer outside Keras's tracking (TF: a ``tf.Variable``; torch: a
@@ -15,7 +15,7 @@ variables, so :mod:`hyperstep.doctor` never asks which backend it runs on:
   ``"none"``, ``"zero"`` or ``"nonzero"`` from the backend's own gradients;
 * ``trace(compute, batch, variables, raw)``: the loss's computation as a :class:`Trace`
   (JAX: the jaxpr; torch: the dispatched torch functions), or ``None`` on TensorFlow, where
-  :mod:`hyperstep.doctor.graph` reads the traced ``tf.Graph`` itself;
+  :mod:`hyperstep.diagnosis.graph` reads the traced ``tf.Graph`` itself;
 * ``local_batch(batch)``, ``numpy_batch(batch)``.
 """
 

@@ -1,6 +1,6 @@
 """The doctor's evidence on TensorFlow: ``tf.GradientTape`` gradients, ``tf.Variable`` state.
 
-The loss's graph is read by :mod:`hyperstep.doctor.graph` (``trace`` returns ``None``).
+The loss's graph is read by :mod:`hyperstep.diagnosis.graph` (``trace`` returns ``None``).
 See :mod:`hyperstep.backends.doctor` for what each function answers.
 """
 
@@ -107,7 +107,7 @@ def gradient_kinds(
 
 
 def trace(compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]) -> None:
-    """``None``: on TensorFlow :mod:`hyperstep.doctor.graph` traces the loss's graph."""
+    """``None``: on TensorFlow :mod:`hyperstep.diagnosis.graph` traces the loss's graph."""
     return None
 
 

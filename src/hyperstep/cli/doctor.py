@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         with quiet_stderr():
             function = load_target(args.target)
             kwargs = arguments(call_target(function, args.target), args.target)
-            from hyperstep.doctor import doctor
+            from hyperstep.diagnosis.diagnose import doctor
 
             model = compile_with_loss(kwargs.pop("model"), args.loss)
             diagnosis = doctor(model, kwargs.pop("data"), **kwargs)

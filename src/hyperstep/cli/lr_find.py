@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         model = compile_with_loss(model, args.loss, args.optimizer)
         check_data(model, x, y, args.target)
         with quiet_stderr():
-            from hyperstep.tune import find_lr
+            from hyperstep.tune.lr_find import find_lr
 
         bar = not args.json and sys.stdout.isatty()
         try:

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from hyperstep.errors import HyperstepError
     from hyperstep.schedules.base import uses_epoch
     from hyperstep.schedules.chart import have_matplotlib, text_chart, write_png
-    from hyperstep.schedules.parse import parse
+    from hyperstep.schedules.language import parse
     from hyperstep.schedules.sample import sample
 
     text_mode = args.text or not have_matplotlib()

@@ -18,7 +18,7 @@ import numpy as np
 from keras import ops
 
 from hyperstep import backends
-from hyperstep._backend import require_tensorflow
+from hyperstep.backends import require_tensorflow
 from hyperstep.control import wrapped
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.reading import collect, infer_steps_per_epoch, read_all, savers_before

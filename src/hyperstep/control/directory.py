@@ -219,7 +219,7 @@ def parse_schedule(name: str, text: Any) -> str:
 
     numpy_ops.request()  # no Keras in a process that has not imported it
     from hyperstep.errors import HyperstepError
-    from hyperstep.schedules.parse import parse
+    from hyperstep.schedules.language import parse
 
     try:
         return repr(parse(text))

@@ -24,7 +24,7 @@ import contextlib
 import weakref
 from typing import Any
 
-from hyperstep._backend import require_tensorflow
+from hyperstep.backends import require_tensorflow
 from hyperstep.errors import InvalidArgumentError, received
 
 require_tensorflow("hyperstep.control.distribute (reducing metrics under tf.distribute)")

@@ -350,7 +350,7 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         )
         # An attribute per variable names it in tf.train.Checkpoint (restore on creation).
         object.__setattr__(self, f"state_{name}", variable)
-        _track(self, f"state_{name}", variable)
+        track(self, f"state_{name}", variable)
         return variable
 
     @property
@@ -443,11 +443,11 @@ def _constant(initial: Any) -> Any:
     return keras.initializers.Constant(initial)
 
 
-def _track(owner: Any, name: str, value: Any) -> None:
+def track(owner: Any, name: str, value: Any) -> None:
     """Name ``value`` as a checkpoint dependency of ``owner`` (TensorFlow only)."""
-    track = getattr(owner, "_track_trackable", None)
-    if track is not None:
-        track(value, name=name, overwrite=True)
+    track_trackable = getattr(owner, "_track_trackable", None)
+    if track_trackable is not None:
+        track_trackable(value, name=name, overwrite=True)
 
 
 def _exact_scale(base: np.float32, value: float) -> np.float32:

@@ -23,7 +23,7 @@ from keras import ops
 
 from hyperstep.errors import InvalidArgumentError
 from hyperstep.schedules.base import Schedule
-from hyperstep.schedules.parse import parse
+from hyperstep.schedules.language import parse
 
 
 class Ref(Schedule):

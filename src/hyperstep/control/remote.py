@@ -210,7 +210,7 @@ class Remote(keras.callbacks.Callback):
                 schedules.update(command["values"])
         for name, text in schedules.items():
             if name in self.hyperparameters:
-                from hyperstep.schedules.parse import parse
+                from hyperstep.schedules.language import parse
 
                 self.hyperparameters[name].schedule = parse(text)
         if schedules:
@@ -285,7 +285,7 @@ class Remote(keras.callbacks.Callback):
             for hp in targets.values():
                 hp.clear()
         elif verb == "schedule":
-            from hyperstep.schedules.parse import parse
+            from hyperstep.schedules.language import parse
 
             for name, text in command["values"].items():
                 targets[name].schedule = parse(text)
@@ -453,7 +453,7 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
     Raises:
         InvalidArgumentError: If the journal has no ``begin`` entry (not a Remote's journal).
     """
-    from hyperstep.schedules.parse import parse
+    from hyperstep.schedules.language import parse
 
     path = os.fspath(journal)
     if os.path.isdir(path):

@@ -26,7 +26,7 @@ import keras
 from keras import ops
 
 from hyperstep.backends import integer_dtype
-from hyperstep.control.hyperparameter import Hyperparameter, _track
+from hyperstep.control.hyperparameter import Hyperparameter, track
 from hyperstep.errors import InvalidArgumentError
 
 __all__ = ["ATTRIBUTE", "AverageState", "attach", "config_of", "restore"]
@@ -117,7 +117,7 @@ class AverageState(keras.layers.Layer):
 
     def _track_averages(self) -> None:
         for index, average in enumerate(self.averages):  # restored now if pending
-            _track(self, f"average_{index}", average)
+            track(self, f"average_{index}", average)
         pending, self._pending = self._pending, ()
         for average, value in zip(self.averages, pending, strict=False):
             average.assign(value)

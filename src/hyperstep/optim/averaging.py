@@ -303,7 +303,7 @@ class AveragedWeights(keras.callbacks.Callback):
 
     Example:
         >>> import hyperstep as hs
-        >>> opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamW())
+        >>> opt = hs.StepOptimizer(hs.rules.ScheduleFreeAdamWRule())
         >>> hs.callbacks.AveragedWeights(opt).at_end
         'averaged'
     """

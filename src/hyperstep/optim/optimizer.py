@@ -93,17 +93,18 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
             yes unless another optimizer already does (one advance per training step; see
             :class:`hyperstep.Clock` for the GAN pattern).
         name: The optimizer's name.
-        fused: Whether the :class:`~hyperstep.rules.Adam` and
-            :class:`~hyperstep.rules.AdamW` rules update through PyTorch's fused kernel on
+        fused: Whether the :class:`~hyperstep.rules.AdamRule` and
+            :class:`~hyperstep.rules.AdamWRule` rules update through PyTorch's fused kernel on
             torch (``torch._fused_adamw_``, one pass per tensor, per group; equal to the
             rule to float32 rounding; see :mod:`hyperstep.backends.torch`; eager CPU
-            torch and ``torch.compile``), and :class:`~hyperstep.rules.ScheduleFreeAdamW` takes its
-            ``z`` and second-moment step in one ``ResourceApplyAdam`` pass on TensorFlow
+            torch and ``torch.compile``), and
+            :class:`~hyperstep.rules.ScheduleFreeAdamWRule` takes its ``z`` and second-moment
+            step in one ``ResourceApplyAdam`` pass on TensorFlow
             outside XLA (a scratch buffer per variable, not saved; equal to the rule to
             float32 rounding; under XLA, which fuses the rule's own operations, the rule's
             update). ``None`` (default): as ``True`` for the rules that promise no bitwise
             equality with a Keras optimizer and whose kernel is faster
-            (``Rule.fuses_by_default``: :class:`~hyperstep.rules.ScheduleFreeAdamW`), as
+            (``Rule.fuses_by_default``: :class:`~hyperstep.rules.ScheduleFreeAdamWRule`), as
             ``False`` for the others. Elsewhere, and for other rules, the rule's own update.
         **hyperparameters: Values of the rule's hyperparameters, plus Keras's
             ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``use_ema``,

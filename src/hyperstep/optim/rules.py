@@ -188,7 +188,8 @@ def get_rule(rule: Any) -> Rule:
     """Return ``rule`` as a :class:`Rule` instance.
 
     Accepts a Rule instance, a Rule subclass (built with no arguments), the name of a
-    built-in rule (``"sgd"``, ``"adam"``, ``"adamw"``, ``"lion"``, any case) or a registered
+    built-in rule (``"sgd"``, ``"adam"``, ``"adamw"``, ``"lion"``, any case, with or
+    without ``Rule``: ``"AdamRule"``) or a registered
     name (``"Custom>MyRule"``).
 
     Raises:
@@ -197,14 +198,19 @@ def get_rule(rule: Any) -> Rule:
 
     Example:
         >>> get_rule("adam")
-        Adam(amsgrad=False)
+        AdamRule(amsgrad=False)
     """
     if isinstance(rule, Rule):
         return rule
     if isinstance(rule, type) and issubclass(rule, Rule):
         return rule()
     if isinstance(rule, str):
-        found = BUILTIN.get(rule.lower()) or keras.saving.get_registered_object(rule)
+        key = rule.lower()
+        found = (
+            BUILTIN.get(key)
+            or BUILTIN.get(key.removesuffix("rule"))
+            or keras.saving.get_registered_object(rule)
+        )
         if isinstance(found, type) and issubclass(found, Rule):
             return found()
         raise InvalidArgumentError(
@@ -223,7 +229,7 @@ def get_rule(rule: Any) -> Rule:
 
 
 @register_rule(package=PACKAGE)
-class SGD(Rule):
+class SGDRule(Rule):
     """Stochastic gradient descent with momentum (Keras ``SGD``).
 
     ``m = momentum * m - learning_rate * g``;
@@ -234,7 +240,7 @@ class SGD(Rule):
         nesterov: Whether to apply Nesterov momentum.
 
     Example:
-        >>> SGD(nesterov=True).hyperparameters
+        >>> SGDRule(nesterov=True).hyperparameters
         {'learning_rate': 0.01, 'momentum': 0.0}
     """
 
@@ -242,7 +248,7 @@ class SGD(Rule):
     slots = ("momentum",)
 
     def __init__(self, nesterov: bool = False) -> None:
-        self.nesterov = _check_bool("SGD", "nesterov", nesterov)
+        self.nesterov = check_bool("SGDRule", "nesterov", nesterov)
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         m = slots.momentum
@@ -257,7 +263,7 @@ class SGD(Rule):
 
 
 @register_rule(package=PACKAGE)
-class Adam(Rule):
+class AdamRule(Rule):
     """Adam (Keras ``Adam``), bias-corrected with ``t = step + 1``.
 
     ``m = m + (g - m) * (1 - beta_1)``; ``v = v + (g**2 - v) * (1 - beta_2)``;
@@ -272,7 +278,7 @@ class Adam(Rule):
         amsgrad: Whether to use the AMSGrad variant.
 
     Example:
-        >>> Adam().hyperparameters
+        >>> AdamRule().hyperparameters
         {'learning_rate': 0.001, 'beta_1': 0.9, 'beta_2': 0.999, 'epsilon': 1e-07}
     """
 
@@ -286,7 +292,7 @@ class Adam(Rule):
     slots: tuple[str, ...] = ("momentum", "velocity")
 
     def __init__(self, amsgrad: bool = False) -> None:
-        self.amsgrad = _check_bool(type(self).__name__, "amsgrad", amsgrad)
+        self.amsgrad = check_bool(type(self).__name__, "amsgrad", amsgrad)
         if amsgrad:
             self.slots = ("momentum", "velocity", "velocity_hat")
 
@@ -306,21 +312,21 @@ class Adam(Rule):
 
 
 @register_rule(package=PACKAGE)
-class AdamW(Adam):
+class AdamWRule(AdamRule):
     """Adam with decoupled weight decay (Keras ``AdamW``).
 
-    First ``w = w - w * weight_decay * learning_rate``, then the :class:`Adam` update.
+    First ``w = w - w * weight_decay * learning_rate``, then the :class:`AdamRule` update.
 
     Args:
         amsgrad: Whether to use the AMSGrad variant.
 
     Example:
-        >>> AdamW().hyperparameters["weight_decay"]
+        >>> AdamWRule().hyperparameters["weight_decay"]
         0.004
     """
 
     hyperparameters: ClassVar[Mapping[str, float]] = {
-        **Adam.hyperparameters,
+        **AdamRule.hyperparameters,
         "weight_decay": 0.004,
     }
 
@@ -330,14 +336,14 @@ class AdamW(Adam):
 
 
 @register_rule(package=PACKAGE)
-class Lion(Rule):
+class LionRule(Rule):
     """Lion, evolved sign momentum (Keras ``Lion``).
 
     ``w = w - learning_rate * sign(beta_1 * m + (1 - beta_1) * g)``;
     ``m = beta_2 * m + (1 - beta_2) * g``.
 
     Example:
-        >>> Lion().hyperparameters
+        >>> LionRule().hyperparameters
         {'learning_rate': 0.001, 'beta_1': 0.9, 'beta_2': 0.99}
     """
 
@@ -356,21 +362,41 @@ class Lion(Rule):
         m.assign(m * hp.beta_2 + gradient * (1.0 - hp.beta_2))
 
 
-BUILTIN: dict[str, type[Rule]] = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "lion": Lion}
+BUILTIN: dict[str, type[Rule]] = {
+    "sgd": SGDRule,
+    "adam": AdamRule,
+    "adamw": AdamWRule,
+    "lion": LionRule,
+}
+
+#: Former name -> current name of the built-in rules, which were named like Keras's
+#: optimizers until 0.1 (``hs.rules.Adam``): ``hs.rules.Adam`` still works for one release
+#: with a ``DeprecationWarning``, and a file saved under ``"hyperstep>Adam"`` still loads.
+FORMER_NAMES: dict[str, str] = {}
+
+
+def register_former_name(rule_class: type[Rule], former: str) -> None:
+    """Load configs that name ``rule_class`` by its former registered name ``former``."""
+    keras.saving.get_custom_objects().setdefault(f"{PACKAGE}>{former}", rule_class)
+    FORMER_NAMES[former] = rule_class.__name__
+
+
+for _rule in (SGDRule, AdamRule, AdamWRule, LionRule):
+    register_former_name(_rule, _rule.__name__.removesuffix("Rule"))
 
 __all__ = [
-    "SGD",
-    "Adam",
-    "AdamW",
-    "Lion",
+    "AdamRule",
+    "AdamWRule",
+    "LionRule",
     "Rule",
+    "SGDRule",
     "Values",
     "get_rule",
     "register_rule",
 ]
 
 
-def _check_bool(owner: str, name: str, value: Any) -> bool:
+def check_bool(owner: str, name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise InvalidTypeError(
             f"`{owner}({name}=...)` must be True or False. {received(name, value)}"

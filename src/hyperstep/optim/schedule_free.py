@@ -22,7 +22,7 @@ seen are scalar slots, saved and restored with the optimizer.
 
 Example:
     >>> import hyperstep as hs, keras
-    >>> opt = hs.StepOptimizer(hs.rules.ScheduleFreeSGD(), learning_rate=0.1, momentum=0.5)
+    >>> opt = hs.StepOptimizer(hs.rules.ScheduleFreeSGDRule(), learning_rate=0.1, momentum=0.5)
     >>> w = keras.Variable([1.0])
     >>> opt.apply([keras.ops.ones(1)], [w])   # z = 0.9, x = z (first weight is all), y = 0.9
     >>> round(float(w.numpy()[0]), 4)
@@ -37,9 +37,17 @@ from typing import Any, ClassVar
 from keras import ops
 
 from hyperstep import backends
-from hyperstep.optim.rules import BUILTIN, PACKAGE, Rule, Values, _check_bool, register_rule
+from hyperstep.optim.rules import (
+    BUILTIN,
+    PACKAGE,
+    Rule,
+    Values,
+    check_bool,
+    register_former_name,
+    register_rule,
+)
 
-__all__ = ["ScheduleFreeAdamW", "ScheduleFreeSGD"]
+__all__ = ["ScheduleFreeAdamWRule", "ScheduleFreeSGDRule"]
 
 _COMMON = {"warmup_steps": 0.0, "r": 0.0, "weight_lr_power": 2.0}
 
@@ -112,7 +120,7 @@ class _ScheduleFree(Rule):
     """Base of the schedule-free rules: state, the ``memory_efficient`` option, the swap."""
 
     def __init__(self, memory_efficient: bool = False) -> None:
-        self.memory_efficient = _check_bool(
+        self.memory_efficient = check_bool(
             type(self).__name__, "memory_efficient", memory_efficient
         )
         # `swapped`: 1 while `averaged_weights` holds x in the variable
@@ -141,7 +149,7 @@ class _ScheduleFree(Rule):
 
 
 @register_rule(package=PACKAGE)
-class ScheduleFreeAdamW(_ScheduleFree):
+class ScheduleFreeAdamWRule(_ScheduleFree):
     """Schedule-free AdamW (``schedulefree.AdamWScheduleFreeReference``).
 
     ``z = z - lr_t * weight_decay * y``; ``v = beta_2 * v + (1 - beta_2) * g**2``;
@@ -163,7 +171,7 @@ class ScheduleFreeAdamW(_ScheduleFree):
             evaluation (equal to rounding, not bit for bit).
 
     Example:
-        >>> ScheduleFreeAdamW().hyperparameters["learning_rate"]
+        >>> ScheduleFreeAdamWRule().hyperparameters["learning_rate"]
         0.0025
     """
 
@@ -214,7 +222,7 @@ class ScheduleFreeAdamW(_ScheduleFree):
 
 
 @register_rule(package=PACKAGE)
-class ScheduleFreeSGD(_ScheduleFree):
+class ScheduleFreeSGDRule(_ScheduleFree):
     """Schedule-free SGD (``schedulefree.SGDScheduleFreeReference``).
 
     ``z = z - lr_t * (g + weight_decay * y)``; then ``x`` and
@@ -223,10 +231,10 @@ class ScheduleFreeSGD(_ScheduleFree):
     Slots: ``z``, ``x``; scalar slots ``weight_sum``, ``lr_max``.
 
     Args:
-        memory_efficient: Drop the ``x`` slot, as for :class:`ScheduleFreeAdamW`.
+        memory_efficient: Drop the ``x`` slot, as for :class:`ScheduleFreeAdamWRule`.
 
     Example:
-        >>> ScheduleFreeSGD().hyperparameters["momentum"]
+        >>> ScheduleFreeSGDRule().hyperparameters["momentum"]
         0.9
     """
 
@@ -248,4 +256,6 @@ class ScheduleFreeSGD(_ScheduleFree):
         _take_step(variable, slots, slots.z, ckp1, hp.momentum)
 
 
-BUILTIN.update(schedulefreeadamw=ScheduleFreeAdamW, schedulefreesgd=ScheduleFreeSGD)
+BUILTIN.update(schedulefreeadamw=ScheduleFreeAdamWRule, schedulefreesgd=ScheduleFreeSGDRule)
+register_former_name(ScheduleFreeAdamWRule, "ScheduleFreeAdamW")
+register_former_name(ScheduleFreeSGDRule, "ScheduleFreeSGD")

@@ -60,7 +60,7 @@ from hyperstep.clock import Clock
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
 from hyperstep.optim.core import apply_update, keras_callable, schedule_of
-from hyperstep.optim.scheduled_base import _state
+from hyperstep.optim.scheduled_base import scheduled_state
 from hyperstep.optim.scheduled_update import ScheduledUpdate
 
 
@@ -73,7 +73,7 @@ class ScheduledOptimizer(ScheduledUpdate):
     """
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
-        state = _state(self)
+        state = scheduled_state(self)
         if len(grads) == 0:
             return super().apply(grads, trainable_variables)  # type: ignore[misc]
 
@@ -114,7 +114,7 @@ def _property(name: str) -> property:
             return self._get_current_learning_rate()
 
         def setter(self: Any, value: Any) -> None:
-            if "learning_rate" in _state(self).hyperparameters:
+            if "learning_rate" in scheduled_state(self).hyperparameters:
                 self._hs_set(name, value)
             else:
                 keras_property.fset(self, value)

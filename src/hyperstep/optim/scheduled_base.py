@@ -20,7 +20,7 @@ from hyperstep import backends
 from hyperstep.backends import concrete
 from hyperstep.clock import Clock
 from hyperstep.control import named_state
-from hyperstep.control.hyperparameter import Hyperparameter, _track
+from hyperstep.control.hyperparameter import Hyperparameter, track
 from hyperstep.control.relative import references, resolve
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.optim import _introspect
@@ -58,7 +58,7 @@ class _State:
         self.live: dict[str, Any] = {}  # name -> the variable `opt.<name>` returns eagerly
 
 
-def _state(optimizer: Any) -> _State:
+def scheduled_state(optimizer: Any) -> _State:
     state = optimizer.__dict__.get("_hs_state")
     if state is None:
         state = _State()
@@ -91,19 +91,19 @@ class ScheduledBase(named_state.SavedByName):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        _state(self).fused_requested = bool(fused)
+        scheduled_state(self).fused_requested = bool(fused)
         self._hs_install(hyperparameters or {}, clock, advance, groups)
 
     # ---- public surface -----------------------------------------------------------------
     @property
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """Every numeric hyperparameter by Keras argument name (a group's as ``"group/name"``)."""
-        return dict(_state(self).hyperparameters)
+        return dict(scheduled_state(self).hyperparameters)
 
     @property
     def groups(self) -> dict[str, Group]:
         """The parameter groups, by name (each holding its own Hyperparameters)."""
-        return {group.name: group for group in _state(self).groups}
+        return {group.name: group for group in scheduled_state(self).groups}
 
     def resolve(self, name: str, variable: Any = None) -> Any:
         """Return hyperparameter ``name`` for the update of ``variable`` at this step.
@@ -112,7 +112,7 @@ class ScheduledBase(named_state.SavedByName):
         value, every other variable the optimizer's own. Called only inside ``apply``
         (the step is fixed); values are computed once per update and graph.
         """
-        state = _state(self)
+        state = scheduled_state(self)
         group = state.owner.get(id(variable)) if variable is not None else None
         key = f"{group}/{name}"
         if group is not None and key in state.hyperparameters:
@@ -123,7 +123,7 @@ class ScheduledBase(named_state.SavedByName):
     def _hs_install(
         self, given: dict[str, Any], clock: Any, advance: bool | None, groups: Any = ()
     ) -> None:
-        state = _state(self)
+        state = scheduled_state(self)
         if isinstance(clock, dict):
             clock = keras.saving.deserialize_keras_object(clock)
         _check_install(self._hs_base, given, clock, advance, groups)
@@ -171,7 +171,7 @@ class ScheduledBase(named_state.SavedByName):
         Called at install and again at ``build``."""
         if not backends.trains_statelessly():
             return
-        state = _state(self)
+        state = scheduled_state(self)
         read = [state.hyperparameters[key] for key in self._hs_read_keys()]
         read += [ref.target for hp in read for ref in references(hp.schedule)]
         hp_variables = [v for hp in read for v in hp.step_variables]
@@ -181,14 +181,14 @@ class ScheduledBase(named_state.SavedByName):
 
     def _hs_add(self, key: str, hyperparameter: Hyperparameter) -> None:
         """Register ``hyperparameter`` under ``key`` (``name`` or ``group/name``), tracked."""
-        state = _state(self)
+        state = scheduled_state(self)
         state.hyperparameters[key] = hyperparameter
         schedule = hyperparameter.schedule
         state.static[key] = schedule.value_ if isinstance(schedule, Constant) else None
-        _track(self, f"hyperparameter_{key.replace('/', '.')}", hyperparameter)
+        track(self, f"hyperparameter_{key.replace('/', '.')}", hyperparameter)
 
     def _hs_install_groups(self, groups: Any, clock: Clock) -> None:
-        state = _state(self)
+        state = scheduled_state(self)
         valid = set(state.hyperparameters)
         base = self._hs_base.__name__
 
@@ -212,11 +212,11 @@ class ScheduledBase(named_state.SavedByName):
     # ---- reading values -----------------------------------------------------------------
     def _hs_cached(self, key: str, make: Any) -> Any:
         """``make()``, once per update and graph (for the backends' optimizer mixins)."""
-        return _state(self).update.cached(key, make)
+        return scheduled_state(self).update.cached(key, make)
 
     def _hs_value(self, name: str) -> Any:
         """Hyperparameter ``name`` at this update's step, once per update and graph."""
-        state = _state(self)
+        state = scheduled_state(self)
         return state.update.cached(
             name,
             lambda: keras_value(
@@ -226,10 +226,10 @@ class ScheduledBase(named_state.SavedByName):
 
     def _hs_updating(self) -> bool:
         """Whether the caller reads inside an update in progress (its step fixed)."""
-        return _state(self).update.owns()
+        return scheduled_state(self).update.owns()
 
     def _hs_get(self, name: str) -> Any:
-        state = _state(self)
+        state = scheduled_state(self)
         update = state.update
         key: Any = None
         if update.host_values is not None and not update.raw_mode:  # eager torch, fast
@@ -261,7 +261,7 @@ class ScheduledBase(named_state.SavedByName):
     def _hs_set(self, name: str, value: Any) -> None:
         """``opt.<name> = value``: a schedule replaces the hyperparameter's schedule (and
         clears its override); a number rescales it (:meth:`Hyperparameter.assign`)."""
-        state = _state(self)
+        state = scheduled_state(self)
         if name not in state.hyperparameters or state.update.raw_mode:
             state.raw[name] = value
             return
@@ -270,7 +270,7 @@ class ScheduledBase(named_state.SavedByName):
         state.static[name] = schedule.value_ if isinstance(schedule, Constant) else None
 
     def _get_current_learning_rate(self) -> Any:
-        if "learning_rate" not in _state(self).hyperparameters:
+        if "learning_rate" not in scheduled_state(self).hyperparameters:
             return super()._get_current_learning_rate()  # type: ignore[misc]
         return self._hs_get("learning_rate")
 
@@ -278,7 +278,7 @@ class ScheduledBase(named_state.SavedByName):
         """The hyperparameters Keras reads in an update: all but ``ema_momentum`` without
         ``use_ema`` (read only by the moving average; ``use_ema`` is fixed at creation)."""
         use_ema = bool(getattr(self, "use_ema", False))
-        keys = _state(self).hyperparameters
+        keys = scheduled_state(self).hyperparameters
         return [k for k in keys if use_ema or k.split("/")[-1] != "ema_momentum"]
 
     # ---- config -------------------------------------------------------------------------
@@ -287,7 +287,7 @@ class ScheduledBase(named_state.SavedByName):
         "hyperparameters": ..., "groups": ..., "advance": ..., "fused": ...}``: the wrapped
         optimizer's config nested (as Keras's ``LossScaleOptimizer`` nests its inner one),
         so a file loads wherever Keras can load the wrapped class itself."""
-        state = _state(self)
+        state = scheduled_state(self)
         state.update.raw_mode = True
         try:
             inner = super().get_config()  # type: ignore[misc]
@@ -336,7 +336,7 @@ class ScheduledBase(named_state.SavedByName):
 
     # ---- saving (hyperstep.control.named_state.SavedByName) ---------------------------
     def _hs_named(self) -> dict[str, Hyperparameter]:
-        return _state(self).hyperparameters
+        return scheduled_state(self).hyperparameters
 
     def _hs_group_variables(self) -> list[Any]:
         return list(getattr(self, "_trainable_variables", []) or [])

@@ -17,7 +17,7 @@ from keras import ops
 from hyperstep import backends
 from hyperstep.backends import native_variable
 from hyperstep.optim.groups import assign_groups
-from hyperstep.optim.scheduled_base import ScheduledBase, _state
+from hyperstep.optim.scheduled_base import ScheduledBase, scheduled_state
 
 
 class ScheduledUpdate(ScheduledBase):
@@ -26,12 +26,12 @@ class ScheduledUpdate(ScheduledBase):
     def _hs_update(self) -> Any:
         """The step fixed for an update (kept if one is in progress: ``build`` and
         ``_clip_gradients`` called from ``apply``; :meth:`Update.fixed`)."""
-        return _state(self).update.fixed(self.clock, host=True)
+        return scheduled_state(self).update.fixed(self.clock, host=True)
 
     def build(self, variables: Any) -> Any:
         # Keras decides which slots to create from Python checks on hyperparameters
         # (`if self.momentum != 0`): they see the same values as inside `apply`.
-        state = _state(self)
+        state = scheduled_state(self)
         if state.groups:
             owners = assign_groups(state.groups, list(variables))
             state.owner = {}
@@ -64,7 +64,7 @@ class ScheduledUpdate(ScheduledBase):
             return grads
 
     def _apply_weight_decay(self, variables: Any) -> Any:
-        state = _state(self)
+        state = scheduled_state(self)
         if state.fused_decay:
             return  # in `update_step`, just before each variable's update
         if not state.owner:
@@ -83,7 +83,7 @@ class ScheduledUpdate(ScheduledBase):
         """Keras's torch optimizers update every variable at once with one learning rate
         (``_parallel_update_step``, ``torch._foreach_*``): with groups, once per group, each
         with its own values."""
-        state = _state(self)
+        state = scheduled_state(self)
         if not state.owner or not hasattr(self, "_parallel_update_step"):
             return self._hs_update_group(grads, trainable_variables, learning_rate)
         by_group: dict[str | None, tuple[list[Any], list[Any]]] = {}
@@ -105,7 +105,7 @@ class ScheduledUpdate(ScheduledBase):
         """One group's update: with ``fused=True`` on torch, PyTorch's fused kernel
         (:func:`hyperstep.backends.torch.group_update`), else Keras's own code (decaying the
         weights first where the fused path took the decay over and cannot run)."""
-        state = _state(self)
+        state = scheduled_state(self)
         if state.fused:
             fused = backends.fused_updates()
             if fused.group_update(self, grads, variables, learning_rate):
@@ -126,7 +126,7 @@ class ScheduledUpdate(ScheduledBase):
         return self._hs_update_step(gradient, variable, learning_rate, given=False)
 
     def _hs_update_step(self, gradient: Any, variable: Any, learning_rate: Any, given: bool) -> Any:
-        state = _state(self)
+        state = scheduled_state(self)
         outer = state.update.variable
         state.update.variable = variable
         try:

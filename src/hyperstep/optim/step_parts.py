@@ -51,7 +51,7 @@ def fused_update(optimizer: Any, grads: Any, variables: Any) -> bool:
     or the clock not readable for free."""
     kernel = backends.multi_tensor_adam()
     rule = optimizer.rule
-    if kernel is None or type(rule) not in (_rules.Adam, _rules.AdamW):
+    if kernel is None or type(rule) not in (_rules.AdamRule, _rules.AdamWRule):
         return False
     compiling = backends.compiling()
     step: Any = None if compiling else backends.host_int(optimizer.clock.step)

@@ -1,6 +1,7 @@
 """Schedules: pure, vectorized, serializable functions of the step.
 
-One vocabulary for Python, the command line and config files::
+One vocabulary for Python, the command line and config files (``hs.parse`` reads its
+expressions)::
 
     import hyperstep as hs
     s = hs.schedules.warmup(hs.schedules.cosine(1e-3, steps=10_000, end=1e-5), steps=500)
@@ -13,6 +14,7 @@ The classes behind the vocabulary (``Cosine``, ``Warmup``, the expression nodes
 
 from typing import Any
 
+from hyperstep.errors import renamed
 from hyperstep.schedules.base import Constant as constant
 from hyperstep.schedules.base import (
     Schedule,
@@ -37,7 +39,6 @@ from hyperstep.schedules.families import (
     wsd,
 )
 from hyperstep.schedules.hf import from_hf
-from hyperstep.schedules.parse import parse
 from hyperstep.schedules.sample import sample
 
 __all__ = [
@@ -59,7 +60,6 @@ __all__ = [
     "maximum",
     "minimum",
     "one_cycle",
-    "parse",
     "piecewise",
     "polynomial",
     "sample",
@@ -74,4 +74,8 @@ def __getattr__(name: str) -> Any:
         from hyperstep.schedules.keras_compat import from_keras
 
         return from_keras
-    raise AttributeError(f"module 'hyperstep.schedules' has no attribute {name!r}")
+    return _renamed(name)
+
+
+#: ``hs.schedules.parse`` until 0.1 (the module is ``hyperstep.schedules.language``)
+_renamed = renamed(__name__, {"parse": "hyperstep.parse"}, stacklevel=3)

@@ -690,7 +690,7 @@ def as_schedule(value: ScheduleLike, name: str = "schedule") -> Schedule:
     if isinstance(value, (int, float)) or _is_scalar_number(value):
         return Constant(float(value))
     if isinstance(value, str):
-        from hyperstep.schedules.parse import parse
+        from hyperstep.schedules.language import parse
 
         return parse(value)
     if not NUMPY and isinstance(value, keras.optimizers.schedules.LearningRateSchedule):

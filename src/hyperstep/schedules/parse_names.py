@@ -1,8 +1,8 @@
 """The expression language's limits, tables and vocabulary (keyword -> schedule class).
 
 ``vocabulary()`` maps every schedule ``keyword`` to its class; the tables map Python syntax
-nodes to operators (``ast.Add`` -> ``"+"``) or to the reason they are refused, and ``_fold``
-computes a tree of constants into one number. :mod:`hyperstep.schedules.parse` reads text with
+nodes to operators (``ast.Add`` -> ``"+"``) or to the reason they are refused, and ``fold``
+computes a tree of constants into one number. :mod:`hyperstep.schedules.language` reads text with
 them.
 """
 
@@ -28,18 +28,18 @@ MAX_LENGTH = 10_000
 MAX_DEPTH = 100
 
 
-_NAMES = ("step", "epoch", "pi", "e")
+NAMES = ("step", "epoch", "pi", "e")
 
 
 #: named numbers
-_NUMBERS = {"pi": math.pi, "e": math.e, "inf": math.inf}
+NUMBERS = {"pi": math.pi, "e": math.e, "inf": math.inf}
 
 
 #: keywords of base nodes that are written as syntax, not as calls
 _SYNTAX_NODES = frozenset({"step", "epoch", "binary", "chain", "negate", "function"})
 
 
-_BINOPS: dict[type, str] = {
+BINOPS: dict[type, str] = {
     ast.Add: "+",
     ast.Sub: "-",
     ast.Mult: "*",
@@ -50,7 +50,7 @@ _BINOPS: dict[type, str] = {
 }
 
 
-_COMPARE: dict[type, str] = {
+COMPARE: dict[type, str] = {
     ast.Lt: "<",
     ast.LtE: "<=",
     ast.Gt: ">",
@@ -71,7 +71,7 @@ _FOLD: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-_REFUSED: dict[type, str] = {
+REFUSED: dict[type, str] = {
     ast.Attribute: "attribute access (`.`) is not allowed",
     ast.Subscript: "subscripts (`[...]` after a value) are not allowed",
     ast.Lambda: "lambdas are not allowed",
@@ -118,14 +118,14 @@ def vocabulary() -> dict[str, type[Schedule]]:
     return dict(sorted(found.items()))
 
 
-def _parameters(cls: type) -> list[inspect.Parameter]:
+def parameters_of(cls: type) -> list[inspect.Parameter]:
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     return [p for p in inspect.signature(cls).parameters.values() if p.kind in kinds]
 
 
-def _signature_text(keyword: str, cls: type) -> str:
+def signature_text(keyword: str, cls: type) -> str:
     parts = []
-    for p in _parameters(cls):
+    for p in parameters_of(cls):
         if p.default is inspect.Parameter.empty:
             parts.append(p.name)
         else:
@@ -133,31 +133,31 @@ def _signature_text(keyword: str, cls: type) -> str:
     return f"{keyword}({', '.join(parts)})"
 
 
-def _then(suggestion: str, sentence: str) -> str:
+def then(suggestion: str, sentence: str) -> str:
     """Join an optional "; did you mean 'x'?" and a closing sentence."""
     if suggestion:
         return f"{suggestion} {sentence[0].upper()}{sentence[1:]}"
     return f"; {sentence}"
 
 
-def _suggest(name: str, options: list[str]) -> str:
+def suggest(name: str, options: list[str]) -> str:
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _fold(node: Schedule) -> int | float | None:
+def fold(node: Schedule) -> int | float | None:
     """Return the number a tree of constants and ``+ - * / **`` computes, or None."""
     if isinstance(node, base.Constant):
         return node.value_
     if isinstance(node, Negate):
-        inner = _fold(node.operand)
+        inner = fold(node.operand)
         return None if inner is None else -inner
     if isinstance(node, BinaryOp) and node.op in _FOLD:
-        left, right = _fold(node.left), _fold(node.right)
+        left, right = fold(node.left), fold(node.right)
         if left is None or right is None:
             return None
         try:

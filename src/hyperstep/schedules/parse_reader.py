@@ -1,7 +1,7 @@
 """The syntax-tree walker of the expression language: ``ast`` node -> schedule node.
 
-``_Reader(line, steps_per_epoch, names).schedule(tree.body)`` builds the schedule that
-:func:`hyperstep.schedules.parse.parse` returns, or raises a
+``Reader(line, steps_per_epoch, names).schedule(tree.body)`` builds the schedule that
+:func:`hyperstep.schedules.language.parse` returns, or raises a
 :class:`~hyperstep.errors.ScheduleSyntaxError` with a caret under the offending column.
 """
 
@@ -26,23 +26,23 @@ from hyperstep.schedules.base import (
     Step,
 )
 from hyperstep.schedules.parse_names import (
-    _BINOPS,
-    _COMPARE,
-    _NAMES,
-    _NUMBERS,
-    _REFUSED,
+    BINOPS,
+    COMPARE,
     MAX_DEPTH,
-    _fold,
-    _is_number,
-    _parameters,
-    _signature_text,
-    _suggest,
-    _then,
+    NAMES,
+    NUMBERS,
+    REFUSED,
+    fold,
+    is_number,
+    parameters_of,
+    signature_text,
+    suggest,
+    then,
     vocabulary,
 )
 
 
-class _Reader:
+class Reader:
     """Turns a whitelisted syntax tree into a schedule, raising at the first refusal."""
 
     def __init__(
@@ -106,7 +106,7 @@ class _Reader:
         if isinstance(node, ast.UnaryOp):
             return self.unary(node)
         if isinstance(node, ast.BinOp):
-            op = _BINOPS.get(type(node.op))
+            op = BINOPS.get(type(node.op))
             if op is None:
                 raise self.error(node, "only the operators + - * / // % ** are allowed")
             left, right = self.schedule(node.left), self.schedule(node.right)
@@ -117,7 +117,7 @@ class _Reader:
             return self.call(node)
         if isinstance(node, ast.List):
             return [self.argument(element) for element in node.elts]
-        reason = _REFUSED.get(type(node), f"{type(node).__name__} expressions are not allowed")
+        reason = REFUSED.get(type(node), f"{type(node).__name__} expressions are not allowed")
         raise self.error(node, reason)
 
     def constant(self, node: ast.Constant) -> Any:
@@ -137,34 +137,34 @@ class _Reader:
             return Step()
         if node.id == "epoch":
             return Epoch(self.steps_per_epoch)
-        if node.id in _NUMBERS:
-            return _NUMBERS[node.id]
+        if node.id in NUMBERS:
+            return NUMBERS[node.id]
         if node.id in self.names:
             return self.names[node.id]
         if node.id in self.vocabulary:
             cls = self.vocabulary[node.id]
             raise self.error(
-                node, f"'{node.id}' is a schedule; call it: {_signature_text(node.id, cls)}"
+                node, f"'{node.id}' is a schedule; call it: {signature_text(node.id, cls)}"
             )
         if node.id in FUNCTIONS:
             raise self.error(node, f"'{node.id}' is a function; call it: {node.id}(...)")
-        known = [*_NAMES, *self.names]
+        known = [*NAMES, *self.names]
         options = [*known, *self.vocabulary, *FUNCTIONS]
         raise self.error(
             node,
-            f"unknown name '{node.id}'{_suggest(node.id, options)} (names: {', '.join(known)})",
+            f"unknown name '{node.id}'{suggest(node.id, options)} (names: {', '.join(known)})",
         )
 
     def unary(self, node: ast.UnaryOp) -> Any:
         if isinstance(node.op, ast.USub):
             operand = self.value(node.operand)
-            if _is_number(operand):
+            if is_number(operand):
                 return -operand
             operand = self.operand(node.operand, operand)
             return self.construct(node, Negate, {"operand": operand})
         if isinstance(node.op, ast.UAdd):
             operand = self.value(node.operand)
-            return operand if _is_number(operand) else self.operand(node.operand, operand)
+            return operand if is_number(operand) else self.operand(node.operand, operand)
         raise self.error(node, "only the unary operators - and + are allowed")
 
     def compare(self, node: ast.Compare) -> Schedule:
@@ -179,7 +179,7 @@ class _Reader:
             )
         comparisons = []
         for op_node in node.ops:
-            op = _COMPARE.get(type(op_node))
+            op = COMPARE.get(type(op_node))
             if op is None:
                 raise self.error(node, "only the comparisons < <= > >= == != are allowed")
             comparisons.append(op)
@@ -194,12 +194,12 @@ class _Reader:
     def call(self, node: ast.Call) -> Schedule:
         if not isinstance(node.func, ast.Name):
             if isinstance(node.func, ast.Attribute):
-                raise self.error(node.func, _REFUSED[ast.Attribute])
+                raise self.error(node.func, REFUSED[ast.Attribute])
             raise self.error(node.func, "only functions and schedules can be called, by name")
         name = node.func.id
         for arg in node.args:
             if isinstance(arg, ast.Starred):
-                raise self.error(arg, _REFUSED[ast.Starred])
+                raise self.error(arg, REFUSED[ast.Starred])
         for keyword in node.keywords:
             if keyword.arg is None:
                 raise self.error(keyword, "`**` arguments are not allowed")
@@ -207,12 +207,12 @@ class _Reader:
             return self.function(node, name)
         if name in self.vocabulary:
             return self.vocabulary_call(node, name, self.vocabulary[name])
-        if name in _NAMES:
+        if name in NAMES:
             raise self.error(node.func, f"'{name}' is not a function; write it without (...)")
         options = [*self.vocabulary, *FUNCTIONS]
         raise self.error(
             node.func,
-            f"unknown function '{name}'{_suggest(name, options)} "
+            f"unknown function '{name}'{suggest(name, options)} "
             f"(schedules: {', '.join(self.vocabulary)}; functions: {', '.join(FUNCTIONS)})",
         )
 
@@ -230,13 +230,13 @@ class _Reader:
         """Read a schedule's argument: folds arithmetic on plain numbers into a number."""
         value = self.value(node)
         if isinstance(value, BinaryOp) or isinstance(value, Negate):
-            folded = _fold(value)
+            folded = fold(value)
             if folded is not None:
                 return folded
         return value
 
     def vocabulary_call(self, node: ast.Call, keyword: str, cls: type[Schedule]) -> Schedule:
-        parameters = _parameters(cls)
+        parameters = parameters_of(cls)
         names = [p.name for p in parameters]
         listing = ", ".join(names) if names else "no arguments"
         positional = [
@@ -259,7 +259,7 @@ class _Reader:
                 raise self.error(
                     kw,
                     f"{keyword}() got an unexpected keyword '{kw.arg}'"
-                    + _then(_suggest(kw.arg, names), f"its arguments are {listing}"),
+                    + then(suggest(kw.arg, names), f"its arguments are {listing}"),
                 )
             if kw.arg in given:
                 raise self.error(kw, f"{keyword}() got argument '{kw.arg}' twice")

@@ -1,12 +1,17 @@
-"""Tuning: the learning-rate range test and population-based training on Ray Tune.
+"""Tuning: population-based training on Ray Tune.
 
-:func:`find_lr` runs the range test; :func:`trainable` and :func:`replay` run and replay
-population-based training (Ray is imported only by :func:`trainable`).
+:func:`trainable` and :func:`replay` run and replay population-based training (Ray is
+imported only by :func:`trainable`). The learning-rate range test is ``hs.find_lr``
+(``hs.tune.find_lr`` and ``hs.tune.LRFinding`` until 0.1: the former names still work, with a
+``DeprecationWarning``).
 """
 
-from hyperstep.tune.finding import LRFinding
-from hyperstep.tune.lr_find import find_lr
+from hyperstep.errors import renamed
 from hyperstep.tune.ray import trainable
 from hyperstep.tune.replay import replay
 
-__all__ = ["LRFinding", "find_lr", "replay", "trainable"]
+__all__ = ["replay", "trainable"]
+
+__getattr__ = renamed(
+    __name__, {"find_lr": "hyperstep.find_lr", "LRFinding": "hyperstep.LRFinding"}
+)

@@ -1,4 +1,5 @@
-"""The doctor's entry point: validate, snapshot, gather facts, run the checks, restore."""
+"""The doctor's entry point, ``hs.doctor``: validate, snapshot, gather facts, run the checks,
+restore."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Any
 import keras
 
 from hyperstep.backends.doctor import tracer
-from hyperstep.doctor import checks, probe
-from hyperstep.doctor.report import Diagnosis
+from hyperstep.diagnosis import checks, probe
+from hyperstep.diagnosis.report import Diagnosis
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 
@@ -74,7 +75,7 @@ def _state(model: Any, optimizer: Any, variables: list[Any] | None) -> list[Any]
     ]
 
 
-def diagnose(
+def doctor(
     model: Any,
     data: Any,
     *,
@@ -82,7 +83,63 @@ def diagnose(
     optimizer: Any = None,
     var_list: Sequence[Any] | None = None,
 ) -> Diagnosis:
-    """Run the doctor (see :func:`hyperstep.doctor.doctor`, which documents it)."""
+    """Explain, from evidence, why each variable of ``model`` does or does not train.
+
+    ``doctor(model, data) = Diagnosis(findings)``, one :class:`Finding` per problem, each
+    with a stable code (:data:`CODES`), the variable's path, and what to type instead.
+    The evidence is one eager forward and backward pass of the loss on one batch (which
+    variables get a gradient, and whether it is exactly zero), the loss traced as a graph
+    when a gradient is missing or zero (which op stops it, and where in your code), the
+    layers' attributes compared with ``model.variables``, and the optimizer's state.
+    Nothing changes: every variable of the model and the optimizer ends bit for bit as it
+    started (BatchNormalization statistics and seed generators are put back).
+
+    The codes: ``untracked`` (a raw ``tf.Variable`` on a layer, or a variable in a
+    container Keras does not track), ``stale-in-optimizer`` (the optimizer or a cached
+    ``model.train_function`` holds a variable that was since rebound), ``non-float-dtype``
+    (trainable but not floating), ``not-trainable`` (``trainable=False`` although the loss
+    has a gradient for it; only for your own layers' variables, never under a layer with
+    ``trainable=False`` nor for Keras's own state such as BatchNormalization statistics),
+    ``not-in-optimizer``, ``unused`` (no path to the loss), ``blocked`` (every path stops
+    at ``stop_gradient`` or a non-differentiable op, which is named with your source
+    line), ``zero-gradient`` (exactly 0 on this batch, e.g. dead ReLUs) and
+    ``zero-learning-rate`` (0 at this step and, for a schedule, at the next); and about
+    the batch itself (:data:`BATCH_CODES`, reported instead of any gradient finding):
+    ``empty-batch`` (no rows) and ``nan-loss`` (the loss is NaN or infinite). The rules
+    are in :mod:`hyperstep.diagnosis.checks`. A model whose ``train_step`` is overridden is
+    diagnosed with the compiled loss; pass ``loss_fn`` to diagnose your own step.
+
+    Args:
+        model: A Keras model (or layer). Compiled with a loss for ``fit()`` style, or any
+            model together with ``loss_fn`` for custom loops.
+        data: One batch: ``(x, y)``, ``(x, y, sample_weight)``, ``x`` or a dict; or a
+            ``tf.data.Dataset``, ``keras.utils.PyDataset`` or iterator, of which the first
+            batch is used.
+        loss_fn: ``loss_fn(model, batch) -> scalar loss`` for custom loops. Default: the
+            loss ``fit()`` uses (``model.compute_loss`` on ``model(x, training=True)``).
+        optimizer: The optimizer that trains the model. Default: ``model.optimizer``.
+        var_list: The variables a custom loop passes to the optimizer. Default: all
+            trainable variables.
+
+    Returns:
+        A :class:`Diagnosis`; ``diagnosis.ok`` is ``True`` when there are no findings.
+
+    Raises:
+        BackendError: Keras runs on another backend than TensorFlow, JAX or torch.
+        InvalidTypeError: ``model`` is not a Keras layer or model.
+        InvalidArgumentError: there is no loss (not compiled and no ``loss_fn``), or the
+            loss cannot be computed on ``data``.
+
+    Example:
+        >>> import keras, numpy as np
+        >>> import hyperstep as hs
+        >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 3), "float32"), np.zeros((4, 1), "float32")
+        >>> hs.doctor(model, (x, y)).ok
+        True
+    """
+    tracer()  # refuses a backend the doctor does not run on (numpy, openvino)
     variables = _validate(model, data, loss_fn, var_list)
     if optimizer is None:
         optimizer = getattr(model, "optimizer", None)

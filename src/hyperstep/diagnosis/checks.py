@@ -1,4 +1,4 @@
-"""One function per doctor code; each reads the facts of :mod:`hyperstep.doctor.probe`.
+"""One function per doctor code; each reads the facts of :mod:`hyperstep.diagnosis.probe`.
 
 Each check returns ``(key, Finding)`` pairs, where ``key`` identifies the variable, so
 that :func:`prune` can drop findings that a root cause already explains (a raw
@@ -37,19 +37,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hyperstep.doctor.paths import PathFact
-from hyperstep.doctor.probe import Facts, VariableFact
-from hyperstep.doctor.report import Finding
-from hyperstep.doctor.variable_checks import (
+from hyperstep.diagnosis.paths import PathFact
+from hyperstep.diagnosis.probe import Facts, VariableFact
+from hyperstep.diagnosis.report import Finding
+from hyperstep.diagnosis.variable_checks import (
     Found,
-    _expected_to_train,
     check_non_float_dtype,
     check_not_in_optimizer,
     check_not_trainable,
     check_stale_in_optimizer,
     check_untracked,
+    expected_to_train,
 )
-from hyperstep.doctor.variable_checks import _weight_call as _weight_call
 
 _BLOCK_FIXES = {
     "StopGradient": "remove tf.stop_gradient around it (or, if it is fixed on purpose, make "
@@ -125,7 +124,7 @@ def _blocked(fact: VariableFact, path: PathFact) -> Finding:
 def check_unused(facts: Facts) -> Found:
     found: Found = []
     for fact in facts.variables:
-        if fact.gradient != "none" or not _expected_to_train(fact, facts):
+        if fact.gradient != "none" or not expected_to_train(fact, facts):
             continue
         path = facts.path(fact.variable)
         if path is not None and path.kind != "unused":
@@ -155,7 +154,7 @@ def check_unused(facts: Facts) -> Found:
 def check_blocked(facts: Facts) -> Found:
     found: Found = []
     for fact in facts.variables:
-        if fact.gradient not in ("none", "zero") or not _expected_to_train(fact, facts):
+        if fact.gradient not in ("none", "zero") or not expected_to_train(fact, facts):
             continue
         path = facts.path(fact.variable)
         if path is None or path.kind == "unused":
@@ -175,7 +174,7 @@ def check_blocked(facts: Facts) -> Found:
 def check_zero_gradient(facts: Facts) -> Found:
     found: Found = []
     for fact in facts.variables:
-        if fact.gradient != "zero" or not _expected_to_train(fact, facts):
+        if fact.gradient != "zero" or not expected_to_train(fact, facts):
             continue
         path = facts.path(fact.variable)
         if path is not None and path.kind != "open":

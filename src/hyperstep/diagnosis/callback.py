@@ -10,7 +10,7 @@ from typing import Any
 import keras
 
 from hyperstep.control.epochs import epoch_began, fit_began
-from hyperstep.doctor.report import Diagnosis, DoctorError, DoctorWarning
+from hyperstep.diagnosis.report import Diagnosis, DoctorError, DoctorWarning
 from hyperstep.errors import InvalidTypeError, received
 
 
@@ -18,7 +18,7 @@ class Doctor(keras.callbacks.Callback):
     """Diagnose the model on the first batch ``fit()`` trains on, and warn with the findings.
 
     The first call of ``model.train_function`` is intercepted (on every backend's trainer):
-    its first batch is taken, :func:`hyperstep.doctor.doctor` runs on it with the
+    its first batch is taken, :func:`hyperstep.doctor` runs on it with the
     compiled loss and ``model.optimizer``, and the same batch is then trained on as usual
     (the doctor changes no variable, so training is exactly what it would have been).
     Findings are
@@ -34,7 +34,7 @@ class Doctor(keras.callbacks.Callback):
     Example:
         >>> import keras, numpy as np
         >>> import hyperstep as hs
-        >>> from hyperstep.doctor import Doctor
+        >>> from hyperstep.diagnosis import Doctor
         >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
         >>> model.compile(optimizer="sgd", loss="mse")
         >>> check = Doctor()
@@ -81,7 +81,7 @@ class Doctor(keras.callbacks.Callback):
         model.train_function = first_step
 
     def _diagnose(self, batch: Any) -> None:
-        from hyperstep.doctor import doctor
+        from hyperstep.diagnosis.diagnose import doctor
 
         self.diagnosis = doctor(self.model, _local(batch))
         if self.diagnosis.ok:

@@ -4,7 +4,7 @@
 inside them: ``tf.Module``, ``types.SimpleNamespace``) and returns one :class:`Binding` per
 ``keras.Variable`` or raw variable found: what the backend trains outside Keras
 (:mod:`hyperstep.backends.doctor`: a ``tf.Variable``; a ``torch.nn.Parameter``, also in a
-layer's torch ``_parameters``; a floating ``jax.Array``). :mod:`hyperstep.doctor.probe`
+layer's torch ``_parameters``; a floating ``jax.Array``). :mod:`hyperstep.diagnosis.probe`
 compares them with ``model.variables``.
 """
 

@@ -1,7 +1,7 @@
 """The doctor's checks of each variable's own facts: tracked, in the optimizer, floating, trainable.
 
-Each ``check_*(facts) -> [(key, Finding)]`` reads :mod:`hyperstep.doctor.probe`'s facts; the
-rules are listed in :mod:`hyperstep.doctor.checks`, which runs them with the gradient checks.
+Each ``check_*(facts) -> [(key, Finding)]`` reads :mod:`hyperstep.diagnosis.probe`'s facts; the
+rules are listed in :mod:`hyperstep.diagnosis.checks`, which runs them with the gradient checks.
 """
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import keras
 import numpy as np
 
 from hyperstep.backends.doctor import tracer
-from hyperstep.doctor import probe
-from hyperstep.doctor.probe import Facts, VariableFact
-from hyperstep.doctor.report import Finding
+from hyperstep.diagnosis import probe
+from hyperstep.diagnosis.probe import Facts, VariableFact
+from hyperstep.diagnosis.report import Finding
 
 Found = list[tuple[int | None, Finding]]
 
 
-def _weight_call(fact: VariableFact, name: str) -> str:
+def weight_call(fact: VariableFact, name: str) -> str:
     value = np.asarray(tracer().to_numpy(fact.variable))
     dtype = probe.dtype_name(fact.variable)
     shape = tuple(int(d) for d in value.shape)
@@ -66,7 +66,7 @@ def check_untracked(facts: Facts) -> Found:
             if binding.container in ("list", "dict")
             else (rest or [first])[-1]
         )
-        call = _weight_call(fact, name)
+        call = weight_call(fact, name)
         if binding.path in rebound_paths:
             fix = (
                 f"assign instead of rebinding: self.{first}.assign(new_value) "
@@ -184,7 +184,7 @@ def check_not_trainable(facts: Facts) -> Found:
     return found
 
 
-def _expected_to_train(fact: VariableFact, facts: Facts) -> bool:
+def expected_to_train(fact: VariableFact, facts: Facts) -> bool:
     if not fact.trainable or not fact.is_float:
         return False
     if fact.origin == "model" and facts.var_list_keys is not None:

@@ -1,7 +1,7 @@
 """Optimizer facts: the variables an optimizer or a cached ``train_function`` holds, and the
 learning rate at the current and the next step.
 
-:mod:`hyperstep.doctor.probe` reads them into its :class:`~hyperstep.doctor.probe.Facts`.
+:mod:`hyperstep.diagnosis.probe` reads them into its :class:`~hyperstep.diagnosis.probe.Facts`.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from hyperstep.schedules import base
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.parse_names import MAX_DEPTH, MAX_LENGTH
 from hyperstep.schedules.parse_names import vocabulary as vocabulary
-from hyperstep.schedules.parse_reader import _Reader
+from hyperstep.schedules.parse_reader import Reader
 
 
 def parse(
@@ -114,7 +114,7 @@ def parse(
         ) from None
     except ValueError as error:  # e.g. integer literals longer than 4300 digits
         raise ScheduleSyntaxError(f"syntax error: {error}", line, 0) from None
-    schedule = _Reader(line, steps_per_epoch, names or {}).schedule(tree.body)
+    schedule = Reader(line, steps_per_epoch, names or {}).schedule(tree.body)
     folded = base._folded(schedule)
     if folded is not None and not abs(folded) <= base.FLOAT32_MAX:
         raise ScheduleSyntaxError(

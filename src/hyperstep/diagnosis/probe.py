@@ -14,8 +14,8 @@ backend's own evidence comes from :func:`hyperstep.backends.doctor.tracer`):
   ``torch.autograd.grad``), every floating variable measured (trainable or not), gives for
   each variable "no gradient", "exactly zero" or "non-zero";
 * **paths** (traced only when some gradient is missing or zero): which op stops the
-  gradient, and where in the user's code (TF: :class:`hyperstep.doctor.graph.GraphFacts`;
-  JAX and torch: :class:`hyperstep.doctor.paths.TraceFacts`);
+  gradient, and where in the user's code (TF: :class:`hyperstep.diagnosis.graph.GraphFacts`;
+  JAX and torch: :class:`hyperstep.diagnosis.paths.TraceFacts`);
 * **optimizer**: the variables a built optimizer tracks, the variables captured by a cached
   ``model.train_function``, and the learning rate at the current and the next step.
 
@@ -36,7 +36,7 @@ import keras
 import numpy as np
 
 from hyperstep.backends.doctor import tracer
-from hyperstep.doctor.bindings import (
+from hyperstep.diagnosis.bindings import (
     Binding,
     bindings,
     describe_owner,
@@ -48,14 +48,14 @@ from hyperstep.doctor.bindings import (
     layers_of,
     underlying,
 )
-from hyperstep.doctor.optimizer_facts import (
+from hyperstep.diagnosis.optimizer_facts import (
     LearningRate,
     learning_rate,
     learning_rates,
     optimizer_variables,
     train_function_variables,
 )
-from hyperstep.doctor.paths import PathFact, TraceFacts
+from hyperstep.diagnosis.paths import PathFact, TraceFacts
 
 __all__ = [
     "Binding",
@@ -237,15 +237,15 @@ class Facts:
     trace_error: str | None = None
 
     def graph(self) -> Any:
-        """The traced loss (:class:`~hyperstep.doctor.paths.TraceFacts`, or on TensorFlow
-        :class:`~hyperstep.doctor.graph.GraphFacts`), traced on first use (``None`` if
+        """The traced loss (:class:`~hyperstep.diagnosis.paths.TraceFacts`, or on TensorFlow
+        :class:`~hyperstep.diagnosis.graph.GraphFacts`), traced on first use (``None`` if
         tracing failed)."""
         if self._graph is None and self.trace_error is None:
             try:
                 tracked, raw = _split([v for v in self.measured if is_float(v)], self.found)
                 trace = tracer().trace(self.compute, self.batch, tracked, raw)
                 if trace is None:
-                    from hyperstep.doctor.graph import GraphFacts
+                    from hyperstep.diagnosis.graph import GraphFacts
 
                     self._graph = GraphFacts(self.compute, self.batch)
                 else:

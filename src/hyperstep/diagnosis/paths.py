@@ -1,7 +1,7 @@
 """A variable's paths to the loss: :class:`PathFact` and :class:`OpFact`, and
 :class:`TraceFacts`, which reads them from a backend's :class:`~hyperstep.backends.doctor.Trace`
 (JAX's jaxpr, torch's dispatched functions; TensorFlow's graph is read by
-:mod:`hyperstep.doctor.graph`).
+:mod:`hyperstep.diagnosis.graph`).
 
 A path is followed from the variable's value along data edges towards the loss. It stops
 at an op through which no gradient flows (``stop_gradient``, ``round``, ``argmax``...) and
@@ -75,7 +75,7 @@ class TraceFacts:
 
     def path(self, variable: Any, opaque: bool = False) -> PathFact:
         """Classify the variable's paths to the loss (see :class:`PathFact`); ``opaque`` is
-        accepted for :class:`hyperstep.doctor.graph.GraphFacts`'s signature: a trace has no
+        accepted for :class:`hyperstep.diagnosis.graph.GraphFacts`'s signature: a trace has no
         opaque ops (nested functions are inlined)."""
         trace = self._trace
         source = trace.sources.get(self._key(variable))

@@ -18,14 +18,14 @@ from typing import Any
 
 import keras
 
-from hyperstep._backend import require_tensorflow
+from hyperstep.backends import require_tensorflow
 
-require_tensorflow("hyperstep.doctor.graph (the doctor's graph analysis)")
+require_tensorflow("hyperstep.diagnosis.graph (the doctor's graph analysis)")
 
 import tensorflow as tf  # noqa: E402
 
 from hyperstep.backends.internals import gradient_function  # noqa: E402
-from hyperstep.doctor.paths import OpFact, PathFact  # noqa: E402
+from hyperstep.diagnosis.paths import OpFact, PathFact  # noqa: E402
 
 #: Ops through which no useful gradient flows (the registered gradient is None or zero).
 NON_DIFFERENTIABLE = frozenset(
