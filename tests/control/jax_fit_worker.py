@@ -1,5 +1,7 @@
 """hp.set(0.0) during JAX fit (run by test_jax_fit_writes.py with KERAS_BACKEND=jax): from a
-batch callback and from another thread, after the second update. Prints ``RESULT {...}``:
+batch callback and from another thread, after the second update; and the direct assigns
+``hp.scale.assign(0.0)`` / ``hp.override.assign(0.0)`` from a batch callback (at the second
+batch's end, or the third's begin). Prints ``RESULT {...}``:
 the values read there, the value after fit, and the largest weight difference from plain
 Keras SGD trained two updates at 0.01 and two at 0."""
 
@@ -13,6 +15,9 @@ import hyperstep as hs
 
 X = np.linspace(-1, 1, 48, dtype="float32").reshape(16, 3)
 Y = np.ones((16, 1), "float32")
+
+
+CASES = ("callback", "thread", "scale", "override", "scale-begin", "override-begin")
 
 
 def reference(start: list) -> list:
@@ -51,9 +56,20 @@ def run(how: str) -> dict:
                 reads.append(float(hp.value))
                 hp.set(0.0)
                 reads.append(float(hp.value))
-            else:
+            elif how in ("scale", "override"):
+                write(how)
+            elif how == "thread":
                 ask.set()
                 done.wait(60)
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == 2 and how in ("scale-begin", "override-begin"):
+                write(how.removesuffix("-begin"))
+
+    def write(which: str) -> None:  # a direct assign, not hp.set
+        reads.append(float(hp.value))
+        getattr(hp, which).assign(0.0)
+        reads.append(float(hp.value))
 
     if how == "thread":
         threading.Thread(target=other, daemon=True).start()
@@ -66,4 +82,4 @@ def run(how: str) -> dict:
 
 
 if __name__ == "__main__":
-    print("RESULT " + json.dumps({how: run(how) for how in ("callback", "thread")}))
+    print("RESULT " + json.dumps({how: run(how) for how in CASES}))

@@ -1,6 +1,7 @@
 """A hyperparameter written during JAX fit (one process): from a batch callback and from
 another thread, ``hp.set(0.0)`` trains from the next update on and outlives fit, and reads
-there return the current value (Keras's trainer holds the state during fit)."""
+there return the current value (Keras's trainer holds the state during fit); so does a
+direct ``hp.scale.assign(0.0)`` or ``hp.override.assign(0.0)`` from a batch callback."""
 
 import json
 import os
@@ -24,7 +25,9 @@ def result() -> dict:
     return json.loads(lines[-1].removeprefix("RESULT "))
 
 
-@pytest.mark.parametrize("how", ["callback", "thread"])
+@pytest.mark.parametrize(
+    "how", ["callback", "thread", "scale", "override", "scale-begin", "override-begin"]
+)
 def test_set_during_jax_fit_trains_from_the_next_step_and_outlives_fit(
     result: dict, how: str
 ) -> None:

@@ -108,12 +108,18 @@ def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
 def lazy_where(pred: Any, on: Any, off: Any) -> Any:
     """``on() if pred else off()`` for a scalar bool tensor ``pred``, in a traced step.
 
-    TensorFlow and JAX: ``keras.ops.cond`` (only the branch taken runs, so a dormant branch
-    costs one comparison per step). Torch: ``where(pred, on(), off())``: its ``cond`` is a
-    Python ``if`` on the tensor, which ``torch.compile`` cannot trace without a graph break.
+    TensorFlow: one functional ``If`` op (:func:`hyperstep.backends.tensorflow.functional_cond`:
+    the branch not taken costs nothing); JAX: ``keras.ops.cond`` (``lax.cond``: only the
+    branch taken runs). Torch: ``where(pred, on(), off())``: its ``cond`` is a Python ``if``
+    on the tensor, which ``torch.compile`` cannot trace without a graph break.
     """
     from keras import ops
 
-    if _backend() == "torch":
+    backend = _backend()
+    if backend == "torch":
         return ops.where(pred, on(), off())
+    if backend == "tensorflow":
+        from hyperstep.backends.tensorflow import functional_cond
+
+        return functional_cond(pred, on, off)
     return ops.cond(pred, on, off)

@@ -50,19 +50,31 @@ def follow_fit(
                 begin(model, epoch)
         return keras_epoch_begin(self, epoch, logs)
 
-    keras_batch_begin = cls.on_train_batch_begin
+    keras_batch_begin, keras_batch_end = cls.on_train_batch_begin, cls.on_train_batch_end
 
     def on_train_batch_begin(self: Any, batch: int, logs: Any = None) -> Any:
         from hyperstep.backends import jax as jax_fit
 
         if jax_fit._QUEUE:  # writes from another thread during JAX fit, applied here
             jax_fit.apply_pending()
-        return keras_batch_begin(self, batch, logs)
+        result = keras_batch_begin(self, batch, logs)
+        if jax_fit._FITS:  # direct assigns from the callbacks, kept (JAX fit)
+            jax_fit.adopt_direct_writes()
+        return result
+
+    def on_train_batch_end(self: Any, batch: int, logs: Any = None) -> Any:
+        from hyperstep.backends import jax as jax_fit
+
+        result = keras_batch_end(self, batch, logs)
+        if jax_fit._FITS:  # before the epoch's end writes the trainer's state back
+            jax_fit.adopt_direct_writes()
+        return result
 
     pairs: list[tuple[Any, Any]] = [
         (on_train_begin, keras_train_begin),
         (on_epoch_begin, keras_epoch_begin),
         (on_train_batch_begin, keras_batch_begin),
+        (on_train_batch_end, keras_batch_end),
     ]
     for wrapper, wrapped in pairs:
         wrapper.__doc__ = wrapped.__doc__
@@ -71,6 +83,7 @@ def follow_fit(
     cls.on_train_begin = on_train_begin  # type: ignore[method-assign]
     cls.on_epoch_begin = on_epoch_begin  # type: ignore[method-assign]
     cls.on_train_batch_begin = on_train_batch_begin  # type: ignore[method-assign]
+    cls.on_train_batch_end = on_train_batch_end  # type: ignore[method-assign]
 
 
 def write_through(variable: Any, value: Any) -> None:

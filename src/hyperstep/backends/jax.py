@@ -210,6 +210,28 @@ def apply_pending() -> None:
         variable.assign(value)
 
 
+def adopt_direct_writes() -> None:
+    """Keep the variables assigned directly (``hp.scale.assign(0.5)``, not through
+    hyperstep's ``write``) while a JAX fit of this thread holds the state: called after the
+    batch callbacks. Such an assign gives a purged variable a value of its own, which the
+    trainer would neither read nor keep (the end of fit writes the state it holds over it);
+    here the trainer's state is put back, then the assigned values, so the next step reads
+    them (``_jax_state_synced``, as after Keras's ``Callback.model``)."""
+    if not _FITS:
+        return
+    me = threading.get_ident()
+    for model, thread in _holding():
+        if thread != me:
+            continue
+        optimizer = getattr(model, "optimizer", None)
+        held = [*model.non_trainable_variables, *(optimizer.variables if optimizer else [])]
+        written = [(v, v._value) for v in held if getattr(v, "_value", None) is not None]
+        if written:
+            model.jax_state_sync()
+            for variable, value in written:
+                variable.assign(value)
+
+
 def held_scope(variables: list[Any]) -> Any:
     """A ``keras.StatelessScope`` mapping every variable a JAX fit's trainer holds to its
     value there (and the writes still waiting), when one of ``variables`` is purged; else
@@ -234,7 +256,8 @@ def held_scope(variables: list[Any]) -> Any:
         )
         for refs, values in lists:
             for ref, value in zip(refs, values or [], strict=False):
-                mapping[id(ref)] = (ref, value)
+                if getattr(ref, "_value", None) is None:  # else assigned directly: its own
+                    mapping[id(ref)] = (ref, value)
     with _LOCK:
         for variable, value in _QUEUE:
             mapping[id(variable)] = (variable, value)

@@ -9,8 +9,10 @@ dormant) and ``cooldown_form`` (float32 ``[steps, end, shape]``, the shape as it
 time only assigns them, so a step traced before it follows it, and a loaded hyperparameter
 honors a saved cooldown with no ``Cooldown`` object built again.
 
-A dormant cooldown costs one comparison in a traced TensorFlow or JAX step (the rest sits in
-the untaken branch of a ``cond``) and one host read on eager torch.
+A dormant cooldown costs one comparison and one ``cond`` in a traced TensorFlow or JAX step
+(on TensorFlow kept one functional ``If`` op, so the arithmetic in the branch not taken is
+never scheduled: :func:`hyperstep.backends.tensorflow.functional_cond`) and one host read on
+eager torch.
 """
 
 from __future__ import annotations

@@ -20,7 +20,15 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["hyperstep_variables", "load_by_name", "load_numbered", "save_by_name"]
+from hyperstep.errors import InvalidArgumentError
+
+__all__ = [
+    "hyperstep_variables",
+    "load_by_name",
+    "load_by_position",
+    "load_numbered",
+    "save_by_name",
+]
 
 _SEPARATOR = ":"
 
@@ -97,6 +105,43 @@ def load_by_name(store: Any, hyperparameters: Mapping[str, Any], owner: str) -> 
         )
 
 
+def load_by_position(store: Any, hyperparameters: Mapping[str, Any], owner: str) -> None:
+    """Read a file saved before the state was saved by name: each hyperparameter's state
+    at ``<optimizer>/hyperparameters/hyperparameter_<i>`` into the ``i``-th hyperparameter,
+    with a warning (by position: right only if the optimizer lists the same
+    hyperparameters in the same order). Nothing is read where the store does not show its
+    file (another Keras).
+
+    Raises:
+        InvalidArgumentError: If the file has state for another number of hyperparameters.
+    """
+    from hyperstep.backends.internals import positional_state
+
+    found = positional_state(store)
+    if not found:  # none saved by position (a plain Keras optimizer's file), or not shown
+        return
+    keys = list(hyperparameters)
+    if len(found) == len(keys):
+        for key, values in zip(keys, found, strict=True):
+            hyperparameters[key]._load_named(values)
+        warnings.warn(
+            f"Optimizer {owner!r}: this file keeps the hyperparameters' state by position "
+            "(`optimizer/hyperparameters/hyperparameter_<i>`, saved before hyperstep saved "
+            f"it by name); it was read in the optimizer's order: {keys}. Check that order, "
+            "then save again to keep it by name.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return
+    raise InvalidArgumentError(
+        f"Optimizer {owner!r}: this file keeps the state of {len(found)} hyperparameters by "
+        "position (`optimizer/hyperparameters/hyperparameter_<i>`, saved before hyperstep "
+        f"saved it by name), but the optimizer has {len(keys)} ({keys}): which state belongs "
+        "to which cannot be told. Build the optimizer with the hyperparameters it had when "
+        "saved (same groups, same order), load, then save again."
+    )
+
+
 class SavedByName:
     """Mixin of a hyperstep optimizer: ``save_own_variables``/``load_own_variables`` with its
     own variables numbered (as Keras's) and its hyperparameters' state by name; the
@@ -128,4 +173,6 @@ class SavedByName:
 
     def load_own_variables(self, store: Any) -> None:
         load_numbered(store, self._hs_keras_variables(), list(self.variables), self.name)
+        if not any(_SEPARATOR in key for key in store.keys()):
+            load_by_position(store, self._hs_named(), self.name)
         load_by_name(store, self._hs_named(), self.name)
