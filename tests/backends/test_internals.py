@@ -182,11 +182,11 @@ def test_keras_h5_store_shows_its_file_and_entry_path(tmp_path) -> None:  # type
 
 
 def test_tensorflow_cond_kept_functional_by_its_lowering_attribute() -> None:
-    # a dormant cooldown's cond (backends.tensorflow.functional_cond): one If op that
+    # a dormant cooldown's cond (backends.fast_paths.functional_cond): one If op that
     # TensorFlow does not lower to Switch/Merge, so the branch not taken never runs
     import tensorflow as tf
 
-    from hyperstep.backends.tensorflow import functional_cond
+    from hyperstep.backends.fast_paths import functional_cond
 
     ran = tf.Variable(0)
 

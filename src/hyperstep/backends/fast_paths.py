@@ -108,7 +108,7 @@ def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
 def lazy_where(pred: Any, on: Any, off: Any) -> Any:
     """``on() if pred else off()`` for a scalar bool tensor ``pred``, in a traced step.
 
-    TensorFlow: one functional ``If`` op (:func:`hyperstep.backends.tensorflow.functional_cond`:
+    TensorFlow: one functional ``If`` op (:func:`functional_cond`:
     the branch not taken costs nothing); JAX: ``keras.ops.cond`` (``lax.cond``: only the
     branch taken runs). Torch: ``where(pred, on(), off())``: its ``cond`` is a Python ``if``
     on the tensor, which ``torch.compile`` cannot trace without a graph break.
@@ -119,7 +119,42 @@ def lazy_where(pred: Any, on: Any, off: Any) -> Any:
     if backend == "torch":
         return ops.where(pred, on(), off())
     if backend == "tensorflow":
-        from hyperstep.backends.tensorflow import functional_cond
-
         return functional_cond(pred, on, off)
     return ops.cond(pred, on, off)
+
+
+def functional_cond(pred: Any, on: Any, off: Any) -> Any:
+    """``tf.cond(pred, on, off)`` for a scalar ``pred``, kept one functional ``If`` op.
+
+    TensorFlow lowers a traced ``cond`` into ``Switch``/``Merge`` with both branches inlined:
+    every op of the branch not taken is still scheduled (as dead) on each step. Kept
+    functional (``_lower_using_switch_merge=False``, what TensorFlow does under XLA) the
+    branch not taken costs nothing and the step one ``If`` op: a dormant cooldown's whole
+    arithmetic sits in a branch that never runs. Reached through
+    :data:`~hyperstep.backends.versions.PRIVATE_APIS` (lowered as before if it moved).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> f = tf.function(lambda x: functional_cond(x > 0, lambda: x * 2, lambda: x))
+        >>> float(f(tf.constant(3.0))), float(f(tf.constant(-1.0)))
+        (6.0, -1.0)
+    """
+    import tensorflow as tf
+
+    from hyperstep.backends.versions import reach
+
+    out = tf.cond(pred, on, off)
+    if tf.executing_eagerly():
+        return out
+    set_attr = reach(_LOWERING, fallback=None)
+    op = out.op
+    while op.type == "Identity" and op.inputs:  # tf.cond may return the If's outputs so
+        op = op.inputs[0].op
+    if set_attr is not None and op.type in ("If", "StatelessIf"):
+        from tensorflow.core.framework import attr_value_pb2
+
+        set_attr(op, "_lower_using_switch_merge", attr_value_pb2.AttrValue(b=False))
+    return out
+
+
+_LOWERING = "tensorflow.Operation._set_attr"

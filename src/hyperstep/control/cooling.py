@@ -11,7 +11,7 @@ honors a saved cooldown with no ``Cooldown`` object built again.
 
 A dormant cooldown costs one comparison and one ``cond`` in a traced TensorFlow or JAX step
 (on TensorFlow kept one functional ``If`` op, so the arithmetic in the branch not taken is
-never scheduled: :func:`hyperstep.backends.tensorflow.functional_cond`) and one host read on
+never scheduled: :func:`hyperstep.backends.fast_paths.functional_cond`) and one host read on
 eager torch.
 """
 
