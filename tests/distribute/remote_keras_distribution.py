@@ -17,12 +17,12 @@ os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
 ).strip()
 
-import jax  # noqa: E402
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import keras
+import numpy as np
 
-import hyperstep as hs  # noqa: E402
-from hyperstep.control.directory import submit  # noqa: E402
+import hyperstep as hs
+from hyperstep.control.directory import submit
 
 PLAN = {
     3: {"verb": "set", "values": {"learning_rate": 0.0}},

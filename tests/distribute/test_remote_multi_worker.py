@@ -84,7 +84,10 @@ def test_a_command_takes_effect_at_the_same_step_on_both_workers(tmp_path: Path)
         entries = [json.loads(line) for line in lines]
         assert [(e["seq"], e["step"]) for e in entries if e.get("status")] == [(1, 4)]
         assert [e["worker"] for e in entries if e.get("event") == "begin"] == [worker]
-    weights = [[np.concatenate([np.ravel(w) for w in row]) for row in r["weights"]] for r in (first, second)]
+    weights = [
+        [np.concatenate([np.ravel(w) for w in row]) for row in r["weights"]]
+        for r in (first, second)
+    ]
     for a, b in zip(*weights, strict=True):
         np.testing.assert_array_equal(a, b)  # the workers' weights, after every update
     assert not np.array_equal(weights[0][step - 1], weights[0][step - 2])  # trained before
