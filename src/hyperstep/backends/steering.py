@@ -7,10 +7,10 @@ schedule's value computed as a traced step computes it.
 * :func:`agreement` returns the collective that makes every worker apply the same commands at
   the same step: each worker counts the commands it can read, and all take the smallest count
   (every worker calls it at every step boundary, in the same order).
-* :func:`traced_value` returns a function ``step -> float32`` that evaluates a schedule as a
-  compiled training step does (a ``tf.function`` or ``jax.jit`` of the schedule at one scalar
-  step; eager ops on torch), so a value computed on the host equals, to the bit, the one a
-  fresh run computes inside its step.
+* :func:`traced_values` returns a function giving a schedule's values at a range of steps,
+  each evaluated as a compiled training step does at one scalar step (a ``tf.function`` or
+  ``jax.jit`` mapping the schedule over scalar steps; eager ops on torch), so a value
+  computed on the host equals, to the bit, the one a fresh run computes inside its step.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 
 from hyperstep.backends.scopes import _backend
 
-__all__ = ["MAX_AGREED", "Workers", "agreement", "traced_value", "workers"]
+__all__ = ["MAX_AGREED", "Workers", "agreement", "traced_values", "workers"]
 
 #: the most commands the workers agree on at one step boundary (the rest follow at the next)
 MAX_AGREED = 16
@@ -118,38 +118,48 @@ def _tensorflow_agreement(place: Workers) -> Callable[[int], int]:
     return agree
 
 
-def traced_value(schedule: Any, dtype: str) -> Callable[[int], np.float32]:
-    """``step -> float32(schedule(step))`` as a compiled step computes it, for integer steps
-    given as a scalar of ``dtype`` (the clock's).
+def traced_values(schedule: Any, dtype: str) -> Callable[[int, int], np.ndarray]:
+    """``(start, count) -> float32 [schedule(start), ..., schedule(start + count - 1)]``,
+    each value computed as a compiled step computes it at that one scalar step (the clock's
+    ``dtype``): not a vectorized evaluation, whose kernels may round differently.
 
-    TensorFlow: a ``tf.function`` of the schedule; JAX: its ``jax.jit``; torch: eager ops
-    on a float32 0-dim step (as ``hs.scheduled``'s eager torch path evaluates it).
+    TensorFlow: a ``tf.function`` mapping the schedule over scalar steps (``tf.map_fn``);
+    JAX: the ``jax.jit`` of ``lax.map`` (a loop of scalar bodies); torch: eager ops on
+    float32 0-dim steps, one by one (as ``hs.scheduled``'s eager torch path evaluates it).
+    One call gives a table for many steps, so a driven schedule costs one compiled call
+    every ``count`` steps.
     """
     backend = _backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
-        function = tf.function(lambda step: schedule(step), autograph=False)
+        @tf.function(autograph=False)
+        def table_tf(steps: Any) -> Any:
+            return tf.map_fn(schedule, steps, fn_output_signature=tf.float32)
 
-        def value_tf(step: int) -> np.float32:
-            found = function(tf.constant(step, dtype=dtype))
-            return np.float32(np.asarray(found, dtype="float32"))
+        def values_tf(start: int, count: int) -> np.ndarray:
+            steps = tf.range(start, start + count, dtype=dtype)
+            return np.asarray(table_tf(steps), dtype="float32")
 
-        return value_tf
+        return values_tf
     if backend == "jax":
         import jax
         import jax.numpy as jnp
 
-        jitted = jax.jit(lambda step: schedule(step))
+        table_jax = jax.jit(lambda steps: jax.lax.map(schedule, steps))
 
-        def value_jax(step: int) -> np.float32:
-            return np.float32(np.asarray(jitted(jnp.asarray(step, dtype=dtype)), "float32"))
+        def values_jax(start: int, count: int) -> np.ndarray:
+            steps = jnp.arange(start, start + count, dtype=dtype)
+            return np.asarray(table_jax(steps), dtype="float32")
 
-        return value_jax
+        return values_jax
     from keras import ops
 
-    def value_eager(step: int) -> np.float32:
-        found = schedule(ops.convert_to_tensor(float(step), dtype="float32"))
-        return np.float32(np.asarray(ops.convert_to_numpy(found), "float32"))
+    def values_eager(start: int, count: int) -> np.ndarray:
+        found = [
+            ops.convert_to_numpy(schedule(ops.convert_to_tensor(float(step), dtype="float32")))
+            for step in range(start, start + count)
+        ]
+        return np.asarray(found, dtype="float32").reshape(count)
 
-    return value_eager
+    return values_eager

@@ -22,7 +22,7 @@ import numpy as np
 from keras import ops
 
 from hyperstep.backends.fit import write_through
-from hyperstep.backends.steering import MAX_AGREED, Workers, agreement, traced_value, workers
+from hyperstep.backends.steering import MAX_AGREED, Workers, agreement, traced_values, workers
 from hyperstep.control.directory import (
     JOURNAL,
     WORKER_JOURNAL,
@@ -45,6 +45,8 @@ __all__ = ["Remote", "replay"]
 APPLIED = "remote_applied"
 #: how many recent journal entries the status file shows
 RECENT = 10
+#: steps per table of a replaced schedule's values (one compiled call each)
+TABLE_STEPS = 256
 
 
 class Remote(keras.callbacks.Callback):
@@ -66,9 +68,10 @@ class Remote(keras.callbacks.Callback):
     its callbacks' checkpoints written); any with ``--at STEP``.
 
     A traced step (TensorFlow, JAX) keeps the schedule it was traced with, so a replaced
-    schedule is computed here, at every step boundary: the new schedule at this one scalar
-    step, by a ``tf.function``/``jax.jit`` of it alone (the same kernels as in the step),
-    times ``scale``, written into the override the step reads. The values are those of a
+    schedule is computed here, for each step at the step boundary: the new schedule at that
+    scalar step (by a ``tf.function``/``jax.jit`` of it alone, the same kernels as in the
+    step; a table of 256 steps per call), times ``scale``, written into the override the
+    step reads. The values are those of a
     fresh run with the new schedule from that step, and nothing retraces. On eager torch
     the schedule itself is replaced (nothing is traced there). Under ``fit`` with
     ``steps_per_execution > 1`` (callbacks between executions only) the step is traced
@@ -517,8 +520,9 @@ class Remote(keras.callbacks.Callback):
 
 class Replacement:
     """A schedule replaced from step ``since`` on, driven through the override: ``value``
-    computes ``schedule(step)`` (with a cooldown started later, :meth:`cool`) as the traced
-    step would; ``whole`` is the schedule with the old one before ``since``."""
+    gives ``schedule(step)`` (with a cooldown started later, :meth:`cool`) as the traced
+    step would, from a table of ``TABLE_STEPS`` values computed in one compiled call;
+    ``whole`` is the schedule with the old one before ``since``."""
 
     def __init__(
         self, schedule: Schedule, since: int, whole: Schedule, dtype: str, retrace: bool
@@ -526,12 +530,20 @@ class Replacement:
         self.schedule, self.since, self.whole, self.dtype = schedule, since, whole, dtype
         self.retrace = retrace
         self.written: Any = None
-        self.value = traced_value(schedule, dtype)
+        self._values = traced_values(schedule, dtype)
+        self._table: tuple[int, np.ndarray] | None = None
+
+    def value(self, step: int) -> np.float32:
+        """``schedule(step)`` in float32, as the step computes it."""
+        table = self._table
+        if table is None or not 0 <= step - table[0] < len(table[1]):
+            table = self._table = (step, self._values(step, TABLE_STEPS))
+        return np.float32(table[1][step - table[0]])
 
     def cool(self, cooldown: dict[str, Any]) -> None:
         """Follow ``cooldown`` (as journaled: start, steps, shape, end) from its start."""
-        self.value = traced_value(_cooled(self.schedule, cooldown), self.dtype)
-        self.written = None
+        self._values = traced_values(_cooled(self.schedule, cooldown), self.dtype)
+        self._table = self.written = None
 
 
 def _cooldown_of(hp: Any) -> dict[str, Any]:
