@@ -22,7 +22,7 @@ import numpy as np
 
 from hyperstep.backends.scopes import _backend
 
-__all__ = ["MAX_AGREED", "Workers", "agreement", "traced_values", "workers"]
+__all__ = ["MAX_AGREED", "Workers", "agreement", "traced_values", "untraced", "workers"]
 
 #: the most commands the workers agree on at one step boundary (the rest follow at the next)
 MAX_AGREED = 16
@@ -42,15 +42,14 @@ def workers(variable: Any) -> Workers:
     """Where this process stands, read from ``variable`` (a state variable of the run)."""
     backend = _backend()
     if backend == "tensorflow":
-        from hyperstep.control.distribute import num_workers, strategy_of
-
-        strategy = strategy_of(variable)
-        if strategy is None or num_workers(strategy) == 1:
+        strategy = _tensorflow_strategy(variable)
+        count = 1 if strategy is None else _tensorflow_workers(strategy)
+        if count == 1:
             return Workers()
         resolver = getattr(strategy, "cluster_resolver", None)
         index = int(getattr(resolver, "task_id", 0) or 0)
         chief = bool(getattr(strategy.extended, "should_checkpoint", index == 0))
-        return Workers(index, num_workers(strategy), chief, strategy)
+        return Workers(index, count, chief, strategy)
     if backend == "jax":
         import jax
 
@@ -64,6 +63,27 @@ def workers(variable: Any) -> Workers:
             return Workers()
         return Workers(dist.get_rank(), dist.get_world_size(), dist.get_rank() == 0)
     return Workers()
+
+
+def _tensorflow_strategy(variable: Any) -> Any:
+    """The strategy in scope, else the one that owns ``variable``, else None."""
+    import tensorflow as tf
+
+    if tf.distribute.has_strategy():
+        return tf.distribute.get_strategy()
+    native = getattr(variable, "value", variable)
+    if isinstance(native, tf.distribute.DistributedValues):
+        return getattr(native, "distribute_strategy", None)
+    return None
+
+
+def _tensorflow_workers(strategy: Any) -> int:
+    """How many workers ``strategy`` spans (1 for ``MirroredStrategy``)."""
+    try:
+        local = len(strategy.extended.worker_devices)
+    except (AttributeError, NotImplementedError, RuntimeError, ValueError):
+        return 1
+    return max(1, int(strategy.num_replicas_in_sync) // max(1, local))
 
 
 def agreement(place: Workers) -> Callable[[int], int] | None:
@@ -116,6 +136,14 @@ def _tensorflow_agreement(place: Workers) -> Callable[[int], int]:
         return int(np.sum(np.round(summed) >= place.count))
 
     return agree
+
+
+def untraced(model: Any) -> bool:
+    """Whether the training step runs eagerly, so a schedule replaced in Python reaches it:
+    torch, unless ``model`` (None in a custom loop) compiles its step (``jit_compile``)."""
+    if _backend() != "torch":
+        return False
+    return not (model is not None and getattr(model, "jit_compile", False))
 
 
 def traced_values(schedule: Any, dtype: str) -> Callable[[int, int], np.ndarray]:

@@ -22,7 +22,14 @@ import numpy as np
 from keras import ops
 
 from hyperstep.backends.fit import write_through
-from hyperstep.backends.steering import MAX_AGREED, Workers, agreement, traced_values, workers
+from hyperstep.backends.steering import (
+    MAX_AGREED,
+    Workers,
+    agreement,
+    traced_values,
+    untraced,
+    workers,
+)
 from hyperstep.control.directory import (
     JOURNAL,
     WORKER_JOURNAL,
@@ -424,9 +431,7 @@ class Remote(keras.callbacks.Callback):
         model = getattr(self, "_model", None)
         if model is not None and int(getattr(model, "steps_per_execution", 1) or 1) > 1:
             return "retrace"
-        if keras.backend.backend() == "torch" and not (
-            model is not None and getattr(model, "jit_compile", False)
-        ):
+        if untraced(model):
             return "schedule"
         return "override"
 
