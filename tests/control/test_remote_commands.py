@@ -249,7 +249,7 @@ def test_a_resumed_run_applies_each_command_once(tmp_path: Path) -> None:
     assert [e.get("applied") for e in entries(remote) if e.get("event") == "begin"] == [0, 1, 0]
 
 
-def test_stop_ends_fit_after_the_step_and_schedule_traces_once_more(tmp_path: Path) -> None:
+def test_stop_ends_fit_after_the_step_and_nothing_retraces(tmp_path: Path) -> None:
     opt = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile(opt, "mse")
@@ -273,8 +273,79 @@ def test_stop_ends_fit_after_the_step_and_schedule_traces_once_more(tmp_path: Pa
     assert int(keras.ops.convert_to_numpy(opt.iterations)) == 8  # stopped after step 7
     found = [e for e in entries(remote) if "seq" in e]
     assert [(e["seq"], e["step"]) for e in found] == [(1, 3), (2, 3), (3, 5), (4, 7)]
-    assert found[2]["retraced"] is True
-    assert len(set(map(id, traced[:5]))) == 1  # set and scale: the same function
+    assert found[2]["retraced"] is False
+    assert len(set(map(id, traced))) == 1  # set, scale, schedule: the same function
     status = json.loads((remote.directory / "status.json").read_text())
     assert status["state"] == "stopped" and status["step"] == 8
     assert status["hyperparameters"]["learning_rate"]["override"] == pytest.approx(0.2)
+
+
+def test_a_replaced_schedule_is_driven_again_after_a_resume(tmp_path: Path) -> None:
+    """The replacement lives in the Remote, not in variables: a run restored from a
+    checkpoint taken after a `schedule` command follows the new schedule again."""
+
+    class Holder(keras.Model):
+        def __init__(self, lr: hs.Hyperparameter) -> None:
+            super().__init__()
+            self.lr = lr
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):  # type: ignore[no-untyped-def]
+            return self.dense(x)
+
+    def build() -> tuple:
+        lr = hs.Hyperparameter("0.1 * (1 - step / 100)", name="learning_rate")
+        holder = Holder(lr)
+        holder(np.ones((1, 1), "float32"))
+        return lr, holder
+
+    new = "0.05 * 0.9 ** step"
+    lr, holder = build()
+    remote = hs.Remote(tmp_path / "run", lr)
+    remote.poll()
+    for _ in range(5):
+        lr.clock.advance()
+    submit(remote.directory, {"verb": "schedule", "values": {"learning_rate": new}})
+    [entry] = remote.poll()
+    assert entry["step"] == 5 and entry["retraced"] is False
+    for _ in range(3):
+        lr.clock.advance()
+        remote.poll()
+    assert value(lr) == pytest.approx(float(hs.parse(new)(8)), rel=1e-6)
+    holder.save_weights(tmp_path / "ckpt.weights.h5")
+
+    lr2, holder2 = build()
+    again = hs.Remote(tmp_path / "run", lr2)
+    holder2.load_weights(tmp_path / "ckpt.weights.h5")
+    lr2.clock.step.assign(8)
+    assert again.poll() == []  # nothing applied twice
+    for step in (9, 10):
+        lr2.clock.advance()
+        again.poll()
+        assert value(lr2) == pytest.approx(float(hs.parse(new)(step)), rel=1e-6)
+    assert "where(step < 5.0" in repr(lr2.schedule)  # the whole schedule, for eager reads
+
+
+def test_schedule_retraces_once_where_callbacks_run_between_executions(tmp_path: Path) -> None:
+    """fit(steps_per_execution=2) runs batch callbacks only between executions: the
+    override cannot be driven at each step, so the step is traced with the new schedule."""
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(opt, "mse", steps_per_execution=2)
+    remote = hs.Remote(tmp_path / "run")
+    sent = []
+
+    class Send(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if not sent:
+                sent.append(
+                    submit(
+                        remote.directory, {"verb": "schedule", "values": {"learning_rate": "0.3"}}
+                    )
+                )
+
+    x, y = np.ones((16, 2), "float32"), np.ones((16, 1), "float32")
+    model.fit(x, y, batch_size=2, epochs=1, verbose=0, callbacks=[remote, Send()])
+    [found] = [e for e in entries(remote) if "seq" in e]
+    assert found["status"] == "applied" and found["retraced"] is True
+    assert value(opt.hyperparameters["learning_rate"]) == pytest.approx(0.3)

@@ -29,7 +29,7 @@ _HELP = {
         "NAME=EXPR",
         'e.g. learning_rate="cosine(1e-3, steps=5000)"',
     ),
-    "cooldown": ("start hyperparameters' hs.Cooldown", "NAME", "default learning_rate"),
+    "cooldown": ("start hyperparameters' cooldowns", "NAME", "default learning_rate"),
     "stop": ("end fit cleanly after the current step", None, None),
 }
 
@@ -59,9 +59,12 @@ def register(subparsers: Any) -> None:
                 type=int,
                 default=None,
                 metavar="N",
-                help="the cooldown's length (must match the hs.Cooldown's)",
+                help="the cooldown's length: creates the hyperparameter's cooldown if it has "
+                "no hs.Cooldown yet (else must match it)",
             )
-            parser.add_argument("--shape", default=None, help="its shape, e.g. 1-sqrt")
+            parser.add_argument(
+                "--shape", default=None, help="its shape: 1-sqrt (default), linear, cosine, ..."
+            )
         parser.add_argument(
             "--at",
             type=_step,

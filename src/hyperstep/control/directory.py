@@ -33,6 +33,7 @@ __all__ = [
     "JOURNAL",
     "STATUS",
     "VERBS",
+    "WORKER_JOURNAL",
     "append_journal",
     "check_command",
     "check_directory",
@@ -50,6 +51,8 @@ __all__ = [
 COMMANDS = "commands"
 JOURNAL = "journal.jsonl"
 STATUS = "status.json"
+#: the journal of worker ``index`` other than the chief (the chief's is ``JOURNAL``)
+WORKER_JOURNAL = "journal.worker{index}.jsonl"
 #: the verbs a command may carry (``show`` only reads)
 VERBS = ("set", "scale", "clear", "schedule", "cooldown", "stop")
 #: the largest finite float32
@@ -306,12 +309,13 @@ def _check_name(name: Any, names: Any) -> None:
 
 
 # ---- journal and status -----------------------------------------------------------------
-def append_journal(directory: Path, entry: dict[str, Any]) -> None:
-    """Append ``entry`` as one JSON line to ``DIR/journal.jsonl`` (one ``write`` with
-    ``O_APPEND``: lines of concurrent writers never interleave)."""
+def append_journal(directory: Path, entry: dict[str, Any], name: str = JOURNAL) -> None:
+    """Append ``entry`` as one JSON line to ``DIR/journal.jsonl`` (or ``DIR/name``: a
+    worker other than the chief keeps its own) in one ``write`` with ``O_APPEND``: lines of
+    concurrent writers never interleave."""
     entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **entry}
     line = (json.dumps(_finite(entry), sort_keys=False) + "\n").encode()
-    fd = os.open(directory / JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(directory / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, line)
     finally:

@@ -21,7 +21,18 @@ import keras
 import numpy as np
 from keras import ops
 
+from hyperstep.backends.fit import write_through
+from hyperstep.backends.steering import (
+    MAX_AGREED,
+    Workers,
+    agreement,
+    traced_values,
+    untraced,
+    workers,
+)
 from hyperstep.control.directory import (
+    JOURNAL,
+    WORKER_JOURNAL,
     append_journal,
     check_command,
     check_directory,
@@ -41,6 +52,8 @@ __all__ = ["Remote", "replay"]
 APPLIED = "remote_applied"
 #: how many recent journal entries the status file shows
 RECENT = 10
+#: steps per table of a replaced schedule's values (one compiled call each)
+TABLE_STEPS = 256
 
 
 class Remote(keras.callbacks.Callback):
@@ -55,10 +68,21 @@ class Remote(keras.callbacks.Callback):
 
     The commands (each a ``hyperstep`` verb, see docs/steering.md):
     ``set NAME=V`` (``hp.set``), ``scale NAME=F`` (``hp.scale.assign(F)``),
-    ``clear NAME`` (``hp.clear``), ``schedule NAME=EXPR`` (``hp.schedule = hs.parse(EXPR)``;
-    the one command that traces the step again), ``cooldown NAME`` (starts the
-    hyperparameter's :class:`hyperstep.Cooldown`), ``stop`` (``model.stop_training``: fit
-    ends cleanly after this step, its callbacks' checkpoints written); any with ``--at STEP``.
+    ``clear NAME`` (``hp.clear``), ``schedule NAME=EXPR`` (replace the schedule from this
+    step on, with no retrace: see below), ``cooldown NAME [--steps N --shape S]`` (starts
+    the hyperparameter's :class:`hyperstep.Cooldown`, created with ``steps`` and ``shape``
+    if it has none), ``stop`` (``model.stop_training``: fit ends cleanly after this step,
+    its callbacks' checkpoints written); any with ``--at STEP``.
+
+    A traced step (TensorFlow, JAX) keeps the schedule it was traced with, so a replaced
+    schedule is computed here, for each step at the step boundary: the new schedule at that
+    scalar step (by a ``tf.function``/``jax.jit`` of it alone, the same kernels as in the
+    step; a table of 256 steps per call), times ``scale``, written into the override the
+    step reads. The values are those of a
+    fresh run with the new schedule from that step, and nothing retraces. On eager torch
+    the schedule itself is replaced (nothing is traced there). Under ``fit`` with
+    ``steps_per_execution > 1`` (callbacks between executions only) the step is traced
+    again instead.
     Names are the optimizer's hyperparameter keys (a group's as ``group/name``) and those
     given as ``hyperparameters``. Every command, applied or refused, is a line of
     ``directory/journal.jsonl``; a malformed one is refused there and never stops training.
@@ -66,6 +90,12 @@ class Remote(keras.callbacks.Callback):
     The number of the last command applied is a state variable of the first hyperparameter
     by name (``remote_applied``), saved with it: a run resumed from its checkpoint applies
     each command once, those after the checkpoint again.
+
+    Several workers (``MultiWorkerMirroredStrategy``, multi-process JAX): each worker's
+    Remote counts the commands it can read at a step boundary and all take the smallest
+    count (one collective per step), so every worker applies the same commands at the same
+    step; call :meth:`poll` on every worker. The chief writes ``journal.jsonl`` and
+    ``status.json``, worker ``k`` its own ``journal.worker<k>.jsonl``.
 
     Args:
         directory: The control directory (created with mode 0700 if missing). One directory
@@ -113,6 +143,13 @@ class Remote(keras.callbacks.Callback):
         self._recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=RECENT)
         self._last_status = -math.inf
         self._state = "running"
+        self._place = Workers()
+        self._agree: Any = None
+        self._journal_name = JOURNAL
+        #: replaced schedules driven through the override: name -> Replacement
+        self._replaced: dict[str, Replacement] = {}
+        #: names whose override a ``set`` command holds (a replacement waits under it)
+        self._held: set[str] = set()
         if self._given:
             self._bind({})
 
@@ -145,13 +182,18 @@ class Remote(keras.callbacks.Callback):
     # ---- polling --------------------------------------------------------------------------
     def poll(self) -> list[dict[str, Any]]:
         """Apply the commands that arrived (and those whose ``--at`` step came); return the
-        journal entries written. Call it once per iteration, before the update."""
+        journal entries written. Call it once per iteration, before the update (on every
+        worker, when there are several)."""
         if self._next is None:
             self._begin()
         assert self._next is not None
         now = time.monotonic()
-        if (  # between commands: one stat (and a clock read)
+        ready: int | None = None  # one worker: every command that is there
+        if self._agree is not None:  # several: the commands every worker can read
+            ready = self._agree(self._readable())
+        elif (  # between commands: one stat (and a clock read)
             not self._pending
+            and not self._replaced
             and not os.path.exists(self._next_path)
             and now - self._last_status < self.status_every
         ):
@@ -160,23 +202,43 @@ class Remote(keras.callbacks.Callback):
         if self._pending:
             self._sync()
             entries += self._due()
-        if os.path.exists(self._next_path):
+        taken = 0
+        if ready or (ready is None and os.path.exists(self._next_path)):
             self._sync()
-            while os.path.exists(self._next_path):
+            while (ready is None and os.path.exists(self._next_path)) or taken < (ready or 0):
                 entries.append(self._take(self._next))
+                taken += 1
                 self._next += 1
                 self._next_path = os.fspath(command_path(self.directory, self._next))
+        if self._replaced:
+            self._sync()
+            self._drive()
         if entries or now - self._last_status >= self.status_every:
             self._sync()
             self._last_status = now
             self.write_status()
         return entries
 
+    def _readable(self) -> int:
+        """How many consecutive commands from the next one this worker can read now."""
+        assert self._next is not None
+        count = 0
+        while count < MAX_AGREED and os.path.exists(
+            command_path(self.directory, self._next + count)
+        ):
+            count += 1
+        return count
+
     def _begin(self) -> None:
         """First poll (after fit's callbacks restored a checkpoint): continue after the
         last command applied; re-apply what is not in variables (replaced schedules) and
         re-queue ``--at`` commands whose step is still ahead."""
         self._sync()
+        owner = self.hyperparameters[min(self.hyperparameters)]
+        self._place = workers(owner.scale)
+        self._agree = agreement(self._place)
+        if not self._place.chief:
+            self._journal_name = WORKER_JOURNAL.format(index=self._place.index)
         applied = _int(self._applied)
         self._next = applied + 1
         self._next_path = os.fspath(command_path(self.directory, self._next))
@@ -184,16 +246,18 @@ class Remote(keras.callbacks.Callback):
             self.directory,
             {
                 "event": "begin",
+                "worker": self._place.index,
                 "step": self._step(),
                 "applied": applied,
                 "pid": os.getpid(),
                 "hyperparameters": {n: _describe(hp) for n, hp in self.hyperparameters.items()},
             },
+            self._journal_name,
         )
         if applied == 0:
             return
         taken = {}
-        for entry in _journal(self.directory):
+        for entry in _journal(self.directory, self._journal_name):
             seq = entry.get("seq")
             if (
                 isinstance(seq, int)
@@ -201,19 +265,26 @@ class Remote(keras.callbacks.Callback):
                 and entry.get("status") in ("applied", "pending")
             ):
                 taken[seq] = entry
-        schedules: dict[str, str] = {}
-        for seq in sorted(taken):
-            command = taken[seq]["command"]
-            if "at" in command and command["at"] > self._step():
+        step = self._step()
+        for seq in sorted(taken):  # replacements and holds are not in variables: again
+            entry, command = taken[seq], taken[seq]["command"]
+            if "at" in command and command["at"] > step:
                 self._pending.append((seq, command))
-            elif command["verb"] == "schedule":
-                schedules.update(command["values"])
-        for name, text in schedules.items():
-            if name in self.hyperparameters:
-                from hyperstep.schedules.language import parse
-
-                self.hyperparameters[name].schedule = parse(text)
-        if schedules:
+                continue
+            if entry.get("status") != "applied":
+                continue
+            for name in _names(command):
+                if name not in self.hyperparameters:
+                    continue
+                if command["verb"] == "schedule":
+                    self._replace(name, command["values"][name], int(entry["step"]))
+                elif command["verb"] == "cooldown" and name in self._replaced:
+                    self._replaced[name].cool(entry["cooldown"][name])
+                elif command["verb"] == "set":
+                    self._held.add(name)
+                elif command["verb"] == "clear":
+                    self._held.discard(name)
+        if any(r.retrace for r in self._replaced.values()):
             self._retrace()
 
     def _due(self) -> list[dict[str, Any]]:
@@ -254,13 +325,21 @@ class Remote(keras.callbacks.Callback):
 
     def _check_cooldowns(self, command: dict[str, Any]) -> None:
         for name in command["names"]:
-            cooldown = getattr(self.hyperparameters[name], "_cooldown", None)
+            hp = self.hyperparameters[name]
+            cooldown = hp._cooldown
             if cooldown is None:
-                raise InvalidArgumentError(
-                    f"{name!r} has no hs.Cooldown: create one before training "
-                    f"(hs.Cooldown(hyperparameter, steps=...)) to start it from outside. "
-                    f"Received: cooldown {name}"
-                )
+                if _int(hp.cooldown_start) >= 0:
+                    raise InvalidArgumentError(
+                        f"{name!r} is cooling down since step {_int(hp.cooldown_start)} (a "
+                        f"restored cooldown). Received: cooldown {name}"
+                    )
+                if "steps" not in command:
+                    raise InvalidArgumentError(
+                        f"{name!r} has no hs.Cooldown yet: give its length to create one, "
+                        f"`hyperstep cooldown DIR {name} --steps N [--shape 1-sqrt]`. "
+                        f"Received: cooldown {name}"
+                    )
+                continue
             for key in ("steps", "shape"):
                 if key in command and command[key] != getattr(cooldown, key):
                     raise InvalidArgumentError(
@@ -278,22 +357,31 @@ class Remote(keras.callbacks.Callback):
         if verb == "set":
             for name, value in command["values"].items():
                 targets[name].set(value)
+                self._held.add(name)
         elif verb == "scale":
             for name, value in command["values"].items():
                 targets[name].scale.assign(np.float32(value))
         elif verb == "clear":
-            for hp in targets.values():
+            for name, hp in targets.items():
                 hp.clear()
+                self._held.discard(name)
         elif verb == "schedule":
-            from hyperstep.schedules.language import parse
-
             for name, text in command["values"].items():
-                targets[name].schedule = parse(text)
-            extra["retraced"] = self._retrace()
+                self._replace(name, text, step)
+            retrace = any(
+                name in self._replaced and self._replaced[name].retrace
+                for name in command["values"]
+            )
+            extra["retraced"] = self._retrace() if retrace else False
         elif verb == "cooldown":
+            from hyperstep.control.cooldown import Cooldown
+
             cooldowns = {}
             for name, hp in targets.items():
                 cooldown = hp._cooldown
+                if cooldown is None:  # the hyperparameter's dormant cooldown, formed now
+                    shape = command.get("shape", "1-sqrt")
+                    cooldown = Cooldown(hp, steps=command["steps"], shape=shape)
                 cooldown.start()
                 cooldowns[name] = {
                     "start": cooldown.start_step,
@@ -302,20 +390,71 @@ class Remote(keras.callbacks.Callback):
                     "end": cooldown.end,
                 }
             extra["cooldown"] = cooldowns
+            for name in cooldowns:
+                if name in self._replaced:
+                    self._replaced[name].cool(cooldowns[name])
         elif verb == "stop":
             self.stop_requested = True
             model = getattr(self, "_model", None)
             if model is not None:
                 model.stop_training = True
         self._applied.assign(max(seq, _int(self._applied)))
+        self._drive(names)
         after = {n: _value(hp) for n, hp in targets.items()}
         return self._journal(seq, command, "applied", step, before=before, after=after, **extra)
+
+    def _replace(self, name: str, text: str, step: int) -> None:
+        """Replace ``name``'s schedule by ``text`` from ``step`` on (see the class docstring)."""
+        from hyperstep.schedules.language import parse
+
+        hp = self.hyperparameters[name]
+        new = parse(text)
+        mode = self._mode()
+        old = hp._raw_schedule
+        found = self._replaced.get(name)
+        if found is not None and found.since <= step:  # the pieces of the earlier one
+            old = found.whole
+        whole = new if step == 0 else _pieces([(0, old), (step, new)])
+        hp.schedule = whole  # what eager reads, plots and a later trace see
+        if mode == "schedule":  # eager torch: nothing traced, the schedule is enough
+            return
+        dtype = str(ops.dtype(hp.clock.step))  # the clock's: the step's own cast
+        replacement = Replacement(new, step, whole, dtype, retrace=mode == "retrace")
+        if _int(hp.cooldown_start) >= 0:  # cooling already: the new schedule cools from there
+            replacement.cool(_cooldown_of(hp))
+        self._replaced[name] = replacement
+
+    def _mode(self) -> str:
+        """How a replaced schedule reaches the step: ``"override"`` (driven at every
+        boundary), ``"schedule"`` (eager torch) or ``"retrace"`` (callbacks only between
+        executions of several steps)."""
+        model = getattr(self, "_model", None)
+        if model is not None and int(getattr(model, "steps_per_execution", 1) or 1) > 1:
+            return "retrace"
+        if untraced(model):
+            return "schedule"
+        return "override"
+
+    def _drive(self, names: Any = None) -> None:
+        """Write each replaced schedule's value at this step, times ``scale``, into the
+        override the traced step reads (not where a ``set`` holds it, nor before its step)."""
+        for name, replacement in self._replaced.items():
+            if replacement.retrace or name in self._held or (names and name not in names):
+                continue
+            hp = self.hyperparameters[name]
+            step = _int(hp.clock.step)
+            if step < replacement.since:
+                continue
+            value = np.float32(replacement.value(step) * np.float32(_float(hp.scale)))
+            if replacement.written != value:
+                write_through(hp.override, value)
+                replacement.written = value
 
     def _journal(
         self, seq: int, command: Any, status: str, step: int | None, **fields: Any
     ) -> dict[str, Any]:
         entry = {"seq": seq, "command": command, "status": status, "step": step, **fields}
-        append_journal(self.directory, entry)
+        append_journal(self.directory, entry, self._journal_name)
         self._recent.append(entry)
         return entry
 
@@ -339,10 +478,15 @@ class Remote(keras.callbacks.Callback):
         Values are read on the host (:meth:`hyperstep.Hyperparameter.host_float`: a table
         of the schedule's values, the state as Python numbers), a few microseconds each.
         """
+        if not self._place.chief:
+            return
         hyperparameters = {}
         step = self._step()
         for name, hp in self.hyperparameters.items():
-            hyperparameters[name] = {**_describe(hp), "value": _host_value(hp, step)}
+            found = {**_describe(hp), "value": _host_value(hp, step)}
+            if name in self._replaced and name not in self._held:
+                found["override"] = None  # the replaced schedule's value, not a set
+            hyperparameters[name] = found
         write_status(
             self.directory,
             {
@@ -363,6 +507,10 @@ class Remote(keras.callbacks.Callback):
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         self._sync()
+        for name, replacement in self._replaced.items():  # the schedule holds it now
+            if not replacement.retrace and name not in self._held:
+                self.hyperparameters[name].clear()
+                replacement.written = None
         self._state = "stopped" if self.stop_requested else "ended"
         self.write_status()
 
@@ -373,6 +521,51 @@ class Remote(keras.callbacks.Callback):
 
     def __repr__(self) -> str:
         return f"Remote({str(self.directory)!r}, hyperparameters={list(self.hyperparameters)})"
+
+
+class Replacement:
+    """A schedule replaced from step ``since`` on, driven through the override: ``value``
+    gives ``schedule(step)`` (with a cooldown started later, :meth:`cool`) as the traced
+    step would, from a table of ``TABLE_STEPS`` values computed in one compiled call;
+    ``whole`` is the schedule with the old one before ``since``."""
+
+    def __init__(
+        self, schedule: Schedule, since: int, whole: Schedule, dtype: str, retrace: bool
+    ) -> None:
+        self.schedule, self.since, self.whole, self.dtype = schedule, since, whole, dtype
+        self.retrace = retrace
+        self.written: Any = None
+        self._values = traced_values(schedule, dtype)
+        self._table: tuple[int, np.ndarray] | None = None
+
+    def value(self, step: int) -> np.float32:
+        """``schedule(step)`` in float32, as the step computes it."""
+        table = self._table
+        if table is None or not 0 <= step - table[0] < len(table[1]):
+            table = self._table = (step, self._values(step, TABLE_STEPS))
+        return np.float32(table[1][step - table[0]])
+
+    def cool(self, cooldown: dict[str, Any]) -> None:
+        """Follow ``cooldown`` (as journaled: start, steps, shape, end) from its start."""
+        self._values = traced_values(_cooled(self.schedule, cooldown), self.dtype)
+        self._table = self.written = None
+
+
+def _cooldown_of(hp: Any) -> dict[str, Any]:
+    """A started cooldown as journaled (start, steps, shape, end), read from its state."""
+    from hyperstep.schedules.wsd import DECAY_TYPES
+
+    steps, end, shape = (float(v) for v in ops.convert_to_numpy(hp.cooldown_form))
+    return {
+        "start": _int(hp.cooldown_start),
+        "steps": steps,
+        "shape": DECAY_TYPES[int(shape)],
+        "end": end,
+    }
+
+
+def _names(command: dict[str, Any]) -> list[str]:
+    return list(command.get("values", command.get("names", [])))
 
 
 def _optimizer_hyperparameters(model: Any) -> dict[str, Any]:
@@ -407,8 +600,7 @@ def _int(variable: Any) -> int:
 
 def _describe(hp: Any) -> dict[str, Any]:
     override = _float(hp.override)
-    cooldown = getattr(hp, "_cooldown", None)
-    start = None if cooldown is None else _int(cooldown.variables[0])
+    start = _int(hp.cooldown_start)  # also a restored one, with no hs.Cooldown built
     return {
         "schedule": _repr(hp._raw_schedule),
         "scale": _float(hp.scale),
@@ -428,9 +620,9 @@ def _repr(schedule: Any) -> str:
     return found[1]
 
 
-def _journal(directory: Any) -> list[dict[str, Any]]:
+def _journal(directory: Any, name: str = JOURNAL) -> list[dict[str, Any]]:
     try:
-        return read_journal(directory / "journal.jsonl")
+        return read_journal(directory / name)
     except OSError:
         return []
 
