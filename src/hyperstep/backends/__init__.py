@@ -55,11 +55,11 @@ from hyperstep.backends.fast_paths import (
     read_once,
 )
 from hyperstep.backends.scopes import (
-    _backend,
     building_model,
     builds_graph,
     compiling,
     concrete,
+    current_backend,
     graph_key,
     graph_key_function,
     in_stateless_scope,
@@ -204,13 +204,13 @@ def advance_in_state(model: Any, state: Any, iteration: Any) -> Any:
 def distributes() -> bool:
     """Whether ``tf.distribute`` strategies can hold the state (the TensorFlow backend):
     metrics are reduced across replicas and variables read in their strategy's scope."""
-    return _backend() == "tensorflow"
+    return current_backend() == "tensorflow"
 
 
 def compile_reads(function: Any) -> Any:
     """``tf.function(function)`` on TensorFlow (for a function that only reads variables, so
     it traces once), else ``function`` itself."""
-    if _backend() != "tensorflow":
+    if current_backend() != "tensorflow":
         return function
     import tensorflow as tf
 
@@ -221,7 +221,7 @@ def compile_reads(function: Any) -> Any:
 def deterministic_ops() -> Iterator[None]:
     """TensorFlow's deterministic ops while inside (left as they were on exit); nothing on
     other backends. Reads the current setting through TensorFlow's private config."""
-    if _backend() != "tensorflow":
+    if current_backend() != "tensorflow":
         yield
         return
     import tensorflow as tf

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperstep.backends.scopes import _backend, in_stateless_scope
+from hyperstep.backends.scopes import current_backend, in_stateless_scope
 
 
 def read_once(variable: Any) -> Any:
@@ -19,7 +19,7 @@ def read_once(variable: Any) -> Any:
     ``tf.Variable``, which every op using it reads again (one ``ReadVariableOp`` per use in
     a traced step); elsewhere, and inside ``keras.StatelessScope``, ``variable.value``."""
     value = variable.value
-    if _backend() != "tensorflow":
+    if current_backend() != "tensorflow":
         return value
     import tensorflow as tf
 
@@ -75,7 +75,7 @@ def full_float32(step: Any, value: float) -> Any:
     """``full(shape(step), value)`` in float32 for a torch ``step``; ``None`` otherwise.
 
     Torch directly: the same tensor as ``keras.ops.full``, with less Python."""
-    if _backend() != "torch":
+    if current_backend() != "torch":
         return None
     import torch
 
@@ -92,7 +92,7 @@ def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
     (Each ``keras.ops`` call costs more Python on eager torch than its kernel: see
     docs/backends.md.) The schedule's ``value`` is called without ``__call__``'s casts.
     """
-    if _backend() != "torch":
+    if current_backend() != "torch":
         return None
     import torch
 
@@ -115,7 +115,7 @@ def lazy_where(pred: Any, on: Any, off: Any) -> Any:
     """
     from keras import ops
 
-    backend = _backend()
+    backend = current_backend()
     if backend == "torch":
         return ops.where(pred, on(), off())
     if backend == "tensorflow":

@@ -4,7 +4,7 @@
 ``keras.StatelessScope``, a TensorFlow graph, a JAX trace or ``torch.compile``; each other
 function answers one of those questions (:func:`unmapped_in_jit` lists the variables a jit
 trace would freeze, :func:`graph_key` names the graph values are built in). Private probes
-are looked up once, through :mod:`hyperstep.backends.versions`; :func:`_backend` is Keras's
+are looked up once, through :mod:`hyperstep.backends.versions`; :func:`current_backend` is Keras's
 backend, read once.
 """
 
@@ -15,7 +15,8 @@ from typing import Any
 
 
 @functools.cache
-def _backend() -> str:
+def current_backend() -> str:
+    """The name of the Keras backend in use: ``"tensorflow"``, ``"jax"`` or ``"torch"``."""
     import keras
 
     return str(keras.backend.backend())
@@ -138,7 +139,7 @@ _compiling_probe: list[Any] = []
 
 def _find_compiling_probe() -> Any:
     probe = None
-    if _backend() == "torch":
+    if current_backend() == "torch":
         import torch
 
         probe = torch.compiler.is_compiling
@@ -149,7 +150,7 @@ def _find_compiling_probe() -> Any:
 def graph_key() -> Any:
     """The graph values are being built in (TensorFlow's default graph), else ``None``:
     values cached for one update are kept per graph."""
-    if _backend() != "tensorflow":
+    if current_backend() != "tensorflow":
         return None
     import tensorflow as tf
 
@@ -158,7 +159,7 @@ def graph_key() -> Any:
 
 def graph_key_function() -> Any:
     """:func:`graph_key` as a function chosen once (it is read per value on eager torch)."""
-    if _backend() != "tensorflow":
+    if current_backend() != "tensorflow":
         return _no_graph
     import tensorflow as tf
 
@@ -171,7 +172,7 @@ def _no_graph() -> None:
 
 def builds_graph() -> bool:
     """Whether ops are being recorded into a TensorFlow graph (so :func:`after` orders them)."""
-    if _backend() != "tensorflow":
+    if current_backend() != "tensorflow":
         return False
     import tensorflow as tf
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from hyperstep.backends.scopes import _backend
+from hyperstep.backends.scopes import current_backend
 
 __all__ = ["MAX_AGREED", "Workers", "agreement", "traced_values", "untraced", "workers"]
 
@@ -40,7 +40,7 @@ class Workers:
 
 def workers(variable: Any) -> Workers:
     """Where this process stands, read from ``variable`` (a state variable of the run)."""
-    backend = _backend()
+    backend = current_backend()
     if backend == "tensorflow":
         strategy = _tensorflow_strategy(variable)
         count = 1 if strategy is None else _tensorflow_workers(strategy)
@@ -90,7 +90,7 @@ def agreement(place: Workers) -> Callable[[int], int] | None:
     """The collective ``count -> min(count over workers)``, or None for one worker."""
     if place.count == 1:
         return None
-    backend = _backend()
+    backend = current_backend()
     if backend == "tensorflow":
         return _tensorflow_agreement(place)
     if backend == "jax":
@@ -141,7 +141,7 @@ def _tensorflow_agreement(place: Workers) -> Callable[[int], int]:
 def untraced(model: Any) -> bool:
     """Whether the training step runs eagerly, so a schedule replaced in Python reaches it:
     torch, unless ``model`` (None in a custom loop) compiles its step (``jit_compile``)."""
-    if _backend() != "torch":
+    if current_backend() != "torch":
         return False
     return not (model is not None and getattr(model, "jit_compile", False))
 
@@ -157,7 +157,7 @@ def traced_values(schedule: Any, dtype: str) -> Callable[[int, int], np.ndarray]
     One call gives a table for many steps, so a driven schedule costs one compiled call
     every ``count`` steps.
     """
-    backend = _backend()
+    backend = current_backend()
     if backend == "tensorflow":
         import tensorflow as tf
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperstep.backends.scopes import _backend
+from hyperstep.backends.scopes import current_backend
 
 
 def native_variable(variable: Any) -> Any:
@@ -75,7 +75,7 @@ def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | N
       :data:`hyperstep.backends.torch.PYTHON_NUMBERS` (Keras combines them with numbers in
       Python), else ``value()``.
     """
-    backend = _backend()
+    backend = current_backend()
     if exact is None:
         return value()
     if backend == "tensorflow":
@@ -139,7 +139,7 @@ def in_dtype(value: Any, dtype: Any) -> Any:
 def trains_statelessly() -> bool:
     """Whether Keras trains statelessly (JAX): only ``optimizer.variables`` go into and out of
     a jitted step, so a clock's step and hyperparameter state read there must be among them."""
-    return _backend() == "jax"
+    return current_backend() == "jax"
 
 
 def optimizer_class(cls: type) -> type:
@@ -156,14 +156,14 @@ def optimizer_class(cls: type) -> type:
         >>> optimizer_class(keras.optimizers.Adam) is type(keras.optimizers.Adam())
         True
     """
-    if _backend() != "torch":
+    if current_backend() != "torch":
         return cls
     return type(cls.__new__(cls))  # type: ignore[call-overload]
 
 
 def optimizer_mixins() -> tuple[type, ...]:
     """Backend mixins for ``hs.scheduled``'s classes (TensorFlow: one ``iterations`` read)."""
-    if _backend() != "tensorflow":
+    if current_backend() != "tensorflow":
         return ()
     from hyperstep.backends.tensorflow import SharedIterations
 
@@ -175,7 +175,7 @@ def fused_updates() -> Any:
     :mod:`hyperstep.backends.tensorflow` (one-pass ``ResourceApply*`` kernels per variable),
     :mod:`hyperstep.backends.torch` (PyTorch's multi-tensor fused kernels per group), or
     ``None`` on JAX, where XLA already fuses Keras's update into one pass."""
-    name = _backend()
+    name = current_backend()
     if name == "tensorflow":
         from hyperstep.backends import tensorflow
 
@@ -190,7 +190,7 @@ def fused_updates() -> Any:
 def adam_pass() -> Any:
     """TensorFlow's one-pass Adam step without a first moment
     (:func:`hyperstep.backends.tensorflow.adam_pass`, ``ResourceApplyAdam``), else ``None``."""
-    if _backend() != "tensorflow":
+    if current_backend() != "tensorflow":
         return None
     from hyperstep.backends import tensorflow
 
@@ -200,7 +200,7 @@ def adam_pass() -> Any:
 def multi_tensor_adam() -> Any:
     """The module with PyTorch's fused multi-tensor Adam (``applies``, ``adam``:
     :mod:`hyperstep.backends.torch`) on torch, else ``None``."""
-    if _backend() != "torch":
+    if current_backend() != "torch":
         return None
     from hyperstep.backends import torch
 
