@@ -68,7 +68,8 @@ def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | N
       semantics: rounded once to the dtype it meets, ``if``s answered by ``static``);
     - JAX: a :class:`~hyperstep.backends.static.StaticScalar` (``if``s answered by
       ``static``; a constant's arithmetic with numbers rounds like its Python float), but
-      the float32 array for the names of :data:`hyperstep.backends.static.ARRAYS_ONLY`
+      the (weakly typed) float32 array for the names of
+      :data:`hyperstep.backends.static.ARRAYS_ONLY`
       (Keras hands them to a JAX function that takes arrays only);
     - torch (where an update is not eager on the CPU, which takes Python numbers:
       :func:`hyperstep.optim.resolve.keras_value`): ``exact()`` for the names of
@@ -77,16 +78,20 @@ def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | N
     """
     backend = _backend()
     if exact is None:
+        if backend == "tensorflow":
+            from hyperstep.backends.tensorflow import KerasRate
+
+            return KerasRate(value())
         return value()
     if backend == "tensorflow":
         from hyperstep.backends.tensorflow import ExactScalar
 
         return ExactScalar(exact(), static)
     if backend == "jax":
-        from hyperstep.backends.static import ARRAYS_ONLY, StaticScalar
+        from hyperstep.backends.static import ARRAYS_ONLY, StaticScalar, weak
 
         if name in ARRAYS_ONLY.get(keras_base_name(cls) or "", ()):
-            return value()
+            return weak(value())  # promoted as a Python float: to the other's dtype
         return StaticScalar(value(), static, exact=static is not None)
     if backend == "torch":
         from hyperstep.backends.torch import exact_scalar, python_numbers
@@ -113,7 +118,7 @@ def scalar_tensor(value: Any) -> Any:
 
     if isinstance(value, StaticScalar):
         return value.value
-    if isinstance(value, StaticNumber):
+    if isinstance(value, StaticNumber) or type(value).__name__ == "KerasRate":
         return value.tensor  # type: ignore[attr-defined]
     return value
 
