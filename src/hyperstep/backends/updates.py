@@ -62,12 +62,15 @@ def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | N
 
     ``value()`` is the float32 value, ``exact()`` the same in float64 with a constant exact
     (``None`` for the learning rate, which reaches Keras as Keras's own float32 variable
-    would: ``value()``), ``static`` the constant (``None`` for a schedule).
+    would: ``value()``, on TensorFlow as a
+    :class:`~hyperstep.backends.tensorflow.KerasRate`, whose operators are Keras's ops as the
+    variable's are), ``static`` the constant (``None`` for a schedule).
 
     - TensorFlow: an :class:`~hyperstep.backends.tensorflow.ExactScalar` (a Python float's
       semantics: rounded once to the dtype it meets, ``if``s answered by ``static``);
     - JAX: a :class:`~hyperstep.backends.static.StaticScalar` (``if``s answered by
-      ``static``; a constant's arithmetic with numbers rounds like its Python float), but
+      ``static``; a constant's arithmetic with numbers rounds like its Python float; weakly
+      typed, so promoted to the variable's dtype as a Python float), but
       the (weakly typed) float32 array for the names of
       :data:`hyperstep.backends.static.ARRAYS_ONLY`
       (Keras hands them to a JAX function that takes arrays only);
@@ -77,7 +80,7 @@ def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | N
       Python), else ``value()``.
     """
     backend = _backend()
-    if exact is None:
+    if exact is None:  # the learning rate
         if backend == "tensorflow":
             from hyperstep.backends.tensorflow import KerasRate
 
@@ -118,8 +121,13 @@ def scalar_tensor(value: Any) -> Any:
 
     if isinstance(value, StaticScalar):
         return value.value
-    if isinstance(value, StaticNumber) or type(value).__name__ == "KerasRate":
+    if isinstance(value, StaticNumber):
         return value.tensor  # type: ignore[attr-defined]
+    if _backend() == "tensorflow":
+        from hyperstep.backends.tensorflow import KerasRate
+
+        if isinstance(value, KerasRate):
+            return value.tensor
     return value
 
 
