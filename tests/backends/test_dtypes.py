@@ -46,10 +46,12 @@ def test_every_optimizer_and_dtype_on_every_backend(workers) -> None:
 
 def test_float64_ftrl_and_centered_rmsprop_and_a_python_if_on_this_backend() -> None:
     # were: "x and y must have the same dtype" (Ftrl, RMSprop(centered=True) on float64);
-    # OperatorNotAllowedInGraphError / TracerBoolConversionError (`on = extra_decay > 0`)
+    # OperatorNotAllowedInGraphError / TracerBoolConversionError (`on = extra_decay > 0`);
+    # Muon: `lr * update` with a float16 update raised TypeError on TensorFlow; each dtype
+    # bitwise the plain optimizer (`_check`)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     process = subprocess.run(
-        [sys.executable, str(WORKER), "Ftrl,RMSprop,Adam"],
+        [sys.executable, str(WORKER), "Ftrl,RMSprop,Adam,Muon"],
         env=env,
         capture_output=True,
         text=True,
