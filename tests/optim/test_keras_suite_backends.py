@@ -33,4 +33,5 @@ def test_keras_optimizer_test_files_pass_on_every_backend(backend: str) -> None:
         cwd=SUITE.parents[2],
     )
     assert process.returncode == 0, process.stdout[-6000:] + process.stderr[-2000:]
-    assert " passed" in process.stdout and " failed" not in process.stdout
+    progress = "".join(line.split(" [")[0] for line in process.stdout.splitlines()[:3])
+    assert progress.count(".") > 90, process.stdout[-2000:]  # the tests ran (about 105)
