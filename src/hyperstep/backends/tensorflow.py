@@ -76,7 +76,14 @@ class ExactScalar(StaticNumber, float):  # type: ignore[misc]
         return float
 
     def __tf_tensor__(self, dtype: Any = None, name: Any = None) -> Any:
-        """Tensor conversion: to the requested dtype, else to float32 (as a Python float)."""
+        """Tensor conversion: to the requested dtype, else to float32 (as a Python float).
+
+        ``tensor + x`` converts ``x`` with only a dtype *hint* (TensorFlow's
+        ``_add_dispatch``, ``name="y"``), which this hook does not receive: a TypeError
+        there makes TensorFlow call ``x.__radd__(tensor)``, which rounds to the tensor's
+        dtype (a float32 conversion would fail eagerly against a float64 tensor)."""
+        if dtype is None and name == "y":
+            raise TypeError("ExactScalar: converted by its own __radd__")
         dtype = tf.as_dtype(dtype) if dtype is not None else tf.float32
         return self.memo(("convert", dtype), lambda: tf.cast(self.tensor, dtype))
 
