@@ -76,6 +76,31 @@ def test_keras_scopes_and_jax_trace_state() -> None:
     assert callable(core.trace_state_clean) and callable(core.unsafe_am_i_under_a_jit)
 
 
+def test_jax_convert_element_type_makes_a_weakly_typed_array() -> None:
+    import jax.numpy as jnp
+    from jax._src.lax.lax import _convert_element_type
+
+    strong = jnp.float32(0.5) * jnp.ones((), "float32")
+    weak = _convert_element_type(strong, strong.dtype, weak_type=True)
+    assert weak.weak_type and not strong.weak_type
+    assert (weak * jnp.ones((2,), "float16")).dtype == jnp.float16
+    assert (strong * jnp.ones((2,), "float16")).dtype == jnp.float32
+
+
+def test_jax_registered_weak_scalar_type_converts_weakly() -> None:
+    import jax.numpy as jnp
+    from jax._src import dtypes
+
+    class Scalar:
+        def __jax_array__(self) -> object:
+            return jnp.ones((), "float32")
+
+    assert not jnp.asarray(Scalar()).weak_type
+    dtypes.register_weak_scalar_type(Scalar)
+    assert jnp.asarray(Scalar()).weak_type
+    assert (jnp.asarray(Scalar()) * jnp.ones((2,), "float16")).dtype == jnp.float16
+
+
 def test_keras_jax_trainer_methods_the_clock_hook_wraps() -> None:
     from keras.src.backend.jax.trainer import JAXTrainer
 
@@ -322,6 +347,12 @@ PINNED = {
         test_tensorflow_enclosing_xla_context_marks_jit_compiled_traces
     ),
     "jax._src.core.trace_state_clean/unsafe_am_i_under_a_jit": _SCOPES,
+    "jax._src.lax.lax._convert_element_type": (
+        test_jax_convert_element_type_makes_a_weakly_typed_array
+    ),
+    "jax._src.dtypes.register_weak_scalar_type": (
+        test_jax_registered_weak_scalar_type_converts_weakly
+    ),
     "torch._fused_adam_/_fused_adamw_": _TORCH_ADAM,
     "torch.utils._foreach_utils._get_fused_kernels_supported_devices": _TORCH_ADAM,
 }
@@ -396,7 +427,16 @@ def test_a_moved_private_attribute_on_a_hot_path_is_the_same_error() -> None:
 def test_tensorflow_conversion_hook_and_fused_adam_kernel() -> None:
     import tensorflow as tf
 
-    assert callable(tf.register_tensor_conversion_function)
+    class Half(float):  # a float TensorFlow converts through `__tf_tensor__` in a graph
+        def __tf_tensor__(self, dtype: object = None, name: object = None) -> object:
+            return tf.constant(0.5, dtype or tf.float32)
+
+    @tf.function
+    def scaled(x: object) -> object:
+        return x * Half(3.0), tf.cast(Half(3.0), tf.float64)
+
+    product, cast = scaled(tf.ones((), tf.float16))
+    assert product.dtype == tf.float16 and float(product) == 0.5 and float(cast) == 0.5
     assert {"var", "m", "v", "beta1_power", "lr", "grad"} <= set(
         inspect.signature(tf.raw_ops.ResourceApplyAdam).parameters
     )

@@ -17,14 +17,17 @@ value to each variable's dtype as they round its Python float):
 ==========================  ==============================  ===============================
 backend (where)             ``learning_rate``               every other numeric value
 ==========================  ==============================  ===============================
-TensorFlow (eager, graph,   float32 tensor (as Keras's own  ``tensorflow.ExactScalar``:
-XLA, ``tf.distribute``)     float32 variable)               float64, a Python float's
-                                                            rounding and ``if`` answers
+TensorFlow (eager, graph,   ``tensorflow.KerasRate``: a     ``tensorflow.ExactScalar``:
+XLA, ``tf.distribute``)     float32 tensor with Keras's     float64, a ``float`` to Keras's
+                            ops as operators (as Keras's    ops (promoted to the variable's
+                            own float32 variable)           dtype, rounded once there) and
+                                                            ``if`` answers
 JAX (eager, ``jit``,        float32 array                   ``static.StaticScalar``: an
 ``fit``)                                                    ``if`` sees the constant (a
                                                             schedule: +inf); a constant's
                                                             arithmetic with numbers rounds
-                                                            like its Python float
+                                                            like its Python float; weakly
+                                                            typed, as a Python float
 torch, eager on the CPU     float32 0-dim tensor            Python float (the host table)
 torch, ``torch.compile``,   float32 0-dim tensor            float64 0-dim tensor for the
 ``StatelessScope``, GPU                                     names of ``torch.PYTHON_NUMBERS``

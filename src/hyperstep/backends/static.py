@@ -151,6 +151,8 @@ class StaticScalar(StaticNumber):
     __slots__ = ("_flag", "_memo", "static", "value")
 
     def __init__(self, value: Any, static: float | None, *, exact: Any = False) -> None:
+        if not _REGISTERED:
+            _register_weak()
         self.value = value
         self.static = static
         # False, True (the traced check is made when first needed) or the traced check
@@ -158,7 +160,7 @@ class StaticScalar(StaticNumber):
         self._memo: dict[Any, Any] = {}
 
     def __jax_array__(self) -> Any:
-        return self.value
+        return weak(self.value)
 
     def _exact(self) -> Any:
         """The traced "``value`` is ``static``'s float32" check, or ``None`` (not exact)."""
@@ -172,15 +174,16 @@ class StaticScalar(StaticNumber):
     def _binary(self, other: Any, name: str, swap: bool) -> Any:
         python_op = _OPS[name]
         theirs = _unwrap(other)
+        mine = weak(self.value)  # promoted as a Python float is: to the other's dtype
         flag = self._exact()
         if flag is None or not isinstance(other, (int, float)) or isinstance(other, bool):
             # a tensor (what a Python float becomes in it is `value`), or not exact
-            return python_op(theirs, self.value) if swap else python_op(self.value, theirs)
+            return python_op(theirs, mine) if swap else python_op(mine, theirs)
         key = (name, swap, float(other))
         found = self._memo.get(key)  # Keras computes `1 - beta_1` once per variable
         if found is not None:
             return found
-        plain = python_op(theirs, self.value) if swap else python_op(self.value, theirs)
+        plain = python_op(theirs, mine) if swap else python_op(mine, theirs)
         x, y = (float(other), self.static) if swap else (self.static, float(other))
         try:
             exact = python_op(x, y)
@@ -192,18 +195,18 @@ class StaticScalar(StaticNumber):
         import jax.numpy as jnp
 
         # a plain array: Keras hands results to functions that take arrays only (jnp.clip)
-        result = jnp.where(flag, rounded, plain)
+        result = weak(jnp.where(flag, rounded, plain))
         self._memo[key] = result
         return result
 
     def __neg__(self) -> Any:
-        return -self.value  # exact, as a Python float's
+        return -weak(self.value)  # exact, as a Python float's
 
     def __abs__(self) -> Any:
-        return abs(self.value)
+        return abs(weak(self.value))
 
     def _compare_traced(self, other: Any, op: Callable[[Any, Any], Any]) -> Any:
-        return op(self.value, other)
+        return op(weak(self.value), other)
 
     def __float__(self) -> float:
         return float(self.value)
@@ -228,6 +231,39 @@ def _rounded(number: float, dtype: Any) -> Any:
     if math.isfinite(number) and abs(number) > float(np.finfo(dtype).max):
         return None
     return np.asarray(number, dtype=dtype)[()]
+
+
+def weak(value: Any) -> Any:
+    """``value`` as a weakly typed JAX array (as ``jnp.asarray`` makes of a Python float):
+    in arithmetic with an array it takes that array's dtype (a float16 variable's update
+    stays float16, as with Keras's Python floats). Through JAX's private
+    ``_convert_element_type`` (:data:`~hyperstep.backends.versions.PRIVATE_APIS`)."""
+    from hyperstep.backends.versions import reach
+
+    convert = reach(_WEAK, fallback=None)
+    aval = getattr(value, "aval", None)  # an array's or a tracer's
+    if convert is None or aval is None or aval.weak_type:
+        return value
+    return convert(value, value.dtype, weak_type=True)
+
+
+_WEAK = "jax._src.lax.lax._convert_element_type"
+_REGISTERED: list[bool] = []
+
+
+def _register_weak() -> None:
+    """Register :class:`StaticScalar` with JAX as a weak scalar type (as Python's float is):
+    ``jnp.asarray`` of one, what Keras's ``convert_to_tensor`` does to a hyperparameter,
+    then keeps its weak type (JAX's private ``register_weak_scalar_type``)."""
+    from hyperstep.backends.versions import reach
+
+    register = reach(_WEAK_TYPES, fallback=None)
+    if register is not None:
+        register(StaticScalar)
+    _REGISTERED.append(True)
+
+
+_WEAK_TYPES = "jax._src.dtypes.register_weak_scalar_type"
 
 
 def _unwrap(value: Any) -> Any:

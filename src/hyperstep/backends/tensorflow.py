@@ -19,6 +19,7 @@ state a changing value needs.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -43,8 +44,15 @@ _OPS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[float, float], float]
 }
 
 
-class ExactScalar(StaticNumber):
+class ExactScalar(StaticNumber, float):  # type: ignore[misc]
     """A float64 scalar tensor with Python-float semantics (see the module docstring).
+
+    It is a ``float`` to Keras's ops (``isinstance(x, float)``, its ``dtype`` is the type
+    ``float``): they promote it as a weak Python float, to the other operand's dtype, and
+    convert it there (``__tf_tensor__``) from its float64 tensor, rounded once, as they
+    convert a Python float; a conversion without a dtype (``tf.cast``'s) gives float32
+    first, as a Python float's does. Its own float value is the tensor's while eager (where
+    TensorFlow converts floats by value) and NaN in a graph (never the value a graph uses).
 
     Args:
         tensor: A float64 scalar tensor.
@@ -53,10 +61,31 @@ class ExactScalar(StaticNumber):
 
     __slots__ = ("_memo", "static", "tensor")
 
+    def __new__(cls, tensor: Any, static: float | None) -> ExactScalar:
+        number = float(tensor) if isinstance(tensor, tf.__internal__.EagerTensor) else math.nan
+        return float.__new__(cls, number)
+
     def __init__(self, tensor: Any, static: float | None) -> None:
         self.tensor = tensor
         self.static = static
         self._memo: dict[Any, tuple[Any, Any]] = {}
+
+    @property
+    def dtype(self) -> type:
+        """``float``: Keras's dtype promotion reads it as a (weak) Python float."""
+        return float
+
+    def __tf_tensor__(self, dtype: Any = None, name: Any = None) -> Any:
+        """Tensor conversion: to the requested dtype, else to float32 (as a Python float).
+
+        ``tensor + x`` converts ``x`` with only a dtype *hint* (TensorFlow's
+        ``_add_dispatch``, ``name="y"``), which this hook does not receive: a TypeError
+        there makes TensorFlow call ``x.__radd__(tensor)``, which rounds to the tensor's
+        dtype (a float32 conversion would fail eagerly against a float64 tensor)."""
+        if dtype is None and name == "y":
+            raise TypeError("ExactScalar: converted by its own __radd__")
+        dtype = tf.as_dtype(dtype) if dtype is not None else tf.float32
+        return self.memo(("convert", dtype), lambda: tf.cast(self.tensor, dtype))
 
     def memo(self, key: Any, make: Callable[[], Any]) -> Any:
         """Return ``make()``, built once per key and graph (Keras re-reads values per variable)."""
@@ -69,10 +98,10 @@ class ExactScalar(StaticNumber):
         return value
 
     def _binary(self, other: Any, name: str, swap: bool) -> Any:
-        if isinstance(other, (int, float)) and not isinstance(other, bool):
-            return self.memo((name, float(other), swap), lambda: self._compute(other, name, swap))
         if isinstance(other, ExactScalar):
             return self.memo((name, id(other), swap), lambda: self._compute(other, name, swap))
+        if isinstance(other, (int, float)) and not isinstance(other, bool):
+            return self.memo((name, float(other), swap), lambda: self._compute(other, name, swap))
         return self._compute(other, name, swap)
 
     def _compute(self, other: Any, name: str, swap: bool) -> Any:
@@ -116,13 +145,69 @@ class ExactScalar(StaticNumber):
         return f"ExactScalar({self.tensor!r}, static={self.static!r})"
 
 
-def _convert(value: ExactScalar, dtype: Any = None, name: Any = None, as_ref: bool = False) -> Any:
-    """Tensor conversion: to the requested dtype, else to float32 (Keras's floatx)."""
-    dtype = tf.as_dtype(dtype) if dtype is not None else tf.float32
-    return value.memo(("convert", dtype), lambda: tf.cast(value.tensor, dtype))
+class KerasRate:
+    """The learning rate as Keras's own float32 variable behaves in its update code: a
+    float32 tensor whose operators are Keras's ops (``lr * update`` promotes a float16
+    ``update`` to float32, as ``Variable.__mul__`` does, where a ``tf.Tensor``'s ``*``
+    raises), converted (``__tf_tensor__``) as the variable's value.
 
+    Args:
+        tensor: The float32 scalar tensor.
+    """
 
-tf.register_tensor_conversion_function(ExactScalar, _convert)
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: Any) -> None:
+        self.tensor = tensor
+
+    @property
+    def dtype(self) -> Any:
+        return self.tensor.dtype
+
+    @property
+    def shape(self) -> Any:
+        return self.tensor.shape
+
+    def __tf_tensor__(self, dtype: Any = None, name: Any = None) -> Any:
+        if dtype is None or tf.as_dtype(dtype) == self.tensor.dtype:
+            return self.tensor
+        return tf.cast(self.tensor, dtype)
+
+    def __add__(self, other: Any) -> Any:
+        return ops.add(self.tensor, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return ops.add(other, self.tensor)
+
+    def __sub__(self, other: Any) -> Any:
+        return ops.subtract(self.tensor, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return ops.subtract(other, self.tensor)
+
+    def __mul__(self, other: Any) -> Any:
+        return ops.multiply(self.tensor, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return ops.multiply(other, self.tensor)
+
+    def __truediv__(self, other: Any) -> Any:
+        return ops.true_divide(self.tensor, other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return ops.true_divide(other, self.tensor)
+
+    def __pow__(self, other: Any) -> Any:
+        return ops.power(self.tensor, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return ops.power(other, self.tensor)
+
+    def __neg__(self) -> Any:
+        return ops.negative(self.tensor)
+
+    def __repr__(self) -> str:
+        return f"KerasRate({self.tensor!r})"
 
 
 # ---- fused updates (hs.scheduled(..., fused=True)) ------------------------------------------

@@ -62,13 +62,17 @@ def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | N
 
     ``value()`` is the float32 value, ``exact()`` the same in float64 with a constant exact
     (``None`` for the learning rate, which reaches Keras as Keras's own float32 variable
-    would: ``value()``), ``static`` the constant (``None`` for a schedule).
+    would: ``value()``, on TensorFlow as a
+    :class:`~hyperstep.backends.tensorflow.KerasRate`, whose operators are Keras's ops as the
+    variable's are), ``static`` the constant (``None`` for a schedule).
 
     - TensorFlow: an :class:`~hyperstep.backends.tensorflow.ExactScalar` (a Python float's
       semantics: rounded once to the dtype it meets, ``if``s answered by ``static``);
     - JAX: a :class:`~hyperstep.backends.static.StaticScalar` (``if``s answered by
-      ``static``; a constant's arithmetic with numbers rounds like its Python float), but
-      the float32 array for the names of :data:`hyperstep.backends.static.ARRAYS_ONLY`
+      ``static``; a constant's arithmetic with numbers rounds like its Python float; weakly
+      typed, so promoted to the variable's dtype as a Python float), but
+      the (weakly typed) float32 array for the names of
+      :data:`hyperstep.backends.static.ARRAYS_ONLY`
       (Keras hands them to a JAX function that takes arrays only);
     - torch (where an update is not eager on the CPU, which takes Python numbers:
       :func:`hyperstep.optim.resolve.keras_value`): ``exact()`` for the names of
@@ -76,17 +80,21 @@ def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | N
       Python), else ``value()``.
     """
     backend = current_backend()
-    if exact is None:
+    if exact is None:  # the learning rate
+        if backend == "tensorflow":
+            from hyperstep.backends.tensorflow import KerasRate
+
+            return KerasRate(value())
         return value()
     if backend == "tensorflow":
         from hyperstep.backends.tensorflow import ExactScalar
 
         return ExactScalar(exact(), static)
     if backend == "jax":
-        from hyperstep.backends.static import ARRAYS_ONLY, StaticScalar
+        from hyperstep.backends.static import ARRAYS_ONLY, StaticScalar, weak
 
         if name in ARRAYS_ONLY.get(keras_base_name(cls) or "", ()):
-            return value()
+            return weak(value())  # promoted as a Python float: to the other's dtype
         return StaticScalar(value(), static, exact=static is not None)
     if backend == "torch":
         from hyperstep.backends.torch import exact_scalar, python_numbers
@@ -115,6 +123,11 @@ def scalar_tensor(value: Any) -> Any:
         return value.value
     if isinstance(value, StaticNumber):
         return value.tensor  # type: ignore[attr-defined]
+    if current_backend() == "tensorflow":
+        from hyperstep.backends.tensorflow import KerasRate
+
+        if isinstance(value, KerasRate):
+            return value.tensor
     return value
 
 

@@ -243,6 +243,20 @@ def _apis() -> dict[str, PrivateAPI]:
             optional=True,
         ),
         PrivateAPI(
+            "jax._src.lax.lax._convert_element_type",
+            "jax",
+            "hs.scheduled's JAX values promote as Keras's Python floats (weakly typed)",
+            lambda: _import("jax._src.lax.lax", "_convert_element_type"),
+            optional=True,
+        ),
+        PrivateAPI(
+            "jax._src.dtypes.register_weak_scalar_type",
+            "jax",
+            "hs.scheduled's JAX values convert as Keras's Python floats (weakly typed)",
+            lambda: _import("jax._src.dtypes", "register_weak_scalar_type"),
+            optional=True,
+        ),
+        PrivateAPI(
             "jax._src.core.trace_state_clean/unsafe_am_i_under_a_jit",
             "jax",
             "the JAX freeze check (variables read as constants in jax.jit)",

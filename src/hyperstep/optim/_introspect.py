@@ -80,20 +80,20 @@ def numeric_names(cls: type) -> list[str]:
     return ["learning_rate", *own, *BASE_NUMERIC]
 
 
-def check_names(optimizer: keras.optimizers.Optimizer, names: list[str]) -> None:
-    """Raise naming the valid choices if a name in ``names`` cannot be scheduled."""
-    cls = type(optimizer)
+def check_names(cls: type, given: dict[str, Any], where: str = "hs.scheduled") -> None:
+    """Raise ValueError naming the valid choices if a name of ``given`` (name -> value)
+    cannot be scheduled on optimizer class ``cls``."""
     valid = numeric_names(cls)
     arguments = constructor_arguments(cls)
-    for name in names:
+    for name, value in given.items():
         if name in valid:
             continue
-        title = f"`hs.scheduled({cls.__name__}(), {name}=...)`"
+        title = f"`{where}({cls.__name__}(), {name}=...)`"
         listing = f"Valid: {', '.join(valid)}."
         if name in STRUCTURAL:
             reason = f"`{name}` cannot be scheduled: {STRUCTURAL[name]}."
         elif name in arguments:
-            kind = type(getattr(optimizer, name, arguments[name])).__name__
+            kind = type(arguments[name]).__name__
             reason = (
                 f"`{name}` is not a numeric hyperparameter of {cls.__name__} (it is a {kind} "
                 "that fixes the structure of the update); set it on the optimizer instead."
@@ -101,8 +101,8 @@ def check_names(optimizer: keras.optimizers.Optimizer, names: list[str]) -> None
         else:
             close = difflib.get_close_matches(name, valid, n=1)
             hint = f" Did you mean '{close[0]}'?" if close else ""
-            reason = f"{cls.__name__} has no hyperparameter `{name}`.{hint}"
-        raise InvalidArgumentError(f"{title}: {reason} {listing} {received(name, '...')}")
+            reason = f"{cls.__name__} has no hyperparameter {name!r}.{hint}"
+        raise InvalidArgumentError(f"{title}: {reason} {listing} {received(name, value)}")
 
 
 def current_values(optimizer: keras.optimizers.Optimizer) -> dict[str, Any]:

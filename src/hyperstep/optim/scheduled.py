@@ -59,7 +59,7 @@ from hyperstep.backends.internals import unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
-from hyperstep.optim.core import apply_update, keras_callable, schedule_of
+from hyperstep.optim.core import apply_update, keras_callable
 from hyperstep.optim.scheduled_base import scheduled_state
 from hyperstep.optim.scheduled_update import ScheduledUpdate
 
@@ -239,29 +239,10 @@ def scheduled(
             "`hs.scheduled(optimizer=...)` needs a fresh optimizer (its slots are rebuilt); "
             f"this one was already applied. {received('optimizer', optimizer)}"
         )
-    if clock is not None and not isinstance(clock, Clock):
-        raise InvalidTypeError(
-            f"`hs.scheduled(clock=...)` must be an `hs.Clock` or None. {received('clock', clock)}"
-        )
-    if not isinstance(fused, bool):
-        raise InvalidTypeError(
-            f"`hs.scheduled(fused=...)` must be True or False. {received('fused', fused)}"
-        )
-    if advance is not None and not isinstance(advance, bool):
-        raise InvalidTypeError(
-            f"`hs.scheduled(advance=...)` must be True, False or None. "
-            f"{received('advance', advance)}"
-        )
-    if isinstance(groups, (str, bytes, dict)) or not isinstance(groups, (list, tuple)):
-        raise InvalidTypeError(
-            "`hs.scheduled(groups=...)` must be a list of `hs.Group` objects. "
-            f"{received('groups', groups)}"
-        )
-    _introspect.check_names(optimizer, list(hyperparameters))
-    given = {  # strings are parsed at install: they may name each other ("0.1 * momentum")
-        name: value if isinstance(value, str) else schedule_of(value, name)
-        for name, value in hyperparameters.items()
-    }
+    # the other arguments are checked once, where every scheduled optimizer is built
+    # (``ScheduledBase._hs_install``: from here and from a config alike)
+    # values become schedules at install (strings may name each other: "0.1 * momentum")
+    given = dict(hyperparameters)
     learning_rate = optimizer._learning_rate
     with warnings.catch_warnings():
         if keras_callable(learning_rate):  # Keras warns that it serializes a lambda
@@ -276,7 +257,7 @@ def scheduled(
         hyperparameters=given,
         clock=clock,
         advance=advance,
-        groups=list(groups),
+        groups=groups,
         fused=fused,
     )
 

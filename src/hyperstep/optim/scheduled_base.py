@@ -22,7 +22,7 @@ from hyperstep.clock import Clock
 from hyperstep.control import named_state
 from hyperstep.control.hyperparameter import Hyperparameter, track
 from hyperstep.control.relative import references, resolve
-from hyperstep.errors import InvalidArgumentError, received
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.average_state import restore as restore_average
@@ -91,7 +91,7 @@ class ScheduledBase(named_state.SavedByName):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        scheduled_state(self).fused_requested = bool(fused)
+        scheduled_state(self).fused_requested = fused
         self._hs_install(hyperparameters or {}, clock, advance, groups)
 
     # ---- public surface -----------------------------------------------------------------
@@ -126,7 +126,7 @@ class ScheduledBase(named_state.SavedByName):
         state = scheduled_state(self)
         if isinstance(clock, dict):
             clock = keras.saving.deserialize_keras_object(clock)
-        _check_install(self._hs_base, given, clock, advance, groups)
+        check_arguments(self._hs_base, given, clock, advance, groups, state.fused_requested)
         if clock is None:
             clock = Clock(name=f"{self.name}_clock")
         self.clock = clock
@@ -197,7 +197,8 @@ class ScheduledBase(named_state.SavedByName):
             if unknown:
                 raise InvalidArgumentError(
                     f"Group {group.name!r} sets {unknown}, which are not numeric "
-                    f"hyperparameters of {base}. Valid: {sorted(valid)}."
+                    f"hyperparameters of {base}. Valid: {sorted(valid)}. "
+                    f"{received('group', group)}"
                 )
 
         def make(key: str, value: Any) -> Hyperparameter:
@@ -359,36 +360,36 @@ class _LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
         return self.assign(ops.subtract(self.value, value))
 
 
-def _check_install(base: type, given: Any, clock: Any, advance: Any, groups: Any) -> None:
-    """The arguments of a scheduled optimizer (from ``hs.scheduled`` or a config).
-
-    A ValueError even for a wrong type: Keras rewraps a TypeError raised by ``from_config``
-    into a long message of its own."""
-    where = f"Scheduled{base.__name__}"
+def check_arguments(
+    base: type, given: Any, clock: Any, advance: Any, groups: Any, fused: Any = False
+) -> None:
+    """The arguments of a scheduled optimizer (from ``hs.scheduled`` or a config), checked
+    once: a TypeError (:class:`~hyperstep.errors.InvalidTypeError`) for a wrong type, a
+    ValueError (:class:`~hyperstep.errors.InvalidArgumentError`) for a wrong value, each
+    naming the argument and the value received. (Keras's loader rewraps a TypeError from
+    ``from_config`` into its own TypeError, whose message keeps this one.)"""
     if not isinstance(given, dict):
-        raise InvalidArgumentError(
-            f"`{where}(hyperparameters=...)` must be a dict of name -> schedule. "
+        raise InvalidTypeError(
+            "`hs.scheduled(**hyperparameters)` takes name -> schedule. "
             f"{received('hyperparameters', given)}"
         )
-    valid = _introspect.numeric_names(base)
-    unknown = sorted(set(given) - set(valid))
-    if unknown:
-        raise InvalidArgumentError(
-            f"`{where}(hyperparameters=...)` names {unknown}, which are not numeric "
-            f"hyperparameters of {base.__name__}. Valid: {', '.join(valid)}. "
-            f"Received: hyperparameters with {unknown[0]!r}"
-        )
+    _introspect.check_names(base, given)
     if clock is not None and not isinstance(clock, Clock):
-        raise InvalidArgumentError(
-            f"`{where}(clock=...)` must be an `hs.Clock` (or its config) or None. "
+        raise InvalidTypeError(
+            f"`hs.scheduled(clock=...)` must be an `hs.Clock` (or its config) or None. "
             f"{received('clock', clock)}"
         )
     if advance is not None and not isinstance(advance, bool):
-        raise InvalidArgumentError(
-            f"`{where}(advance=...)` must be True, False or None. {received('advance', advance)}"
+        raise InvalidTypeError(
+            f"`hs.scheduled(advance=...)` must be True, False or None. "
+            f"{received('advance', advance)}"
         )
     if isinstance(groups, (str, bytes, dict)) or not isinstance(groups, (list, tuple)):
-        raise InvalidArgumentError(
-            f"`{where}(groups=...)` must be a list of `hs.Group` objects. "
+        raise InvalidTypeError(
+            "`hs.scheduled(groups=...)` must be a list of `hs.Group` objects. "
             f"{received('groups', groups)}"
+        )
+    if not isinstance(fused, bool):
+        raise InvalidTypeError(
+            f"`hs.scheduled(fused=...)` must be True or False. {received('fused', fused)}"
         )

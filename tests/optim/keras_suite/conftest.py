@@ -63,6 +63,26 @@ def _scheduled_optimizers(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
     assert isinstance(made, ScheduledOptimizer), type(made)
 
 
+#: Keras tests that fail under hs.scheduled on one backend, with why (strict: a fix shows)
+KNOWN_FAILURES = {
+    "jax": {
+        "test_keras_sgd.py::SGDTest::test_single_step": (
+            "on JAX hs.scheduled keeps its clock and hyperparameter state in "
+            "`optimizer.variables` (stateless training carries only those through a jitted "
+            "step), so Keras's `len(optimizer.variables) == 2` sees 11 (the state model issue)"
+        )
+    }
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    known = KNOWN_FAILURES.get(keras.backend.backend(), {})
+    for item in items:
+        reason = known.get(item.nodeid.rsplit("/", 1)[-1])
+        if reason is not None:
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Keras's own marker (its conftest skips these on the numpy backend, which we never use)
     config.addinivalue_line("markers", "requires_trainable_backend: Keras's trainable backends")
