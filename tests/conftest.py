@@ -7,7 +7,8 @@ in the passes of the backends it declares:
 - ``@pytest.mark.backend("jax", "torch")`` (on a test, a parameter or a module's
   ``pytestmark``): in those passes only;
 - a test parametrized by an argument named ``backend`` (``@pytest.mark.parametrize("backend",
-  ["tensorflow", "jax"])``): each case in its own backend's pass;
+  ["tensorflow", "jax"])``, or a fixture ``def backend(request)`` with ``params``): each
+  case in its own backend's pass;
 - anything else (the backend-agnostic units, TensorFlow's own checks): the TensorFlow pass.
 
 The JAX and torch passes skip, without importing them, test files that declare no backend.
@@ -55,7 +56,7 @@ HANG_TIMEOUT = float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600"))
 
 BACKENDS = ("tensorflow", "jax", "torch")
 #: what a test file must contain to be collected in the JAX and torch passes
-_DECLARES = re.compile(r"mark\.backend\(|parametrize\(\s*\(?\s*[\"']backend[\"']")
+_DECLARES = re.compile(r"mark\.backend\(|parametrize\(\s*\(?\s*[\"']backend[\"']|def backend\(")
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,9 @@ import pytest
 from hyperstep.doctor import Doctor, DoctorError, DoctorWarning
 from hyperstep.errors import InvalidTypeError
 
+#: every pass: the doctor's catalogue on each backend's own mistakes (see tests/conftest.py)
+pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
+
 BACKEND = keras.backend.backend()
 
 

@@ -11,6 +11,9 @@ import hyperstep as hs
 from hyperstep.doctor import CODES, Diagnosis, Finding
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError
 
+#: every pass: the doctor's catalogue on each backend's own mistakes (see tests/conftest.py)
+pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
+
 UNTRACKED = Finding(
     "m/scale", "untracked", "raw tf.Variable", "not tracked", "self.add_weight(...)"
 )

@@ -1,9 +1,6 @@
 """The step is the training iteration: two optimizers on one clock, in every order, in fit
 and in custom loops, bitwise plain Keras optimizers set to schedule(i) before iteration i."""
 
-import json
-import os
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -109,33 +106,18 @@ def test_gradient_accumulation_advances_the_iteration_on_applied_updates_only():
     assert int(opt.clock.step) == 2
 
 
-def test_jax_and_torch_every_order_equals_plain_keras():
-    """Each backend in its own process, both at once: custom loops (``with
-    clock.iteration():``, stateful ``apply``) on both, ``fit`` with a custom ``train_step``
-    on torch (JAX's ``fit`` trains statelessly: its train step holds one optimizer's state)."""
-    processes = {}
-    for backend in ("jax", "torch"):
-        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-        ways = ["loop"] if backend == "jax" else ["loop", "fit"]
-        processes[backend] = subprocess.Popen(
-            [sys.executable, str(WORKER), *ways],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    for backend, process in processes.items():
-        out, err = process.communicate(
-            timeout=float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600"))
-        )
-        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
-        assert process.returncode == 0 and lines, f"{backend}:\n{err[-4000:]}"
-        rows = json.loads(lines[-1].removeprefix("RESULT "))
-        assert len(rows) == (3 if backend == "jax" else 6)
-        for row in rows:
-            assert row["weights_bitwise"], (backend, row)
-            assert row["tau_equals_schedule"] and row["tau_after_equals_before"], (backend, row)
-            assert row["step"] == worker.STEPS, (backend, row)
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_jax_and_torch_every_order_equals_plain_keras(workers, backend):
+    """In each backend's pytest pass: custom loops (``with clock.iteration():``, stateful
+    ``apply``) on both, ``fit`` with a custom ``train_step`` on torch (JAX's ``fit`` trains
+    statelessly: its train step holds one optimizer's state)."""
+    ways = ["loop"] if backend == "jax" else ["loop", "fit"]
+    rows = workers(WORKER, [backend], args=ways)[backend]
+    assert len(rows) == (3 if backend == "jax" else 6)
+    for row in rows:
+        assert row["weights_bitwise"], (backend, row)
+        assert row["tau_equals_schedule"] and row["tau_after_equals_before"], (backend, row)
+        assert row["step"] == worker.STEPS, (backend, row)
 
 
 def test_fit_advances_once_per_train_step_and_a_copied_model_trains_itself():
