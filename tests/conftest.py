@@ -165,16 +165,20 @@ def _finish(process: subprocess.Popen[str], what: str, timeout: float) -> Any:
 
 
 def _code_key(worker: Path, args: tuple[str, ...]) -> str:
-    """A digest of what a worker's result depends on: hyperstep's source, the worker's folder
-    (its helpers), its arguments and the installed Keras and TensorFlow."""
+    """A digest of what a worker's result depends on: hyperstep's source, the worker and the
+    helpers beside it (not the test modules), its arguments, the installed Keras and
+    TensorFlow."""
     from importlib.metadata import PackageNotFoundError, version
 
     digest = hashlib.sha256(repr(args).encode())
     spec = importlib.util.find_spec("hyperstep")
     assert spec is not None and spec.origin is not None
-    for folder in (Path(spec.origin).parent, worker.parent):
-        for file in sorted(folder.rglob("*.py")):
-            digest.update(str(file.relative_to(folder)).encode() + file.read_bytes())
+    package = Path(spec.origin).parent
+    files = [(package, file) for file in sorted(package.rglob("*.py"))]
+    helpers = sorted(worker.parent.glob("*.py"))
+    files += [(worker.parent, f) for f in helpers if f == worker or not f.name.startswith("test_")]
+    for folder, file in files:
+        digest.update(str(file.relative_to(folder)).encode() + file.read_bytes())
     for package in ("keras", "tensorflow", "tensorflow-cpu"):
         with contextlib.suppress(PackageNotFoundError):
             digest.update(f"{package}=={version(package)}".encode())
