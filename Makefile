@@ -25,8 +25,13 @@ demo: $(VENV)/.demo-installed
 # TensorFlow runs the backend-agnostic tests, the doctests and its own; JAX and torch the
 # tests that declare their backend (`@pytest.mark.backend(...)`, see tests/conftest.py),
 # comparing with the results the TensorFlow pass left in .pytest-golden/.
+# The fast passes in JOBS processes (pytest-xdist), every test file whole in one of them so
+# its module fixtures run once: `make test JOBS=1` for one process. The slow checks (Ray,
+# torch.compile, several workers on ports) run one at a time.
 PASSES := tensorflow jax torch
-PYTEST := $(BIN)/python -m pytest
+JOBS ?= 2
+PYTEST := $(BIN)/python -m pytest $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadfile)
+SERIAL := $(BIN)/python -m pytest
 
 test: $(VENV)/.dev-installed
 	KERAS_BACKEND=tensorflow $(PYTEST) src tests -m "not slow"
@@ -36,7 +41,7 @@ test: $(VENV)/.dev-installed
 # compile-heavy checks (torch.compile, multi-worker): CI runs them after `make test`
 test-slow: $(VENV)/.dev-installed
 	@for backend in $(PASSES); do \
-		KERAS_BACKEND=$$backend $(PYTEST) tests -m slow || [ $$? -eq 5 ] || exit 1; \
+		KERAS_BACKEND=$$backend $(SERIAL) tests -m slow || [ $$? -eq 5 ] || exit 1; \
 	done
 
 # the oldest Keras and TensorFlow that pyproject claims, in a second venv: the schedule,
@@ -46,13 +51,14 @@ $(OLDEST)/.installed: pyproject.toml
 	$(PY) -m venv $(OLDEST)
 	$(OLDEST)/bin/pip install -q --upgrade pip
 	$(OLDEST)/bin/pip install -q -e . "keras==3.10.0" "tensorflow-cpu==2.19.1" pytest hypothesis \
-		jax optax "torch==2.13.0"
+		pytest-xdist jax optax "torch==2.13.0"
 	touch $@
 
 test-oldest: $(OLDEST)/.installed
 	@for backend in $(PASSES); do \
-		KERAS_BACKEND=$$backend $(OLDEST)/bin/python -m pytest tests/schedules tests/optim \
-			tests/control tests/test_clock.py -m "not slow" || [ $$? -eq 5 ] || exit 1; \
+		KERAS_BACKEND=$$backend $(OLDEST)/bin/python -m pytest -n $(JOBS) --dist loadfile \
+			tests/schedules tests/optim tests/control tests/test_clock.py -m "not slow" \
+			|| [ $$? -eq 5 ] || exit 1; \
 	done
 # the user's guide and API reference (mkdocs-material; the schedule figures drawn from the
 # code by docs/_ext/hooks.py), warnings as errors, into site/: open site/index.html

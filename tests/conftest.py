@@ -11,7 +11,8 @@ in the passes of the backends it declares:
   case in its own backend's pass;
 - anything else (the backend-agnostic units, TensorFlow's own checks): the TensorFlow pass.
 
-The JAX and torch passes skip, without importing them, test files that declare no backend.
+The JAX and torch passes skip, without importing them, test files that declare no backend
+(and the doctests of ``src/``).
 
 **Workers.** A worker script (``tests/backends/worker.py`` and the like) computes a JSON
 ``RESULT`` under one backend. The ``workers`` fixture runs it in this process for the pass's
@@ -86,11 +87,13 @@ def backends_of(item: pytest.Item) -> set[str]:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    if BACKEND == "tensorflow" or collection_path.suffix != ".py":
-        return None
-    if not collection_path.name.startswith("test_"):
-        return True  # doctests of helpers and of src/: the TensorFlow pass
-    return None if _DECLARES.search(collection_path.read_text(encoding="utf-8")) else True
+    if collection_path.suffix != ".py" or collection_path.name.startswith("test_"):
+        if BACKEND == "tensorflow" or collection_path.suffix != ".py":
+            return None
+        return None if _DECLARES.search(collection_path.read_text(encoding="utf-8")) else True
+    if Path(__file__).parent in collection_path.parents:
+        return True  # the worker scripts and helpers here: no doctests, some read sys.argv
+    return None if BACKEND == "tensorflow" else True  # src/'s doctests: the TensorFlow pass
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -262,6 +265,17 @@ def workers(golden_dir: Path) -> Callable[..., Mapping[str, Any]]:
 
 def pytest_report_header(config: pytest.Config) -> str:
     return f"hyperstep pass: KERAS_BACKEND={BACKEND}"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    output = getattr(session.config, "workeroutput", None)  # a pytest-xdist worker's
+    if output is not None:
+        output["hyperstep_started"] = list(_STARTED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:  # pytest-xdist, on the controller
+    _STARTED.extend(getattr(node, "workeroutput", {}).get("hyperstep_started", []))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -67,6 +67,8 @@ def test_other_passes_collect_only_files_that_declare_a_backend(
     helper.write_text("x = 1")
     config = None
     assert passes.pytest_ignore_collect(plain, config) is None  # the TensorFlow pass: all
+    worker = Path(__file__).parent / "backends" / "fresh_worker.py"  # reads sys.argv
+    assert passes.pytest_ignore_collect(worker, config) is True  # no doctests among the tests
     monkeypatch.setattr(passes, "BACKEND", "jax")
     assert passes.pytest_ignore_collect(declared, config) is None
     assert passes.pytest_ignore_collect(plain, config) is True
