@@ -9,10 +9,6 @@ and a user's optimizer that tests a hyperparameter in a Python ``if``
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import keras
@@ -38,29 +34,21 @@ def _check(result: dict) -> None:
 
 
 @pytest.mark.slow
-def test_every_optimizer_and_dtype_on_every_backend(workers) -> None:
-    results = workers(WORKER, BACKENDS)
-    for backend in BACKENDS:
-        _check(results[backend])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_optimizer_and_dtype_on_every_backend(workers, backend: str) -> None:
+    _check(workers(WORKER, [backend])[backend])
 
 
-def test_float64_ftrl_and_centered_rmsprop_and_a_python_if_on_this_backend() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float64_ftrl_and_centered_rmsprop_and_a_python_if_on_this_backend(
+    workers, backend: str
+) -> None:
     # were: "x and y must have the same dtype" (Ftrl, RMSprop(centered=True) on float64);
     # OperatorNotAllowedInGraphError / TracerBoolConversionError (`on = extra_decay > 0`);
     # Muon: `lr * update` with a float16 update raised TypeError on TensorFlow; each dtype
     # bitwise the plain optimizer (`_check`)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    process = subprocess.run(
-        [sys.executable, str(WORKER), "Ftrl,RMSprop,Adam,Muon"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600")),
-    )
-    lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
-    assert process.returncode == 0 and lines, process.stderr[-4000:]
-    result = json.loads(lines[-1].removeprefix("RESULT "))
-    assert result["backend"] == keras.backend.backend()
+    result = workers(WORKER, [backend], args=["Ftrl,RMSprop,Adam,Muon"])[backend]
+    assert result["backend"] == keras.backend.backend() == backend
     _check(result)
     if result["backend"] == "tensorflow":  # (Keras trains both; they crashed under hs.scheduled)
         assert "unsupported" not in (

@@ -24,6 +24,8 @@ from exact_worker import CASES, FIT  # noqa: E402
 
 sys.path.pop(0)
 
+pytestmark = pytest.mark.backend("jax")  # its pass runs the worker in-process
+
 
 def _run(workers: Any, modes: str) -> dict[str, Any]:
     with pytest.MonkeyPatch.context() as patch:  # the worker inherits the environment

@@ -22,6 +22,8 @@ from optimizers_worker import CONFIGS  # noqa: E402
 
 sys.path.pop(0)
 
+pytestmark = pytest.mark.backend("jax")  # its pass runs the worker in-process
+
 
 @pytest.fixture(scope="module")
 def jax_results(workers: Any) -> dict[str, Any]:

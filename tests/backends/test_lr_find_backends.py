@@ -57,10 +57,15 @@ def test_each_step_sees_its_learning_rate(results: dict[str, Any], backend: str,
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_jax_traces_the_step_no_more_for_the_test(results: dict[str, Any], kind: str) -> None:
-    assert results["jax"][kind]["traces"]["completed"] == 0  # traced by the first fit
-    assert results["jax"][kind]["traces_in_fit"] == 0
-    assert results["torch"][kind]["traces"]["completed"] == 12  # eager: a call per step
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jax_traces_the_step_no_more_for_the_test(
+    results: dict[str, Any], backend: str, kind: str
+) -> None:
+    if backend == "jax":
+        assert results["jax"][kind]["traces"]["completed"] == 0  # traced by the first fit
+        assert results["jax"][kind]["traces_in_fit"] == 0
+    else:
+        assert results["torch"][kind]["traces"]["completed"] == 12  # eager: a call per step
 
 
 # ---- everything put back: wrappers, clocks, global random state (lr_find_restore_worker) ---
@@ -130,5 +135,6 @@ def test_gradient_accumulation_takes_one_rate_per_applied_update(
     assert found["changed_variables"] == []
 
 
-def test_the_restore_worker_warns_nothing(restored: dict[str, Any]) -> None:
-    assert {b: restored[b]["warnings"] for b in ALL_BACKENDS} == {b: [] for b in ALL_BACKENDS}
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
+def test_the_restore_worker_warns_nothing(restored: dict[str, Any], backend: str) -> None:
+    assert restored[backend]["warnings"] == []

@@ -45,8 +45,6 @@ calls instead of ``keras.ops``, ``Hyperparameter._torch_at``) gives the bits of 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -284,25 +282,16 @@ def main() -> None:
     print("RESULT " + json.dumps(result))
 
 
-# compile-heavy (dynamo traces each optimizer's step: minutes on 2 cores): `make test-slow`
-pytestmark = pytest.mark.slow
+# compile-heavy (dynamo traces each optimizer's step: minutes on 2 cores): `make test-slow`,
+# in the torch pass
+pytestmark = [pytest.mark.slow, pytest.mark.backend("torch")]
 
 
 # ---- the tests -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def results(hang_timeout: float) -> dict[str, Any]:
-    env = {**os.environ, "KERAS_BACKEND": "torch", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__))],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=hang_timeout,  # a hang guard only
-        check=False,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, f"torch worker failed:\n{done.stderr[-4000:]}"
-    return json.loads(lines[-1].removeprefix("RESULT "))
+def results(workers: Any, hang_timeout: float) -> dict[str, Any]:
+    found: dict[str, Any] = workers(Path(__file__), ["torch"], hang_timeout)["torch"]
+    return found
 
 
 def test_torch_evaluation_equals_hyperparameter_at_bitwise(results: dict[str, Any]) -> None:

@@ -52,6 +52,8 @@ SCHEDULES = {
     "constant": "0.9",
 }
 
+pytestmark = pytest.mark.backend("torch")  # its pass runs the worker in-process
+
 
 # ---- the worker (run under KERAS_BACKEND=torch) ---------------------------------------------
 def _train(optimizer: Any, before_step: Any = None, steps: int = 6) -> list[Any]:

@@ -53,6 +53,8 @@ CASES = {  # name: (Keras optimizer, torch optimizer, keyword arguments, beta_1 
 }
 EPSILON = 1e-7  # Keras's default
 
+pytestmark = pytest.mark.backend("torch")  # its pass runs the worker in-process
+
 
 def _lr(step: int) -> float:
     return 2e-2 * 0.5 * (1.0 + math.cos(math.pi * step / STEPS))

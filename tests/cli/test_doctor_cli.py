@@ -17,6 +17,9 @@ import pytest
 import hyperstep
 from hyperstep.cli.main import main
 
+#: every pass: the doctor's catalogue on each backend's own mistakes (see tests/conftest.py)
+pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
+
 TARGET = textwrap.dedent(
     """
     import keras
@@ -209,6 +212,7 @@ def test_quiet_stderr_drops_the_banners_and_keeps_everything_else():
 
 
 @pytest.mark.slow  # a fresh process importing TensorFlow: 5-20 s
+@pytest.mark.backend("tensorflow")
 def test_no_backend_banner_reaches_the_terminal(target):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     source = str(Path(hyperstep.__file__).parents[1])  # this checkout, from any directory

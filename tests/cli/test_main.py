@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -73,12 +74,36 @@ def run_fresh(*argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+#: every ``--help`` in turn in one fresh process, the heavy modules after each (what one
+#: imported stays imported: the first to import a backend is the one named)
+PROBE_EACH = """
+import json, sys
+from hyperstep.cli.main import main
+for argv in json.loads(sys.argv[1]):
+    code = main(argv)
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"keras", "tensorflow", "jax", "torch"})
+    print("HEAVY", heavy, code)
+"""
+
+
 def test_help_of_every_command_imports_no_backend() -> None:
     names = [name for m in main_module.COMMANDS for name in main_module.command_names(m)]
-    for argv in (["--help"], *([name, "--help"] for name in names)):
-        done = run_fresh(*argv)
-        assert done.stdout.splitlines()[-1] == "HEAVY [] 0", (argv, done.stderr[-2000:])
-        assert done.stderr == "", argv
+    argvs = [["--help"], *([name, "--help"] for name in names)]
+    source = str(Path(hyperstep.__file__).parents[1])  # this checkout, from any directory
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = os.pathsep.join([source, env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE_EACH, json.dumps(argvs)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    found = [line for line in done.stdout.splitlines() if line.startswith("HEAVY ")]
+    assert len(found) == len(argvs), done.stderr[-2000:]
+    for argv, line in zip(argvs, found, strict=True):
+        assert line == "HEAVY [] 0", argv
+    assert done.stderr == ""
 
 
 def test_plot_text_and_png_import_no_backend(tmp_path: Path) -> None:

@@ -1,28 +1,21 @@
-"""A hyperparameter written during JAX fit (one process): from a batch callback and from
+"""A hyperparameter written during JAX fit (in the JAX pass): from a batch callback and from
 another thread, ``hp.set(0.0)`` trains from the next update on and outlives fit, and reads
 there return the current value (Keras's trainer holds the state during fit); so does a
 direct ``hp.scale.assign(0.0)`` or ``hp.override.assign(0.0)`` from a batch callback."""
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 WORKER = Path(__file__).with_name("jax_fit_worker.py")
+pytestmark = pytest.mark.backend("jax")
 
 
 @pytest.fixture(scope="module")
-def result() -> dict:
-    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    done = subprocess.run(
-        [sys.executable, str(WORKER)], env=env, capture_output=True, text=True, check=False
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-4000:]
-    return json.loads(lines[-1].removeprefix("RESULT "))
+def result(workers: Any) -> dict:
+    found: dict = workers(WORKER, ["jax"])["jax"]
+    return found
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,9 @@
-"""One state model, on each backend (a process each, several cases per process): a Cooldown
+"""One state model, on each backend (in its pytest pass, several cases per run): a Cooldown
 made after the step was traced, a ``.keras`` reload with a plateau, state by name across
 reordered and removed groups (``save_weights``; ``tf.train.Checkpoint`` on TensorFlow)."""
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,23 +12,16 @@ WORKER = Path(__file__).with_name("state_worker.py")
 CASES = ["cooldown_after_fit", "plateau_reload", "groups", "checkpoint"]
 
 
-def run(backend: str) -> dict:
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    done = subprocess.run(
-        [sys.executable, str(WORKER), *CASES],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-4000:]
-    return json.loads(lines[-1].removeprefix("RESULT "))
-
-
 @pytest.fixture(scope="module", params=["tensorflow", "jax", "torch"])
-def result(request: pytest.FixtureRequest) -> dict:
-    return run(request.param)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each case in its backend's pytest pass (see tests/conftest.py)."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def result(workers: Any, backend: str) -> dict:
+    found: dict = workers(WORKER, [backend], args=CASES)[backend]
+    return found
 
 
 def test_a_cooldown_created_after_the_first_fit_trains_the_next_fit(result: dict) -> None:

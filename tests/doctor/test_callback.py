@@ -15,6 +15,9 @@ from hyperstep.callbacks import Doctor
 from hyperstep.diagnosis import DoctorError, DoctorWarning
 from hyperstep.errors import InvalidTypeError
 
+#: every pass: the doctor's catalogue on each backend's own mistakes (see tests/conftest.py)
+pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
+
 BACKEND = keras.backend.backend()
 
 

@@ -15,6 +15,9 @@ import pytest
 
 import hyperstep as hs
 
+#: every pass: the doctor's catalogue on each backend's own mistakes (see tests/conftest.py)
+pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
+
 BACKEND = keras.backend.backend()
 TF = BACKEND == "tensorflow"
 ops = keras.ops

@@ -12,6 +12,9 @@ import pytest
 
 import hyperstep as hs
 
+#: every pass: the doctor's catalogue on each backend's own mistakes (see tests/conftest.py)
+pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
+
 BACKEND = keras.backend.backend()
 #: eager JAX compiles each primitive once per shape: a first ResNet50 diagnosis takes minutes
 #: on a loaded 2-core machine, so on JAX the big models run in `make test-slow`

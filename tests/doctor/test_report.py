@@ -12,6 +12,9 @@ from hyperstep import Diagnosis, Finding
 from hyperstep.diagnosis import CODES
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError
 
+#: every pass: the doctor's catalogue on each backend's own mistakes (see tests/conftest.py)
+pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
+
 UNTRACKED = Finding(
     "m/scale", "untracked", "raw tf.Variable", "not tracked", "self.add_weight(...)"
 )

@@ -1,9 +1,6 @@
 """The step is the training iteration: two optimizers on one clock, in every order, in fit
 and in custom loops, bitwise plain Keras optimizers set to schedule(i) before iteration i."""
 
-import json
-import os
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -109,50 +106,37 @@ def test_gradient_accumulation_advances_the_iteration_on_applied_updates_only():
     assert int(opt.clock.step) == 2
 
 
-def test_jax_and_torch_every_order_equals_plain_keras_and_a_teacher_the_hand_written_one():
-    """Each backend in its own process, both at once: every order in a custom loop (``with
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_jax_and_torch_every_order_equals_plain_keras_and_a_teacher_the_hand_written_one(
+    workers, backend
+):
+    """In each backend's pytest pass: every order in a custom loop (``with
     clock.iteration():``, stateful ``apply``) and in ``fit`` with a custom ``train_step``
     (on JAX a stateless one carrying both optimizers' state, against the same jitted step
     with plain Keras Adam set by a callback: jitted and eager differ in the last bits); the
     loop without the iteration (warns once, G first); a momentum teacher
     (``hs.EMA.network``, with the optimizer and without one) inside the step against the
     hand-written update."""
-    processes = {}
-    for backend in ("jax", "torch"):
-        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-        processes[backend] = subprocess.Popen(
-            [sys.executable, str(WORKER)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    for backend, process in processes.items():
-        out, err = process.communicate(
-            timeout=float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600"))
-        )
-        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
-        assert process.returncode == 0 and lines, f"{backend}:\n{err[-4000:]}"
-        rows = json.loads(lines[-1].removeprefix("RESULT "))
-        orders = [row for row in rows if row["how"] in ("loop", "fit")]
-        assert sorted((row["how"], row["order"]) for row in orders) == sorted(
-            (how, order) for how in ("loop", "fit") for order in worker.ORDERS
-        )
-        for row in orders:
-            assert row["weights_bitwise"], (backend, row)
-            assert row["tau_equals_schedule"] and row["tau_after_equals_before"], (backend, row)
-            assert row["step"] == worker.STEPS, (backend, row)
-        unwrapped = {row["order"]: row for row in rows if row["how"] == "without_iteration"}
-        assert unwrapped["g_then_d"]["warnings"] == 1, (backend, unwrapped)
-        assert not unwrapped["g_then_d"]["weights_bitwise"], (backend, unwrapped)
-        assert unwrapped["d_then_g"]["warnings"] == 0, (backend, unwrapped)
-        assert unwrapped["d_then_g"]["weights_bitwise"], (backend, unwrapped)
-        (teacher,) = [row for row in rows if row["how"] == "teacher"]
-        assert teacher["teacher_bitwise"] and teacher["student_bitwise"], (backend, teacher)
-        assert teacher["teacher_moved"], (backend, teacher)
-        assert teacher["alone_bitwise"] and teacher["alone_step"] == worker.TEACHER_STEPS
-        assert teacher["tau_equals_schedule"] and teacher["tau_after_equals_before"], teacher
-        assert teacher["step"] == worker.TEACHER_STEPS, (backend, teacher)
+    rows = workers(WORKER, [backend], args=["loop", "fit", "without_iteration", "teacher"])[backend]
+    orders = [row for row in rows if row["how"] in ("loop", "fit")]
+    assert sorted((row["how"], row["order"]) for row in orders) == sorted(
+        (how, order) for how in ("loop", "fit") for order in worker.ORDERS
+    )
+    for row in orders:
+        assert row["weights_bitwise"], (backend, row)
+        assert row["tau_equals_schedule"] and row["tau_after_equals_before"], (backend, row)
+        assert row["step"] == worker.STEPS, (backend, row)
+    unwrapped = {row["order"]: row for row in rows if row["how"] == "without_iteration"}
+    assert unwrapped["g_then_d"]["warnings"] == 1, (backend, unwrapped)
+    assert not unwrapped["g_then_d"]["weights_bitwise"], (backend, unwrapped)
+    assert unwrapped["d_then_g"]["warnings"] == 0, (backend, unwrapped)
+    assert unwrapped["d_then_g"]["weights_bitwise"], (backend, unwrapped)
+    (teacher,) = [row for row in rows if row["how"] == "teacher"]
+    assert teacher["teacher_bitwise"] and teacher["student_bitwise"], (backend, teacher)
+    assert teacher["teacher_moved"], (backend, teacher)
+    assert teacher["alone_bitwise"] and teacher["alone_step"] == worker.TEACHER_STEPS
+    assert teacher["tau_equals_schedule"] and teacher["tau_after_equals_before"], teacher
+    assert teacher["step"] == worker.TEACHER_STEPS, (backend, teacher)
 
 
 def test_fit_advances_once_per_train_step_and_a_copied_model_trains_itself():

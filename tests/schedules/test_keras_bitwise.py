@@ -1,16 +1,13 @@
 """``from_keras`` of Keras's six built-in schedules is Keras's own float32 value, bit for bit,
 at every step of a random grid (0..3x the horizon, every boundary +-1): eagerly against Keras
-eagerly, traced against Keras traced, on TensorFlow here and on JAX and torch in their own
-processes."""
+eagerly, traced against Keras traced, on TensorFlow here and on JAX and torch in their pytest
+passes (``keras_bitwise_worker.py``)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import pathlib
-import subprocess
-import sys
 
 import keras
 import pytest
@@ -51,18 +48,7 @@ def test_from_keras_is_bitwise_keras_on_tensorflow_eagerly_and_in_tf_function():
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])
-def test_from_keras_is_bitwise_keras_on_other_backends(backend):
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    env.pop("JAX_ENABLE_X64", None)
-    done = subprocess.run(
-        [sys.executable, str(HERE / "keras_bitwise_worker.py")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600")),
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-4000:]
-    report = json.loads(lines[-1].removeprefix("RESULT "))
+def test_from_keras_is_bitwise_keras_on_other_backends(backend, workers):
+    report = workers(HERE / "keras_bitwise_worker.py", [backend])[backend]
     assert report["backend"] == backend
     _assert_bitwise(report, 1)
