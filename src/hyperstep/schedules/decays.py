@@ -21,6 +21,7 @@ from hyperstep.schedules._common import (
     check_positive,
     check_steps,
     float32,
+    rounded_once,
 )
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
@@ -59,6 +60,7 @@ class Linear(Schedule):
         self.steps = check_steps("linear", "steps", steps)
         self.begin = check_steps("linear", "begin", begin, allow_zero=True)
 
+    @rounded_once
     def value(self, step: Any) -> Any:
         s = ops.clip(step - self.begin, 0.0, self.steps)
         # both weights exact for integer steps: accurate at either end of the ramp
@@ -122,6 +124,7 @@ class Exponential(Schedule):
         self.begin = check_steps("exponential", "begin", begin, allow_zero=True)
         self.end = None if end is None else check_number("exponential", "end", end)
 
+    @rounded_once
     def value(self, step: Any) -> Any:
         t = step - self.begin
         p = t / self.every
@@ -251,6 +254,7 @@ class Polynomial(Schedule):
         self.cycle = check_flag("polynomial", "cycle", cycle)
         self.begin = check_steps("polynomial", "begin", begin, allow_zero=True)
 
+    @rounded_once
     def value(self, step: Any) -> Any:
         if self.cycle:
             s = ops.maximum(step - self.begin, 0.0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hyperstep.schedules._common import _cosine_weight, check_choice, check_steps
+from hyperstep.schedules._common import _cosine_weight, check_choice, check_steps, rounded_once
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
 
@@ -125,6 +125,7 @@ class WarmupStableDecay(Schedule):
     def natural_steps(self) -> int | float | None:
         return self.warmup + self.stable + self.decay
 
+    @rounded_once
     def value(self, step: Any) -> Any:
         w, s, d = self.warmup, self.stable, self.decay
         up = _warmup_factor(self.warmup_type, ops.clip(step, 0.0, max(w, 1)), max(w, 1))
@@ -183,6 +184,7 @@ class InverseSqrt(Schedule):
             None if timescale is None else check_steps("inverse_sqrt", "timescale", timescale)
         )
 
+    @rounded_once
     def value(self, step: Any) -> Any:
         w = self.warmup
         scale = self.timescale if self.timescale is not None else (w or 10_000)
