@@ -12,6 +12,7 @@ row). With ``numpy`` it records only ``cli``: ``sample`` in a process without Ke
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import numpy as np
@@ -42,9 +43,11 @@ WORDS = {
     "join": "join([linear(0, 1, 100), cosine(1.0, 400), 0.01], [100, 500])",
 }
 
-#: every 9th step to 1100 (past every example's horizon), and each boundary and +-1
+#: every 9th step (``READ_PATHS_STRIDE``) to 1100 (past every example's horizon), and each
+#: boundary and +-1
 BOUNDARIES = (70, 100, 140, 200, 300, 400, 500, 700, 800, 900, 1000)
-STEPS = sorted(set(range(0, 1101, 9)) | {b + d for b in BOUNDARIES for d in (-1, 0, 1)})
+STRIDE = int(os.environ.get("READ_PATHS_STRIDE", "9"))
+STEPS = sorted(set(range(0, 1101, STRIDE)) | {b + d for b in BOUNDARIES for d in (-1, 0, 1)})
 
 
 def bits(values: object) -> list[int]:

@@ -101,7 +101,6 @@ __all__ = [
     "in_dtype",
     "in_stateless_scope",
     "integer_dtype",
-    "wide_float_dtype",
     "keras_number",
     "multi_tensor_adam",
     "native_variable",
@@ -114,6 +113,7 @@ __all__ = [
     "scalar_tensor",
     "trains_statelessly",
     "unmapped_in_jit",
+    "wide_float_dtype",
 ]
 
 _PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}

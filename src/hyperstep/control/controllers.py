@@ -16,7 +16,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep.backends.scopes import concrete
+from hyperstep.backends.scopes import concrete as is_concrete
 from hyperstep.control.callbacks import savers_before
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.plateau import _FLOOR_TOLERANCE as _FLOOR_TOLERANCE
@@ -279,7 +279,7 @@ class ReduceOnPlateau(PlateauRules, keras.callbacks.Callback):
         else:
             new_scale, new_wait, new_cool = self._rule(improved, wait, cool, scale)
         lowered = ops.less(new_scale, scale)
-        if self.compat == "keras" and concrete(lowered) and bool(ops.convert_to_numpy(lowered)):
+        if self.compat == "keras" and is_concrete(lowered) and bool(ops.convert_to_numpy(lowered)):
             # Keras's ReduceLROnPlateau: `opt.learning_rate = max(float(lr) * factor, min_lr)`,
             # which reads back exactly float32 of that number (Hyperparameter.assign)
             old = float(ops.convert_to_numpy(self.target.value))

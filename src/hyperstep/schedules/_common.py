@@ -10,8 +10,7 @@ import functools
 import itertools
 import math
 import struct
-from collections.abc import Sequence
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
