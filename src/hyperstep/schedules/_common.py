@@ -185,6 +185,30 @@ def rounded_once(value: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     return computed
 
 
+def _minimum(a: Any, b: Any) -> Any:
+    """``minimum(a, b)`` in ``a``'s dtype (Keras's torch ``minimum`` returns float32 for two
+    float64 tensors, Keras 3.15)."""
+    return ops.where(ops.less_equal(a, b), a, b)
+
+
+def _maximum(a: Any, b: Any) -> Any:
+    """``maximum(a, b)`` in ``a``'s dtype (see :func:`_minimum`)."""
+    return ops.where(ops.greater_equal(a, b), a, b)
+
+
+def _floor(x: Any) -> Any:
+    """``floor(x)`` in ``x``'s dtype: exact, from ``round`` (Keras's torch ``floor`` rounds a
+    float64 ``x`` to float32 first, Keras 3.15: 2.9999999999 would floor to 3)."""
+    r = ops.round(x)
+    return ops.where(ops.greater(r, x), r - 1.0, r)
+
+
+def _ceil(x: Any) -> Any:
+    """``ceil(x)`` in ``x``'s dtype (see :func:`_floor`)."""
+    r = ops.round(x)
+    return ops.where(ops.less(r, x), r + 1.0, r)
+
+
 def _power(base: float, exponent: Any) -> Any:
     """``base ** exponent`` for a Python ``base > 0``, corrected for its float32 rounding.
 

@@ -13,6 +13,7 @@ from typing import Any
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
     _cosine_weight,
+    _floor,
     _power,
     _wide,
     check_choice,
@@ -86,7 +87,7 @@ class Cyclic(Schedule):
         up = self.steps_up
         down = up if self.steps_down is None else self.steps_down
         total = up + down
-        k = ops.floor(step / total)
+        k = _floor(step / total)
         s = step - total * k  # position within the cycle, exact for integer steps
         x = ops.where(s <= up, s / up, (total - s) / down)
         if self.mode == "triangular2":

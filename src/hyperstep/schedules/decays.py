@@ -14,7 +14,11 @@ from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
+    _ceil,
     _f32,
+    _floor,
+    _maximum,
+    _minimum,
     _power,
     check_factor,
     check_flag,
@@ -129,10 +133,10 @@ class Exponential(Schedule):
         t = step - self.begin
         p = t / self.every
         if self.staircase:
-            p = ops.floor(p)
-        v = ops.where(t <= 0, self.start, self.start * _power(self.rate, ops.maximum(p, 0.0)))
+            p = _floor(p)
+        v = ops.where(t <= 0, self.start, self.start * _power(self.rate, _maximum(p, 0.0)))
         if self.end is not None:
-            v = ops.maximum(v, self.end) if self.rate < 1 else ops.minimum(v, self.end)
+            v = _maximum(v, self.end) if self.rate < 1 else _minimum(v, self.end)
         return v
 
     def arguments(self) -> dict[str, Any]:
@@ -257,12 +261,12 @@ class Polynomial(Schedule):
     @rounded_once
     def value(self, step: Any) -> Any:
         if self.cycle:
-            s = ops.maximum(step - self.begin, 0.0)
-            cycles = ops.ceil(s / self.steps)
+            s = _maximum(step - self.begin, 0.0)
+            cycles = _ceil(s / self.steps)
             # a graph compiler may divide as s * (1 / steps), a hair above k at s = k * steps:
             # the exact product decides (float32 integers), so every context agrees
             cycles = ops.where(s <= (cycles - 1.0) * self.steps, cycles - 1.0, cycles)
-            horizon = self.steps * ops.maximum(cycles, 1.0)
+            horizon = self.steps * _maximum(cycles, 1.0)
         else:
             s = ops.clip(step - self.begin, 0.0, self.steps)
             horizon = self.steps

@@ -35,6 +35,9 @@ from typing import Any
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
     _cosine_weight,
+    _floor,
+    _maximum,
+    _minimum,
     _wide,
     check_boundaries,
     check_choice,
@@ -109,7 +112,7 @@ class Cosine(Schedule):
 
     @rounded_once
     def value(self, step: Any) -> Any:
-        s = step if self.past_end == "periodic" else ops.minimum(step, self.steps)
+        s = step if self.past_end == "periodic" else _minimum(step, self.steps)
         c = _cosine_weight((self.steps - s) / self.steps)
         if self.exponent != 1.0:
             c = ops.power(c, self.exponent)
@@ -212,12 +215,12 @@ class CosineRestarts(Schedule):
 
     @rounded_once
     def value(self, step: Any) -> Any:
-        step = ops.maximum(step, 0.0)
+        step = _maximum(step, 0.0)
         fraction = step / self.steps
         if self._unit():
-            i = ops.floor(fraction)
+            i = _floor(fraction)
         else:
-            i = ops.floor(ops.log1p(fraction * (self.t_mul - 1.0)) / math.log(self.t_mul))
+            i = _floor(ops.log1p(fraction * (self.t_mul - 1.0)) / math.log(self.t_mul))
         # the log may land one period off near a restart: compare with exact period starts
         i = ops.where(step >= self._period_start(i + 1.0), i + 1.0, i)
         i = ops.where(step < self._period_start(i), i - 1.0, i)
