@@ -165,6 +165,8 @@ def _f32(value: float) -> Any:
 
 
 def _wide(value: float) -> Any:
+    """``value`` as a tensor of ``WIDE`` (Keras's torch ``where`` and ``minimum`` round a
+    Python float to float32 first)."""
     return ops.convert_to_tensor(value, dtype=WIDE)
 
 
@@ -188,11 +190,13 @@ def rounded_once(value: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 def _minimum(a: Any, b: Any) -> Any:
     """``minimum(a, b)`` in ``a``'s dtype (Keras's torch ``minimum`` returns float32 for two
     float64 tensors, Keras 3.15)."""
+    b = _wide(b) if isinstance(b, (int, float)) else b
     return ops.where(ops.less_equal(a, b), a, b)
 
 
 def _maximum(a: Any, b: Any) -> Any:
     """``maximum(a, b)`` in ``a``'s dtype (see :func:`_minimum`)."""
+    b = _wide(b) if isinstance(b, (int, float)) else b
     return ops.where(ops.greater_equal(a, b), a, b)
 
 

@@ -204,7 +204,8 @@ class OneCycle(Schedule):
         for phase in reversed(self._phases[:-1]):
             inside = step <= phase[1]
             begin, end, a, b = (
-                ops.where(inside, x, y) for x, y in zip(phase, (begin, end, a, b), strict=True)
+                ops.where(inside, _wide(x), y)
+                for x, y in zip(phase, (begin, end, a, b), strict=True)
             )
         left = ops.clip((end - step) / (end - begin), 0.0, 1.0)  # 1 - t; 0 past the end
         weight = _cosine_weight(left) if self.anneal == "cos" else left

@@ -20,6 +20,7 @@ from hyperstep.schedules._common import (
     _maximum,
     _minimum,
     _power,
+    _wide,
     check_factor,
     check_flag,
     check_positive,
@@ -134,7 +135,7 @@ class Exponential(Schedule):
         p = t / self.every
         if self.staircase:
             p = _floor(p)
-        v = ops.where(t <= 0, self.start, self.start * _power(self.rate, _maximum(p, 0.0)))
+        v = ops.where(t <= 0, _wide(self.start), self.start * _power(self.rate, _maximum(p, 0.0)))
         if self.end is not None:
             v = _maximum(v, self.end) if self.rate < 1 else _minimum(v, self.end)
         return v
