@@ -445,7 +445,8 @@ def test_from_keras_inside_torch_compile_is_bitwise_keras(hang_timeout: float) -
     bitwise Keras's own schedule compiled the same way, and eagerly bitwise Keras eagerly (a
     grid of arguments, steps 0 to 3x the horizon, every boundary +-1:
     tests/schedules/keras_cases.py). Compiled vs eager differ by an ulp on a few steps
-    (inductor's ``cos``; measured: CosineDecay 3 steps of one case), for Keras itself too."""
+    (inductor's ``cos``; measured: 3-5 of 2293 steps, CosineDecay and CosineDecayRestarts),
+    for Keras itself too."""
     worker = Path(__file__).parents[1] / "schedules" / "keras_bitwise_worker.py"
     env = {**os.environ, "KERAS_BACKEND": "torch", "TF_CPP_MIN_LOG_LEVEL": "3"}
     done = subprocess.run(
