@@ -1,6 +1,7 @@
 """``KERAS_BACKEND=jax python tests/schedules/keras_bitwise_worker.py``: ``from_keras`` of
 Keras's six built-ins against Keras itself, bitwise, eagerly and traced (``jax.jit``; torch
-runs Keras eagerly, as its ``fit`` does by default). Prints ``RESULT <json>``."""
+runs Keras eagerly, as its ``fit`` does by default; with ``--torch-compile``, traced by
+``torch.compile`` and also against Keras's eager values). Prints ``RESULT <json>``."""
 
 from __future__ import annotations
 
@@ -25,11 +26,16 @@ def trace(fn):
         import jax
 
         return jax.jit(fn)
+    if "--torch-compile" in sys.argv:
+        import torch
+
+        return torch.compile(fn, dynamic=True)
     return None
 
 
 if __name__ == "__main__":
-    result = cases.compare(keras, hyperstep, trace, repeats=1)
+    against_eager = "--torch-compile" in sys.argv
+    result = cases.compare(keras, hyperstep, trace, repeats=1, against_eager=against_eager)
     result["backend"] = keras.backend.backend()
     print("RESULT " + json.dumps(result))
     sys.stdout.flush()

@@ -104,10 +104,13 @@ def _thin(steps: list[int], keep: int) -> list[int]:
     return sorted(set(steps[::stride]) | {steps[0], steps[-1]})
 
 
-def compare(keras: Any, hyperstep: Any, trace: Any, repeats: int = 3) -> dict[str, Any]:
+def compare(
+    keras: Any, hyperstep: Any, trace: Any, repeats: int = 3, against_eager: bool = False
+) -> dict[str, Any]:
     """Compare Keras's schedule with ``from_keras`` of it, one scalar int step at a time
     (the optimizer's way), eagerly and inside ``trace(fn)``: per case, the steps whose
-    float32 bits differ, eager-to-eager and traced-to-traced.
+    float32 bits differ, eager-to-eager and traced-to-traced (and with ``against_eager``,
+    ours traced to Keras's eager: ``"traced_vs_eager"``).
 
     On JAX, Keras's ``ops.cond`` (CosineDecayRestarts, CosineDecay with warmup) traces and
     compiles its branches at every eager call (about 0.4 s): those cases are checked
@@ -117,16 +120,17 @@ def compare(keras: Any, hyperstep: Any, trace: Any, repeats: int = 3) -> dict[st
     jax = keras.backend.backend() == "jax"
     dtype = "int32" if jax else "int64"
     report: dict[str, Any] = {"cases": 0, "steps": 0, "eager": [], "traced": [], "kinds": []}
+    report["traced_vs_eager"] = []
     for name, kwargs, all_steps in cases(repeats=repeats):
         slow = jax and (name == "CosineDecayRestarts" or "warmup_target" in kwargs)
         k = getattr(keras.optimizers.schedules, name)(**kwargs)
         ours = hyperstep.schedules.from_keras(k)
         report["kinds"].append(type(ours).__name__)
         k_traced, ours_traced = trace(k.__call__), trace(ours.__call__)
-        for mode, (kf, of) in {
-            "eager": (k.__call__, ours.__call__),
-            "traced": (k_traced, ours_traced),
-        }.items():
+        modes = {"eager": (k.__call__, ours.__call__), "traced": (k_traced, ours_traced)}
+        if against_eager:
+            modes["traced_vs_eager"] = (k.__call__ if ours_traced else None, ours_traced)
+        for mode, (kf, of) in modes.items():
             if kf is None:
                 continue
             bad = []

@@ -116,6 +116,7 @@ __all__ = [
     "scalar_tensor",
     "trains_statelessly",
     "unmapped_in_jit",
+    "wide_float_dtype",
 ]
 
 _PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
@@ -170,6 +171,23 @@ def integer_dtype() -> str:
     import jax
 
     return "int64" if jax.config.read("jax_enable_x64") else "int32"
+
+
+def wide_float_dtype() -> str:
+    """Return the dtype the vocabulary's schedules compute in: ``"float64"``, or
+    ``"float32"`` on JAX without x64 (asking it for float64 warns and truncates).
+
+    Computed in float64 and rounded once to float32, a schedule gives the same float32 bits
+    eagerly, inside a compiled step (whatever a graph optimizer reassociates, such as
+    ``x / c`` into ``x * (1 / c)``), on a vector of steps and in NumPy.
+    """
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return "float64"
+    import jax
+
+    return "float64" if jax.config.read("jax_enable_x64") else "float32"
 
 
 def require_tensorflow(feature: str) -> None:

@@ -10,7 +10,9 @@ imports its backend: seconds). Before anything imports :mod:`hyperstep.schedules
 Values are float32 like Keras's: arithmetic, ``sqrt``, ``floor`` and comparisons are IEEE
 float32 operations, the same bits as TensorFlow's kernels; ``exp``, ``log``, ``sin``,
 ``cos`` and ``power`` are computed in float64 and rounded once to float32 (correctly rounded
-almost always), where TensorFlow's float32 kernels may differ by an ulp or two.
+almost always), where TensorFlow's float32 kernels may differ by an ulp or two. An operation
+on a float64 array (the vocabulary's words compute in float64, ``cast(x, "float64")``) stays
+float64, as in Keras.
 
 Example:
     >>> import numpy as np
@@ -50,10 +52,15 @@ def selected() -> bool:
     return _requested and "keras" not in sys.modules
 
 
-def _float32(value: Any) -> Any:
-    """A float64 result as float32 (Keras keeps float32 inputs float32)."""
+def _wide(args: Any) -> bool:
+    """Whether one of ``args`` is a float64 array (a Python float is not: it is weak)."""
+    return any(getattr(a, "dtype", None) == np.float64 for a in args)
+
+
+def _float32(value: Any, wide: bool = False) -> Any:
+    """A float64 result as float32 (Keras keeps float32 inputs float32), unless ``wide``."""
     array = np.asarray(value)
-    return array.astype(np.float32) if array.dtype == np.float64 else array
+    return array.astype(np.float32) if array.dtype == np.float64 and not wide else array
 
 
 def _rounded(function: Any) -> Any:
@@ -63,7 +70,7 @@ def _rounded(function: Any) -> Any:
     def call(*args: Any) -> Any:
         with np.errstate(all="ignore"):
             result = function(*(np.asarray(a, dtype=np.float64) for a in args))
-            return np.asarray(result).astype(np.float32)
+            return np.asarray(result).astype(np.float64 if _wide(args) else np.float32)
 
     call.__name__ = function.__name__
     return call
@@ -74,7 +81,7 @@ def _quiet(function: Any) -> Any:
 
     def call(*args: Any) -> Any:
         with np.errstate(all="ignore"):
-            return _float32(function(*args))
+            return _float32(function(*args), _wide(args))
 
     call.__name__ = function.__name__
     return call
@@ -117,7 +124,7 @@ def zeros(shape: Any, dtype: str = "float32") -> Any:
 
 def where(condition: Any, x: Any, y: Any) -> Any:
     """``x`` where ``condition`` else ``y``."""
-    return _float32(np.where(condition, x, y))
+    return _float32(np.where(condition, x, y), _wide((x, y)))
 
 
 @_quiet

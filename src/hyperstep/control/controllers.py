@@ -16,6 +16,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep.backends.scopes import concrete as is_concrete
 from hyperstep.control.callbacks import savers_before
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.plateau import _FLOOR_TOLERANCE as _FLOOR_TOLERANCE
@@ -278,7 +279,13 @@ class ReduceOnPlateau(PlateauRules, keras.callbacks.Callback):
         else:
             new_scale, new_wait, new_cool = self._rule(improved, wait, cool, scale)
         lowered = ops.less(new_scale, scale)
-        self.target.scale.assign(new_scale)
+        if self.compat == "keras" and is_concrete(lowered) and bool(ops.convert_to_numpy(lowered)):
+            # Keras's ReduceLROnPlateau: `opt.learning_rate = max(float(lr) * factor, min_lr)`,
+            # which reads back exactly float32 of that number (Hyperparameter.assign)
+            old = float(ops.convert_to_numpy(self.target.value))
+            self.target.assign(max(old * self.factor, self.min_value))
+        else:
+            self.target.scale.assign(new_scale)
         self._wait.assign(new_wait)
         self._cooldown.assign(new_cool)
         self._reductions.assign(self._reductions + ops.cast(lowered, self._reductions.dtype))

@@ -6,16 +6,17 @@ house way: the call, what was expected, and ``Received: name=value``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules._ops import ops
+from hyperstep.schedules._ops import WIDE, ops
 from hyperstep.schedules.base import FLOAT32_MAX, _is_scalar_number, check_number
 
 HALF_PI = math.pi / 2
@@ -163,6 +164,55 @@ def _f32(value: float) -> Any:
     return ops.convert_to_tensor(value, dtype="float32")
 
 
+def _wide(value: float) -> Any:
+    """``value`` as a tensor of ``WIDE`` (Keras's torch ``where`` and ``minimum`` round a
+    Python float to float32 first)."""
+    return ops.convert_to_tensor(value, dtype=WIDE)
+
+
+def rounded_once(value: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """A word's ``value(step)`` computed in float64 and rounded once to float32.
+
+    Every read path then gives the same float32 bits: one step eagerly, the compiled step
+    (where Grappler turns ``x / c`` into ``x * (1 / c)``: in float64 that still rounds to
+    the correctly rounded float32 quotient), a vector of steps (whose float32 ``sin`` and
+    ``exp`` kernels differ from the scalar ones) and NumPy (the command line's plots). On
+    JAX without x64 (``WIDE`` is float32) the value is computed in float32 as written.
+    """
+
+    @functools.wraps(value)
+    def computed(self: Any, step: Any) -> Any:
+        return ops.cast(value(self, ops.cast(step, WIDE)), "float32")
+
+    return computed
+
+
+def _minimum(a: Any, b: Any) -> Any:
+    """``minimum(a, b)`` in ``a``'s dtype (Keras's torch ``minimum`` returns float32 for two
+    float64 tensors, Keras 3.15)."""
+    b = _wide(b) if isinstance(b, (int, float)) else b
+    return ops.where(ops.less_equal(a, b), a, b)
+
+
+def _maximum(a: Any, b: Any) -> Any:
+    """``maximum(a, b)`` in ``a``'s dtype (see :func:`_minimum`)."""
+    b = _wide(b) if isinstance(b, (int, float)) else b
+    return ops.where(ops.greater_equal(a, b), a, b)
+
+
+def _floor(x: Any) -> Any:
+    """``floor(x)`` in ``x``'s dtype: exact, from ``round`` (Keras's torch ``floor`` rounds a
+    float64 ``x`` to float32 first, Keras 3.15: 2.9999999999 would floor to 3)."""
+    r = ops.round(x)
+    return ops.where(ops.greater(r, x), r - 1.0, r)
+
+
+def _ceil(x: Any) -> Any:
+    """``ceil(x)`` in ``x``'s dtype (see :func:`_floor`)."""
+    r = ops.round(x)
+    return ops.where(ops.less(r, x), r + 1.0, r)
+
+
 def _power(base: float, exponent: Any) -> Any:
     """``base ** exponent`` for a Python ``base > 0``, corrected for its float32 rounding.
 
@@ -170,6 +220,8 @@ def _power(base: float, exponent: Any) -> Any:
     the factor ``exp(p * log(base / float32(base)))`` removes that error. Bases exactly
     representable in float32 (0.5, 2.0, ...) skip the correction and stay exact.
     """
+    if WIDE == "float64":  # the exact base (a Python float is a float64)
+        return ops.power(ops.convert_to_tensor(base, WIDE), ops.cast(exponent, WIDE))
     base32 = struct.unpack("f", struct.pack("f", base))[0]  # float32(base), no numpy
     result = ops.power(_f32(base32), exponent)
     correction = math.log(base / base32)

@@ -16,7 +16,13 @@ from hyperstep.backends import numpy_ops
 NUMPY: bool = numpy_ops.selected()
 
 ops: Any = numpy_ops
+#: the dtype the vocabulary's words compute in before rounding to float32 once (see
+#: ``hyperstep.backends.wide_float_dtype``): float64 but on JAX without x64
+WIDE = "float64"
 if not NUMPY:
     from keras import ops as keras_ops
 
+    from hyperstep.backends import wide_float_dtype
+
     ops = keras_ops
+    WIDE = wide_float_dtype()

@@ -14,13 +14,19 @@ from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
+    _ceil,
     _f32,
+    _floor,
+    _maximum,
+    _minimum,
     _power,
+    _wide,
     check_factor,
     check_flag,
     check_positive,
     check_steps,
     float32,
+    rounded_once,
 )
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
@@ -59,6 +65,7 @@ class Linear(Schedule):
         self.steps = check_steps("linear", "steps", steps)
         self.begin = check_steps("linear", "begin", begin, allow_zero=True)
 
+    @rounded_once
     def value(self, step: Any) -> Any:
         s = ops.clip(step - self.begin, 0.0, self.steps)
         # both weights exact for integer steps: accurate at either end of the ramp
@@ -122,14 +129,15 @@ class Exponential(Schedule):
         self.begin = check_steps("exponential", "begin", begin, allow_zero=True)
         self.end = None if end is None else check_number("exponential", "end", end)
 
+    @rounded_once
     def value(self, step: Any) -> Any:
         t = step - self.begin
         p = t / self.every
         if self.staircase:
-            p = ops.floor(p)
-        v = ops.where(t <= 0, self.start, self.start * _power(self.rate, ops.maximum(p, 0.0)))
+            p = _floor(p)
+        v = ops.where(t <= 0, _wide(self.start), self.start * _power(self.rate, _maximum(p, 0.0)))
         if self.end is not None:
-            v = ops.maximum(v, self.end) if self.rate < 1 else ops.minimum(v, self.end)
+            v = _maximum(v, self.end) if self.rate < 1 else _minimum(v, self.end)
         return v
 
     def arguments(self) -> dict[str, Any]:
@@ -251,14 +259,15 @@ class Polynomial(Schedule):
         self.cycle = check_flag("polynomial", "cycle", cycle)
         self.begin = check_steps("polynomial", "begin", begin, allow_zero=True)
 
+    @rounded_once
     def value(self, step: Any) -> Any:
         if self.cycle:
-            s = ops.maximum(step - self.begin, 0.0)
-            cycles = ops.ceil(s / self.steps)
+            s = _maximum(step - self.begin, 0.0)
+            cycles = _ceil(s / self.steps)
             # a graph compiler may divide as s * (1 / steps), a hair above k at s = k * steps:
             # the exact product decides (float32 integers), so every context agrees
             cycles = ops.where(s <= (cycles - 1.0) * self.steps, cycles - 1.0, cycles)
-            horizon = self.steps * ops.maximum(cycles, 1.0)
+            horizon = self.steps * _maximum(cycles, 1.0)
         else:
             s = ops.clip(step - self.begin, 0.0, self.steps)
             horizon = self.steps

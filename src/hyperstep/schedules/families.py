@@ -35,7 +35,10 @@ from typing import Any
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
     _cosine_weight,
-    _f32,
+    _floor,
+    _maximum,
+    _minimum,
+    _wide,
     check_boundaries,
     check_choice,
     check_factor,
@@ -44,6 +47,7 @@ from hyperstep.schedules._common import (
     check_positive,
     check_steps,
     float32,
+    rounded_once,
 )
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Epoch, Schedule, check_number, register
@@ -106,8 +110,9 @@ class Cosine(Schedule):
         self.exponent = check_positive("cosine", "exponent", exponent)
         self.past_end = check_choice("cosine", "past_end", past_end, ("hold", "periodic"))
 
+    @rounded_once
     def value(self, step: Any) -> Any:
-        s = step if self.past_end == "periodic" else ops.minimum(step, self.steps)
+        s = step if self.past_end == "periodic" else _minimum(step, self.steps)
         c = _cosine_weight((self.steps - s) / self.steps)
         if self.exponent != 1.0:
             c = ops.power(c, self.exponent)
@@ -202,26 +207,27 @@ class CosineRestarts(Schedule):
     def _period_start(self, i: Any) -> Any:
         if self._unit():
             return self.steps * i
-        start = self.steps * (ops.power(_f32(self.t_mul), i) - 1.0) / (self.t_mul - 1.0)
+        start = self.steps * (ops.power(_wide(self.t_mul), i) - 1.0) / (self.t_mul - 1.0)
         # float32 pow is off by an ulp at times (3.0 ** 4 = 81.00001): a start within float32
         # rounding of a whole step is that step
         whole = ops.round(start)
         return ops.where(ops.abs(start - whole) <= 1e-6 * whole, whole, start)
 
+    @rounded_once
     def value(self, step: Any) -> Any:
-        step = ops.maximum(step, 0.0)
+        step = _maximum(step, 0.0)
         fraction = step / self.steps
         if self._unit():
-            i = ops.floor(fraction)
+            i = _floor(fraction)
         else:
-            i = ops.floor(ops.log1p(fraction * (self.t_mul - 1.0)) / math.log(self.t_mul))
+            i = _floor(ops.log1p(fraction * (self.t_mul - 1.0)) / math.log(self.t_mul))
         # the log may land one period off near a restart: compare with exact period starts
         i = ops.where(step >= self._period_start(i + 1.0), i + 1.0, i)
         i = ops.where(step < self._period_start(i), i - 1.0, i)
         upper = self._period_start(i + 1.0)
         length = upper - self._period_start(i)
         c = _cosine_weight((upper - step) / length)
-        return self.end + (self.start - self.end) * ops.power(_f32(self.m_mul), i) * c
+        return self.end + (self.start - self.end) * ops.power(_wide(self.m_mul), i) * c
 
     def arguments(self) -> dict[str, Any]:
         return {

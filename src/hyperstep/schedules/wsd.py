@@ -13,7 +13,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hyperstep.schedules._common import _cosine_weight, check_choice, check_steps
+from hyperstep.schedules._common import (
+    _cosine_weight,
+    _maximum,
+    check_choice,
+    check_steps,
+    rounded_once,
+)
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
 
@@ -125,15 +131,16 @@ class WarmupStableDecay(Schedule):
     def natural_steps(self) -> int | float | None:
         return self.warmup + self.stable + self.decay
 
+    @rounded_once
     def value(self, step: Any) -> Any:
         w, s, d = self.warmup, self.stable, self.decay
         up = _warmup_factor(self.warmup_type, ops.clip(step, 0.0, max(w, 1)), max(w, 1))
         done = ops.clip(step - (w + s), 0.0, max(d, 1))
         down = decay_factor(self.decay_type, done, max(d, 1), self.num_cycles)
         factor = ops.where(step < w, up, ops.where(step < w + s, 1.0, down))
-        factor = ops.where(step < w + s + d, ops.maximum(factor, 0.0), 0.0)
+        factor = ops.where(step < w + s + d, _maximum(factor, 0.0), 0.0)
         m = self.min_ratio
-        return self.peak * ops.maximum(m + (1.0 - m) * factor, 0.0)
+        return self.peak * _maximum(m + (1.0 - m) * factor, 0.0)
 
     def arguments(self) -> dict[str, Any]:
         return {
@@ -183,11 +190,12 @@ class InverseSqrt(Schedule):
             None if timescale is None else check_steps("inverse_sqrt", "timescale", timescale)
         )
 
+    @rounded_once
     def value(self, step: Any) -> Any:
         w = self.warmup
         scale = self.timescale if self.timescale is not None else (w or 10_000)
         ramp = step / max(w, 1)
-        after = 1.0 / ops.sqrt((ops.maximum(step, w) + (scale - w)) / scale)
+        after = 1.0 / ops.sqrt((_maximum(step, w) + (scale - w)) / scale)
         return self.peak * ops.where(step < w, ramp, after)
 
     def arguments(self) -> dict[str, Any]:
