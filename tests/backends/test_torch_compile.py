@@ -45,6 +45,8 @@ calls instead of ``keras.ops``, ``Hyperparameter._torch_at``) gives the bits of 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path

@@ -59,7 +59,7 @@ def cli_values() -> dict[str, dict[str, list[int]]]:
     from hyperstep.backends import numpy_ops
 
     assert numpy_ops.request(), "Keras was imported before the NumPy schedules"
-    from hyperstep.schedules.parse import parse
+    from hyperstep.schedules.language import parse
     from hyperstep.schedules.sample import sample
 
     assert "keras" not in sys.modules
