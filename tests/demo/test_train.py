@@ -192,7 +192,12 @@ def test_ctrl_c_leaves_a_consistent_run_that_resumes_to_identical_results(
 ) -> None:
     reference, _ = finished
     out = tmp_path / "run"
-    summary, printed = train_quietly(out, EPOCHS, callbacks=[InterruptAt(50)])
+    # Python's own Ctrl-C handler, as in a terminal (a pytest-xdist worker replaces it)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        summary, printed = train_quietly(out, EPOCHS, callbacks=[InterruptAt(50)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert "Traceback" not in printed
     assert (summary["status"], summary["epoch"], summary["step"]) == ("interrupted", 1, 45)
     assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import hyperstep.schedules as hs
+from hyperstep import parse
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError
 from hyperstep.schedules.base import (
     BinaryOp,
@@ -191,4 +192,4 @@ def test_negative_zero_base_of_a_power_keeps_its_parentheses() -> None:
     # found by the parse round-trip fuzz: `-0.0 ** step` reads back as -(0.0 ** step)
     s = BinaryOp("**", Constant(-0.0), Step())
     assert repr(s) == "(-0.0) ** step"
-    np.testing.assert_array_equal(hs.parse(repr(s))([0, 1, 2]), s([0, 1, 2]))
+    np.testing.assert_array_equal(parse(repr(s))([0, 1, 2]), s([0, 1, 2]))

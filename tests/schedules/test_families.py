@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 import hyperstep.schedules as hs
+from hyperstep import parse
 
 _spec = importlib.util.spec_from_file_location(
     "schedule_reference", pathlib.Path(__file__).with_name("reference.py")
@@ -189,7 +190,7 @@ def test_integer_and_float_step_dtypes_give_the_same_values():
 @pytest.mark.parametrize(("name", "kwargs", "end", "boundaries"), CASES, ids=IDS)
 def test_family_repr_parses_back_to_an_equal_schedule(name, kwargs, end, boundaries):
     s = getattr(hs, name)(**kwargs)
-    back = hs.parse(repr(s))
+    back = parse(repr(s))
     assert repr(back) == repr(s)
     steps = ref.grid(end, *boundaries)
     np.testing.assert_array_equal(back(steps), s(steps))

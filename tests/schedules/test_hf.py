@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import hyperstep.schedules as hs
+from hyperstep import parse
 from hyperstep.schedules.hf import NAMES
 
 torch = pytest.importorskip("torch")
@@ -63,7 +64,7 @@ def test_wsd_matches_hugging_face_get_wsd_schedule(warmup_type, decay_type, min_
         peak, w, s, d, warmup_type=warmup_type, decay_type=decay_type, min_ratio=min_ratio
     )
     ref.assert_close(ours(schedule, steps), expected, scale=peak)
-    ref.assert_close(ours(hs.parse(repr(schedule)), steps), expected, scale=peak)
+    ref.assert_close(ours(parse(repr(schedule)), steps), expected, scale=peak)
 
 
 def megatron_wsd_decay(style: str, p: float) -> float:
@@ -153,7 +154,7 @@ def test_from_hf_matches_get_scheduler_for_every_pure_name(name, seed) -> None:
     angle = np.pi * 2 * kwargs.get("num_cycles", 0.5) * (n + 50 - w) / (n - w)
     scale = peak * max(1.0, 2 * angle / np.pi)
     ref.assert_close(ours(schedule, steps), expected, scale=scale)
-    ref.assert_close(ours(hs.parse(repr(schedule)), steps), expected, scale=scale)
+    ref.assert_close(ours(parse(repr(schedule)), steps), expected, scale=scale)
 
 
 def test_from_hf_names_are_hugging_faces_pure_scheduler_types() -> None:
@@ -199,7 +200,7 @@ def test_from_hf_rejects_bad_arguments_with_the_value(kwargs, match) -> None:
         (hs.from_hf("cosine_with_restarts", 1.0, num_warmup_steps=5, num_training_steps=50), 50),
         (hs.warmup(hs.cosine(1.0, steps=9000), steps=1000), 10000),
         (hs.inverse_sqrt(1.0, 10), None),
-        (hs.parse("0.5 * cosine(1.0, steps=30)"), 30),
+        (parse("0.5 * cosine(1.0, steps=30)"), 30),
     ],
 )
 def test_natural_steps_is_the_end_of_the_last_phase(schedule, natural) -> None:

@@ -34,7 +34,7 @@ class Doctor(keras.callbacks.Callback):
     Example:
         >>> import keras, numpy as np
         >>> import hyperstep as hs
-        >>> from hyperstep.diagnosis import Doctor
+        >>> from hyperstep.callbacks import Doctor
         >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
         >>> model.compile(optimizer="sgd", loss="mse")
         >>> check = Doctor()
