@@ -131,3 +131,35 @@ def test_callback_accepts_an_explicit_batch():
 def test_callback_rejects_a_non_boolean_option():
     with pytest.raises(InvalidTypeError, match="Received: raise_on_findings='yes'"):
         Doctor(raise_on_findings="yes")
+
+
+def test_the_first_step_after_the_doctor_trains_as_without_it_with_a_hyperstep_optimizer():
+    """A hyperstep optimizer (hyperstep's fit hooks follow the callbacks' writes) and the
+    doctor on the first batch: on JAX the doctor reads the trainer's state from the variables,
+    and the step must not be handed a buffer a variable still holds (it donates them)."""
+    import hyperstep as hs
+
+    def fitted(callbacks):
+        keras.utils.set_random_seed(1)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.compile(optimizer=hs.scheduled(keras.optimizers.Adam(), learning_rate=0.1))
+        model.compile(optimizer=model.optimizer, loss="mse")
+        model.fit(X, Y, batch_size=8, epochs=2, verbose=0, callbacks=callbacks)
+        return [w.copy() for w in model.get_weights()], int(model.optimizer.clock.step)
+
+    check = Doctor()
+    plain_weights, plain_step = fitted([])
+    doctored_weights, doctored_step = fitted([check])
+    assert check.diagnosis is not None and doctored_step == plain_step == 4
+    for a, b in zip(doctored_weights, plain_weights, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # and a plain model's fit with the doctor after it (the hooks stay installed)
+    model = raw_scale_model()
+    assert (
+        len(
+            doctor_warnings(
+                lambda: model.fit(X, Y, batch_size=8, epochs=2, verbose=0, callbacks=[Doctor()])
+            )
+        )
+        == 1
+    )

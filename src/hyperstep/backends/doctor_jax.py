@@ -321,3 +321,26 @@ def first_step_batch(model: Any, args: tuple[Any, ...], peek: Any) -> tuple[Any,
             variable.assign(value)
     batch, iterator = peek(iterator)
     return batch, (state, iterator, *rest)
+
+
+def resume_first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The first call's arguments once the doctor is done: ``state`` read again from the
+    variables (what the doctor left there trains) and the variables purged again, as
+    Keras's JAX ``fit`` keeps them during an epoch: the step donates ``state``'s buffers,
+    which a variable must not keep (a later read or assign would pass a donated buffer)."""
+    state, *rest = args
+    owners = (
+        model.trainable_variables,
+        model.non_trainable_variables,
+        getattr(model.optimizer, "variables", []),
+        model.metrics_variables,
+    )
+    fresh: list[Any] = []
+    for variables, values in zip(owners, state, strict=False):
+        if values is None:
+            fresh.append(values)
+            continue
+        fresh.append([v.value for v in variables][: len(values)])
+        for variable in variables:
+            variable._value = None  # Keras's own purge (JAXTrainer._purge_model_variables)
+    return (type(state)(fresh), *rest)

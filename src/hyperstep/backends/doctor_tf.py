@@ -137,3 +137,9 @@ def first_step_batch(model: Any, args: tuple[Any, ...], peek: Any) -> tuple[Any,
     the batch put back (``peek(iterator) -> (batch, iterator)``)."""
     batch, iterator = peek(args[0])
     return batch, (iterator, *args[1:])
+
+
+def resume_first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The first call's arguments once the doctor is done: unchanged (the variables are the
+    state)."""
+    return args

@@ -76,7 +76,7 @@ class Doctor(keras.callbacks.Callback):
             model.train_function = original
             batch, args = tracer().first_step_batch(model, args, _peek)
             self._diagnose(batch if self.data is None else self.data)
-            return original(*args)
+            return original(*tracer().resume_first_step(model, args))
 
         model.train_function = first_step
 
