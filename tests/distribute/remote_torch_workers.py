@@ -70,7 +70,9 @@ def main(out: str, rank: int, port: int, control: str) -> None:
         "weights": weights,
         "workers": int(remote._place.count),
         "chief": bool(remote._place.chief),
-        "override": float(keras.ops.convert_to_numpy(opt.hyperparameters["learning_rate"].override)),
+        "override": float(
+            keras.ops.convert_to_numpy(opt.hyperparameters["learning_rate"].override)
+        ),
     }
     path = os.path.join(out, f"result_{rank}.json")
     with open(path + ".tmp", "w") as f:
