@@ -381,6 +381,11 @@ class Remote(keras.callbacks.Callback):
                 for name in command["values"]
             )
             extra["retraced"] = self._retrace() if retrace else False
+            extra["driven"] = sorted(  # through the float32 override (not eager torch's)
+                n
+                for n in command["values"]
+                if n in self._replaced and not self._replaced[n].retrace
+            )
         elif verb == "cooldown":
             from hyperstep.control.cooldown import Cooldown
 
@@ -711,7 +716,7 @@ def _changes(entry: dict[str, Any], name: str, state: dict[str, Any], parse: Any
         state["scale"] = float(np.float32(command["values"][name]))
     elif verb == "schedule":
         state["base"] = parse(command["values"][name])
-        state["driven"] = not entry.get("retraced")  # eager torch: never exact
+        state["driven"] = name in entry.get("driven", [])  # the float32 override held it
     elif verb == "cooldown":
         state["cooldown"] = entry["cooldown"][name]
     else:
