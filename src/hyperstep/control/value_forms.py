@@ -173,6 +173,11 @@ def exact_value(schedule: Schedule, step: Any) -> Any:
     pieces :func:`hyperstep.Remote.replay` joins with ``where`` (a constant, a schedule
     times its scale) give the float64 numbers the controlled run handed Keras. A constant on
     the left (``c * a``) is a float32 product, rounded once.
+
+    Example:
+        >>> from hyperstep.schedules.language import parse
+        >>> [float(exact_value(parse("where(step < 5, 0.9, 0.8)"), s)) for s in (0.0, 5.0)]
+        [0.9, 0.8]
     """
     if isinstance(schedule, Constant):
         return ops.convert_to_tensor(schedule.value_, dtype="float64")
