@@ -67,3 +67,75 @@ def test_schedule_and_cooldown_commands_match_a_fresh_run_on(backend: str) -> No
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stderr[-4000:]
     check(json.loads(lines[-1].removeprefix("RESULT ")), backend)
+
+
+def _float64_run(given: dict[str, str], plan: dict[int, dict[str, Any]], directory: Any) -> Any:
+    """AdamW (hs.scheduled) for 24 steps under fit, steered by ``plan`` {step: command}."""
+    import keras
+
+    import hyperstep as hs
+    from hyperstep.control.directory import submit
+
+    keras.utils.set_random_seed(5)
+
+    class Counting(keras.Sequential):
+        traces = 0
+
+        def train_step(self, *args: Any, **kwargs: Any) -> Any:
+            self.traces += 1
+            return super().train_step(*args, **kwargs)
+
+    model = Counting(
+        [keras.Input((3,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)]
+    )
+    opt = hs.scheduled(keras.optimizers.AdamW(), **given)
+    model.compile(opt, "mse")
+    callbacks: list[Any] = []
+    if directory is not None:
+        remote = hs.Remote(directory)
+
+        class Steer(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+                step = int(keras.ops.convert_to_numpy(opt.iterations))
+                if step in plan:
+                    submit(remote.directory, plan[step])
+
+        callbacks = [remote, Steer()]
+    x = np.linspace(-1, 1, 24 * 4 * 3, dtype="float32").reshape(24 * 4, 3)
+    y = (np.sin(3 * x[:, :1]) + x[:, 1:2] * x[:, 2:3]).astype("float32")
+    model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0, callbacks=callbacks)
+    return np.concatenate([np.ravel(w) for w in model.get_weights()]), model.traces
+
+
+@pytest.mark.parametrize("beta_1", ["0.9", "linear(0.85, 0.95, steps=100)"])
+def test_replay_of_float64_hyperparameters_on_tensorflow_is_bitwise_the_controlled_run(
+    beta_1: str, tmp_path: Path
+) -> None:
+    # on TensorFlow beta_1 reaches Keras in float64 (`1 - beta_1` in double): a replayed
+    # schedule must give those very numbers, a scale's float64 product and a constant's
+    # exact value included, and a replaced schedule the float32 number the override held
+    import keras
+
+    import hyperstep as hs
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("float64 values reach Keras on TensorFlow")
+    plan = {
+        4: {"verb": "scale", "values": {"beta_1": 0.7, "weight_decay": 0.3}},
+        8: {"verb": "schedule", "values": {"beta_1": "linear(0.8, 0.95, steps=50)"}},
+        12: {"verb": "schedule", "values": {"weight_decay": "0.03", "beta_2": "0.995"}},
+        16: {"verb": "scale", "values": {"beta_2": 0.999}},
+    }
+    given = {"learning_rate": "0.01", "beta_1": beta_1}
+    controlled, traces = _float64_run(given, plan, tmp_path / "run")
+    lines = (tmp_path / "run" / "journal.jsonl").read_text().splitlines()
+    entries = [json.loads(line) for line in lines]
+    applied = [e for e in entries if e.get("status") == "applied"]
+    assert [e["step"] for e in applied] == [4, 8, 12, 16]
+    assert [e.get("retraced") for e in applied] == [None, False, False, None]
+    schedules = hs.Remote.replay(tmp_path / "run" / "journal.jsonl")
+    assert sorted(schedules) == ["beta_1", "beta_2", "weight_decay"]
+    schedules = {n: hs.parse(repr(s)) for n, s in schedules.items()}  # as text, read back
+    fresh, fresh_traces = _float64_run({**given, **schedules}, {}, None)
+    np.testing.assert_array_equal(controlled, fresh)
+    assert traces == fresh_traces  # no command traced the step again

@@ -22,7 +22,15 @@ import numpy as np
 
 from hyperstep.backends.scopes import current_backend
 
-__all__ = ["MAX_AGREED", "Workers", "agreement", "traced_values", "untraced", "workers"]
+__all__ = [
+    "MAX_AGREED",
+    "Workers",
+    "agreement",
+    "exact_form",
+    "traced_values",
+    "untraced",
+    "workers",
+]
 
 #: the most commands the workers agree on at one step boundary (the rest follow at the next)
 MAX_AGREED = 16
@@ -136,6 +144,15 @@ def _tensorflow_agreement(place: Workers) -> Callable[[int], int]:
         return int(np.sum(np.round(summed) >= place.count))
 
     return agree
+
+
+def exact_form(name: str, optimizer: Any) -> bool:
+    """Whether ``optimizer``'s hyperparameter ``name`` reaches Keras in float64
+    (:meth:`hyperstep.Hyperparameter.exact_at`, :func:`hyperstep.backends.keras_number`):
+    on TensorFlow, every name of an ``hs.scheduled`` optimizer but ``learning_rate``."""
+    if current_backend() != "tensorflow" or not hasattr(optimizer, "_hs_value"):
+        return False
+    return name.rsplit("/", 1)[-1] != "learning_rate"
 
 
 def untraced(model: Any) -> bool:

@@ -26,6 +26,7 @@ from hyperstep.backends.steering import (
     MAX_AGREED,
     Workers,
     agreement,
+    exact_form,
     traced_values,
     untraced,
     workers,
@@ -150,13 +151,17 @@ class Remote(keras.callbacks.Callback):
         self._replaced: dict[str, Replacement] = {}
         #: names whose override a ``set`` command holds (a replacement waits under it)
         self._held: set[str] = set()
+        #: names whose value reaches Keras in float64 (``exact_at``), as the journal says
+        self._exact: set[str] = set()
         if self._given:
             self._bind({})
 
     # ---- binding --------------------------------------------------------------------------
     def set_model(self, model: Any) -> None:
         super().set_model(model)
-        self._bind(_optimizer_hyperparameters(model))
+        optimizer, found = _optimizer_hyperparameters(model)
+        self._exact = {name for name in found if exact_form(name, optimizer)}
+        self._bind(found)
 
     def _bind(self, found: dict[str, Any]) -> None:
         self.hyperparameters = {**found, **self._given}
@@ -250,7 +255,10 @@ class Remote(keras.callbacks.Callback):
                 "step": self._step(),
                 "applied": applied,
                 "pid": os.getpid(),
-                "hyperparameters": {n: _describe(hp) for n, hp in self.hyperparameters.items()},
+                "hyperparameters": {
+                    n: {**_describe(hp), "exact": n in self._exact}
+                    for n, hp in self.hyperparameters.items()
+                },
             },
             self._journal_name,
         )
@@ -373,6 +381,11 @@ class Remote(keras.callbacks.Callback):
                 for name in command["values"]
             )
             extra["retraced"] = self._retrace() if retrace else False
+            extra["driven"] = sorted(  # through the float32 override (not eager torch's)
+                n
+                for n in command["values"]
+                if n in self._replaced and not self._replaced[n].retrace
+            )
         elif verb == "cooldown":
             from hyperstep.control.cooldown import Cooldown
 
@@ -568,14 +581,15 @@ def _names(command: dict[str, Any]) -> list[str]:
     return list(command.get("values", command.get("names", [])))
 
 
-def _optimizer_hyperparameters(model: Any) -> dict[str, Any]:
+def _optimizer_hyperparameters(model: Any) -> tuple[Any, dict[str, Any]]:
+    """The optimizer holding the hyperparameters (inside Keras's and our wrappers) and them."""
     optimizer = getattr(model, "optimizer", None)
     for _ in range(4):  # LossScaleOptimizer, SkipNonFinite: the inner one's
         found = getattr(optimizer, "hyperparameters", None)
         if isinstance(found, dict):
-            return dict(found)
+            return optimizer, dict(found)
         optimizer = getattr(optimizer, "inner_optimizer", None)
-    return {}
+    return None, {}
 
 
 def _value(hp: Any) -> float:
@@ -634,10 +648,14 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
     ``value(step)`` of the returned schedule is, bit for bit, the value the controlled run's
     updates used at ``step``: its original schedule times its scale, with every applied
     command from the step it took effect (``where(step < s1, v0, where(step < s2, v1,
-    ...))``; an override is a constant, a scale multiplies, a cooldown is its formula). A
-    fresh run built with these schedules (and the same data) ends with the controlled
-    run's weights. Only hyperparameters a command changed are returned, and a command
-    applied again after a resume counts where it took effect last.
+    ...))``; an override is a constant, a scale multiplies, a cooldown is its formula, a
+    replaced schedule driven through the float32 override is ``scale * new``, rounded to
+    float32 as the override held it). Where the run handed Keras a float64 value (the
+    journal's ``exact``: TensorFlow's ``hs.scheduled`` names but ``learning_rate``) the
+    pieces are those whose float64 form (:func:`hyperstep.control.value_forms.exact_value`)
+    is that value. A fresh run built with these schedules (and the same data) ends with
+    the controlled run's weights. Only hyperparameters a command changed are returned, and a
+    command applied again after a resume counts where it took effect last.
 
     Args:
         journal: The ``journal.jsonl`` of the controlled run (or its directory).
@@ -669,14 +687,16 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
             "scale": start["scale"],
             "override": start["override"],
             "cooldown": None,
+            "driven": False,
         }
-        pieces: list[tuple[int, Schedule]] = [(0, _expression(state))]
+        exact = bool(start.get("exact", False))
+        pieces: list[tuple[int, Schedule]] = [(0, _expression(state, exact))]
         changed = False
         for entry in ordered:
             if not _changes(entry, name, state, parse):
                 continue
             changed = True
-            piece = (int(entry["step"]), _expression(state))
+            piece = (int(entry["step"]), _expression(state, exact))
             pieces = [p for p in pieces if p[0] < piece[0]] + [piece]
         if changed:
             result[name] = _pieces(pieces)
@@ -696,6 +716,7 @@ def _changes(entry: dict[str, Any], name: str, state: dict[str, Any], parse: Any
         state["scale"] = float(np.float32(command["values"][name]))
     elif verb == "schedule":
         state["base"] = parse(command["values"][name])
+        state["driven"] = name in entry.get("driven", [])  # the float32 override held it
     elif verb == "cooldown":
         state["cooldown"] = entry["cooldown"][name]
     else:
@@ -703,18 +724,26 @@ def _changes(entry: dict[str, Any], name: str, state: dict[str, Any], parse: Any
     return True
 
 
-def _expression(state: dict[str, Any]) -> Schedule:
-    """``override if set else base(step) * scale`` as a schedule, rounded as the run rounds."""
+def _expression(state: dict[str, Any], exact: bool) -> Schedule:
+    """``override if set else base(step) * scale`` as a schedule, rounded as the run rounds
+    (in float64 where ``exact``: see :func:`hyperstep.control.value_forms.exact_value`)."""
     if state["override"] is not None:
         return Constant(state["override"])
     base = state["base"]
     if state["cooldown"] is not None:
         base = _cooled(base, state["cooldown"])
     scale = float(np.float32(state["scale"]))
+    if isinstance(base, Constant):
+        if state["driven"] or (not exact and scale != 1.0):
+            # float32(base * scale), as the override (driven) or a float32 product holds
+            # it (a product of constants would fold in float64)
+            return Constant(float(np.float32(np.float32(base.value_) * np.float32(scale))))
+        # float64(c) * scale, as exact_at computes it
+        return base if scale == 1.0 else Constant(float(base.value_) * scale)
+    if state["driven"] and exact:  # the float32 override: a float32 product, constant left
+        return BinaryOp("*", Constant(scale), base)
     if scale == 1.0:
         return base
-    if isinstance(base, Constant):  # a product of constants would fold in float64
-        return Constant(float(np.float32(np.float32(base.value_) * np.float32(scale))))
     return BinaryOp("*", base, Constant(scale))
 
 

@@ -18,9 +18,9 @@ from hyperstep.backends import raw, read_once, unmapped_in_jit
 from hyperstep.clock import Clock
 from hyperstep.control.relative import references
 from hyperstep.errors import FrozenValueError
-from hyperstep.schedules.base import Constant, Epoch, Schedule
+from hyperstep.schedules.base import BinaryOp, Constant, Epoch, Function, Schedule
 
-__all__ = ["ClockEpoch", "ValueForms"]
+__all__ = ["ClockEpoch", "ValueForms", "exact_value"]
 
 #: steps per table of schedule values kept by :meth:`ValueForms.host_float`
 _TABLE_STEPS = 1024
@@ -143,14 +143,11 @@ class ValueForms:
 
         ``Constant(0.9)`` gives float64 ``0.9`` (not float32 ``0.9`` widened), so a Keras
         optimizer that computes ``1 - beta_1`` from it matches Python-float arithmetic bit
-        for bit. Used by ``hs.scheduled`` on the TensorFlow backend.
+        for bit; so does each branch of a ``where`` and a product by a constant (as ``scale``
+        multiplies): :func:`exact_value`. Used by ``hs.scheduled`` on the TensorFlow backend.
         """
         schedule = self._clocked
-        if isinstance(schedule, Constant):
-            base = ops.convert_to_tensor(schedule.value_, dtype="float64")
-        else:
-            base = ops.cast(schedule(step), "float64")
-        base = self._cooled(schedule, base, step)
+        base = self._cooled(schedule, exact_value(schedule, step), step)
         override = read_once(self.override)  # used twice: read once
         scaled = ops.multiply(base, ops.cast(self.scale.value, "float64"))
         return ops.where(ops.isnan(override), scaled, ops.cast(override, "float64"))
@@ -165,6 +162,41 @@ class ValueForms:
             clock.follows_fit,
             *(int(raw(v)) for v in clock.epoch_variables),  # eager torch (host_float)
         )
+
+
+def exact_value(schedule: Schedule, step: Any) -> Any:
+    """``schedule(step)`` in float64, its constants exact where they reach the value whole.
+
+    ``exact(c) = float64(c)``; ``exact(where(cond, a, b)) = where(cond != 0, exact(a),
+    exact(b))``; ``exact(a * c) = exact(a) * float64(c)`` for a constant ``c`` on the right
+    (the form of ``scale``); else ``float64(schedule(step))`` (its float32 value). So the
+    pieces :func:`hyperstep.Remote.replay` joins with ``where`` (a constant, a schedule
+    times its scale) give the float64 numbers the controlled run handed Keras. A constant on
+    the left (``c * a``) is a float32 product, rounded once.
+
+    Example:
+        >>> from hyperstep.schedules.language import parse
+        >>> [float(exact_value(parse("where(step < 5, 0.9, 0.8)"), s)) for s in (0.0, 5.0)]
+        [0.9, 0.8]
+    """
+    if isinstance(schedule, Constant):
+        return ops.convert_to_tensor(schedule.value_, dtype="float64")
+    if isinstance(schedule, Function) and schedule.name == "where" and schedule._fold is None:
+        condition, when, otherwise = schedule.args
+        return ops.where(
+            ops.not_equal(condition(step), 0),
+            exact_value(when, step),
+            exact_value(otherwise, step),
+        )
+    if (
+        isinstance(schedule, BinaryOp)
+        and schedule.op == "*"
+        and schedule._fold is None
+        and isinstance(schedule.right, Constant)
+    ):
+        factor = ops.convert_to_tensor(schedule.right.value_, dtype="float64")
+        return ops.multiply(exact_value(schedule.left, step), factor)
+    return ops.cast(schedule(step), "float64")
 
 
 class ClockEpoch(Schedule):
