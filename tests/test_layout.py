@@ -170,15 +170,6 @@ PENDING_PRIVATE_IMPORTS = {
     "hyperstep.control.remote <- hyperstep.control.plateau._scope_of",
     "hyperstep.optim.averaging <- hyperstep.optim.average_exchange._Average",
     "hyperstep.optim.averaging <- hyperstep.optim.average_exchange._given_values",
-    "hyperstep.schedules._common <- hyperstep.schedules.base._is_scalar_number",
-    "hyperstep.schedules.cycles <- hyperstep.schedules._common._cosine_weight",
-    "hyperstep.schedules.cycles <- hyperstep.schedules._common._f32",
-    "hyperstep.schedules.cycles <- hyperstep.schedules._common._power",
-    "hyperstep.schedules.decays <- hyperstep.schedules._common._f32",
-    "hyperstep.schedules.decays <- hyperstep.schedules._common._power",
-    "hyperstep.schedules.families <- hyperstep.schedules._common._cosine_weight",
-    "hyperstep.schedules.families <- hyperstep.schedules._common._f32",
-    "hyperstep.schedules.wsd <- hyperstep.schedules._common._cosine_weight",
 }
 
 

@@ -110,7 +110,7 @@ def test_the_issue_cases_are_refused_naming_the_value(build, match):
 @pytest.mark.parametrize(("text", "at"), [("1/0", "1/0"), ("step + log(0)", "log(0)")])
 def test_a_constant_with_no_finite_value_is_refused_at_its_column(text, at):
     with pytest.raises(ScheduleSyntaxError, match="no finite value") as info:
-        hs.schedules.parse(text)
+        hs.parse(text)
     assert text[info.value.column :].startswith(at)
     assert "^" in str(info.value)  # the parser's caret under the column
 

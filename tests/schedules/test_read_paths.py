@@ -24,7 +24,7 @@ import sys
 import numpy as np
 import pytest
 
-from hyperstep.schedules import parse
+from hyperstep import parse
 from hyperstep.schedules.parse_names import vocabulary
 
 HERE = pathlib.Path(__file__).parent

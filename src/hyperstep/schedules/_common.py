@@ -17,14 +17,14 @@ import numpy as np
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules._ops import WIDE, ops
-from hyperstep.schedules.base import FLOAT32_MAX, _is_scalar_number, check_number
+from hyperstep.schedules.base import FLOAT32_MAX, check_number, is_scalar_number
 
 HALF_PI = math.pi / 2
 
 
 def _is_number(value: Any) -> bool:
     return not isinstance(value, bool) and (
-        isinstance(value, (int, float)) or _is_scalar_number(value)
+        isinstance(value, (int, float)) or is_scalar_number(value)
     )
 
 
@@ -160,11 +160,11 @@ def check_boundaries(owner: str, name: str, value: Any) -> list[int | float]:
     return [_exact(b) for b in numbers]
 
 
-def _f32(value: float) -> Any:
+def as_float32(value: float) -> Any:
     return ops.convert_to_tensor(value, dtype="float32")
 
 
-def _wide(value: float) -> Any:
+def widened(value: float) -> Any:
     """``value`` as a tensor of ``WIDE`` (Keras's torch ``where`` and ``minimum`` round a
     Python float to float32 first)."""
     return ops.convert_to_tensor(value, dtype=WIDE)
@@ -187,33 +187,33 @@ def rounded_once(value: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     return computed
 
 
-def _minimum(a: Any, b: Any) -> Any:
+def exact_minimum(a: Any, b: Any) -> Any:
     """``minimum(a, b)`` in ``a``'s dtype (Keras's torch ``minimum`` returns float32 for two
     float64 tensors, Keras 3.15)."""
-    b = _wide(b) if isinstance(b, (int, float)) else b
+    b = widened(b) if isinstance(b, (int, float)) else b
     return ops.where(ops.less_equal(a, b), a, b)
 
 
-def _maximum(a: Any, b: Any) -> Any:
-    """``maximum(a, b)`` in ``a``'s dtype (see :func:`_minimum`)."""
-    b = _wide(b) if isinstance(b, (int, float)) else b
+def exact_maximum(a: Any, b: Any) -> Any:
+    """``maximum(a, b)`` in ``a``'s dtype (see :func:`exact_minimum`)."""
+    b = widened(b) if isinstance(b, (int, float)) else b
     return ops.where(ops.greater_equal(a, b), a, b)
 
 
-def _floor(x: Any) -> Any:
+def exact_floor(x: Any) -> Any:
     """``floor(x)`` in ``x``'s dtype: exact, from ``round`` (Keras's torch ``floor`` rounds a
     float64 ``x`` to float32 first, Keras 3.15: 2.9999999999 would floor to 3)."""
     r = ops.round(x)
     return ops.where(ops.greater(r, x), r - 1.0, r)
 
 
-def _ceil(x: Any) -> Any:
-    """``ceil(x)`` in ``x``'s dtype (see :func:`_floor`)."""
+def exact_ceil(x: Any) -> Any:
+    """``ceil(x)`` in ``x``'s dtype (see :func:`exact_floor`)."""
     r = ops.round(x)
     return ops.where(ops.less(r, x), r + 1.0, r)
 
 
-def _power(base: float, exponent: Any) -> Any:
+def power_of(base: float, exponent: Any) -> Any:
     """``base ** exponent`` for a Python ``base > 0``, corrected for its float32 rounding.
 
     ``float32(base) ** p`` is off by ``p * (relative rounding of base)``, up to 6e-8 * p;
@@ -223,13 +223,13 @@ def _power(base: float, exponent: Any) -> Any:
     if WIDE == "float64":  # the exact base (a Python float is a float64)
         return ops.power(ops.convert_to_tensor(base, WIDE), ops.cast(exponent, WIDE))
     base32 = struct.unpack("f", struct.pack("f", base))[0]  # float32(base), no numpy
-    result = ops.power(_f32(base32), exponent)
+    result = ops.power(as_float32(base32), exponent)
     correction = math.log(base / base32)
     if correction != 0.0:
         result = result * ops.exp(exponent * correction)
     return result
 
 
-def _cosine_weight(left: Any) -> Any:
+def cosine_weight(left: Any) -> Any:
     """``(1 + cos(pi * (1 - left))) / 2``, written as ``sin(pi / 2 * left) ** 2``."""
     return ops.square(ops.sin(HALF_PI * left))

@@ -687,7 +687,7 @@ def as_schedule(value: ScheduleLike, name: str = "schedule") -> Schedule:
             f"`{name}` must be a number, a schedule or an expression string, not a bool. "
             f"{received(name, value)}"
         )
-    if isinstance(value, (int, float)) or _is_scalar_number(value):
+    if isinstance(value, (int, float)) or is_scalar_number(value):
         return Constant(float(value))
     if isinstance(value, str):
         from hyperstep.schedules.language import parse
@@ -705,7 +705,7 @@ def as_schedule(value: ScheduleLike, name: str = "schedule") -> Schedule:
 
 def check_number(owner: str, name: str, value: Any, *, finite: bool = True) -> float:
     """Return ``value`` as a float, or raise naming ``owner(name=...)`` and the value."""
-    if isinstance(value, bool) or not (isinstance(value, (int, float)) or _is_scalar_number(value)):
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) or is_scalar_number(value)):
         raise InvalidTypeError(f"`{owner}({name}=...)` must be a number. {received(name, value)}")
     number = float(value)
     if finite and not math.isfinite(number):
@@ -728,7 +728,7 @@ FLOAT32_MAX = 3.4028235677973362e38
 def check_positive_int(owner: str, name: str, value: Any) -> int:
     """Return ``value`` as an int > 0, or raise naming ``owner(name=...)`` and the value."""
     if isinstance(value, bool) or (
-        not isinstance(value, (int, float)) and not _is_scalar_number(value)
+        not isinstance(value, (int, float)) and not is_scalar_number(value)
     ):
         raise InvalidTypeError(
             f"`{owner}({name}=...)` must be a positive integer. {received(name, value)}"
@@ -774,7 +774,7 @@ def _wrap(schedule: Schedule, min_precedence: int) -> str:
     return text
 
 
-def _is_scalar_number(value: Any) -> bool:
+def is_scalar_number(value: Any) -> bool:
     try:
         import numpy as np
 

@@ -12,15 +12,15 @@ from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
-    _cosine_weight,
-    _floor,
-    _power,
-    _wide,
     check_choice,
     check_factor,
     check_flag,
     check_steps,
+    cosine_weight,
+    exact_floor,
+    power_of,
     rounded_once,
+    widened,
 )
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
@@ -87,13 +87,13 @@ class Cyclic(Schedule):
         up = self.steps_up
         down = up if self.steps_down is None else self.steps_down
         total = up + down
-        k = _floor(step / total)
+        k = exact_floor(step / total)
         s = step - total * k  # position within the cycle, exact for integer steps
         x = ops.where(s <= up, s / up, (total - s) / down)
         if self.mode == "triangular2":
-            x = x * ops.power(_wide(0.5), k)
+            x = x * ops.power(widened(0.5), k)
         elif self.mode == "exp_range":
-            x = x * _power(self.gamma, step)
+            x = x * power_of(self.gamma, step)
         return self.low + (self.high - self.low) * x
 
     def arguments(self) -> dict[str, Any]:
@@ -200,15 +200,15 @@ class OneCycle(Schedule):
     @rounded_once
     def value(self, step: Any) -> Any:
         # pick each step's phase first (cheap selects of constants), then anneal once
-        begin, end, a, b = (_wide(x) for x in self._phases[-1])
+        begin, end, a, b = (widened(x) for x in self._phases[-1])
         for phase in reversed(self._phases[:-1]):
             inside = step <= phase[1]
             begin, end, a, b = (
-                ops.where(inside, _wide(x), y)
+                ops.where(inside, widened(x), y)
                 for x, y in zip(phase, (begin, end, a, b), strict=True)
             )
         left = ops.clip((end - step) / (end - begin), 0.0, 1.0)  # 1 - t; 0 past the end
-        weight = _cosine_weight(left) if self.anneal == "cos" else left
+        weight = cosine_weight(left) if self.anneal == "cos" else left
         return b + (a - b) * weight
 
     def arguments(self) -> dict[str, Any]:

@@ -14,19 +14,19 @@ from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
-    _ceil,
-    _f32,
-    _floor,
-    _maximum,
-    _minimum,
-    _power,
-    _wide,
+    as_float32,
     check_factor,
     check_flag,
     check_positive,
     check_steps,
+    exact_ceil,
+    exact_floor,
+    exact_maximum,
+    exact_minimum,
     float32,
+    power_of,
     rounded_once,
+    widened,
 )
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
@@ -134,10 +134,12 @@ class Exponential(Schedule):
         t = step - self.begin
         p = t / self.every
         if self.staircase:
-            p = _floor(p)
-        v = ops.where(t <= 0, _wide(self.start), self.start * _power(self.rate, _maximum(p, 0.0)))
+            p = exact_floor(p)
+        v = ops.where(
+            t <= 0, widened(self.start), self.start * power_of(self.rate, exact_maximum(p, 0.0))
+        )
         if self.end is not None:
-            v = _maximum(v, self.end) if self.rate < 1 else _minimum(v, self.end)
+            v = exact_maximum(v, self.end) if self.rate < 1 else exact_minimum(v, self.end)
         return v
 
     def arguments(self) -> dict[str, Any]:
@@ -196,10 +198,12 @@ class InverseTime(Schedule):
     def value(self, step: Any) -> Any:
         # Keras's float32 operations, on float32 constants (torch's `number / tensor` is a
         # reciprocal times the number, two roundings)
-        p = step / _f32(self.every)
+        p = step / as_float32(self.every)
         if self.staircase:
             p = ops.floor(p)
-        return ops.divide(_f32(self.start), ops.add(_f32(1.0), ops.multiply(_f32(self.rate), p)))
+        return ops.divide(
+            as_float32(self.start), ops.add(as_float32(1.0), ops.multiply(as_float32(self.rate), p))
+        )
 
     def arguments(self) -> dict[str, Any]:
         return {
@@ -262,12 +266,12 @@ class Polynomial(Schedule):
     @rounded_once
     def value(self, step: Any) -> Any:
         if self.cycle:
-            s = _maximum(step - self.begin, 0.0)
-            cycles = _ceil(s / self.steps)
+            s = exact_maximum(step - self.begin, 0.0)
+            cycles = exact_ceil(s / self.steps)
             # a graph compiler may divide as s * (1 / steps), a hair above k at s = k * steps:
             # the exact product decides (float32 integers), so every context agrees
             cycles = ops.where(s <= (cycles - 1.0) * self.steps, cycles - 1.0, cycles)
-            horizon = self.steps * _maximum(cycles, 1.0)
+            horizon = self.steps * exact_maximum(cycles, 1.0)
         else:
             s = ops.clip(step - self.begin, 0.0, self.steps)
             horizon = self.steps

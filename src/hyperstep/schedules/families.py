@@ -34,11 +34,6 @@ from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import (
-    _cosine_weight,
-    _floor,
-    _maximum,
-    _minimum,
-    _wide,
     check_boundaries,
     check_choice,
     check_factor,
@@ -46,8 +41,13 @@ from hyperstep.schedules._common import (
     check_numbers,
     check_positive,
     check_steps,
+    cosine_weight,
+    exact_floor,
+    exact_maximum,
+    exact_minimum,
     float32,
     rounded_once,
+    widened,
 )
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Epoch, Schedule, check_number, register
@@ -112,8 +112,8 @@ class Cosine(Schedule):
 
     @rounded_once
     def value(self, step: Any) -> Any:
-        s = step if self.past_end == "periodic" else _minimum(step, self.steps)
-        c = _cosine_weight((self.steps - s) / self.steps)
+        s = step if self.past_end == "periodic" else exact_minimum(step, self.steps)
+        c = cosine_weight((self.steps - s) / self.steps)
         if self.exponent != 1.0:
             c = ops.power(c, self.exponent)
         return self.end + (self.start - self.end) * c
@@ -207,7 +207,7 @@ class CosineRestarts(Schedule):
     def _period_start(self, i: Any) -> Any:
         if self._unit():
             return self.steps * i
-        start = self.steps * (ops.power(_wide(self.t_mul), i) - 1.0) / (self.t_mul - 1.0)
+        start = self.steps * (ops.power(widened(self.t_mul), i) - 1.0) / (self.t_mul - 1.0)
         # float32 pow is off by an ulp at times (3.0 ** 4 = 81.00001): a start within float32
         # rounding of a whole step is that step
         whole = ops.round(start)
@@ -215,19 +215,19 @@ class CosineRestarts(Schedule):
 
     @rounded_once
     def value(self, step: Any) -> Any:
-        step = _maximum(step, 0.0)
+        step = exact_maximum(step, 0.0)
         fraction = step / self.steps
         if self._unit():
-            i = _floor(fraction)
+            i = exact_floor(fraction)
         else:
-            i = _floor(ops.log1p(fraction * (self.t_mul - 1.0)) / math.log(self.t_mul))
+            i = exact_floor(ops.log1p(fraction * (self.t_mul - 1.0)) / math.log(self.t_mul))
         # the log may land one period off near a restart: compare with exact period starts
         i = ops.where(step >= self._period_start(i + 1.0), i + 1.0, i)
         i = ops.where(step < self._period_start(i), i - 1.0, i)
         upper = self._period_start(i + 1.0)
         length = upper - self._period_start(i)
-        c = _cosine_weight((upper - step) / length)
-        return self.end + (self.start - self.end) * ops.power(_wide(self.m_mul), i) * c
+        c = cosine_weight((upper - step) / length)
+        return self.end + (self.start - self.end) * ops.power(widened(self.m_mul), i) * c
 
     def arguments(self) -> dict[str, Any]:
         return {

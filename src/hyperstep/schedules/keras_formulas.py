@@ -25,7 +25,7 @@ from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, register
 
 
-def _f32(value: float) -> Any:
+def as_float32(value: float) -> Any:
     """``ops.cast(value, "float32")``: a float32 constant, as Keras casts its arguments."""
     return ops.cast(value, "float32")
 
@@ -75,10 +75,12 @@ class ExponentialDecay(Schedule):
         self.staircase = check_flag(owner, "staircase", staircase)
 
     def value(self, step: Any) -> Any:
-        p = step / _f32(self.decay_steps)
+        p = step / as_float32(self.decay_steps)
         if self.staircase:
             p = ops.floor(p)
-        return ops.multiply(_f32(self.initial_learning_rate), ops.power(_f32(self.decay_rate), p))
+        return ops.multiply(
+            as_float32(self.initial_learning_rate), ops.power(as_float32(self.decay_rate), p)
+        )
 
     def arguments(self) -> dict[str, Any]:
         return {
@@ -134,16 +136,16 @@ class PolynomialDecay(Schedule):
         self.cycle = check_flag(owner, "cycle", cycle)
 
     def value(self, step: Any) -> Any:
-        initial = _f32(self.initial_learning_rate)
-        end = _f32(self.end_learning_rate)
-        decay_steps = _f32(self.decay_steps)
+        initial = as_float32(self.initial_learning_rate)
+        end = as_float32(self.end_learning_rate)
+        decay_steps = as_float32(self.decay_steps)
         if self.cycle:
             multiplier = ops.where(ops.equal(step, 0), 1.0, ops.ceil(step / self.decay_steps))
             decay_steps = ops.multiply(decay_steps, multiplier)
         else:
             step = ops.minimum(step, decay_steps)
         p = ops.divide(step, decay_steps)
-        return ops.add(ops.multiply(initial - end, ops.power(1 - p, _f32(self.power))), end)
+        return ops.add(ops.multiply(initial - end, ops.power(1 - p, as_float32(self.power))), end)
 
     def arguments(self) -> dict[str, Any]:
         return {
@@ -214,19 +216,19 @@ class CosineDecay(Schedule):
 
     def _decay(self, step: Any, decay_steps: Any, decay_from: Any) -> Any:
         completed_fraction = ops.divide(step, decay_steps)
-        pi = _f32(math.pi)
+        pi = as_float32(math.pi)
         cosine_decayed = 0.5 * (1.0 + ops.cos(ops.multiply(pi, completed_fraction)))
         # Keras forms 1 - alpha in Python (float64) and rounds it to float32 once
         decayed = (1 - self.alpha) * cosine_decayed + self.alpha
         return ops.multiply(decay_from, decayed)
 
     def value(self, step: Any) -> Any:
-        initial = _f32(self.initial_learning_rate)
-        decay_steps = _f32(self.decay_steps)
+        initial = as_float32(self.initial_learning_rate)
+        decay_steps = as_float32(self.decay_steps)
         if self.warmup_target is None:
             return self._decay(ops.minimum(step, decay_steps), decay_steps, initial)
-        target = _f32(self.warmup_target)
-        warmup_steps = _f32(self.warmup_steps)
+        target = as_float32(self.warmup_target)
+        warmup_steps = as_float32(self.warmup_steps)
         step = ops.minimum(step, decay_steps + warmup_steps)
 
         def warm() -> Any:
@@ -301,9 +303,9 @@ class CosineDecayRestarts(Schedule):
         self.alpha = check_float32(owner, "alpha", alpha)
 
     def value(self, step: Any) -> Any:
-        t_mul = _f32(self.t_mul)
-        alpha = _f32(self.alpha)
-        completed_fraction = step / _f32(self.first_decay_steps)
+        t_mul = as_float32(self.t_mul)
+        alpha = as_float32(self.alpha)
+        completed_fraction = step / as_float32(self.first_decay_steps)
 
         def compute_step(geometric: bool) -> Any:
             if geometric:
@@ -323,11 +325,11 @@ class CosineDecayRestarts(Schedule):
         i_restart, completed_fraction = ops.cond(
             ops.equal(t_mul, 1.0), lambda: compute_step(False), lambda: compute_step(True)
         )
-        m_fac = ops.power(_f32(self.m_mul), i_restart)
-        pi = _f32(math.pi)
+        m_fac = ops.power(as_float32(self.m_mul), i_restart)
+        pi = as_float32(math.pi)
         cosine_decayed = 0.5 * m_fac * (1.0 + ops.cos(ops.multiply(pi, completed_fraction)))
         decayed = ops.add(ops.multiply((1 - alpha), cosine_decayed), alpha)
-        return ops.multiply(_f32(self.initial_learning_rate), decayed)
+        return ops.multiply(as_float32(self.initial_learning_rate), decayed)
 
     def arguments(self) -> dict[str, Any]:
         return {

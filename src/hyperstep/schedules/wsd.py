@@ -14,10 +14,10 @@ import math
 from typing import Any
 
 from hyperstep.schedules._common import (
-    _cosine_weight,
-    _maximum,
     check_choice,
     check_steps,
+    cosine_weight,
+    exact_maximum,
     rounded_once,
 )
 from hyperstep.schedules._ops import ops
@@ -48,7 +48,7 @@ def decay_factor(shape: str, done: Any, steps: float, cycles: float = 0.5) -> An
         return left
     if shape == "cosine":
         if cycles == 0.5:
-            return _cosine_weight(left)
+            return cosine_weight(left)
         return ops.square(ops.cos(math.pi * cycles * (done / steps)))
     if shape in ("1-sqrt", "minus_sqrt"):
         return 1.0 - ops.sqrt(done / steps)
@@ -62,7 +62,7 @@ def _warmup_factor(shape: str, step: Any, steps: float) -> Any:
     if shape == "linear":
         return step / steps
     if shape == "cosine":
-        return _cosine_weight(step / steps)
+        return cosine_weight(step / steps)
     return 1.0 - ops.sqrt((steps - step) / steps)
 
 
@@ -138,9 +138,9 @@ class WarmupStableDecay(Schedule):
         done = ops.clip(step - (w + s), 0.0, max(d, 1))
         down = decay_factor(self.decay_type, done, max(d, 1), self.num_cycles)
         factor = ops.where(step < w, up, ops.where(step < w + s, 1.0, down))
-        factor = ops.where(step < w + s + d, _maximum(factor, 0.0), 0.0)
+        factor = ops.where(step < w + s + d, exact_maximum(factor, 0.0), 0.0)
         m = self.min_ratio
-        return self.peak * _maximum(m + (1.0 - m) * factor, 0.0)
+        return self.peak * exact_maximum(m + (1.0 - m) * factor, 0.0)
 
     def arguments(self) -> dict[str, Any]:
         return {
@@ -195,7 +195,7 @@ class InverseSqrt(Schedule):
         w = self.warmup
         scale = self.timescale if self.timescale is not None else (w or 10_000)
         ramp = step / max(w, 1)
-        after = 1.0 / ops.sqrt((_maximum(step, w) + (scale - w)) / scale)
+        after = 1.0 / ops.sqrt((exact_maximum(step, w) + (scale - w)) / scale)
         return self.peak * ops.where(step < w, ramp, after)
 
     def arguments(self) -> dict[str, Any]:
