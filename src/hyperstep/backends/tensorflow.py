@@ -392,21 +392,23 @@ class SharedIterations:
     """Mixin for ``hs.scheduled``'s classes on TensorFlow: ``iterations``, one read per update.
 
     Keras's ``update_step`` reads ``self.iterations`` once per variable; returning the same
-    tensor (read when first needed, before the counter advances at the end of ``apply``)
+    tensor (read into the update's dict of values at its start, ``_hs_reads``)
     gives the same values and lets TensorFlow's graph optimizer share the per-variable
     scalar arithmetic derived from it (``beta_1 ** (t + 1)``, ...). (Not on torch:
     ``torch.compile`` cannot trace ``super()`` in a property.)
     """
-
-    _hs_cached: Any
 
     @property
     def iterations(self) -> Any:
         iterations = super().iterations  # type: ignore[misc]
         if not self._hs_updating():  # type: ignore[attr-defined]
             return iterations
+        found = self._hs_state.update.values.get("@iterations")  # type: ignore[attr-defined]
+        return iterations if found is None else found
+
+    def _hs_reads(self) -> dict[str, Any]:
         # a read (keras.ops.convert_to_tensor would keep the variable); "@" is no name
-        return self._hs_cached("@iterations", lambda: tf.convert_to_tensor(iterations))
+        return {"@iterations": tf.convert_to_tensor(super().iterations)}  # type: ignore[misc]
 
 
 def adam_pass(variable: Any, scratch: Any, velocity: Any, gradient: Any, **scalars: Any) -> bool:

@@ -108,16 +108,22 @@ def advance_after_update(optimizer: Any, clock: Any) -> None:
 
 
 def apply_update(
-    optimizer: Any, update: Update, run: Callable[[], Any], *, advance: bool, host: bool
+    optimizer: Any,
+    update: Update,
+    run: Callable[[], Any],
+    *,
+    advance: bool,
+    host: bool,
+    values: Callable[[Update], Mapping[str, Any]],
 ) -> Any:
     """``run()`` (the optimizer's update) with the clock's step fixed for it, then a teacher
     network's update (:meth:`hyperstep.EMA.network`), then the clock's advance: at the end
     of the training iteration when one is open (:meth:`hyperstep.Clock.iteration`, each of
     ``fit``'s train steps), else now if ``advance``. The update uses the values of step
-    ``t``, computed before the clock moves to ``t + 1``. ``host``: see
-    :meth:`Update.fixed`."""
+    ``t``, computed before the clock moves to ``t + 1``. ``host`` and ``values`` (the
+    update's one dict, built from its step): see :meth:`Update.fixed`."""
     clock = optimizer.clock
-    with update.fixed(clock, host=host, nested=False):
+    with update.fixed(clock, host=host, values=values, nested=False):
         result = run()
     average = optimizer.__dict__.get("_hs_average")  # a teacher network (hs.EMA.network)
     if average is not None:

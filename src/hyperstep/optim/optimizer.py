@@ -276,7 +276,14 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
             lambda: super(StepOptimizer, self).apply(grads, trainable_variables),
             advance=self.advance,
             host=False,
+            values=self._hs_values,
         )
+
+    def _hs_values(self, update: Update) -> dict[str, Any]:
+        """The one dict of an update, built at its start: every hyperparameter (a group's
+        as ``group/name``) at the update's step, as ``(value, 1 - value)``
+        (:func:`~hyperstep.optim.resolve.value_and_complement`)."""
+        return {key: value_and_complement(update, hp) for key, hp in self.hyperparameters.items()}
 
     def _backend_update_step(
         self, grads: Any, trainable_variables: Any, learning_rate: Any
@@ -286,14 +293,13 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
         # the values every update of this step reads, computed once and passed the way Keras
         # passes `learning_rate` (so tf.distribute hands them to each replica's update)
         update = self._hs_update
-        with update.fixed(self.clock, host=False):  # (fixed already when called from `apply`)
-            tables = []
-            for table in self._tables:
+        # (fixed already when called from `apply`)
+        with update.fixed(self.clock, host=False, values=self._hs_values):
+            read, tables = update.values, []
+            for group, table in zip([None, *self.groups], self._tables, strict=True):
                 values, complements = {}, {}
-                for key, hp in table.items():
-                    values[key], complement = update.cached(
-                        id(hp), lambda hp=hp: value_and_complement(update, hp)
-                    )
+                for key in table:  # a group's own entry if it sets the key, else the optimizer's
+                    values[key], complement = read.get(f"{group}/{key}") or read[key]
                     if complement is not None:
                         complements[key] = complement
                 tables.append((values, complements))

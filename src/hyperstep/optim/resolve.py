@@ -3,15 +3,15 @@
 An update reads the clock once and every value it uses from that one step::
 
     t     = float32(clock.step)                 (read when the update starts)
-    v(hp) = hp.at(t)                             (computed once per update and graph)
+    v(hp) = hp.at(t)                             (one dict, built once per update)
     grads = after([t, v(hp) for every hp read], grads)      (the values come first)
     ... the optimizer's arithmetic ...
     clock.step += 1                              (after the update, if it advances it)
 
-:class:`Update` holds the update in progress: the step, the values computed so far and who
+:class:`Update` holds the update in progress: the step, the one dict of its values and who
 owns it (a read from elsewhere, a logger reading ``opt.learning_rate`` while ``fit``
-traces, gets the current value instead); :meth:`Update.fixed` starts one,
-:meth:`Update.cached` computes a value once, :meth:`Update.gate` orders the gradients after
+traces, gets the current value instead); :meth:`Update.fixed` starts one and builds the
+dict, :meth:`Update.read` looks a value up, :meth:`Update.gate` orders the gradients after
 the values, and :func:`hyperstep.optim.core.apply_update` runs the three steps in order.
 """
 
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from keras import ops
@@ -35,6 +36,11 @@ _graph_key = backends.graph_key_function()  # TF: the default graph; elsewhere N
 class Update:
     """The update in progress of one optimizer (class attributes are the defaults).
 
+    At its start the step is read once and ``values`` built once, a frozen mapping from
+    each key read (``name``, a group's ``group/name``) to its value at that step, in the
+    form Keras gets; every read inside the update is a lookup in it (``group`` names the
+    group whose variables are being updated, whose entries come first).
+
     It is shared by the threads of one update (``tf.distribute`` runs ``apply`` in replica
     threads and the update in the main thread, in one graph); a read from anywhere else
     sees the current value (:meth:`owns`).
@@ -42,10 +48,10 @@ class Update:
     Example:
         >>> import hyperstep as hs
         >>> clock, update = hs.Clock(), Update()
-        >>> with update.fixed(clock, host=False):
+        >>> with update.fixed(clock, host=False, values=lambda u: {"a": u.step + 1}):
         ...     _ = clock.step.assign(5)  # the update keeps the step it started with
-        ...     float(update.step), update.owns()
-        (0.0, True)
+        ...     float(update.step), float(update.read("a")), update.owns()
+        (0.0, 1.0, True)
         >>> update.owns()
         False
     """
@@ -54,14 +60,8 @@ class Update:
     graph: Any = None  # TensorFlow: the graph the update is built in
     thread: int | None = None  # elsewhere: the thread running it
     host_step: int | None = None  # the same as a Python int, on eager CPU torch (host=True)
-    variable: Any = None  # the variable being updated, for per-group values
-    raw_mode = False  # `get_config` reads Keras's raw values
-    # eager CPU torch: the values Keras's attributes returned in this update, by key (the
-    # attribute path asks ~15 times an update, each a Python cost on torch's eager step)
-    host_values: dict[Any, Any] | None = None
-
-    def __init__(self) -> None:
-        self.cache: dict[Any, Any] = {}  # values computed in this update, by (key, graph)
+    values: Mapping[str, Any] = MappingProxyType({})  # this update's values, by key
+    group: str | None = None  # the group whose variables are being updated, if any
 
     def owns(self) -> bool:
         """Whether the caller reads inside this update: in its TensorFlow graph or a graph
@@ -79,8 +79,15 @@ class Update:
         return graph is not None
 
     @contextlib.contextmanager
-    def fixed(self, clock: Any, *, host: bool, nested: bool = True) -> Iterator[None]:
-        """Fix the step for one update: values read inside are this update's, once each.
+    def fixed(
+        self,
+        clock: Any,
+        *,
+        host: bool,
+        values: Callable[[Update], Mapping[str, Any]] | None = None,
+        nested: bool = True,
+    ) -> Iterator[None]:
+        """Fix the step for one update and build its ``values(self)`` once, from that step.
 
         ``host=True`` reads the step as a Python int where that is free (eager CPU torch:
         ``step`` is then that int); ``nested=True`` keeps an update already in progress
@@ -89,42 +96,32 @@ class Update:
         if nested and self.owns():
             yield
             return
-        outer = (self.step, self.cache, self.host_step, self.graph, self.thread, self.host_values)
+        outer = (self.step, self.values, self.host_step, self.graph, self.thread, self.group)
         self.graph = _graph_key()
         self.thread = None if backends.compiling() else threading.get_ident()
         self.host_step = clock.host_step() if host else None
-        self.cache = {}
+        self.group = None
         if self.host_step is not None:  # `Hyperparameter.at` takes a Python int too
             self.step = self.host_step
-            self.host_values = {}
         else:
             self.step = ops.cast(clock.step.value, "float32")
-            self.host_values = None
+        self.values = MappingProxyType({})
+        if values is not None:
+            self.values = MappingProxyType(dict(values(self)))
         try:
             yield
         finally:
-            (self.step, self.cache, self.host_step, self.graph, self.thread, self.host_values) = (
-                outer
-            )
+            (self.step, self.values, self.host_step, self.graph, self.thread, self.group) = outer
 
-    def host_value(self, key: Any) -> Any:
-        """The value stored under ``key`` in :attr:`host_values` for a read from this update's
-        own thread (eager CPU torch), else ``None``."""
-        values = self.host_values
-        if values is None or threading.get_ident() != self.thread:
-            return None
-        return values.get(key)
-
-    def cached(self, key: Any, make: Callable[[], Any]) -> Any:
-        """``make()``, computed once per update and graph (optimizers read values per
-        variable)."""
-        graph = _graph_key()
-        found = self.cache.get((key, id(graph)))
-        if found is not None and found[0] is graph:
-            return found[1]
-        value = make()
-        self.cache[(key, id(graph))] = (graph, value)
-        return value
+    def read(self, name: str) -> Any:
+        """``name``'s value in this update: the group's own (``group/name``) if it sets it,
+        else the optimizer's; ``None`` for a key not read."""
+        values = self.values
+        if self.group is not None:
+            found = values.get(f"{self.group}/{name}")
+            if found is not None:
+                return found
+        return values.get(name)
 
     def gate(self, values: list[Any], grads: list[Any]) -> list[Any]:
         """``grads``, usable only once the step and ``values`` are computed (in a TensorFlow

@@ -9,8 +9,8 @@ schedules, overrides and controllers change them without retracing.
 Inside ``apply``:
 
 1. the clock's step ``t`` is read once (as float32, like every schedule reads it);
-2. Keras's own update runs; every hyperparameter it reads is evaluated at ``t`` (once per
-   update, cached), through :meth:`ScheduledOptimizer.resolve`;
+2. every hyperparameter Keras reads is evaluated at ``t`` into one dict; Keras's own
+   update runs, each attribute read a lookup in that dict (:meth:`ScheduledOptimizer.resolve`);
 3. the clock advances to ``t + 1`` if this optimizer owns it (see :class:`hyperstep.Clock`).
 
 These steps, group binding and the config format are ``hs.StepOptimizer``'s code too
@@ -79,12 +79,15 @@ class ScheduledOptimizer(ScheduledUpdate):
 
         def run() -> Any:
             gated = grads
-            if backends.builds_graph():  # the values are cached: Keras's update reuses them
-                values = [self.iterations, *(self._hs_value(k) for k in self._hs_read_keys())]
+            if backends.builds_graph():
+                read = state.update.values  # the update's one dict: Keras's update reads the same
+                values = [self.iterations, *(read[k] for k in self._hs_read_keys())]
                 gated = state.update.gate(values, grads)
             return super(ScheduledOptimizer, self).apply(gated, trainable_variables)  # type: ignore[misc]
 
-        return apply_update(self, state.update, run, advance=state.advance, host=True)
+        return apply_update(
+            self, state.update, run, advance=state.advance, host=True, values=self._hs_values
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keras pickles an optimizer as its `.keras` bytes and a method of its class, which

@@ -109,15 +109,13 @@ class ScheduledBase(named_state.SavedByName):
         """Return hyperparameter ``name`` for the update of ``variable`` at this step.
 
         A variable in a :class:`~hyperstep.Group` that sets ``name`` gets the group's
-        value, every other variable the optimizer's own. Called only inside ``apply``
-        (the step is fixed); values are computed once per update and graph.
+        value, every other variable the optimizer's own: a lookup in the update's one dict
+        of values (:meth:`_hs_values`). Called only inside ``apply`` (the step is fixed).
         """
         state = scheduled_state(self)
         group = state.owner.get(id(variable)) if variable is not None else None
-        key = f"{group}/{name}"
-        if group is not None and key in state.hyperparameters:
-            return self._hs_value(key)
-        return self._hs_value(name)
+        found = state.update.values.get(f"{group}/{name}") if group is not None else None
+        return found if found is not None else self._hs_value(name)
 
     # ---- installation -------------------------------------------------------------------
     def _hs_install(
@@ -211,19 +209,32 @@ class ScheduledBase(named_state.SavedByName):
         state.groups = bind_groups(groups, own, make, check, "hs.scheduled")
 
     # ---- reading values -----------------------------------------------------------------
-    def _hs_cached(self, key: str, make: Any) -> Any:
-        """``make()``, once per update and graph (for the backends' optimizer mixins)."""
-        return scheduled_state(self).update.cached(key, make)
+    def _hs_values(self, update: Update) -> dict[str, Any]:
+        """The one dict of an update, built at its start: every hyperparameter Keras reads
+        (:meth:`_hs_read_keys`, a group's as ``group/name``) at the update's step, in the
+        form the backend hands Keras (:func:`~hyperstep.optim.resolve.keras_value`), and
+        what a backend's mixin reads once per update (``_hs_reads``)."""
+        state = scheduled_state(self)
+        values = {
+            key: keras_value(
+                update, state.hyperparameters[key], key, self._hs_base, state.static[key]
+            )
+            for key in self._hs_read_keys()
+        }
+        reads = getattr(self, "_hs_reads", None)  # hyperstep.backends.tensorflow's iterations
+        if reads is not None:
+            values.update(reads())
+        return values
 
     def _hs_value(self, name: str) -> Any:
-        """Hyperparameter ``name`` at this update's step, once per update and graph."""
+        """Hyperparameter ``name`` at this update's step: its entry in the update's dict
+        (computed here only for a name outside :meth:`_hs_read_keys`)."""
         state = scheduled_state(self)
-        return state.update.cached(
-            name,
-            lambda: keras_value(
-                state.update, state.hyperparameters[name], name, self._hs_base, state.static[name]
-            ),
-        )
+        found = state.update.values.get(name)
+        if found is not None:
+            return found
+        hyperparameter = state.hyperparameters[name]
+        return keras_value(state.update, hyperparameter, name, self._hs_base, state.static[name])
 
     def _hs_updating(self) -> bool:
         """Whether the caller reads inside an update in progress (its step fixed)."""
@@ -231,20 +242,12 @@ class ScheduledBase(named_state.SavedByName):
 
     def _hs_get(self, name: str) -> Any:
         state = scheduled_state(self)
-        update = state.update
-        key: Any = None
-        if update.host_values is not None and not update.raw_mode:  # eager torch, fast
-            key = (name, state.owner.get(id(update.variable)) if state.owner else None)
-            found = update.host_value(key)
-            if found is not None:
-                return found
-        if update.raw_mode or name not in state.hyperparameters:
+        if name not in state.hyperparameters:
             return state.raw.get(name)
+        update = state.update
         if update.owns():
-            value = self.resolve(name, update.variable)
-            if update.host_values is not None:
-                update.host_values[key] = value
-            return value
+            found = update.read(name)
+            return found if found is not None else self._hs_value(name)
         # outside `apply` (or another thread reading meanwhile): the current effective
         # value; eagerly as a variable whose `assign` assigns the attribute
         # (`opt.learning_rate.assign(x)`, Keras-style)
@@ -263,7 +266,7 @@ class ScheduledBase(named_state.SavedByName):
         """``opt.<name> = value``: a schedule replaces the hyperparameter's schedule (and
         clears its override); a number rescales it (:meth:`Hyperparameter.assign`)."""
         state = scheduled_state(self)
-        if name not in state.hyperparameters or state.update.raw_mode:
+        if name not in state.hyperparameters:
             state.raw[name] = value
             return
         assign_attribute(state.hyperparameters[name], name, value)
@@ -289,11 +292,10 @@ class ScheduledBase(named_state.SavedByName):
         optimizer's config nested (as Keras's ``LossScaleOptimizer`` nests its inner one),
         so a file loads wherever Keras can load the wrapped class itself."""
         state = scheduled_state(self)
-        state.update.raw_mode = True
-        try:
-            inner = super().get_config()  # type: ignore[misc]
-        finally:
-            state.update.raw_mode = False
+        inner = super().get_config()  # type: ignore[misc]
+        for name in _introspect.numeric_names(self._hs_base)[1:]:  # (Keras reads its own rate)
+            if name in inner:  # Keras's raw value, as the wrapped optimizer's config has it
+                inner[name] = state.raw.get(name)
         config: dict[str, Any] = {"optimizer": serialized(self._hs_base, inner)}
         own = {k: hp for k, hp in state.hyperparameters.items() if "/" not in k}
         config.update(  # a group's own hyperparameters are saved with it

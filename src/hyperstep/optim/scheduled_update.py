@@ -1,6 +1,7 @@
 """Keras's update hooks of an ``hs.scheduled`` optimizer: each runs Keras's own code.
 
-``update_step(g, w, lr)`` runs with ``resolve`` answering for ``w`` (its group's values);
+``update_step(g, w, lr)`` runs with the reads looking up ``w``'s group's entries first in
+the update's one dict of values;
 ``build`` binds groups to variables; clipping is Keras's formulas with each bound rounded
 once to the gradient's dtype (``g * c / max(norm(g), c)``, ``g * c * min(1 / norm(all), 1 / c)``,
 ``clip(g, -c, c)``); weight decay and torch's all-variables update run once per group.
@@ -26,7 +27,7 @@ class ScheduledUpdate(ScheduledBase):
     def _hs_update(self) -> Any:
         """The step fixed for an update (kept if one is in progress: ``build`` and
         ``_clip_gradients`` called from ``apply``; :meth:`Update.fixed`)."""
-        return scheduled_state(self).update.fixed(self.clock, host=True)
+        return scheduled_state(self).update.fixed(self.clock, host=True, values=self._hs_values)
 
     def build(self, variables: Any) -> Any:
         # Keras decides which slots to create from Python checks on hyperparameters
@@ -69,15 +70,16 @@ class ScheduledUpdate(ScheduledBase):
             return  # in `update_step`, just before each variable's update
         if not state.owner:
             return super()._apply_weight_decay(variables)  # type: ignore[misc]
-        outer = state.update.variable
+        update = state.update
+        outer = update.group
         try:
             for variable in variables:  # each variable with its own group's values
                 if not self._use_weight_decay(variable):  # type: ignore[attr-defined]
                     continue  # (Keras's torch decay fails on an empty list)
-                state.update.variable = variable
+                update.group = state.owner.get(id(variable))
                 super()._apply_weight_decay([variable])  # type: ignore[misc]
         finally:
-            state.update.variable = outer
+            update.group = outer
 
     def _backend_update_step(self, grads: Any, trainable_variables: Any, learning_rate: Any) -> Any:
         """Keras's torch optimizers update every variable at once with one learning rate
@@ -91,15 +93,16 @@ class ScheduledUpdate(ScheduledBase):
             pair = by_group.setdefault(state.owner.get(id(variable)), ([], []))
             pair[0].append(gradient)
             pair[1].append(variable)
-        outer = state.update.variable
+        update = state.update
+        outer = update.group
         try:
-            for group_grads, variables in by_group.values():
-                state.update.variable = variables[0]  # `resolve` reads this group's values
+            for group, (group_grads, variables) in by_group.items():
+                update.group = group  # the reads look this group's entries up first
                 if "learning_rate" in state.hyperparameters:
-                    learning_rate = self.resolve("learning_rate", variables[0])
+                    learning_rate = update.read("learning_rate")
                 self._hs_update_group(group_grads, variables, learning_rate)
         finally:
-            state.update.variable = outer
+            update.group = outer
 
     def _hs_update_group(self, grads: Any, variables: Any, learning_rate: Any) -> Any:
         """One group's update: with ``fused=True`` on torch, PyTorch's fused kernel
@@ -127,11 +130,12 @@ class ScheduledUpdate(ScheduledBase):
 
     def _hs_update_step(self, gradient: Any, variable: Any, learning_rate: Any, given: bool) -> Any:
         state = scheduled_state(self)
-        outer = state.update.variable
-        state.update.variable = variable
+        update = state.update
+        outer = update.group
+        update.group = state.owner.get(id(variable)) if state.owner else None
         try:
             if "learning_rate" in state.hyperparameters and not given:
-                learning_rate = self.resolve("learning_rate", variable)
+                learning_rate = update.read("learning_rate")
             fused = backends.fused_updates() if state.fused else None
             if fused is not None and state.fused_decay:
                 fused.decay(self, variable, learning_rate)
@@ -143,7 +147,7 @@ class ScheduledUpdate(ScheduledBase):
                 return fused.rmsprop(self, gradient, variable, learning_rate)
             return super().update_step(gradient, variable, learning_rate)  # type: ignore[misc]
         finally:
-            state.update.variable = outer
+            update.group = outer
 
 
 _in_dtype = backends.in_dtype

@@ -67,11 +67,14 @@ def fused_update(optimizer: Any, grads: Any, variables: Any) -> bool:
     with update.fixed(optimizer.clock, host=False):  # (fixed already when called from `apply`)
         if compiling:
             step = update.step
+        exact: dict[int, Any] = {}  # a Hyperparameter several groups share, read once
 
         def read(hp: Any) -> Any:
             if not compiling:
                 return host_value(hp, step)
-            return update.cached(("exact", id(hp)), lambda: hp.exact_at(step))
+            if id(hp) not in exact:
+                exact[id(hp)] = hp.exact_at(step)
+            return exact[id(hp)]
 
         for group, indices in members.items():
             value = {key: read(hp) for key, hp in optimizer._tables[group].items()}
