@@ -4,8 +4,9 @@ Keras hands a callback fit's epoch index (``on_epoch_begin(epoch)``) and its epo
 (``params["steps"]``), and nothing else does: the training step sees neither. So that no
 callback has to be passed, :func:`follow_fit` wraps ``keras.callbacks.CallbackList``'s
 ``on_train_begin`` and ``on_epoch_begin`` (the container every ``fit`` on every backend
-calls) to call hyperstep first, then Keras's own code. Installed once, when the first
-hyperparameter is created; ``tests/control/test_fit_epochs.py`` pins it.
+calls) to call hyperstep first, then Keras's own code. Installed once, when
+``hyperstep.control`` is imported; :func:`follow_train_steps` likewise when
+``hyperstep.clock`` is (never from a constructor). ``tests/control/test_fit_epochs.py`` pins it.
 """
 
 from __future__ import annotations

@@ -126,9 +126,6 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         #: the :class:`hyperstep.Cooldown` that assigns the cooldown state (one at most)
         self._cooldown: Any = None
         self.built = True
-        from hyperstep.control import epochs  # it imports this module
-
-        epochs.install()  # every model.fit now tells clocks its epochs
 
     # ---- the schedule -------------------------------------------------------------------
     @property
