@@ -5,8 +5,7 @@ takes fit's epoch length (``params["steps"]``: ``epoch_length``, and ``steps_per
 unset) and learns that fit gives the epoch; a hyperparameter created without a clock moves
 onto the optimizer's clock. At
 each epoch's start the clock records fit's index and the step
-(:meth:`hyperstep.Clock.begin_epoch`). hyperstep does this in every ``fit`` by itself, from
-the import of this module on (``hyperstep.control`` imports it; see
+(:meth:`hyperstep.Clock.begin_epoch`). hyperstep does this in every ``fit`` by itself (see
 :mod:`hyperstep.backends.fit`); :class:`FollowEpochs` and every hyperstep callback do the
 same explicitly.
 """
@@ -26,7 +25,14 @@ from hyperstep.control.wrapped import hyperstep_optimizers
 from hyperstep.errors import InvalidTypeError, received
 from hyperstep.schedules.base import Constant
 
-__all__ = ["FollowEpochs", "epoch_began", "fit_began"]
+__all__ = ["FollowEpochs", "epoch_began", "fit_began", "install"]
+
+
+def install() -> None:
+    """Follow every ``model.fit``'s epochs from now on: register :func:`fit_began` and
+    :func:`epoch_began` with :func:`hyperstep.backends.fit.follow_fit` (once; called by
+    ``Hyperparameter``; Keras's ``CallbackList`` was wrapped when that module was imported)."""
+    follow_fit(fit_began, epoch_began)
 
 
 def optimizer_clock(model: Any) -> Clock | None:
@@ -193,7 +199,3 @@ class FollowEpochs(keras.callbacks.Callback):
 
     def __repr__(self) -> str:
         return f"FollowEpochs({self.clocks!r})"
-
-
-# once, at import (of hyperstep.control): every model.fit tells the clocks its epochs
-follow_fit(fit_began, epoch_began)

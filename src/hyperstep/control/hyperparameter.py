@@ -126,6 +126,9 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         #: the :class:`hyperstep.Cooldown` that assigns the cooldown state (one at most)
         self._cooldown: Any = None
         self.built = True
+        from hyperstep.control import epochs  # it imports this module
+
+        epochs.install()  # fit's epochs reach the clocks (a handler; Keras is not patched)
 
     # ---- the schedule -------------------------------------------------------------------
     @property
