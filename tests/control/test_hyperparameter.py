@@ -228,9 +228,9 @@ def test_state_saved_with_a_separate_is_set_flag_loads_as_unset():
 
 
 def test_constructing_a_hyperparameter_patches_nothing_in_keras(monkeypatch):
-    """The fit hooks are installed at the import of hyperstep.control and hyperstep.clock;
-    constructing a Hyperparameter (and its Clock) changes no Keras class, even where the hooks
-    were undone (as they would be before the first construction)."""
+    """Keras's classes are wrapped at the import of hyperstep.backends.fit; constructing a
+    Hyperparameter (and its Clock) changes no Keras class, even where the wrappers and the
+    handlers were undone (as they were before the first construction until now)."""
     from hyperstep.backends import fit
 
     names = ("on_train_begin", "on_epoch_begin", "on_train_batch_begin", "on_train_batch_end")
