@@ -120,7 +120,6 @@ class Clock(keras.layers.Layer):
         self._optimizers: list[Any] = []  # weakrefs to every optimizer on this clock
         self._order = ""  # outside iterations: "" unchecked, "ok" or "warned" (note_update)
         self._advanced = False  # ... and whether the advancing optimizer updated yet
-        follow_train_steps(fit_iteration)  # fit's train steps are iterations (once)
 
     def _counter(self, name: str) -> Any:
         return self.add_weight(
@@ -566,6 +565,10 @@ def fit_iteration(model: Any, train_step: Callable[..., Any]) -> Callable[..., A
             return train_step(*args, **kwargs)
 
     return step
+
+
+# once, at import: every model's train step is one training iteration (not per Clock)
+follow_train_steps(fit_iteration)
 
 
 def _positive(variable: Any) -> bool:

@@ -225,3 +225,27 @@ def test_state_saved_with_a_separate_is_set_flag_loads_as_unset():
     assert not bool(hp.is_set) and float(hp.value) == 1.0
     hp.load_own_variables({"scale": np.array(1.0), "override": np.array(0.25), "is_set": True})
     assert bool(hp.is_set) and float(hp.value) == 0.25
+
+
+def test_constructing_a_hyperparameter_patches_nothing_in_keras(monkeypatch):
+    """Keras's classes are wrapped at the import of hyperstep.backends.fit; constructing a
+    Hyperparameter (and its Clock) changes no Keras class, even where the wrappers and the
+    handlers were undone (as they were before the first construction until now)."""
+    from hyperstep.backends import fit
+
+    names = ("on_train_begin", "on_epoch_begin", "on_train_batch_begin", "on_train_batch_end")
+    for name in names:
+        hooked = getattr(keras.callbacks.CallbackList, name)
+        assert hooked._hyperstep  # installed by the import alone
+        monkeypatch.setattr(keras.callbacks.CallbackList, name, hooked.__wrapped__)
+    monkeypatch.setattr(
+        keras.Model, "make_train_function", keras.Model.make_train_function.__wrapped__
+    )
+    monkeypatch.setattr(fit, "_HANDLERS", [])
+    before = {name: getattr(keras.callbacks.CallbackList, name) for name in names}
+    before["make_train_function"] = keras.Model.make_train_function
+    hs.Hyperparameter("0.1 * 0.5 ** (step / 10)", name="learning_rate")
+    hs.Hyperparameter(0.01, clock=hs.Clock(), name="weight_decay")
+    after = {name: getattr(keras.callbacks.CallbackList, name) for name in names}
+    after["make_train_function"] = keras.Model.make_train_function
+    assert after == before

@@ -4,8 +4,10 @@ Keras hands a callback fit's epoch index (``on_epoch_begin(epoch)``) and its epo
 (``params["steps"]``), and nothing else does: the training step sees neither. So that no
 callback has to be passed, :func:`follow_fit` wraps ``keras.callbacks.CallbackList``'s
 ``on_train_begin`` and ``on_epoch_begin`` (the container every ``fit`` on every backend
-calls) to call hyperstep first, then Keras's own code. Installed once, when the first
-hyperparameter is created; ``tests/control/test_fit_epochs.py`` pins it.
+calls) to call hyperstep first, then Keras's own code, and ``keras.Model.make_train_function``
+(:func:`follow_train_steps`). Keras's classes are wrapped once, when this module is imported
+(never from a constructor); hyperstep's handlers register with :func:`follow_fit`.
+``tests/control/test_fit_epochs.py`` pins it.
 """
 
 from __future__ import annotations
@@ -13,20 +15,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import keras
+
 #: (fit started, epoch began) handlers, called with the CallbackList's model
 _HANDLERS: list[tuple[Callable[..., None], Callable[..., None]]] = []
+#: the function that makes a model's train step (hyperstep.clock.fit_iteration)
+_TRAIN_STEP_WRAPS: list[Callable[..., Any]] = []
 
 
 def follow_fit(
     train_begin: Callable[[Any, Any], None], epoch_begin: Callable[[Any, int], None]
 ) -> None:
     """Call ``train_begin(model, params)`` at every fit's start and ``epoch_begin(model,
-    epoch)`` at each of its epochs, before the callbacks (installed once)."""
-    import keras
+    epoch)`` at each of its epochs, before the callbacks (registered once; Keras itself was
+    wrapped at this module's import)."""
+    if (train_begin, epoch_begin) not in _HANDLERS:
+        _HANDLERS.append((train_begin, epoch_begin))
 
-    if (train_begin, epoch_begin) in _HANDLERS:
-        return
-    _HANDLERS.append((train_begin, epoch_begin))
+
+def _follow_callback_lists() -> None:
+    """Wrap ``keras.callbacks.CallbackList``'s fit hooks (once, at import)."""
     cls = keras.callbacks.CallbackList
     if getattr(cls.on_epoch_begin, "_hyperstep", False):
         return
@@ -89,8 +97,6 @@ def follow_fit(
 def write_through(variable: Any, value: Any) -> None:
     """``variable.assign(value)``, reaching a JAX ``fit`` in progress from its next step
     (see :mod:`hyperstep.backends.jax`); a plain ``assign`` elsewhere and in traced code."""
-    import keras
-
     if keras.backend.backend() == "jax":
         from hyperstep.backends.jax import write
         from hyperstep.backends.scopes import in_stateless_scope
@@ -103,8 +109,6 @@ def write_through(variable: Any, value: Any) -> None:
 def held_state(variables: list[Any]) -> Any:
     """A scope in which ``variables`` read what a JAX ``fit`` in progress holds (their own
     values are purged there), or None where nothing is held."""
-    import keras
-
     if keras.backend.backend() != "jax":
         return None
     from hyperstep.backends.scopes import in_stateless_scope
@@ -117,15 +121,20 @@ def held_state(variables: list[Any]) -> Any:
 
 
 def follow_train_steps(wrap: Callable[[Any, Callable[..., Any]], Callable[..., Any]]) -> None:
-    """Make every model's train step ``wrap(model, train_step)`` (installed once).
+    """Make every model's train step ``wrap(model, train_step)`` (the first ``wrap`` given;
+    ``keras.Model`` itself was wrapped at this module's import)."""
+    if not _TRAIN_STEP_WRAPS:
+        _TRAIN_STEP_WRAPS.append(wrap)
 
-    ``keras.Model.make_train_function`` (public, and where each backend's ``fit`` reads
+
+def _follow_train_steps() -> None:
+    """Wrap ``keras.Model.make_train_function`` (once, at import).
+
+    ``make_train_function`` (public, and where each backend's ``fit`` reads
     ``self.train_step``: TensorFlow and JAX when they build the train function, torch at each
     call) first sets the wrapped step on the model (its class's ``train_step``, a custom one
     included), then runs Keras's own code.
     """
-    import keras
-
     cls = keras.Model
     keras_make = cls.make_train_function
     if getattr(keras_make, "_hyperstep", False):
@@ -133,8 +142,8 @@ def follow_train_steps(wrap: Callable[[Any, Callable[..., Any]], Callable[..., A
 
     def make_train_function(self: Any, force: bool = False) -> Any:
         own = self.__dict__.get("train_step")  # a step set on the model itself, if any
-        if not isinstance(own, _TrainStep):
-            self.__dict__["train_step"] = _TrainStep(self, wrap, own)
+        if _TRAIN_STEP_WRAPS and not isinstance(own, _TrainStep):
+            self.__dict__["train_step"] = _TrainStep(self, _TRAIN_STEP_WRAPS[0], own)
         return keras_make(self, force)
 
     make_train_function.__doc__ = keras_make.__doc__
@@ -171,3 +180,8 @@ def layers_of(model: Any) -> list[Any]:
     if flatten is None:  # pragma: no cover - other Keras versions
         return [model, *getattr(model, "layers", [])]
     return list(flatten(include_self=True, recursive=True))
+
+
+# once, at import: Keras's classes are wrapped here, never from a constructor
+_follow_callback_lists()
+_follow_train_steps()

@@ -14,27 +14,15 @@ import warnings
 from typing import Any
 
 import keras
+import numpy as np
 from keras import ops
 
+from hyperstep import backends
 from hyperstep.backends.scopes import concrete as is_concrete
 from hyperstep.control.callbacks import savers_before
 from hyperstep.control.epochs import epoch_began, fit_began
-from hyperstep.control.plateau import _FLOOR_TOLERANCE as _FLOOR_TOLERANCE
-from hyperstep.control.plateau import _INCREASING as _INCREASING
-from hyperstep.control.plateau import (
-    PlateauRules,
-    _check_compat,
-    _concrete_float,
-    _direction_from_name,
-    _non_negative,
-    _non_negative_int,
-    _optax_max_error,
-    _reduce,
-    _resolve_target,
-    _scope_of,
-)
-from hyperstep.control.plateau import _direction_from_model as _direction_from_model
-from hyperstep.control.plateau import _flat_metrics as _flat_metrics
+from hyperstep.control.plateau import RULES, PlateauParams, PlateauState
+from hyperstep.control.wrapped import controlled_hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 __all__ = ["ReduceOnPlateau"]
@@ -43,9 +31,10 @@ COMPATS = (None, "keras", "torch", "optax")
 MODES = ("auto", "min", "max")
 # default (min_delta, rtol) of each rule: Keras's absolute 1e-4, torch's and optax's relative 1e-4
 _THRESHOLDS = {None: (1e-4, 0.0), "keras": (1e-4, 0.0), "torch": (0.0, 1e-4), "optax": (0.0, 1e-4)}
+_INCREASING = ("accuracy", "acc", "auc", "precision", "recall", "f1_score", "iou")
 
 
-class ReduceOnPlateau(PlateauRules, keras.callbacks.Callback):
+class ReduceOnPlateau(keras.callbacks.Callback):
     """Multiply a hyperparameter's ``scale`` by ``factor`` when a metric stops improving.
 
     ``effective = schedule(step) * scale``; a reduction does ``scale.assign(scale * factor)``.
@@ -153,7 +142,7 @@ class ReduceOnPlateau(PlateauRules, keras.callbacks.Callback):
         verbose: int = 0,
     ) -> None:
         super().__init__()
-        self.target = _resolve_target(target)
+        self.target = controlled_hyperparameter(target)
         if compat not in COMPATS:
             raise InvalidArgumentError(
                 f"`ReduceOnPlateau(compat=...)` must be one of {list(COMPATS)}. "
@@ -201,11 +190,14 @@ class ReduceOnPlateau(PlateauRules, keras.callbacks.Callback):
         if compat == "optax" and self._sign == -1.0:
             raise _optax_max_error(monitor, mode)
         # ``best`` is stored for minimisation: sign * value, so it always starts at +inf.
-        with _scope_of(self.target.scale):  # distributed like the target's own state
-            self._best = self.target.add_state(f"{name}_best", math.inf, "float32")
-            self._wait = self.target.add_state(f"{name}_wait", 0, "int64")
-            self._cooldown = self.target.add_state(f"{name}_cooldown", 0, "int64")
-            self._reductions = self.target.add_state(f"{name}_reductions", 0, "int64")
+        #: the rule of ``compat`` (:data:`hyperstep.control.plateau.RULES`), chosen once
+        self.rule = RULES[compat]
+        # Keras's own reduction `lr = max(lr * factor, min_lr)` is assigned as that number
+        self._assigns_value = compat == "keras"
+        self._best = self.target.add_state(f"{name}_best", math.inf, "float32")
+        self._wait = self.target.add_state(f"{name}_wait", 0, "int64")
+        self._cooldown = self.target.add_state(f"{name}_cooldown", 0, "int64")
+        self._reductions = self.target.add_state(f"{name}_reductions", 0, "int64")
 
     # ---- state ------------------------------------------------------------------------------
     @property
@@ -268,28 +260,55 @@ class ReduceOnPlateau(PlateauRules, keras.callbacks.Callback):
                 stacklevel=2,
             )
         x = ops.reshape(ops.cast(ops.convert_to_tensor(value), "float32"), ()) * sign
-        best = ops.convert_to_tensor(self._best)
-        wait = ops.convert_to_tensor(self._wait)
-        cool = ops.convert_to_tensor(self._cooldown)
-        scale = ops.convert_to_tensor(self.target.scale)
-        improved = ops.logical_and(ops.isfinite(x), self._improves(x, best, sign))
-        self._best.assign(ops.where(improved, x, best))
-        if self.compat == "optax":
-            new_scale, new_wait, new_cool = self._optax(improved, wait, cool, scale)
-        else:
-            new_scale, new_wait, new_cool = self._rule(improved, wait, cool, scale)
-        lowered = ops.less(new_scale, scale)
-        if self.compat == "keras" and is_concrete(lowered) and bool(ops.convert_to_numpy(lowered)):
+        state = PlateauState(
+            best=ops.convert_to_tensor(self._best),
+            wait=ops.convert_to_tensor(self._wait),
+            cooldown=ops.convert_to_tensor(self._cooldown),
+            scale=ops.convert_to_tensor(self.target.scale),
+            reductions=ops.convert_to_tensor(self._reductions),
+        )
+        new = self.rule(state, x, self._params(sign))
+        lowered = ops.less(new.scale, state.scale)
+        if self._assigns_value and is_concrete(lowered) and bool(ops.convert_to_numpy(lowered)):
             # Keras's ReduceLROnPlateau: `opt.learning_rate = max(float(lr) * factor, min_lr)`,
             # which reads back exactly float32 of that number (Hyperparameter.assign)
             old = float(ops.convert_to_numpy(self.target.value))
             self.target.assign(max(old * self.factor, self.min_value))
         else:
-            self.target.scale.assign(new_scale)
-        self._wait.assign(new_wait)
-        self._cooldown.assign(new_cool)
-        self._reductions.assign(self._reductions + ops.cast(lowered, self._reductions.dtype))
+            self.target.scale.assign(new.scale)
+        self._best.assign(new.best)
+        self._wait.assign(new.wait)
+        self._cooldown.assign(new.cooldown)
+        self._reductions.assign(new.reductions)
         return lowered
+
+    def _params(self, sign: float) -> PlateauParams:
+        """The rule's constants, and the value the scale multiplies at this step."""
+        base = ops.cast(self.target.base_at(self.target.clock.step), "float32")
+        return PlateauParams(
+            factor=self.factor,
+            patience=self.patience,
+            cooldown=self.cooldown,
+            min_delta=self.min_delta,
+            rtol=self.rtol,
+            min_value=self.min_value,
+            min_scale=self.min_scale,
+            eps=self.eps,
+            sign=sign,
+            base=base,
+        )
+
+    def _direction(self) -> float:
+        if self._sign is None and self._model is not None:
+            self._sign = _direction_from_model(self._model, self.monitor)
+            if self.compat == "optax" and self._sign == -1.0:
+                raise _optax_max_error(self.monitor, self.mode)
+        if self._sign is None:
+            raise InvalidArgumentError(
+                f"ReduceOnPlateau cannot tell whether monitor={self.monitor!r} should go down "
+                "or up. Pass mode='min' or mode='max'. Received: mode='auto'"
+            )
+        return self._sign
 
     # ---- Keras callback -------------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
@@ -352,3 +371,113 @@ class ReduceOnPlateau(PlateauRules, keras.callbacks.Callback):
             f"min_delta={self.min_delta}, min_value={self.min_value}, mode={self.mode!r}, "
             f"compat={self.compat!r}, rtol={self.rtol}, min_scale={self.min_scale})"
         )
+
+
+def _reduce(value: Any, reduce: str | None, variable: Any) -> Any:
+    """``value`` reduced across replicas and workers (TensorFlow); checked elsewhere."""
+    if not backends.distributes():
+        if reduce not in ("mean", "sum", None):
+            raise InvalidArgumentError(
+                "`ReduceOnPlateau.update(reduce=...)` must be 'mean', 'sum' or None. "
+                f"{received('reduce', reduce)}"
+            )
+        return value
+    from hyperstep.control.distribute import reduce_metric
+
+    return reduce_metric(value, reduce, variable)
+
+
+def _non_negative(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidArgumentError(
+            f"`ReduceOnPlateau({name}=...)` must be a number >= 0. {received(name, value)}"
+        )
+    if not math.isfinite(value):
+        raise InvalidArgumentError(
+            f"`ReduceOnPlateau({name}=...)` must be finite. {received(name, value)}"
+        )
+    return float(value)
+
+
+def _non_negative_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise InvalidArgumentError(
+            f"`ReduceOnPlateau({name}=...)` must be an integer >= 0. {received(name, value)}"
+        )
+    return int(value)
+
+
+def _check_compat(
+    compat: str | None, mode: str, min_delta: float, rtol: float, min_value: float
+) -> None:
+    if compat == "keras" and rtol > 0.0:
+        raise InvalidArgumentError(
+            "Keras's ReduceLROnPlateau has only an absolute threshold: with compat='keras' use "
+            f"min_delta and leave rtol=None. {received('rtol', rtol)}"
+        )
+    if compat == "torch" and rtol > 0.0 and min_delta > 0.0:
+        raise InvalidArgumentError(
+            "torch's ReduceLROnPlateau has one threshold: with compat='torch' give rtol "
+            "(threshold_mode='rel') or min_delta (threshold_mode='abs'), not both. "
+            f"Received: rtol={rtol}, min_delta={min_delta}"
+        )
+    if compat == "optax":
+        if mode == "max":
+            raise _optax_max_error("", mode)
+        if rtol == 0.0 and min_delta == 0.0:
+            raise InvalidArgumentError(
+                "optax's reduce_on_plateau needs rtol > 0 or min_delta (atol) > 0. "
+                f"Received: rtol={rtol}, min_delta={min_delta}"
+            )
+        if min_value > 0.0:
+            raise InvalidArgumentError(
+                "optax's reduce_on_plateau floors the scale, not the value: with "
+                f"compat='optax' use min_scale=... instead. {received('min_value', min_value)}"
+            )
+
+
+def _optax_max_error(monitor: str, mode: str) -> InvalidArgumentError:
+    what = f" monitor={monitor!r} is maximised;" if monitor else ""
+    return InvalidArgumentError(
+        "optax's reduce_on_plateau minimises only:" + what + " with compat='optax' negate the "
+        f"metric and use mode='min'. {received('mode', mode)}"
+    )
+
+
+def _direction_from_name(monitor: str, mode: str) -> float | None:
+    if mode != "auto":
+        return 1.0 if mode == "min" else -1.0
+    name = monitor.removeprefix("val_")
+    if name.endswith("loss") or name.endswith("error"):
+        return 1.0
+    if name.endswith(_INCREASING):
+        return -1.0
+    return None
+
+
+def _direction_from_model(model: Any, monitor: str) -> float | None:
+    name = monitor.removeprefix("val_")
+    for metric in _flat_metrics(getattr(model, "metrics", [])):
+        if getattr(metric, "name", None) == name and hasattr(metric, "_direction"):
+            return -1.0 if metric._direction == "up" else 1.0
+    return None
+
+
+def _flat_metrics(metrics: Any) -> list[Any]:
+    found: list[Any] = []
+    for metric in metrics:
+        inner = getattr(metric, "metrics", None)
+        found.extend(_flat_metrics(inner) if isinstance(inner, list) and inner else [metric])
+    return found
+
+
+def _concrete_float(value: Any) -> float | None:
+    """Return ``value`` as a Python float when it is concrete (not symbolic), else None."""
+    if isinstance(value, (int, float, np.number, np.ndarray)):
+        return float(np.asarray(value).reshape(()))
+    if backends.builds_graph():
+        return None
+    try:
+        return float(np.asarray(ops.convert_to_numpy(value)).reshape(()))
+    except Exception:  # a tracer or a symbolic tensor: no warning possible
+        return None

@@ -22,8 +22,8 @@ from keras import ops
 from hyperstep.backends import concrete
 from hyperstep.backends.fit import held_state, write_through
 from hyperstep.control import cooling
-from hyperstep.control.controllers import _resolve_target
 from hyperstep.control.epochs import epoch_began, fit_began
+from hyperstep.control.wrapped import controlled_hyperparameter
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._common import check_choice, check_steps
 from hyperstep.schedules.base import Schedule, check_number
@@ -86,7 +86,7 @@ class Cooldown:
         *,
         name: str = "cooldown",
     ) -> None:
-        self.target = _resolve_target(hyperparameter, "Cooldown(hyperparameter=...)")
+        self.target = controlled_hyperparameter(hyperparameter, "Cooldown(hyperparameter=...)")
         self.steps = check_steps("Cooldown", "steps", steps)
         self.shape = check_choice("Cooldown", "shape", shape, DECAY_TYPES)
         self.end = check_number("Cooldown", "end", end)

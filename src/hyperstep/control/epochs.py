@@ -29,7 +29,9 @@ __all__ = ["FollowEpochs", "epoch_began", "fit_began", "install"]
 
 
 def install() -> None:
-    """Follow every ``model.fit``'s epochs from now on (once; called by ``Hyperparameter``)."""
+    """Follow every ``model.fit``'s epochs from now on: register :func:`fit_began` and
+    :func:`epoch_began` with :func:`hyperstep.backends.fit.follow_fit` (once; called by
+    ``Hyperparameter``; Keras's ``CallbackList`` was wrapped when that module was imported)."""
     follow_fit(fit_began, epoch_began)
 
 

@@ -17,6 +17,7 @@ from keras import ops
 
 from hyperstep.backends import (
     concrete,
+    distributes,
     fast_value,
     integer_dtype,
     read_once,
@@ -127,7 +128,7 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         self.built = True
         from hyperstep.control import epochs  # it imports this module
 
-        epochs.install()  # every model.fit now tells clocks its epochs
+        epochs.install()  # fit's epochs reach the clocks (a handler; Keras is not patched)
 
     # ---- the schedule -------------------------------------------------------------------
     @property
@@ -315,7 +316,9 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         """Create a non-trainable scalar state variable saved with this hyperparameter.
 
         Controllers keep ``best``, ``wait``, ``cooldown`` in such variables. If a saved
-        value for ``name`` was loaded before this call, the variable starts from it.
+        value for ``name`` was loaded before this call, the variable starts from it. Under
+        ``tf.distribute`` it is created in the scope of the strategy that owns ``scale`` when
+        none is entered, so it is distributed like the hyperparameter's own state.
 
         Raises:
             ValueError: If ``name`` is already used by this hyperparameter.
@@ -331,7 +334,8 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
                 f"unique per hyperparameter. Taken: {sorted([*_BUILTIN_STATE, *self._state])}. "
                 f"{received('name', name)}"
             )
-        variable = self._new_state(name, initial, dtype)
+        with _scope_of(self.scale):
+            variable = self._new_state(name, initial, dtype)
         if name in self._pending:
             variable.assign(self._pending.pop(name))
         self._state[name] = variable
@@ -463,3 +467,12 @@ def _exact_scale(base: np.float32, value: float) -> np.float32:
             if np.float32(base * candidate) == target:
                 return np.float32(candidate)
         return scale
+
+
+def _scope_of(variable: Any) -> Any:
+    """The tf.distribute scope ``variable`` was created in, if none is entered (TensorFlow)."""
+    if not distributes():
+        return contextlib.nullcontext()
+    from hyperstep.control.distribute import scope_of
+
+    return scope_of(variable)

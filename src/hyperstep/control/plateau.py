@@ -1,268 +1,252 @@
-"""ReduceOnPlateau's rules: when a metric "improves" and how the scale, wait and cooldown move.
+"""Plateau rules: pure functions ``rule(state, value, params) -> state`` in ``keras.ops``.
 
-Default rule: improved iff ``x < best - min_delta - rtol * |best|``; after ``patience``
-epochs without improvement
-``scale <- min(scale, max(scale * factor, min_value / schedule, min_scale))``, then
-``cooldown`` epochs of rest. ``compat="keras"``, ``"torch"`` and ``"optax"`` follow those
-libraries' rules exactly. :class:`PlateauRules` is a mixin of
-:class:`~hyperstep.control.controllers.ReduceOnPlateau`; the helpers check its arguments.
+The shape of optax's ``reduce_on_plateau``: a :class:`PlateauState` of tensors goes in with
+one metric value, a new one comes out, and nothing else changes. ``value`` is the metric
+signed for minimisation (``sign * metric``, float32). :class:`hyperstep.ReduceOnPlateau`
+reads its variables into a state, calls the rule its ``compat`` chose once (:data:`RULES`),
+and assigns the result.
+
+Default rule (:func:`default_rule`): improved iff
+``value < best - min_delta - rtol * |best|``; after ``patience`` updates without
+improvement ``scale <- min(scale, max(scale * factor, min_value / base, min_scale))``, then
+``cooldown`` updates of rest. :func:`keras_rule`, :func:`torch_rule` and :func:`optax_rule`
+follow those libraries' rules exactly. No rule branches on a tensor: each runs eagerly,
+inside ``tf.function``, ``jax.jit`` or ``torch.compile``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
-import numpy as np
 from keras import ops
 
-from hyperstep import backends
-from hyperstep.control.hyperparameter import Hyperparameter
-from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+__all__ = [
+    "FLOOR_TOLERANCE",
+    "RULES",
+    "PlateauParams",
+    "PlateauState",
+    "default_rule",
+    "initial_state",
+    "keras_rule",
+    "optax_rule",
+    "torch_rule",
+]
 
-_INCREASING = ("accuracy", "acc", "auc", "precision", "recall", "f1_score", "iou")
-# "already at min_value" within float32 rounding of min_value / schedule * schedule
-_FLOOR_TOLERANCE = 1.0 + 2.0**-20
-
-
-def _reduce(value: Any, reduce: str | None, variable: Any) -> Any:
-    """``value`` reduced across replicas and workers (TensorFlow); checked elsewhere."""
-    if not backends.distributes():
-        if reduce not in ("mean", "sum", None):
-            raise InvalidArgumentError(
-                "`ReduceOnPlateau.update(reduce=...)` must be 'mean', 'sum' or None. "
-                f"{received('reduce', reduce)}"
-            )
-        return value
-    from hyperstep.control.distribute import reduce_metric
-
-    return reduce_metric(value, reduce, variable)
+#: "already at min_value" within float32 rounding of ``min_value / base * base`` (Keras rule)
+FLOOR_TOLERANCE = 1.0 + 2.0**-20
 
 
-def _scope_of(variable: Any) -> Any:
-    """The tf.distribute scope ``variable`` was created in, if none is entered (TensorFlow)."""
-    if not backends.distributes():
-        return contextlib.nullcontext()
-    from hyperstep.control.distribute import scope_of
+class PlateauState(NamedTuple):
+    """A plateau controller's state, every field a scalar tensor.
 
-    return scope_of(variable)
+    Args:
+        best: Best signed value so far (``+inf`` before any), float32.
+        wait: Non-improving updates counted, integer.
+        cooldown: Updates of cooldown left, integer.
+        scale: The multiplier of the schedule, float32.
+        reductions: How many updates lowered ``scale``, integer.
+    """
 
-
-def _resolve_target(target: Any, owner: str = "ReduceOnPlateau(target=...)") -> Hyperparameter:
-    from hyperstep.control.wrapped import hyperstep_optimizer, hyperstep_optimizers
-
-    inside = hyperstep_optimizers(target)
-    if len(inside) > 1:
-        raise InvalidTypeError(
-            f"`{owner}` names one hyperparameter, but {type(target).__name__} holds "
-            f"{len(inside)} hyperstep optimizers ({[o.name for o in inside]}): pass one of "
-            "them (`multi.optimizers[i]`) or its `hyperparameters['learning_rate']`. "
-            f"Received: target of type {type(target).__name__}"
-        )
-    target = hyperstep_optimizer(target)  # through LossScaleOptimizer, SkipNonFinite, ...
-    hyperparameters = getattr(target, "hyperparameters", None)
-    if isinstance(hyperparameters, dict) and "learning_rate" in hyperparameters:
-        target = hyperparameters["learning_rate"]
-    if not isinstance(target, Hyperparameter):
-        raise InvalidTypeError(
-            f"`{owner}` must be a hs.Hyperparameter such as "
-            "opt.hyperparameters['learning_rate'] (or a hs.scheduled optimizer). "
-            f"Received: target of type {type(target).__name__}"
-        )
-    return target
+    best: Any
+    wait: Any
+    cooldown: Any
+    scale: Any
+    reductions: Any
 
 
-def _non_negative(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise InvalidArgumentError(
-            f"`ReduceOnPlateau({name}=...)` must be a number >= 0. {received(name, value)}"
-        )
-    if not math.isfinite(value):
-        raise InvalidArgumentError(
-            f"`ReduceOnPlateau({name}=...)` must be finite. {received(name, value)}"
-        )
-    return float(value)
+class PlateauParams(NamedTuple):
+    """The rule's constants (Python numbers) and ``base``, the value ``scale`` multiplies.
+
+    Args:
+        factor: Multiplier of a reduction, ``0 < factor < 1``.
+        patience: Non-improving updates before a reduction.
+        cooldown: Updates of rest after a reduction.
+        min_delta: Absolute improvement threshold.
+        rtol: Relative improvement threshold.
+        min_value: Floor on ``base * scale`` applied by reductions.
+        min_scale: Floor on ``scale``.
+        eps: torch's minimal change of the value (:func:`torch_rule`).
+        sign: ``1.0`` when the metric is minimised, ``-1.0`` when maximised.
+        base: ``schedule(step)`` at this update (a float32 tensor or number).
+    """
+
+    factor: float = 0.1
+    patience: int = 10
+    cooldown: int = 0
+    min_delta: float = 1e-4
+    rtol: float = 0.0
+    min_value: float = 0.0
+    min_scale: float = 0.0
+    eps: float = 1e-8
+    sign: float = 1.0
+    base: Any = 1.0
 
 
-def _non_negative_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise InvalidArgumentError(
-            f"`ReduceOnPlateau({name}=...)` must be an integer >= 0. {received(name, value)}"
-        )
-    return int(value)
+Rule = Callable[[PlateauState, Any, PlateauParams], PlateauState]
 
 
-def _check_compat(
-    compat: str | None, mode: str, min_delta: float, rtol: float, min_value: float
-) -> None:
-    if compat == "keras" and rtol > 0.0:
-        raise InvalidArgumentError(
-            "Keras's ReduceLROnPlateau has only an absolute threshold: with compat='keras' use "
-            f"min_delta and leave rtol=None. {received('rtol', rtol)}"
-        )
-    if compat == "torch" and rtol > 0.0 and min_delta > 0.0:
-        raise InvalidArgumentError(
-            "torch's ReduceLROnPlateau has one threshold: with compat='torch' give rtol "
-            "(threshold_mode='rel') or min_delta (threshold_mode='abs'), not both. "
-            f"Received: rtol={rtol}, min_delta={min_delta}"
-        )
-    if compat == "optax":
-        if mode == "max":
-            raise _optax_max_error("", mode)
-        if rtol == 0.0 and min_delta == 0.0:
-            raise InvalidArgumentError(
-                "optax's reduce_on_plateau needs rtol > 0 or min_delta (atol) > 0. "
-                f"Received: rtol={rtol}, min_delta={min_delta}"
-            )
-        if min_value > 0.0:
-            raise InvalidArgumentError(
-                "optax's reduce_on_plateau floors the scale, not the value: with "
-                f"compat='optax' use min_scale=... instead. {received('min_value', min_value)}"
-            )
+def default_rule(state: PlateauState, value: Any, params: PlateauParams) -> PlateauState:
+    """hyperstep's rule: a relative and an absolute threshold, floors on value and scale.
+
+    ``improved = value < best - min_delta - rtol * |best|`` (or ``best`` is ``+inf``); an
+    update that does not improve, outside cooldown, does ``wait += 1``; at
+    ``wait >= patience``: ``scale = min(scale, max(scale * factor, min_value / base,
+    min_scale))``, ``wait = 0``, ``cooldown`` starts. Cooldown updates are not counted.
+
+    Example:
+        >>> from keras import ops
+        >>> state = initial_state()
+        >>> for loss in [1.0, 0.5, 0.6, 0.7]:
+        ...     state = default_rule(state, ops.convert_to_tensor(loss), PlateauParams(0.5, 1))
+        >>> float(state.scale), int(state.reductions), float(state.best)
+        (0.25, 2, 0.5)
+    """
+    best = state.best
+    threshold = best - params.min_delta - params.rtol * ops.absolute(best)
+    improved = _finite_and(
+        value, ops.logical_or(ops.equal(best, math.inf), ops.less(value, threshold))
+    )
+    in_cooldown, cool = _count_down(state.cooldown)
+    counted = ops.logical_and(ops.logical_not(improved), ops.logical_not(in_cooldown))
+    wait = ops.where(counted, state.wait + 1, ops.zeros_like(state.wait))
+    fire = ops.logical_and(counted, ops.greater_equal(wait, params.patience))
+    scale = ops.where(fire, ops.minimum(state.scale, _reduced(state.scale, params)), state.scale)
+    return _next(state, value, params, improved, fire, wait, cool, scale)
 
 
-def _optax_max_error(monitor: str, mode: str) -> InvalidArgumentError:
-    what = f" monitor={monitor!r} is maximised;" if monitor else ""
-    return InvalidArgumentError(
-        "optax's reduce_on_plateau minimises only:" + what + " with compat='optax' negate the "
-        f"metric and use mode='min'. {received('mode', mode)}"
+def keras_rule(state: PlateauState, value: Any, params: PlateauParams) -> PlateauState:
+    """``keras.callbacks.ReduceLROnPlateau``'s rule.
+
+    ``improved = value + min_delta < best``; cooldown counts down first and zeroes ``wait``,
+    and the update that ends it already counts; at ``wait >= patience`` the scale is reduced
+    only if ``base * scale`` is above ``min_value`` (else ``wait`` stays and no cooldown
+    starts).
+    """
+    improved = _finite_and(value, ops.less(value + params.min_delta, state.best))
+    in_cooldown, cool = _count_down(state.cooldown)
+    wait = ops.where(in_cooldown, ops.zeros_like(state.wait), state.wait)
+    counted = ops.logical_and(ops.logical_not(improved), ops.less_equal(cool, 0))
+    wait = ops.where(improved, ops.zeros_like(wait), ops.where(counted, wait + 1, wait))
+    fire = ops.logical_and(counted, ops.greater_equal(wait, params.patience))
+    above = ops.greater(params.base * state.scale, params.min_value * FLOOR_TOLERANCE)
+    fire = ops.logical_and(fire, above)  # at the floor nothing happens
+    scale = ops.where(fire, _reduced(state.scale, params), state.scale)
+    return _next(state, value, params, improved, fire, wait, cool, scale)
+
+
+def torch_rule(state: PlateauState, value: Any, params: PlateauParams) -> PlateauState:
+    """``torch.optim.lr_scheduler.ReduceLROnPlateau``'s rule.
+
+    ``improved = value < best * (1 - sign * rtol)`` (``threshold_mode="rel"``, when
+    ``rtol > 0``) or ``value < best - min_delta`` (``"abs"``); count, then cooldown zeroes
+    the count; at ``wait > patience`` the count restarts and cooldown starts, and the new
+    value ``max(base * scale * factor, min_value)`` applies only if it lowers the value by
+    more than ``eps``.
+    """
+    best = state.best
+    if params.rtol > 0.0:  # best * (1 - thr) in min mode, best * (1 + thr) in max
+        threshold = best * (1.0 - params.sign * params.rtol)
+    else:
+        threshold = best - params.min_delta
+    improved = _finite_and(value, ops.less(value, threshold))
+    in_cooldown, cool = _count_down(state.cooldown)
+    wait = ops.where(improved, ops.zeros_like(state.wait), state.wait + 1)
+    wait = ops.where(in_cooldown, ops.zeros_like(wait), wait)
+    fire = ops.greater(wait, params.patience)
+    old = params.base * state.scale
+    new = ops.maximum(old * params.factor, params.min_value)
+    apply = ops.logical_and(fire, ops.greater(old - new, params.eps))
+    scale = ops.where(apply, _reduced(state.scale, params), state.scale)
+    return _next(state, value, params, improved, fire, wait, cool, scale)
+
+
+def optax_rule(state: PlateauState, value: Any, params: PlateauParams) -> PlateauState:
+    """``optax.contrib.reduce_on_plateau``'s rule (``accumulation_size=1``).
+
+    ``improved = value < (1 - rtol) * best - min_delta``; during cooldown nothing but the
+    count down happens; else reduce when the plateau count reaches ``patience``:
+    ``scale = max(scale * factor, min_scale)`` (optax floors the scale, not the value).
+    """
+    best = state.best
+    improved = _finite_and(value, ops.less(value, (1.0 - params.rtol) * best - params.min_delta))
+    wait, cool, scale = state.wait, state.cooldown, state.scale
+    in_cooldown = ops.greater(cool, 0)
+    count = ops.where(improved, ops.zeros_like(wait), wait + 1)
+    fire = ops.logical_and(ops.logical_not(in_cooldown), ops.equal(count, params.patience))
+    scaled = ops.maximum(ops.where(fire, scale * params.factor, scale), params.min_scale)
+    new_cool = ops.where(fire, ops.full_like(cool, params.cooldown), ops.zeros_like(cool))
+    new_scale = ops.where(in_cooldown, scale, scaled)
+    return PlateauState(
+        best=ops.where(improved, value, best),
+        wait=ops.where(ops.logical_or(in_cooldown, fire), ops.zeros_like(wait), count),
+        cooldown=ops.where(in_cooldown, cool - 1, new_cool),
+        scale=new_scale,
+        reductions=_counted_reductions(state, new_scale),
     )
 
 
-def _direction_from_name(monitor: str, mode: str) -> float | None:
-    if mode != "auto":
-        return 1.0 if mode == "min" else -1.0
-    name = monitor.removeprefix("val_")
-    if name.endswith("loss") or name.endswith("error"):
-        return 1.0
-    if name.endswith(_INCREASING):
-        return -1.0
-    return None
+#: The rule of each ``compat`` of :class:`hyperstep.ReduceOnPlateau`.
+RULES: dict[str | None, Rule] = {
+    None: default_rule,
+    "keras": keras_rule,
+    "torch": torch_rule,
+    "optax": optax_rule,
+}
 
 
-def _direction_from_model(model: Any, monitor: str) -> float | None:
-    name = monitor.removeprefix("val_")
-    for metric in _flat_metrics(getattr(model, "metrics", [])):
-        if getattr(metric, "name", None) == name and hasattr(metric, "_direction"):
-            return -1.0 if metric._direction == "up" else 1.0
-    return None
+def initial_state(scale: float = 1.0) -> PlateauState:
+    """A fresh state: ``best = +inf``, nothing counted (float32 and int32 tensors)."""
+    return PlateauState(
+        best=ops.convert_to_tensor(math.inf, "float32"),
+        wait=ops.convert_to_tensor(0, "int32"),
+        cooldown=ops.convert_to_tensor(0, "int32"),
+        scale=ops.convert_to_tensor(scale, "float32"),
+        reductions=ops.convert_to_tensor(0, "int32"),
+    )
 
 
-def _flat_metrics(metrics: Any) -> list[Any]:
-    found: list[Any] = []
-    for metric in metrics:
-        inner = getattr(metric, "metrics", None)
-        found.extend(_flat_metrics(inner) if isinstance(inner, list) and inner else [metric])
-    return found
+def _finite_and(value: Any, improves: Any) -> Any:
+    """NaN and +-inf never improve (and so never become ``best``)."""
+    return ops.logical_and(ops.isfinite(value), improves)
 
 
-def _concrete_float(value: Any) -> float | None:
-    """Return ``value`` as a Python float when it is concrete (not symbolic), else None."""
-    if isinstance(value, (int, float, np.number, np.ndarray)):
-        return float(np.asarray(value).reshape(()))
-    if backends.builds_graph():
-        return None
-    try:
-        return float(np.asarray(ops.convert_to_numpy(value)).reshape(()))
-    except Exception:  # a tracer or a symbolic tensor: no warning possible
-        return None
+def _count_down(cool: Any) -> tuple[Any, Any]:
+    """Whether cooldown runs, and the count one lower if it does."""
+    in_cooldown = ops.greater(cool, 0)
+    return in_cooldown, ops.where(in_cooldown, cool - 1, cool)
 
 
-class PlateauRules:
-    """Mixin of :class:`~hyperstep.control.controllers.ReduceOnPlateau`: whether a metric
-    improved, and the new ``(scale, wait, cooldown)`` under each ``compat`` rule."""
+def _reduced(scale: Any, params: PlateauParams) -> Any:
+    """``max(scale * factor, min_value / base, min_scale)`` (no floor from a base <= 0)."""
+    base = ops.cast(params.base, "float32")
+    positive = ops.greater(base, 0.0)
+    floor = ops.where(positive, params.min_value / ops.where(positive, base, 1.0), 0.0)
+    reduced = ops.where(scale * params.factor >= floor, scale * params.factor, floor)
+    return ops.maximum(reduced, params.min_scale)
 
-    compat: Any
-    min_delta: Any
-    rtol: Any
-    patience: Any
-    cooldown: Any
-    factor: Any
-    min_value: Any
-    min_scale: Any
-    eps: Any
-    target: Any
-    monitor: Any
-    mode: Any
-    _sign: Any
-    _model: Any
 
-    def _improves(self, x: Any, best: Any, sign: float) -> Any:
-        if self.compat == "keras":
-            return ops.less(x + self.min_delta, best)
-        if self.compat == "torch":
-            if self.rtol > 0.0:  # threshold_mode="rel": best * (1 - thr) in min, (1 + thr) in max
-                return ops.less(x, best * (1.0 - sign * self.rtol))
-            return ops.less(x, best - self.min_delta)
-        if self.compat == "optax":
-            return ops.less(x, (1.0 - self.rtol) * best - self.min_delta)
-        threshold = best - self.min_delta - self.rtol * ops.absolute(best)
-        return ops.logical_or(ops.equal(best, math.inf), ops.less(x, threshold))
+def _counted_reductions(state: PlateauState, scale: Any) -> Any:
+    lowered = ops.less(scale, state.scale)
+    return state.reductions + ops.cast(lowered, state.reductions.dtype)
 
-    def _rule(self, improved: Any, wait: Any, cool: Any, scale: Any) -> tuple[Any, Any, Any]:
-        """The default, Keras and torch rules: the new (scale, wait, cooldown)."""
-        not_improved = ops.logical_not(improved)
-        in_cooldown = ops.greater(cool, 0)
-        cool = ops.where(in_cooldown, cool - 1, cool)
-        if self.compat == "keras":  # cooldown zeroes wait first; its last update counts
-            wait = ops.where(in_cooldown, ops.zeros_like(wait), wait)
-            counted = ops.logical_and(not_improved, ops.less_equal(cool, 0))
-            wait = ops.where(improved, ops.zeros_like(wait), ops.where(counted, wait + 1, wait))
-            fire = ops.logical_and(counted, ops.greater_equal(wait, self.patience))
-        elif self.compat == "torch":  # count, then cooldown zeroes the count; num_bad > patience
-            wait = ops.where(improved, ops.zeros_like(wait), wait + 1)
-            wait = ops.where(in_cooldown, ops.zeros_like(wait), wait)
-            fire = ops.greater(wait, self.patience)
-        else:
-            counted = ops.logical_and(not_improved, ops.logical_not(in_cooldown))
-            wait = ops.where(counted, wait + 1, ops.zeros_like(wait))
-            fire = ops.logical_and(counted, ops.greater_equal(wait, self.patience))
-        schedule = ops.cast(self.target.base_at(self.target.clock.step), "float32")
-        positive = ops.greater(schedule, 0.0)
-        floor = ops.where(positive, self.min_value / ops.where(positive, schedule, 1.0), 0.0)
-        reduced = ops.where(scale * self.factor >= floor, scale * self.factor, floor)
-        reduced = ops.maximum(reduced, self.min_scale)
-        if self.compat is None:
-            apply = fire
-            new_scale = ops.where(fire, ops.minimum(scale, reduced), scale)
-        else:
-            old = schedule * scale
-            if self.compat == "keras":  # reduce only above the floor; otherwise nothing happens
-                apply = ops.logical_and(fire, ops.greater(old, self.min_value * _FLOOR_TOLERANCE))
-                fire = apply
-            else:  # torch: applied only when it lowers the value by more than eps
-                new = ops.maximum(old * self.factor, self.min_value)
-                apply = ops.logical_and(fire, ops.greater(old - new, self.eps))
-            new_scale = ops.where(apply, reduced, scale)
-        zero = ops.zeros_like(wait)
-        return (
-            new_scale,
-            ops.where(fire, zero, wait),
-            ops.where(fire, ops.full_like(cool, self.cooldown), cool),
-        )
 
-    def _optax(self, improved: Any, wait: Any, cool: Any, scale: Any) -> tuple[Any, Any, Any]:
-        """optax.contrib.reduce_on_plateau's ``_update_scale`` with ``accumulation_size=1``."""
-        in_cooldown = ops.greater(cool, 0)
-        count = ops.where(improved, ops.zeros_like(wait), wait + 1)
-        fire = ops.logical_and(ops.logical_not(in_cooldown), ops.equal(count, self.patience))
-        scaled = ops.maximum(ops.where(fire, scale * self.factor, scale), self.min_scale)
-        new_cool = ops.where(fire, ops.full_like(cool, self.cooldown), ops.zeros_like(cool))
-        return (
-            ops.where(in_cooldown, scale, scaled),
-            ops.where(ops.logical_or(in_cooldown, fire), ops.zeros_like(wait), count),
-            ops.where(in_cooldown, cool - 1, new_cool),
-        )
-
-    def _direction(self) -> float:
-        if self._sign is None and self._model is not None:
-            self._sign = _direction_from_model(self._model, self.monitor)
-            if self.compat == "optax" and self._sign == -1.0:
-                raise _optax_max_error(self.monitor, self.mode)
-        if self._sign is None:
-            raise InvalidArgumentError(
-                f"ReduceOnPlateau cannot tell whether monitor={self.monitor!r} should go down "
-                "or up. Pass mode='min' or mode='max'. Received: mode='auto'"
-            )
-        return self._sign
+def _next(
+    state: PlateauState,
+    value: Any,
+    params: PlateauParams,
+    improved: Any,
+    fire: Any,
+    wait: Any,
+    cool: Any,
+    scale: Any,
+) -> PlateauState:
+    """After a reduction (``fire``) ``wait`` restarts and cooldown starts."""
+    return PlateauState(
+        best=ops.where(improved, value, state.best),
+        wait=ops.where(fire, ops.zeros_like(wait), wait),
+        cooldown=ops.where(fire, ops.full_like(cool, params.cooldown), cool),
+        scale=scale,
+        reductions=_counted_reductions(state, scale),
+    )

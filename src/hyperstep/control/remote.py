@@ -42,7 +42,6 @@ from hyperstep.control.directory import (
     read_journal,
     write_status,
 )
-from hyperstep.control.plateau import _scope_of
 from hyperstep.control.reading import collect
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import BinaryOp, Constant, Function, Schedule, Step
@@ -175,8 +174,7 @@ class Remote(keras.callbacks.Callback):
         if APPLIED in owner.state:
             self._applied = owner.state[APPLIED]
         else:
-            with _scope_of(owner.scale):
-                self._applied = owner.add_state(APPLIED, 0, "int64")
+            self._applied = owner.add_state(APPLIED, 0, "int64")
 
     def _sync(self) -> None:
         """On JAX, put fit's training state back into the variables (a write then reaches
