@@ -2,15 +2,14 @@
 equal to the uninterrupted run, through ``.keras``, ``save_weights`` and
 ``tf.train.Checkpoint`` (SWA, EMA on a schedule, a schedule-free rule)."""
 
-import os
-import subprocess
-import sys
-
 import keras
 import numpy as np
 import pytest
 
 import hyperstep as hs
+
+#: every backend runs these in its own pass (tf.train.Checkpoint cases: TensorFlow only)
+pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 
 RNG = np.random.default_rng(7)
 W0 = RNG.normal(size=(4, 3)).astype("float32")
@@ -148,19 +147,6 @@ def test_a_different_average_replaces_the_restored_one():
     assert hs.SWA(opt, start=3, every=2).state is held
     assert hs.SWA(opt, start=4, every=2).state is not held
     assert opt._hs_average_state.get_config()["start"] == 4
-
-
-@pytest.mark.slow  # a pytest process per backend
-@pytest.mark.parametrize("backend", ["jax", "torch"])
-def test_resumes_are_bitwise_on_other_backends(backend, hang_timeout):
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    env.pop("JAX_ENABLE_X64", None)
-    command = [sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider"]
-    command += ["-k", "not other_backends"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=hang_timeout)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    progress = done.stdout.split()[0]  # tf.train.Checkpoint's cases skip: TensorFlow only
-    assert (progress.count("."), progress.count("s")) == (11, 3), done.stdout
 
 
 @pytest.mark.parametrize("copy_of", ["pickle", "deepcopy"])
