@@ -42,7 +42,9 @@ class ScheduledUpdate(ScheduledBase):
                     inner = native_variable(variable)
                     state.owner[id(variable)] = state.owner[id(inner)] = group.name
         self._hs_track_state()
-        with self._hs_update():
+        # values read on demand here, not all at once: `build` may run before `fit` has told
+        # the clock its epoch (torch), and it reads only the names its checks use
+        with state.update.fixed(self.clock, host=True):
             return super().build(variables)  # type: ignore[misc]
 
     def _clip_gradients(self, grads: Any) -> Any:
