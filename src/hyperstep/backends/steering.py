@@ -50,7 +50,7 @@ def workers(variable: Any) -> Workers:
     """Where this process stands, read from ``variable`` (a state variable of the run)."""
     backend = current_backend()
     if backend == "tensorflow":
-        strategy = _tensorflow_strategy(variable)
+        strategy = tensorflow_strategy(variable)
         count = 1 if strategy is None else _tensorflow_workers(strategy)
         if count == 1:
             return Workers()
@@ -73,7 +73,7 @@ def workers(variable: Any) -> Workers:
     return Workers()
 
 
-def _tensorflow_strategy(variable: Any) -> Any:
+def tensorflow_strategy(variable: Any) -> Any:
     """The strategy in scope, else the one that owns ``variable``, else None."""
     import tensorflow as tf
 

@@ -31,6 +31,8 @@ require_tensorflow("hyperstep.control.distribute (reducing metrics under tf.dist
 
 import tensorflow as tf  # noqa: E402
 
+from hyperstep.backends.steering import tensorflow_strategy  # noqa: E402
+
 __all__ = [
     "REDUCTIONS",
     "check_reduce",
@@ -58,12 +60,7 @@ def check_reduce(owner: str, reduce: Any) -> str | None:
 
 def strategy_of(variable: Any = None) -> Any:
     """Return the strategy in scope, else the one that owns ``variable``, else None."""
-    if tf.distribute.has_strategy():
-        return tf.distribute.get_strategy()
-    native = getattr(variable, "value", variable)
-    if isinstance(native, tf.distribute.DistributedValues):
-        return getattr(native, "distribute_strategy", None)
-    return None
+    return tensorflow_strategy(variable)
 
 
 def scope_of(variable: Any) -> Any:
