@@ -7,6 +7,7 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from hyperstep.schedules import chart
 
@@ -16,6 +17,7 @@ def test_have_matplotlib_is_whether_it_can_be_imported() -> None:
 
 
 def test_write_png_makes_the_folder_and_an_800_by_450_image(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the optional `plot` extra (not in make test-oldest)")
     import matplotlib.image
 
     steps = np.arange(100)
