@@ -1,11 +1,12 @@
 """The units of hyperstep.diagnosis.bindings (TensorFlow's pass: raw ``tf.Variable`` and
-``tf.Module``): every variable reachable from a layer's attributes, named
-``<layer.path>/<attribute>``, where it was found, and the dtype helpers."""
+``tf.Module``; torch's: a ``torch.nn.Parameter``): every variable reachable from a layer's
+attributes, named ``<layer.path>/<attribute>``, where it was found, and the dtype helpers."""
 
 import types
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from hyperstep.diagnosis import bindings as b
@@ -74,3 +75,19 @@ def test_layers_of_and_keras_classes() -> None:
     assert found[0] is model and found[-1] is dense and len(found) == 3  # and the InputLayer
     assert b.layer_path(dense) == "seq/d" and b.layers_of(dense) == [dense]
     assert b.is_keras_class(dense) and not b.is_keras_class(Holder())
+
+
+@pytest.mark.backend("torch")
+def test_a_torch_parameter_on_a_layer_is_found_in_its_parameters() -> None:
+    import torch
+
+    class Raw(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.scale = torch.nn.Parameter(torch.ones(2))
+
+    layer = Raw(name="raw")
+    found = {binding.path: binding for binding in b.bindings(layer)}
+    assert found["raw/scale"].variable is layer.scale
+    assert found["raw/scale"].container == "attribute" and b.is_float(layer.scale)
+    assert b.underlying(layer.scale) is layer.scale  # torch: the Parameter itself

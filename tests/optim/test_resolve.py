@@ -68,3 +68,19 @@ def test_value_and_complement_rounds_one_minus_a_constant_once() -> None:
     ramp = Hyperparameter("step / 10", clock=clock, name="beta_1")
     with update.fixed(clock, host=False):
         assert value_and_complement(update, ramp)[1] is None
+
+
+@pytest.mark.backend("torch")
+def test_on_eager_torch_the_step_is_a_python_int_and_keras_gets_numbers() -> None:
+    clock, update = hs.Clock(), Update()
+    lr = Hyperparameter("0.1 * 0.5 ** step", clock=clock, name="learning_rate")
+    beta = Hyperparameter("0.9 + step / 100", clock=clock, name="beta_1")
+    clock.step.assign(2)
+    with update.fixed(clock, host=True):
+        assert update.step == 2 and type(update.step) is int and update.host_step == 2
+        got_beta = keras_value(update, beta, "beta_1", keras.optimizers.Adam, None)
+        got_lr = keras_value(update, lr, "learning_rate", keras.optimizers.Adam, None)
+    assert type(got_beta) is float and got_beta == pytest.approx(0.92)
+    # the learning rate as Keras's own float32 variable: a float32 tensor
+    assert keras.backend.standardize_dtype(got_lr.dtype) == "float32"
+    assert number(got_lr) == float(np.float32(0.025))
