@@ -4,7 +4,6 @@ its batches against NumPy's own permutations, ``fit``'s arguments and the first 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from hyperstep.errors import InvalidArgumentError
 from hyperstep.tune.lr_data import plan
@@ -39,6 +38,8 @@ def test_arrays_of_different_lengths_are_refused_with_their_sizes() -> None:
 
 
 def test_a_dataset_is_repeated_for_one_epoch_of_the_batches() -> None:
+    import tensorflow as tf
+
     data = tf.data.Dataset.from_tensor_slices((np.arange(6.0), np.arange(6.0))).batch(4)
     found = plan(data, None, batch_size=4, batches=5)
     assert found.fit == {"steps_per_epoch": 5, "epochs": 1, "shuffle": False}
@@ -71,9 +72,23 @@ def test_a_py_dataset_runs_one_fit_epoch_per_pass() -> None:
 
 
 def test_tensors_are_cut_to_whole_batches_and_shuffled_by_fit() -> None:
+    import tensorflow as tf
+
     x, y = tf.range(10.0)[:, None], tf.range(10.0)
     found = plan(x, y, batch_size=4, batches=6)
     assert found.fit == {"epochs": 6, "shuffle": True, "batch_size": 4}
     xs, ys = found.data()
     assert xs.shape[0] == 8 and np.asarray(ys).tolist() == list(range(8))
     assert np.asarray(found.first[1]).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.backend("torch")  # torch is there already (importing it in TensorFlow's: ~5 s)
+def test_a_torch_data_loader_runs_one_fit_epoch_per_pass() -> None:
+    import torch
+
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.arange(6.0)[:, None], torch.zeros(6)), batch_size=4
+    )
+    found = plan(loader, None, batch_size=4, batches=3)
+    assert found.fit == {"epochs": 3, "shuffle": False} and found.data() == (loader, None)
+    assert found.first[0][:, 0].tolist() == [0.0, 1.0, 2.0, 3.0]
