@@ -2,6 +2,9 @@
 the loss on hand-made traces (values are ints, variables named by a key function), and the
 op and path facts describe themselves."""
 
+import numpy as np
+import pytest
+
 from hyperstep.backends.doctor import Trace, TracedOp
 from hyperstep.diagnosis.paths import OpFact, PathFact, TraceFacts
 
@@ -66,3 +69,27 @@ def test_normalized_is_every_open_path_passing_a_centred_value() -> None:
 
 def test_op_fact_without_a_source_says_only_the_op() -> None:
     assert OpFact("Round", "model/Round", None).describe() == "Round (op 'model/Round')"
+
+
+@pytest.mark.backend("jax", "torch")
+def test_the_backends_own_trace_is_read_the_same_way() -> None:
+    import keras
+
+    from hyperstep.backends.doctor import tracer
+    from hyperstep.diagnosis import probe
+
+    a, b, c, d = (keras.Variable(float(i + 1)) for i in range(4))
+
+    def compute(batch):
+        x = keras.ops.convert_to_tensor(batch)
+        return keras.ops.sum(
+            a * x + keras.ops.stop_gradient(b) * x + keras.ops.round(d * x)
+        )  # c: never read
+
+    trace = tracer().trace(compute, np.array([1.0, 2.0], "float32"), [a, b, c, d], [])
+    found = TraceFacts(trace, probe.key)
+    assert found.path(a).kind == "open" and found.path(c).kind == "unused"
+    assert found.path(b).kind == "blocked" and found.path(d).kind == "blocked"
+    assert found.path(b).blockers[0].type in ("stop_gradient", "detach")
+    assert found.path(d).blockers[0].type == "round"
+    assert "test_paths.py" in (found.path(d).blockers[0].source or "")  # the user's line
