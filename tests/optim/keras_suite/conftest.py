@@ -5,6 +5,7 @@ class a test module names replaced, for that module's tests, by a stand-in whose
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import keras
@@ -14,9 +15,11 @@ import hyperstep as hs
 from hyperstep.optim.scheduled import ScheduledOptimizer
 
 WRAPPERS = ("LossScaleOptimizer", "MultiOptimizer")
+SUITE = Path(__file__).parent
 
 # the files are Keras 3.15.1's and import its modules: older Keras (`make test-oldest`) lacks
 # some (schedule_free_adamw, muon), so they are not collected there
+collect_ignore_glob: list[str] = []
 if tuple(int(part) for part in keras.__version__.split(".")[:2]) < (3, 15):
     collect_ignore_glob = ["test_keras_*.py"]
 
@@ -85,9 +88,25 @@ KNOWN_FAILURES = {
 }
 
 
+#: every pass runs Keras's files (copied unchanged, they declare no backend: tests/conftest.py)
+EVERY_BACKEND = ("tensorflow", "jax", "torch")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Keras's files are collected in the JAX and torch passes too (where tests/conftest.py
+    collects only files that name their backend)."""
+    if collect_ignore_glob or not collection_path.match("keras_suite/test_keras_*.py"):
+        return None
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)  # before tests/conftest.py keeps each pass's own tests
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     known = KNOWN_FAILURES.get(keras.backend.backend(), {})
     for item in items:
+        if Path(str(item.path)).parent != SUITE:
+            continue
+        item.add_marker(pytest.mark.backend(*EVERY_BACKEND))
         reason = known.get(item.nodeid.rsplit("/", 1)[-1])
         if reason is not None:
             item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
