@@ -88,7 +88,8 @@ KNOWN_FAILURES = {
 }
 
 
-#: every pass runs Keras's files (copied unchanged, they declare no backend: tests/conftest.py)
+#: every pass runs Keras's files (copied unchanged, they declare no backend: tests/conftest.py);
+#: the TensorFlow pass in the fast suite, the JAX and torch passes in the slow one
 EVERY_BACKEND = ("tensorflow", "jax", "torch")
 
 
@@ -107,6 +108,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if Path(str(item.path)).parent != SUITE:
             continue
         item.add_marker(pytest.mark.backend(*EVERY_BACKEND))
+        if keras.backend.backend() != "tensorflow":  # about a minute a pass: `make test-slow`
+            item.add_marker(pytest.mark.slow)
         reason = known.get(item.nodeid.rsplit("/", 1)[-1])
         if reason is not None:
             item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
