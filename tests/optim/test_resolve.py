@@ -33,10 +33,9 @@ def test_an_update_keeps_the_step_it_started_with_and_only_it_owns_it() -> None:
 def test_read_prefers_the_groups_own_value() -> None:
     clock, update = hs.Clock(), Update()
     with update.fixed(clock, host=False, values=lambda u: {"lr": 1.0, "head/lr": 0.1}):
-        update.group = "head"
-        assert update.read("lr") == 0.1
-        update.group = "body"
-        assert update.read("lr") == 1.0 and update.read("beta") is None
+        assert update.read("lr", "head") == 0.1
+        assert update.read("lr", "body") == 1.0 and update.read("lr") == 1.0
+        assert update.read("beta", "head") is None
 
 
 def test_keras_value_is_the_hyperparameter_at_the_updates_step() -> None:
