@@ -23,7 +23,8 @@ from hyperstep.schedules.language import MAX_DEPTH, MAX_LENGTH, parse, vocabular
 S = types.SimpleNamespace(
     **{n: getattr(hs.schedules, n) for n in hs.schedules.__all__},
     **{
-        n: getattr(base, n) for n in ("BinaryOp", "Constant", "Epoch", "Function", "Negate", "Step")
+        n: getattr(expressions, n)
+        for n in ("BinaryOp", "Constant", "Epoch", "Function", "Negate", "Step")
     },
 )
 GRID = np.array([0, 1, 2, 5, 9, 10, 11, 99, 100, 101, 250, 499, 500, 501, 999, 1000, 1001, 3000])

@@ -30,7 +30,7 @@ from hyperstep.schedules.sample import sample
 from hyperstep.schedules.wsd import inverse_sqrt, wsd
 
 # every module that defines words of the vocabulary or a reader of as_schedule is imported
-# here, which registers them (schedules.base.CLASSES, schedules.expressions.READERS); Keras's
+# here, which registers them (schedules.base.CLASSES and READERS); Keras's
 # schedules only where Keras is (the command line plots without it)
 _REGISTERING = [keras_formulas, language]
 if not numpy_ops.selected():

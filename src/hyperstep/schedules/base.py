@@ -47,6 +47,13 @@ ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an e
 #: :mod:`hyperstep.schedules` imports them all.
 CLASSES: dict[str, type[Schedule]] = {}
 
+#: how :func:`~hyperstep.schedules.expressions.as_schedule` reads a value that is neither a
+#: number nor a schedule: ``(type, reader)`` pairs, which the modules that define the readers
+#: add when they are imported (:mod:`~hyperstep.schedules.language`: a string is parsed; with
+#: Keras, :mod:`~hyperstep.schedules.keras_compat`: a Keras schedule is converted), both
+#: imported by :mod:`hyperstep.schedules`
+READERS: list[tuple[type, Callable[[Any], Schedule]]] = []
+
 
 def register(cls: type) -> type:
     """Record a schedule class under its ``keyword`` and register it for Keras serialization

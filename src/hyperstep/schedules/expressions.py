@@ -20,6 +20,7 @@ from hyperstep import backends
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules._ops import NUMPY, ops
 from hyperstep.schedules.base import (
+    READERS,
     Number,
     Schedule,
     ScheduleLike,
@@ -521,11 +522,3 @@ def as_schedule(value: ScheduleLike, name: str = "schedule") -> Schedule:
         f"`{name}` must be a number, a hyperstep or Keras schedule, or an expression string "
         f"such as 'cosine(1e-3, steps=1000)'. {received(name, value)}"
     )
-
-
-#: how :func:`as_schedule` reads a value that is neither a number nor a schedule: ``(type,
-#: reader)`` pairs, which the modules that define the readers add when they are imported
-#: (:mod:`~hyperstep.schedules.language`: a string is parsed; with Keras,
-#: :mod:`~hyperstep.schedules.keras_compat`: a Keras schedule is converted), both imported by
-#: :mod:`hyperstep.schedules`
-READERS: list[tuple[type, Callable[[Any], Schedule]]] = []

@@ -39,9 +39,8 @@ import numpy as np
 from keras import ops
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules.base import Schedule, register
+from hyperstep.schedules.base import READERS, Schedule, register
 from hyperstep.schedules.decays import InverseTime
-from hyperstep.schedules.expressions import READERS
 from hyperstep.schedules.families import Piecewise
 from hyperstep.schedules.keras_formulas import (
     CosineDecay,

@@ -34,8 +34,7 @@ import ast
 from collections.abc import Mapping
 
 from hyperstep.errors import ScheduleSyntaxError
-from hyperstep.schedules import expressions
-from hyperstep.schedules.base import FLOAT32_MAX, Schedule, check_positive_int
+from hyperstep.schedules.base import FLOAT32_MAX, READERS, Schedule, check_positive_int
 from hyperstep.schedules.expressions import bind_epochs, folded, uses_epoch
 from hyperstep.schedules.parse_names import MAX_DEPTH, MAX_LENGTH
 from hyperstep.schedules.parse_names import vocabulary as vocabulary
@@ -130,4 +129,4 @@ def parse(
 
 
 #: ``as_schedule("step / 1000")`` parses the text
-expressions.READERS.append((str, parse))
+READERS.append((str, parse))
