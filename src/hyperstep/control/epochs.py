@@ -23,7 +23,7 @@ from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.wrapped import hyperstep_optimizers
 from hyperstep.errors import InvalidTypeError, received
-from hyperstep.schedules.base import Constant
+from hyperstep.schedules.expressions import Constant
 
 __all__ = ["FollowEpochs", "epoch_began", "fit_began", "install"]
 

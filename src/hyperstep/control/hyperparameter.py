@@ -27,15 +27,8 @@ from hyperstep.clock import Clock
 from hyperstep.control import cooling
 from hyperstep.control.value_forms import ValueForms
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules.base import (
-    Constant,
-    Schedule,
-    ScheduleLike,
-    as_schedule,
-    bind_epochs,
-    check_number,
-    uses_epoch,
-)
+from hyperstep.schedules.base import Schedule, ScheduleLike, check_number
+from hyperstep.schedules.expressions import Constant, as_schedule, bind_epochs, uses_epoch
 
 _BUILTIN_STATE = ("scale", "override", cooling.START, cooling.FORM)
 

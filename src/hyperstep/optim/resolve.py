@@ -29,7 +29,7 @@ from keras import ops
 from hyperstep import backends
 from hyperstep.backends import after
 from hyperstep.control.hyperparameter import Hyperparameter
-from hyperstep.schedules.base import Constant
+from hyperstep.schedules.expressions import Constant
 
 _graph_key = backends.graph_key_function()  # TF: the default graph; elsewhere None
 

@@ -38,7 +38,7 @@ from hyperstep.optim.core import (
 from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update, keras_value
 from hyperstep.optim.scheduled_config import inner_config, serialized, wrapped_class
-from hyperstep.schedules.base import Constant
+from hyperstep.schedules.expressions import Constant
 
 
 class _State:
