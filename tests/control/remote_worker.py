@@ -3,7 +3,8 @@
 ``remote_worker.py controlled DIR OUT [--backup B]``: fit with ``hs.Remote(DIR)``, sleeping a
 little per step so a test can send commands mid-run (with ``--backup``, resumed from the last
 epoch's backup in ``B`` if there is one); ``remote_worker.py replay JOURNAL OUT``:
-the same run from scratch with ``hs.Remote.replay(JOURNAL)``'s schedules and no Remote.
+the same run from scratch with ``hs.Remote.replay(JOURNAL)``'s schedules and no Remote
+(``main(argv)`` runs it in the calling process: the TensorFlow pass replays in its own).
 Both save the weights after every update (``OUT``, an ``.npz``: ``history`` rows are the
 flattened weights after updates 0, 1, ...; ``final`` the last) and print ``RESULT {...}``.
 """
@@ -29,14 +30,15 @@ def data() -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def main() -> dict:
+def main(argv: list[str] | None = None) -> dict:
+    """Run as ``argv`` (default ``sys.argv[1:]``) says; the result printed after ``RESULT``."""
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["controlled", "replay"])
     parser.add_argument("source")
     parser.add_argument("out")
     parser.add_argument("--sleep", type=float, default=0.02)
     parser.add_argument("--backup", default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     learning_rate: object = LEARNING_RATE
     if args.mode == "replay":
         learning_rate = hs.Remote.replay(args.source)["learning_rate"]

@@ -8,6 +8,8 @@ uninterrupted run, bitwise.
 the state, save in every format, go on (part 1: the uninterrupted run) and keep its weights.
 ``python resume_worker.py load DIR STATE...``: load each file, build again only what the
 program builds after a load, run part 1, and print ``RESULT {cell: {...}}``.
+``run(phase, directory, states)`` returns that result in the calling process (the test saves in
+its own process: only the load must be a fresh one).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import numpy as np
 
 import hyperstep as hs
 
-PHASE, DIR, STATES = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
 BACKEND = keras.backend.backend()
 FORMATS = ["keras", "weights", *(["checkpoint"] if BACKEND == "tensorflow" else [])]
 SCHEDULE = "0.05 * 0.9 ** step"
@@ -111,31 +112,31 @@ def checkpoint(model: Any) -> Any:
     return tf.train.Checkpoint(model=model, optimizer=model.optimizer)
 
 
-def save() -> dict[str, Any]:
+def save(directory: Path, states: list[str]) -> dict[str, Any]:
     expected = {}
-    for state in STATES:
+    for state in states:
         model, opt, extra = make(state)
         fit(model, 0, extra)
         before_save(state, opt, extra)
-        model.save(DIR / f"{state}.keras")
-        model.save_weights(DIR / f"{state}.weights.h5")
+        model.save(directory / f"{state}.keras")
+        model.save_weights(directory / f"{state}.weights.h5")
         if BACKEND == "tensorflow":
-            checkpoint(model).write(str(DIR / f"{state}.ckpt"))
+            checkpoint(model).write(str(directory / f"{state}.ckpt"))
         after_save(state, extra)
         fit(model, 1, extra)
         for i, w in enumerate(weights(model, opt)):
             expected[f"{state}/{i}"] = w
-    np.savez(DIR / "expected.npz", **expected)
+    np.savez(directory / "expected.npz", **expected)
     return {}
 
 
-def load() -> dict[str, Any]:
-    expected = np.load(DIR / "expected.npz")
+def load(directory: Path, states: list[str]) -> dict[str, Any]:
+    expected = np.load(directory / "expected.npz")
     results = {}
-    for state in STATES:
+    for state in states:
         for form in FORMATS:
             if form == "keras":
-                model = keras.models.load_model(DIR / f"{state}.keras")
+                model = keras.models.load_model(directory / f"{state}.keras")
                 opt = model.optimizer
                 # a saved cooldown start is honored with no Cooldown built again
                 extra = None if state == "cooldown_started" else attach(state, opt)
@@ -143,9 +144,9 @@ def load() -> dict[str, Any]:
                 model, opt, extra = make(state, ("head", "body"))  # the program again
                 opt.build(model.trainable_variables)
                 if form == "weights":
-                    model.load_weights(DIR / f"{state}.weights.h5")
+                    model.load_weights(directory / f"{state}.weights.h5")
                 else:
-                    checkpoint(model).read(str(DIR / f"{state}.ckpt")).expect_partial()
+                    checkpoint(model).read(str(directory / f"{state}.ckpt")).expect_partial()
             after_save(state, extra)
             fit(model, 1, extra)
             found = weights(model, opt)
@@ -158,10 +159,15 @@ def load() -> dict[str, Any]:
     return results
 
 
-if __name__ == "__main__":
+def run(phase: str, directory: Path, states: list[str]) -> dict[str, Any]:
+    """``save`` or ``load`` ``states`` in ``directory``: the results and hyperstep's warnings."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = save() if PHASE == "save" else load()
+        result = (save if phase == "save" else load)(directory, states)
     own = str(Path(hs.__file__).parent)  # hyperstep's own warnings (not by a path's name)
     mine = sorted({str(w.message)[:300] for w in caught if str(w.filename).startswith(own)})
-    print("RESULT " + json.dumps({"backend": BACKEND, "results": result, "warnings": mine}))
+    return {"backend": BACKEND, "results": result, "warnings": mine}
+
+
+if __name__ == "__main__":
+    print("RESULT " + json.dumps(run(sys.argv[1], Path(sys.argv[2]), sys.argv[3:])))

@@ -9,6 +9,7 @@ with a zero rate is the identity), ``hyperstep show`` prints it, and a fresh run
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
@@ -51,6 +53,27 @@ def wait_for_step(directory: Path, step: int, process: subprocess.Popen[str]) ->
             pytest.fail(f"the run ended early: {process.stderr.read()[-4000:]}")  # type: ignore[union-attr]
         time.sleep(0.05)
     pytest.fail(f"the run did not reach step {step}")
+
+
+def replay(backend: str, source: Path, out: Path) -> dict:
+    """``remote_worker.py replay SOURCE OUT``: in this process on the pass's own backend (a
+    fresh process would only add a backend import: the replay is a new run from scratch,
+    seeded by the worker), else in a subprocess."""
+    argv = ["replay", str(source), str(out), "--sleep", "0"]
+    if backend == keras.backend.backend():
+        spec = importlib.util.spec_from_file_location("hs_remote_worker", WORKER)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.main(argv)  # type: ignore[no-any-return]
+    done = subprocess.run(
+        [sys.executable, str(WORKER), *argv],
+        env=_env(backend),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return _result(done)
 
 
 def journal(directory: Path) -> list[dict]:
@@ -94,22 +117,7 @@ def steer_and_replay(backend: str, tmp_path: Path) -> None:
     assert f"#1 set learning_rate=0.0 -> applied at step {step}" in shown.stdout
     assert "learning_rate  0 " in shown.stdout
 
-    replayed = subprocess.run(
-        [
-            sys.executable,
-            str(WORKER),
-            "replay",
-            str(control / "journal.jsonl"),
-            str(tmp_path / "replayed.npz"),
-            "--sleep",
-            "0",
-        ],
-        env=_env(backend),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    _result(replayed)
+    replay(backend, control / "journal.jsonl", tmp_path / "replayed.npz")
     again = np.load(tmp_path / "replayed.npz")
     np.testing.assert_array_equal(again["history"], history)  # every step, bit for bit
     if backend != "torch":  # eager torch runs the step's Python every step
@@ -170,21 +178,6 @@ def test_a_killed_run_resumed_from_its_backup_applies_the_command_once(tmp_path:
     entries = journal(control)
     assert [e["seq"] for e in entries if e.get("status") == "applied"] == [1]  # once
     assert [e["applied"] for e in entries if e.get("event") == "begin"] == [0, 1]
-    replayed = subprocess.run(
-        [
-            sys.executable,
-            str(WORKER),
-            "replay",
-            str(control),
-            str(tmp_path / "r.npz"),
-            "--sleep",
-            "0",
-        ],
-        env=_env("tensorflow"),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    _result(replayed)
+    replay("tensorflow", control, tmp_path / "r.npz")
     frozen = np.load(tmp_path / "r.npz")["history"][applied["step"] - 1]
     np.testing.assert_array_equal(np.load(tmp_path / "a.npz")["final"], frozen)

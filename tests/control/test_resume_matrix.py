@@ -3,10 +3,13 @@ started and one not started, groups (loaded in another order), SWA and EMA avera
 saved as ``.keras``, ``save_weights`` and (TensorFlow) ``tf.train.Checkpoint``, loaded in a
 new process and trained on: bitwise the uninterrupted run, with no hyperstep warning. Two
 processes per backend (save, load) run every cell; the full matrix on the three backends
-is slow, one representative row runs on the current backend."""
+is slow, one representative row runs on the current backend. The save runs in this
+process when the backend is the pass's (a process would only add a backend import: the
+fresh process is the one that loads)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -37,8 +40,18 @@ def _run(backend: str, phase: str, folder: Path, states: list[str]) -> dict[str,
     return json.loads(lines[-1].removeprefix("RESULT "))
 
 
+def _save(backend: str, folder: Path, states: list[str]) -> dict[str, Any]:
+    if backend != keras.backend.backend():
+        return _run(backend, "save", folder, states)
+    spec = importlib.util.spec_from_file_location("hs_resume_worker", WORKER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.run("save", folder, states)  # type: ignore[no-any-return]
+
+
 def _check(backend: str, folder: Path, states: list[str]) -> None:
-    saved = _run(backend, "save", folder, states)
+    saved = _save(backend, folder, states)
     loaded = _run(backend, "load", folder, states)
     formats = 3 if backend == "tensorflow" else 2
     results = loaded["results"]

@@ -5,6 +5,11 @@ worker, write a checkpoint (the chief's is kept) and train on; then both are kil
 ``resume``: two new processes restore the checkpoint and train the same epochs again. The
 single-device reference (one process, the whole batch, the mean metric) runs here. Both
 phases together are bounded by ``BUDGET`` seconds; every process is killed in ``finally``.
+
+In ``make test-slow`` (four processes that each import TensorFlow: ~30 s on 2 cores, as the
+other checks with several workers on ports): ``make test`` keeps ``test_mirrored.py``, which
+asserts in one process that replicas fed different metrics take the mean's plateau
+decisions and that a checkpoint written under a strategy restores into a single-device run.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ WORKER = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(WORKER)  # definitions only: main() runs in the worker processes
 #: seconds for both phases (four worker processes): a hang guard (tests/conftest.py)
 BUDGET = float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600"))
+
+pytestmark = pytest.mark.slow
 
 
 def _free_ports(count: int) -> list[int]:

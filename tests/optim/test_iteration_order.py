@@ -18,8 +18,19 @@ import iteration_order_worker as worker
 WORKER = Path(__file__).parent / "iteration_order_worker.py"
 
 
-@pytest.mark.parametrize("how", ["loop", "fit"])
-@pytest.mark.parametrize("order", list(worker.ORDERS))
+#: each order once in ``make test`` (the custom loop for the two that step the discriminator
+#: first, fit for the generator first); the other three cells in ``make test-slow``
+FAST = {("d_then_g", "loop"), ("five_d_per_g", "loop"), ("g_then_d", "fit")}
+
+
+@pytest.mark.parametrize(
+    ("order", "how"),
+    [
+        pytest.param(order, how, marks=() if (order, how) in FAST else pytest.mark.slow)
+        for how in ("loop", "fit")
+        for order in worker.ORDERS
+    ],
+)
 def test_every_order_equals_plain_keras_set_to_the_iteration_step(order, how):
     found = worker.compare(order, how)
     assert found["weights_bitwise"], found

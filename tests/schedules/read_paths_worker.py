@@ -47,7 +47,14 @@ WORDS = {
 #: boundary and +-1
 BOUNDARIES = (70, 100, 140, 200, 300, 400, 500, 700, 800, 900, 1000)
 STRIDE = int(os.environ.get("READ_PATHS_STRIDE", "9"))
-STEPS = sorted(set(range(0, 1101, STRIDE)) | {b + d for b in BOUNDARIES for d in (-1, 0, 1)})
+
+
+def steps_of(stride: int) -> list[int]:
+    """Every ``stride``-th step to 1100, and each boundary and +-1."""
+    return sorted(set(range(0, 1101, stride)) | {b + d for b in BOUNDARIES for d in (-1, 0, 1)})
+
+
+STEPS = steps_of(STRIDE)
 
 
 def bits(values: object) -> list[int]:
@@ -72,7 +79,9 @@ def cli_values() -> dict[str, dict[str, list[int]]]:
     return found
 
 
-def backend_values() -> dict[str, dict[str, list[int]]]:
+def backend_values(steps: list[int] = STEPS) -> dict[str, dict[str, list[int]]]:
+    """The in-step, eager, ``hp``, vector and log bits (also called in the TensorFlow pass's
+    own process: ``test_read_paths.py``)."""
     import keras
 
     import hyperstep as hs
@@ -88,14 +97,14 @@ def backend_values() -> dict[str, dict[str, list[int]]]:
         grad = keras.ops.ones(())
         step = _compiled_step(opt, w, grad)
         paths: dict[str, list[int]] = {k: [] for k in ("in_step", "eager", "hp", "log")}
-        for t in STEPS:
+        for t in steps:
             hp.clock.step.assign(t)
             paths["eager"] += bits(float(opt.learning_rate))
             paths["hp"] += bits(keras.ops.convert_to_numpy(hp.value))
             paths["log"] += bits(log.record()["learning_rate"])
             step()
             paths["in_step"] += bits(0.0 - keras.ops.convert_to_numpy(w.value))
-        paths["vector"] = bits(keras.ops.convert_to_numpy(schedule(np.asarray(STEPS))))
+        paths["vector"] = bits(keras.ops.convert_to_numpy(schedule(np.asarray(steps))))
         found[word] = paths
     return found
 
