@@ -117,11 +117,6 @@ def test_the_cycle_finder_finds_one() -> None:
 #: - ``control.hyperparameter`` <-> ``control.epochs``; ``optim.scheduled_base`` <->
 #:   ``optim.scheduled`` (``from_config`` needs ``scheduled_class``).
 PENDING_CIRCLES = {
-    "hyperstep.backends.doctor -> hyperstep.backends.doctor_jax",
-    "hyperstep.backends.doctor -> hyperstep.backends.doctor_torch",
-    "hyperstep.backends.torch -> hyperstep.backends.updates",
-    "hyperstep.backends.updates -> hyperstep.backends.tensorflow",
-    "hyperstep.backends.updates -> hyperstep.backends.torch",
     "hyperstep.control.hyperparameter -> hyperstep.control.epochs",
     "hyperstep.optim.scheduled_base -> hyperstep.optim.scheduled",
     "hyperstep.schedules.base -> hyperstep.schedules.keras_compat",

@@ -24,7 +24,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from hyperstep.backends import native_variable, require_tensorflow
+from hyperstep.backends.fast_paths import native_variable
+from hyperstep.backends.scopes import require_tensorflow
 
 require_tensorflow("hyperstep.backends.tensorflow (Python-float rounding, fused kernels)")
 
