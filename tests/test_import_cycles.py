@@ -118,7 +118,6 @@ def test_the_cycle_finder_finds_one() -> None:
 #:   ``optim.scheduled`` (``from_config`` needs ``scheduled_class``).
 PENDING_CIRCLES = {
     "hyperstep.control.hyperparameter -> hyperstep.control.epochs",
-    "hyperstep.optim.scheduled_base -> hyperstep.optim.scheduled",
     "hyperstep.schedules.base -> hyperstep.schedules.keras_compat",
     "hyperstep.schedules.base -> hyperstep.schedules.language",
     "hyperstep.schedules.parse_names -> hyperstep.schedules.combinators",

@@ -153,8 +153,6 @@ def test_no_import_cycles() -> None:
 PENDING_PRIVATE_IMPORTS = {
     "hyperstep.control.cooldown <- hyperstep.schedules._common",
     "hyperstep.control.remote <- hyperstep.schedules._common",
-    "hyperstep.optim.averaging <- hyperstep.optim.average_exchange._Average",
-    "hyperstep.optim.averaging <- hyperstep.optim.average_exchange._given_values",
 }
 
 
