@@ -29,9 +29,8 @@ __all__ = ["Average", "averaged_weights", "exchange", "given_values"]
 
 class Average(keras.callbacks.Callback):
     """An average of an optimizer's variables (the base of ``hs.SWA`` and ``hs.EMA``), updated
-    by :meth:`update` after each update
-    (or by the optimizer's own update once it is a network, see
-    :meth:`hyperstep.EMA.network`).
+    by :meth:`update` after each update (or by the optimizer's own update once it is a
+    network, see :meth:`hyperstep.EMA.network`).
 
     Its state (:class:`~hyperstep.optim.average_state.AverageState`) is saved with the
     optimizer; constructing the same average on an optimizer that holds one (after
