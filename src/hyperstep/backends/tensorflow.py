@@ -412,6 +412,18 @@ class SharedIterations:
         return {"@iterations": tf.convert_to_tensor(super().iterations)}  # type: ignore[misc]
 
 
+def scratch_buffer(optimizer: Any, variable: Any, key: str) -> Any:
+    """A zero buffer like ``variable`` for a one-pass kernel (:func:`adam_pass`'s
+    ``scratch``; a rule's ``Rule.fused_slots``), not an optimizer variable: neither saved
+    nor restored; ``None`` where Keras overwrites the variable with its gradient."""
+    if optimizer._overwrite_variable_with_gradient(variable):
+        return None
+    name = f"{optimizer.name}_{variable.path.replace('/', '_')}_{key}"
+    return keras.Variable(
+        "zeros", shape=variable.shape, dtype=variable.dtype, trainable=False, name=name
+    )
+
+
 def adam_pass(variable: Any, scratch: Any, velocity: Any, gradient: Any, **scalars: Any) -> bool:
     """``v += (g^2 - v) * (1 - beta_2)``, then ``variable -= lr * g / (sqrt(v) + epsilon)``,
     in one ``ResourceApplyAdam`` pass with the first moment off (``beta1 = 0`` and both

@@ -31,7 +31,7 @@ from hyperstep.clock import Clock
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.optim.average_exchange import Average, given_values, averaged_weights, exchange
+from hyperstep.optim.average_exchange import Average, averaged_weights, exchange, given_values
 from hyperstep.schedules import combinators, families
 from hyperstep.schedules.base import as_schedule
 
