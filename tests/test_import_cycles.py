@@ -109,7 +109,7 @@ def test_the_cycle_finder_finds_one() -> None:
 
 
 #: Imports inside functions that close a circle, to remove (each by moving the code it needs
-#: to the lower module, or the import to the module that needs it): 2 circles, 5 edges. The
+#: to the lower module, or the import to the module that needs it): 5 edges. The
 #: list must shrink: a new circle fails, and so does an entry that no longer closes one.
 #: - schedules: ``base`` reads back (``parse``) and converts (``from_keras``) through modules
 #:   that build on it, and the parser's vocabulary names the families.
