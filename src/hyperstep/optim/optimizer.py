@@ -237,12 +237,14 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
         # the kernel's scratch buffers (TensorFlow's one-pass kernels: the module of fused
         # updates makes them): untracked (set in __dict__), so neither saved nor restored,
         # and a checkpoint is the same with and without `fused`
-        one_pass = self._fuses and backends.adam_pass() is not None
-        kernels = backends.fused_updates() if one_pass else None
-        self.__dict__["_scratch"] = {
-            key: [kernels.scratch_buffer(self, v, key) for v in variables]
-            for key in (self.rule.fused_slots if kernels is not None else ())
-        }
+        scratch: dict[str, list[Any]] = {}
+        if self._fuses and backends.adam_pass() is not None:
+            kernels = backends.fused_updates()
+            scratch = {
+                key: [kernels.scratch_buffer(self, v, key) for v in variables]
+                for key in self.rule.fused_slots
+            }
+        self.__dict__["_scratch"] = scratch
         # -- a rule's slots that start at the variable's value and scalar state (Rule) --
         for key in self.rule.copied_slots:
             self._slots[key] = [self._copied_slot(v, key) for v in variables]
