@@ -70,7 +70,8 @@ SCHEDULE = "0.05 * 0.5 ** (step / 2)"
 #: TensorFlow's graph optimizer rewrites arithmetic on Keras's Python-float constants, which
 #: a value that can change at run time never is (measured: Ftrl's ``power(x, 0.5)`` by the
 #: arithmetic optimizer, ScheduleFreeAdamW's ``x / beta_1`` by constant folding; each equals
-#: bitwise with that rewrite off): these two compare with both rewrites off, for both runs
+#: bitwise with that rewrite off; plain Keras's graph against its eager run and hyperstep's
+#: graph: tests/optim/test_grappler_rewrites.py): these two compare with both rewrites off
 GRAPH_CONSTANT_REWRITES = {"Ftrl", "ScheduleFreeAdamW"}
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 import hyperstep as hs
 from hyperstep.optim.scheduled import ScheduledOptimizer
-from hyperstep.schedules.base import Constant
+from hyperstep.schedules.expressions import Constant
 
 K = keras.optimizers
 STEPS = 100

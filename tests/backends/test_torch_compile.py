@@ -91,7 +91,7 @@ def _plain_values(name: str, step: int) -> dict[str, float]:
     Python float (Keras's ``beta_2 = 0.999``, not float32's 0.99900001), an override's
     float32 number, a scaled value the Python product (0.5: exact in float32 too)."""
     import hyperstep as hs
-    from hyperstep.schedules.base import Constant
+    from hyperstep.schedules.expressions import Constant
 
     second = OPTIMIZERS[name][1]
     texts = {"learning_rate": LEARNING_RATE, "weight_decay": WEIGHT_DECAY, second: SECOND[second]}

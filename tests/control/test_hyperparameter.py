@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import hyperstep as hs
-from hyperstep.schedules.base import Epoch, Function, Step
+from hyperstep.schedules.expressions import Epoch, Function, Step
 
 STEPS = np.array([0, 1, 9, 10, 11, 99, 100, 1000])
 

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import hyperstep as hs
-from hyperstep.schedules.base import Step
+from hyperstep.schedules.expressions import Step
 
 K = keras.optimizers
 X = np.random.default_rng(0).normal(size=(16, 4)).astype("float32")

@@ -13,7 +13,7 @@ import tensorflow as tf
 import hyperstep as hs
 from hyperstep.errors import InvalidArgumentError
 from hyperstep.optim import _introspect
-from hyperstep.schedules.base import Constant
+from hyperstep.schedules.expressions import Constant
 
 K = keras.optimizers
 STEPS = 100

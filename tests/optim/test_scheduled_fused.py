@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import hyperstep as hs
-from hyperstep.schedules.base import Step
+from hyperstep.schedules.expressions import Step
 
 K = keras.optimizers
 TARGET = np.linspace(-1.0, 1.0, 6).astype("float32")

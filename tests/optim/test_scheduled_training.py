@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import hyperstep as hs
-from hyperstep.schedules.base import Function, Step
+from hyperstep.schedules.expressions import Function, Step
 
 K = keras.optimizers
 X = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")

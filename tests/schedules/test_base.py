@@ -11,15 +11,14 @@ import pytest
 import hyperstep.schedules as hs
 from hyperstep import parse
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError
-from hyperstep.schedules.base import (
+from hyperstep.schedules.base import check_number, check_positive_int
+from hyperstep.schedules.expressions import (
     BinaryOp,
     Constant,
     Epoch,
     Function,
     Negate,
     Step,
-    check_number,
-    check_positive_int,
     uses_epoch,
 )
 

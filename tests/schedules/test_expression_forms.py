@@ -11,7 +11,7 @@ import hyperstep as hs
 from hyperstep import parse
 from hyperstep.errors import ScheduleSyntaxError
 from hyperstep.schedules import bind_epochs, piecewise
-from hyperstep.schedules.base import Step
+from hyperstep.schedules.expressions import Step
 
 
 def values(schedule, steps) -> np.ndarray:

@@ -16,14 +16,15 @@ from hypothesis import strategies as st
 
 import hyperstep as hs
 from hyperstep.errors import ScheduleSyntaxError
-from hyperstep.schedules import base, keras_formulas
+from hyperstep.schedules import base, expressions, keras_formulas
 from hyperstep.schedules.language import MAX_DEPTH, MAX_LENGTH, parse, vocabulary
 
 # the vocabulary and, from their module, the expression-tree node classes
 S = types.SimpleNamespace(
     **{n: getattr(hs.schedules, n) for n in hs.schedules.__all__},
     **{
-        n: getattr(base, n) for n in ("BinaryOp", "Constant", "Epoch", "Function", "Negate", "Step")
+        n: getattr(expressions, n)
+        for n in ("BinaryOp", "Constant", "Epoch", "Function", "Negate", "Step")
     },
 )
 GRID = np.array([0, 1, 2, 5, 9, 10, 11, 99, 100, 101, 250, 499, 500, 501, 999, 1000, 1001, 3000])
@@ -54,7 +55,7 @@ def test_formula_of_epoch_uses_steps_per_epoch() -> None:
 
 def test_unbound_epoch_is_bound_later() -> None:
     schedule = parse("0.5 ** epoch")
-    assert base.uses_epoch(schedule)
+    assert expressions.uses_epoch(schedule)
     with pytest.raises(ValueError, match="steps_per_epoch"):
         schedule(0)
     np.testing.assert_allclose(
@@ -222,7 +223,7 @@ def test_every_vocabulary_entry_accepts_its_arguments_by_keyword(keyword: str) -
 
 # ---- round trip --------------------------------------------------------------------------
 def _lt(a: base.ScheduleLike, b: base.ScheduleLike) -> base.Schedule:
-    return base.BinaryOp("<", a, b)
+    return expressions.BinaryOp("<", a, b)
 
 
 ROUND_TRIP = [
@@ -255,7 +256,7 @@ def test_repr_parses_back_to_an_equal_schedule(index: int) -> None:
     text = repr(schedule)
     parsed = parse(text)
     assert repr(parse(repr(parsed))) == repr(parsed)  # a bound epoch is written as floor(...)
-    if base.uses_epoch(schedule):
+    if expressions.uses_epoch(schedule):
         schedule, parsed = S.bind_epochs(schedule, 7), S.bind_epochs(parsed, 7)
     assert_same(parsed, schedule)
 
@@ -273,7 +274,7 @@ LEAVES = [
 
 
 def function(name: str, a: base.Schedule, b: base.Schedule) -> base.Schedule:
-    return base.Function(name, [a, b] if name in ("min", "max") else [a])
+    return expressions.Function(name, [a, b] if name in ("min", "max") else [a])
 
 
 def schedules() -> st.SearchStrategy[base.Schedule]:
@@ -284,11 +285,14 @@ def schedules() -> st.SearchStrategy[base.Schedule]:
         ops = st.sampled_from(["+", "-", "*", "/", "**", "<", ">=", "==", "!="])
         functions = st.sampled_from(["min", "max", "floor", "abs", "cos"])
         return st.one_of(
-            st.builds(base.BinaryOp, ops, children, children),
-            st.builds(base.Negate, children),
+            st.builds(expressions.BinaryOp, ops, children, children),
+            st.builds(expressions.Negate, children),
             st.builds(function, functions, children, children),
             st.builds(
-                lambda *args: base.Function("where", list(args)), children, children, children
+                lambda *args: expressions.Function("where", list(args)),
+                children,
+                children,
+                children,
             ),
         )
 

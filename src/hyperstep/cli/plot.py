@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from hyperstep.errors import HyperstepError
-    from hyperstep.schedules.base import uses_epoch
     from hyperstep.schedules.chart import have_matplotlib, text_chart, write_png
+    from hyperstep.schedules.expressions import uses_epoch
     from hyperstep.schedules.language import parse
     from hyperstep.schedules.sample import sample
 

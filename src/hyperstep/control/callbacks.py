@@ -295,7 +295,7 @@ def _column(name: str, field: str) -> str:
 def _moves(hp: Any) -> bool:
     """Whether ``hp`` can change: a schedule that is not a constant, a controller's state,
     or a scale or override set."""
-    from hyperstep.schedules.base import Constant
+    from hyperstep.schedules.expressions import Constant
 
     if not isinstance(hp.schedule, Constant) or hp.state:
         return True

@@ -25,8 +25,8 @@ from hyperstep.control import cooling
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import controlled_hyperparameter
 from hyperstep.errors import InvalidArgumentError, received
-from hyperstep.schedules._common import check_choice, check_steps
 from hyperstep.schedules.base import Schedule, check_number
+from hyperstep.schedules.checks import check_choice, check_steps
 from hyperstep.schedules.wsd import DECAY_TYPES
 
 __all__ = ["Cooldown", "StartCooldown"]

@@ -26,7 +26,7 @@ from hyperstep.backends.fit import follow_fit, layers_of
 from hyperstep.clock import Clock
 from hyperstep.control.wrapped import hyperstep_optimizers
 from hyperstep.errors import InvalidTypeError, received
-from hyperstep.schedules.base import Constant
+from hyperstep.schedules.expressions import Constant
 
 __all__ = ["FitFollower", "FollowEpochs", "epoch_began", "fit_began", "install"]
 

@@ -29,15 +29,8 @@ from hyperstep.control.epochs import FitFollower, install
 from hyperstep.control.value_forms import ValueForms
 from hyperstep.control.wrapped import hyperstep_optimizer, hyperstep_optimizers
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules.base import (
-    Constant,
-    Schedule,
-    ScheduleLike,
-    as_schedule,
-    bind_epochs,
-    check_number,
-    uses_epoch,
-)
+from hyperstep.schedules.base import Schedule, ScheduleLike, check_number
+from hyperstep.schedules.expressions import Constant, as_schedule, bind_epochs, uses_epoch
 
 _BUILTIN_STATE = ("scale", "override", cooling.START, cooling.FORM)
 

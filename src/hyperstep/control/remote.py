@@ -44,7 +44,8 @@ from hyperstep.control.directory import (
 )
 from hyperstep.control.reading import collect
 from hyperstep.errors import HyperstepError, InvalidArgumentError
-from hyperstep.schedules.base import BinaryOp, Constant, Function, Schedule, Step
+from hyperstep.schedules.base import Schedule
+from hyperstep.schedules.expressions import BinaryOp, Constant, Function, Step
 
 __all__ = ["Remote", "replay"]
 
@@ -748,7 +749,7 @@ def _expression(state: dict[str, Any], exact: bool) -> Schedule:
 def _cooled(base: Schedule, cooldown: dict[str, Any]) -> Schedule:
     """:class:`hyperstep.Cooldown`'s formula from its start ``s0`` (steps after it only):
     ``end + (base(s0) - end) * f(clip(step - s0, 0, steps) / steps)``."""
-    from hyperstep.schedules._common import HALF_PI
+    from hyperstep.schedules.exact import HALF_PI
 
     s0, steps, end = float(cooldown["start"]), float(cooldown["steps"]), float(cooldown["end"])
     v0 = float(ops.convert_to_numpy(base(s0)))

@@ -18,7 +18,8 @@ from hyperstep.backends import raw, read_once, unmapped_in_jit
 from hyperstep.clock import Clock
 from hyperstep.control.relative import references
 from hyperstep.errors import FrozenValueError
-from hyperstep.schedules.base import BinaryOp, Constant, Epoch, Function, Schedule
+from hyperstep.schedules.base import Schedule
+from hyperstep.schedules.expressions import BinaryOp, Constant, Epoch, Function
 
 __all__ = ["ClockEpoch", "ValueForms", "exact_value"]
 

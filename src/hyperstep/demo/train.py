@@ -198,7 +198,7 @@ def _train(
 ) -> dict[str, Any]:
     import hyperstep as hs
     from hyperstep.demo import report as demo_report
-    from hyperstep.schedules.base import Constant
+    from hyperstep.schedules.expressions import Constant
     from hyperstep.schedules.sample import sample
 
     say = print if verbose else _quiet

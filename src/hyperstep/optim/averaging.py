@@ -32,8 +32,8 @@ from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim.average_exchange import Average, averaged_weights, exchange, given_values
-from hyperstep.schedules import combinators, families
-from hyperstep.schedules.base import as_schedule
+from hyperstep.schedules import combinators, decays, families
+from hyperstep.schedules.expressions import as_schedule
 
 __all__ = [
     "EMA",
@@ -259,7 +259,7 @@ def swa_learning_rate(
     elif anneal_strategy == "cos":
         anneal = families.cosine(lr0, steps=int(anneal_steps), end=swa_lr)
     else:
-        anneal = families.linear(lr0, swa_lr, steps=int(anneal_steps))
+        anneal = decays.linear(lr0, swa_lr, steps=int(anneal_steps))
     return combinators.join([before, anneal], [start])
 
 

@@ -32,7 +32,8 @@ from hyperstep.control.relative import references, relative
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update
-from hyperstep.schedules.base import Constant, Schedule, as_schedule
+from hyperstep.schedules.base import Schedule
+from hyperstep.schedules.expressions import Constant, as_schedule
 from hyperstep.schedules.keras_compat import KerasSchedule
 
 

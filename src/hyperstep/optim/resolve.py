@@ -11,8 +11,9 @@ An update reads the clock once and every value it uses from that one step::
 :class:`Update` holds the update in progress: the step, the one dict of its values and who
 owns it (a read from elsewhere, a logger reading ``opt.learning_rate`` while ``fit``
 traces, gets the current value instead); :meth:`Update.fixed` starts one and builds the
-dict, :meth:`Update.read` looks a value up, :meth:`Update.gate` orders the gradients after
-the values, and :func:`hyperstep.optim.core.apply_update` runs the three steps in order.
+dict, :meth:`Update.read` looks a value up (a group's entry first, the group passed),
+:meth:`Update.gate` orders the gradients after the values, and
+:func:`hyperstep.optim.core.apply_update` runs the three steps in order.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from keras import ops
 from hyperstep import backends
 from hyperstep.backends import after
 from hyperstep.control.hyperparameter import Hyperparameter
-from hyperstep.schedules.base import Constant
+from hyperstep.schedules.expressions import Constant
 
 _graph_key = backends.graph_key_function()  # TF: the default graph; elsewhere None
 
@@ -38,8 +39,8 @@ class Update:
 
     At its start the step is read once and ``values`` built once, a frozen mapping from
     each key read (``name``, a group's ``group/name``) to its value at that step, in the
-    form Keras gets; every read inside the update is a lookup in it (``group`` names the
-    group whose variables are being updated, whose entries come first).
+    form Keras gets; every read inside the update is a lookup in it, the group whose
+    variables are being updated passed with the name (its entries come first).
 
     It is shared by the threads of one update (``tf.distribute`` runs ``apply`` in replica
     threads and the update in the main thread, in one graph); a read from anywhere else
@@ -61,7 +62,6 @@ class Update:
     thread: int | None = None  # elsewhere: the thread running it
     host_step: int | None = None  # the same as a Python int, on eager CPU torch (host=True)
     values: Mapping[str, Any] = MappingProxyType({})  # this update's values, by key
-    group: str | None = None  # the group whose variables are being updated, if any
 
     def owns(self) -> bool:
         """Whether the caller reads inside this update: in its TensorFlow graph or a graph
@@ -96,11 +96,10 @@ class Update:
         if nested and self.owns():
             yield
             return
-        outer = (self.step, self.values, self.host_step, self.graph, self.thread, self.group)
+        outer = (self.step, self.values, self.host_step, self.graph, self.thread)
         self.graph = _graph_key()
         self.thread = None if backends.compiling() else threading.get_ident()
         self.host_step = clock.host_step() if host else None
-        self.group = None
         if self.host_step is not None:  # `Hyperparameter.at` takes a Python int too
             self.step = self.host_step
         else:
@@ -111,14 +110,15 @@ class Update:
         try:
             yield
         finally:
-            (self.step, self.values, self.host_step, self.graph, self.thread, self.group) = outer
+            (self.step, self.values, self.host_step, self.graph, self.thread) = outer
 
-    def read(self, name: str) -> Any:
-        """``name``'s value in this update: the group's own (``group/name``) if it sets it,
-        else the optimizer's; ``None`` for a key not read."""
+    def read(self, name: str, group: str | None = None) -> Any:
+        """``name``'s value in this update for the variables of ``group`` (``None``: those
+        in no group): the group's own (``group/name``) if it sets it, else the optimizer's;
+        ``None`` for a key not read."""
         values = self.values
-        if self.group is not None:
-            found = values.get(f"{self.group}/{name}")
+        if group is not None:
+            found = values.get(f"{group}/{name}")
             if found is not None:
                 return found
         return values.get(name)

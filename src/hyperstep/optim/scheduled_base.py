@@ -37,7 +37,7 @@ from hyperstep.optim.core import (
 from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update, keras_value
 from hyperstep.optim.scheduled_config import serialized
-from hyperstep.schedules.base import Constant
+from hyperstep.schedules.expressions import Constant
 
 
 class _State:
@@ -55,6 +55,12 @@ class _State:
         self.fused = False  # fused kernels (hyperstep.backends.tensorflow/.torch), set at install
         self.fused_decay = False  # ... and its one-multiply weight decay
         self.live: dict[str, Any] = {}  # name -> the variable `opt.<name>` returns eagerly
+        self.views: dict[str, Any] = {}  # group name -> the optimizer as its variables see it
+        self.view_group: dict[int, str] = {}  # id(view) -> its group name
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy makes its own group views (a copied view would not share the copy's dict)
+        return {**self.__dict__, "views": {}, "view_group": {}}
 
 
 def scheduled_state(optimizer: Any) -> _State:
@@ -63,6 +69,27 @@ def scheduled_state(optimizer: Any) -> _State:
         state = _State()
         optimizer.__dict__["_hs_state"] = state
     return state
+
+
+def group_view(optimizer: Any, group: str | None) -> Any:
+    """``optimizer`` as the variables of group ``group`` see it (``None``: ``optimizer``).
+
+    The view is an instance of the optimizer's class sharing its ``__dict__`` (every
+    attribute, slot and variable is the optimizer's), made once per group; only its
+    hyperparameter properties differ, reading the group's entries of the update's dict
+    first. Keras's own ``update_step``, weight decay and torch's all-variables update run
+    on it unchanged: the group travels with ``self``, not in a scope set around the call.
+    """
+    if group is None:
+        return optimizer
+    state = scheduled_state(optimizer)
+    view = state.views.get(group)
+    if view is None:
+        view = object.__new__(type(optimizer))
+        object.__setattr__(view, "__dict__", optimizer.__dict__)  # past Keras's tracking
+        state.views[group] = view
+        state.view_group[id(view)] = group
+    return view
 
 
 class ScheduledBase(named_state.SavedByName):
@@ -113,7 +140,7 @@ class ScheduledBase(named_state.SavedByName):
         """
         state = scheduled_state(self)
         group = state.owner.get(id(variable)) if variable is not None else None
-        found = state.update.values.get(f"{group}/{name}") if group is not None else None
+        found = state.update.read(name, group)
         return found if found is not None else self._hs_value(name)
 
     # ---- installation -------------------------------------------------------------------
@@ -244,8 +271,8 @@ class ScheduledBase(named_state.SavedByName):
         if name not in state.hyperparameters:
             return state.raw.get(name)
         update = state.update
-        if update.owns():
-            found = update.read(name)
+        if update.owns():  # `self` is a group's view (`group_view`) for its variables
+            found = update.read(name, state.view_group.get(id(self)))
             return found if found is not None else self._hs_value(name)
         # outside `apply` (or another thread reading meanwhile): the current effective
         # value; eagerly as a variable whose `assign` assigns the attribute

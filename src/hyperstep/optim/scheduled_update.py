@@ -1,7 +1,8 @@
 """Keras's update hooks of an ``hs.scheduled`` optimizer: each runs Keras's own code.
 
-``update_step(g, w, lr)`` runs with the reads looking up ``w``'s group's entries first in
-the update's one dict of values;
+``update_step(g, w, lr)`` runs Keras's code on ``w``'s group's view of the optimizer
+(:func:`~hyperstep.optim.scheduled_base.group_view`), whose reads look the group's entries
+up first in the update's one dict of values;
 ``build`` binds groups to variables; clipping is Keras's formulas with each bound rounded
 once to the gradient's dtype (``g * c / max(norm(g), c)``, ``g * c * min(1 / norm(all), 1 / c)``,
 ``clip(g, -c, c)``); weight decay and torch's all-variables update run once per group.
@@ -18,7 +19,7 @@ from keras import ops
 from hyperstep import backends
 from hyperstep.backends import native_variable
 from hyperstep.optim.groups import assign_groups
-from hyperstep.optim.scheduled_base import ScheduledBase, scheduled_state
+from hyperstep.optim.scheduled_base import ScheduledBase, group_view, scheduled_state
 
 
 class ScheduledUpdate(ScheduledBase):
@@ -72,16 +73,11 @@ class ScheduledUpdate(ScheduledBase):
             return  # in `update_step`, just before each variable's update
         if not state.owner:
             return super()._apply_weight_decay(variables)  # type: ignore[misc]
-        update = state.update
-        outer = update.group
-        try:
-            for variable in variables:  # each variable with its own group's values
-                if not self._use_weight_decay(variable):  # type: ignore[attr-defined]
-                    continue  # (Keras's torch decay fails on an empty list)
-                update.group = state.owner.get(id(variable))
-                super()._apply_weight_decay([variable])  # type: ignore[misc]
-        finally:
-            update.group = outer
+        for variable in variables:  # each variable with its own group's values
+            if not self._use_weight_decay(variable):  # type: ignore[attr-defined]
+                continue  # (Keras's torch decay fails on an empty list)
+            view = group_view(self, state.owner.get(id(variable)))
+            super(ScheduledUpdate, view)._apply_weight_decay([variable])  # type: ignore[misc]
 
     def _backend_update_step(self, grads: Any, trainable_variables: Any, learning_rate: Any) -> Any:
         """Keras's torch optimizers update every variable at once with one learning rate
@@ -95,16 +91,11 @@ class ScheduledUpdate(ScheduledBase):
             pair = by_group.setdefault(state.owner.get(id(variable)), ([], []))
             pair[0].append(gradient)
             pair[1].append(variable)
-        update = state.update
-        outer = update.group
-        try:
-            for group, (group_grads, variables) in by_group.items():
-                update.group = group  # the reads look this group's entries up first
-                if "learning_rate" in state.hyperparameters:
-                    learning_rate = update.read("learning_rate")
-                self._hs_update_group(group_grads, variables, learning_rate)
-        finally:
-            update.group = outer
+        for group, (group_grads, variables) in by_group.items():
+            if "learning_rate" in state.hyperparameters:
+                learning_rate = state.update.read("learning_rate", group)
+            view = group_view(self, group)  # its reads look this group's entries up first
+            view._hs_update_group(group_grads, variables, learning_rate)
 
     def _hs_update_group(self, grads: Any, variables: Any, learning_rate: Any) -> Any:
         """One group's update: with ``fused=True`` on torch, PyTorch's fused kernel
@@ -132,24 +123,20 @@ class ScheduledUpdate(ScheduledBase):
 
     def _hs_update_step(self, gradient: Any, variable: Any, learning_rate: Any, given: bool) -> Any:
         state = scheduled_state(self)
-        update = state.update
-        outer = update.group
-        update.group = state.owner.get(id(variable)) if state.owner else None
-        try:
-            if "learning_rate" in state.hyperparameters and not given:
-                learning_rate = update.read("learning_rate")
-            fused = backends.fused_updates() if state.fused else None
-            if fused is not None and state.fused_decay:
-                fused.decay(self, variable, learning_rate)
-            if fused is not None and fused.adam_applies(self, gradient, variable):
-                return fused.adam(self, gradient, variable, learning_rate)
-            if fused is not None and fused.sgd_applies(self, gradient, variable):
-                return fused.sgd(self, gradient, variable, learning_rate)
-            if fused is not None and fused.rmsprop_applies(self, gradient, variable):
-                return fused.rmsprop(self, gradient, variable, learning_rate)
-            return super().update_step(gradient, variable, learning_rate)  # type: ignore[misc]
-        finally:
-            update.group = outer
+        group = state.owner.get(id(variable)) if state.owner else None
+        if "learning_rate" in state.hyperparameters and not given:
+            learning_rate = state.update.read("learning_rate", group)
+        view = group_view(self, group)  # its reads look the group's entries up first
+        fused = backends.fused_updates() if state.fused else None
+        if fused is not None and state.fused_decay:
+            fused.decay(view, variable, learning_rate)
+        if fused is not None and fused.adam_applies(view, gradient, variable):
+            return fused.adam(view, gradient, variable, learning_rate)
+        if fused is not None and fused.sgd_applies(view, gradient, variable):
+            return fused.sgd(view, gradient, variable, learning_rate)
+        if fused is not None and fused.rmsprop_applies(view, gradient, variable):
+            return fused.rmsprop(view, gradient, variable, learning_rate)
+        return super(ScheduledUpdate, view).update_step(gradient, variable, learning_rate)  # type: ignore[misc]
 
 
 _in_dtype = backends.in_dtype

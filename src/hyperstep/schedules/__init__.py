@@ -9,37 +9,34 @@ expressions)::
 
 The classes behind the vocabulary (``Cosine``, ``Warmup``, the expression nodes
 ``BinaryOp``, ``Step``, ...) are importable from their modules
-(:mod:`hyperstep.schedules.base`, ``families``, ``cycles``, ``combinators``, ``wsd``).
+(:mod:`hyperstep.schedules.expressions`, ``decays``, ``families``, ``cycles``,
+``combinators``, ``wsd``); the :class:`Schedule` base class from ``base``.
 """
 
 from typing import Any
 
+from hyperstep.backends import numpy_ops
 from hyperstep.errors import renamed
-from hyperstep.schedules.base import Constant as constant
-from hyperstep.schedules.base import (
-    Schedule,
-    as_schedule,
-    bind_epochs,
-    clip,
-    maximum,
-    minimum,
-)
+from hyperstep.schedules import keras_formulas, language
+from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.combinators import join, warmup
-from hyperstep.schedules.families import (
-    cosine,
-    cosine_restarts,
-    cyclic,
-    exponential,
-    inverse_sqrt,
-    inverse_time,
-    linear,
-    one_cycle,
-    piecewise,
-    polynomial,
-    wsd,
-)
+from hyperstep.schedules.cycles import cyclic, one_cycle
+from hyperstep.schedules.decays import exponential, inverse_time, linear, polynomial
+from hyperstep.schedules.expressions import Constant as constant
+from hyperstep.schedules.expressions import as_schedule, bind_epochs, clip, maximum, minimum
+from hyperstep.schedules.families import cosine, cosine_restarts, piecewise
 from hyperstep.schedules.hf import from_hf
 from hyperstep.schedules.sample import sample
+from hyperstep.schedules.wsd import inverse_sqrt, wsd
+
+# every module that defines words of the vocabulary or a reader of as_schedule is imported
+# here, which registers them (schedules.base.CLASSES and READERS); Keras's
+# schedules only where Keras is (the command line plots without it)
+_REGISTERING = [keras_formulas, language]
+if not numpy_ops.selected():
+    from hyperstep.schedules import keras_compat
+
+    _REGISTERING.append(keras_compat)
 
 __all__ = [
     "Schedule",

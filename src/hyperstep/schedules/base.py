@@ -10,20 +10,21 @@ round-trip through JSON) and its ``repr`` is an expression that ``hs.parse`` rea
 
 Subclasses implement ``value(step)`` (``step`` is a float32 tensor) and ``arguments()``
 (the constructor keyword arguments, in signature order); everything else is generic.
+Arithmetic on schedules builds the expression nodes of :mod:`hyperstep.schedules.expressions`
+(``BinaryOp``, ``Negate``, ``Function``), found by their keyword among the classes
+:func:`register` has recorded.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
-from hyperstep import backends
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules._ops import NUMPY, ops
 
@@ -40,11 +41,35 @@ Number = int | float
 ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an expression string
 
 
+#: every schedule class :func:`register` has seen, by its ``keyword``: the expression
+#: language's vocabulary (:func:`hyperstep.schedules.parse_names.vocabulary`) and the nodes
+#: arithmetic builds. The modules that define the classes fill it when they are imported, and
+#: :mod:`hyperstep.schedules` imports them all.
+CLASSES: dict[str, type[Schedule]] = {}
+
+#: how :func:`~hyperstep.schedules.expressions.as_schedule` reads a value that is neither a
+#: number nor a schedule: ``(type, reader)`` pairs, which the modules that define the readers
+#: add when they are imported (:mod:`~hyperstep.schedules.language`: a string is parsed; with
+#: Keras, :mod:`~hyperstep.schedules.keras_compat`: a Keras schedule is converted), both
+#: imported by :mod:`hyperstep.schedules`
+READERS: list[tuple[type, Callable[[Any], Schedule]]] = []
+
+
 def register(cls: type) -> type:
-    """Register a schedule class for Keras serialization under the ``hyperstep`` package."""
+    """Record a schedule class under its ``keyword`` and register it for Keras serialization
+    under the ``hyperstep`` package (``"hyperstep>Cosine"``)."""
+    keyword = getattr(cls, "keyword", "")
+    if keyword:
+        CLASSES.setdefault(keyword, cls)
     if NUMPY:
         return cls
     return keras.saving.register_keras_serializable(package=PACKAGE)(cls)
+
+
+def _node(keyword: str, *args: Any) -> Schedule:
+    """The expression node registered under ``keyword`` (``binary``, ``negate``,
+    ``function``: :mod:`hyperstep.schedules.expressions`), built from ``args``."""
+    return CLASSES[keyword](*args)  # type: ignore[call-arg]
 
 
 class Schedule(_Base):  # type: ignore[misc]
@@ -177,530 +202,53 @@ class Schedule(_Base):  # type: ignore[misc]
 
     # ---- arithmetic ---------------------------------------------------------------------
     def __add__(self, other: ScheduleLike) -> Schedule:
-        return BinaryOp("+", self, other)
+        return _node("binary", "+", self, other)
 
     def __radd__(self, other: ScheduleLike) -> Schedule:
-        return BinaryOp("+", other, self)
+        return _node("binary", "+", other, self)
 
     def __sub__(self, other: ScheduleLike) -> Schedule:
-        return BinaryOp("-", self, other)
+        return _node("binary", "-", self, other)
 
     def __rsub__(self, other: ScheduleLike) -> Schedule:
-        return BinaryOp("-", other, self)
+        return _node("binary", "-", other, self)
 
     def __mul__(self, other: ScheduleLike) -> Schedule:
-        return BinaryOp("*", self, other)
+        return _node("binary", "*", self, other)
 
     def __rmul__(self, other: ScheduleLike) -> Schedule:
-        return BinaryOp("*", other, self)
+        return _node("binary", "*", other, self)
 
     def __truediv__(self, other: ScheduleLike) -> Schedule:
-        return BinaryOp("/", self, other)
+        return _node("binary", "/", self, other)
 
     def __rtruediv__(self, other: ScheduleLike) -> Schedule:
-        return BinaryOp("/", other, self)
+        return _node("binary", "/", other, self)
 
     def __pow__(self, other: ScheduleLike) -> Schedule:
-        return BinaryOp("**", self, other)
+        return _node("binary", "**", self, other)
 
     def __rpow__(self, other: ScheduleLike) -> Schedule:
-        return BinaryOp("**", other, self)
+        return _node("binary", "**", other, self)
 
     def __neg__(self) -> Schedule:
-        return Negate(self)
+        return _node("negate", self)
 
     def clip(self, low: ScheduleLike = None, high: ScheduleLike = None) -> Schedule:
         """Return ``min(max(self, low), high)``; either bound may be omitted."""
-        return clip(self, low, high)
-
-
-# ---- leaves ----------------------------------------------------------------------------
-@register
-class Constant(Schedule):
-    """A schedule that does not change.
-
-    ``value(step) = value``
-
-    Args:
-        value: The value at every step (a finite number).
-
-    Example:
-        >>> s = Constant(0.1)
-        >>> [round(float(v), 6) for v in s([0, 10, 10**9])]
-        [0.1, 0.1, 0.1]
-    """
-
-    keyword = "constant"
-    positional = 1
-
-    def __init__(self, value: Number) -> None:
-        self.value_ = check_number("constant", "value", value)
-
-    def value(self, step: Any) -> Any:
-        # torch: the same tensor as ops.full without its ~15 us of Python (hyperstep.backends)
-        found = None if NUMPY else backends.full_float32(step, self.value_)
-        return found if found is not None else ops.full(ops.shape(step), self.value_, "float32")
-
-    def arguments(self) -> dict[str, Any]:
-        return {"value": self.value_}
-
-
-@register
-class Step(Schedule):
-    """The step itself, as a float32: ``value(step) = step``.
-
-    Example:
-        >>> [float(v) for v in Step()([0, 1, 5])]
-        [0.0, 1.0, 5.0]
-    """
-
-    keyword = "step"
-
-    def value(self, step: Any) -> Any:
-        return step
-
-    def arguments(self) -> dict[str, Any]:
-        return {}
-
-    def __repr__(self) -> str:
-        return "step"
-
-
-@register
-class Epoch(Schedule):
-    """The epoch: ``value(step) = floor(step / steps_per_epoch)``.
-
-    Built unbound by ``hs.parse("... epoch ...")``; a :class:`hyperstep.Clock` that knows
-    ``steps_per_epoch`` binds it (see :func:`bind_epochs`). Evaluating an unbound epoch
-    raises an error that says how to bind it.
-
-    Args:
-        steps_per_epoch: Updates per epoch (a positive integer), or ``None`` for unbound.
-
-    Example:
-        >>> [float(v) for v in Epoch(100)([0, 99, 100, 250])]
-        [0.0, 0.0, 1.0, 2.0]
-    """
-
-    keyword = "epoch"
-
-    def __init__(self, steps_per_epoch: int | None = None) -> None:
-        if steps_per_epoch is not None:
-            steps_per_epoch = check_positive_int("epoch", "steps_per_epoch", steps_per_epoch)
-        self.steps_per_epoch = steps_per_epoch
-
-    def value(self, step: Any) -> Any:
-        if self.steps_per_epoch is None:
+        if low is None and high is None:
             raise InvalidArgumentError(
-                "This schedule uses `epoch` but does not know how many steps an epoch has. "
-                "Pass `steps_per_epoch=` to `hs.parse(...)`, to `hs.Clock(...)`, or call "
-                "`hs.schedules.bind_epochs(schedule, steps_per_epoch)`. "
-                + received("steps_per_epoch", None)
+                "`clip(...)` needs `low`, `high` or both. Received: low=None, high=None."
             )
-        return ops.floor(step / float(self.steps_per_epoch))
-
-    def arguments(self) -> dict[str, Any]:
-        return {"steps_per_epoch": self.steps_per_epoch}
-
-    def __repr__(self) -> str:
-        if self.steps_per_epoch is None:
-            return "epoch"
-        return f"floor(step / {float(self.steps_per_epoch)!r})"  # what parse reads back
-
-
-def bind_epochs(schedule: Schedule, steps_per_epoch: int) -> Schedule:
-    """Return ``schedule`` with every unbound ``epoch`` counting ``steps_per_epoch`` steps.
-
-    Example:
-        >>> s = bind_epochs(0.1 * 0.5 ** Epoch(), 10)
-        >>> [round(float(v), 4) for v in s([0, 9, 10, 25])]
-        [0.1, 0.1, 0.05, 0.025]
-    """
-    check_positive_int("bind_epochs", "steps_per_epoch", steps_per_epoch)
-
-    def bind(node: Schedule) -> Schedule | None:
-        if isinstance(node, Epoch) and node.steps_per_epoch is None:
-            return Epoch(steps_per_epoch)
-        return None
-
-    return schedule.replace(bind)
-
-
-def uses_epoch(schedule: Schedule) -> bool:
-    """Return whether ``schedule`` contains an unbound ``epoch``."""
-    if isinstance(schedule, Epoch):
-        return schedule.steps_per_epoch is None
-    return any(uses_epoch(child) for child in schedule.children())
-
-
-# ---- arithmetic nodes ------------------------------------------------------------------
-_BINARY: dict[str, tuple[int, Callable[[Any, Any], Any]]] = {
-    "<": (10, lambda a, b: ops.cast(ops.less(a, b), "float32")),
-    "<=": (10, lambda a, b: ops.cast(ops.less_equal(a, b), "float32")),
-    ">": (10, lambda a, b: ops.cast(ops.greater(a, b), "float32")),
-    ">=": (10, lambda a, b: ops.cast(ops.greater_equal(a, b), "float32")),
-    "==": (10, lambda a, b: ops.cast(ops.equal(a, b), "float32")),
-    "!=": (10, lambda a, b: ops.cast(ops.not_equal(a, b), "float32")),
-    "+": (20, ops.add),
-    "-": (20, ops.subtract),
-    "*": (30, ops.multiply),
-    "/": (30, ops.divide),
-    "//": (30, ops.floor_divide),  # Python's: floor(a / b), also for negative operands
-    "%": (30, ops.mod),  # Python's: a - b * floor(a / b), the sign of b
-    "**": (50, ops.power),
-}
-#: the same operators on Python floats, to fold constant sub-expressions in float64
-_PYTHON: dict[str, Callable[[float, float], Any]] = {
-    "<": lambda a, b: float(a < b),
-    "<=": lambda a, b: float(a <= b),
-    ">": lambda a, b: float(a > b),
-    ">=": lambda a, b: float(a >= b),
-    "==": lambda a, b: float(a == b),
-    "!=": lambda a, b: float(a != b),
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "/": lambda a, b: a / b,
-    "//": lambda a, b: a // b,
-    "%": lambda a, b: a % b,
-    "**": lambda a, b: a**b,
-}
-
-
-def _folded(schedule: Schedule) -> float | None:
-    """The number a tree of constants computes, folded in float64; None if it uses the step."""
-    if isinstance(schedule, Constant):
-        return schedule.value_
-    return getattr(schedule, "_fold", None)
-
-
-def _constant(value: float) -> Constant:
-    """``Constant(value)``, built once per value (the sign of zero kept apart)."""
-    return _constant_with_sign(value, math.copysign(1.0, value))
-
-
-@functools.lru_cache(maxsize=1024)
-def _constant_with_sign(value: float, sign: float) -> Constant:
-    # a folded intermediate may exceed float32 (1e30 * 1e30 inside 1e30 * 1e30 / 1e50):
-    # built without the constructor's range check
-    constant = Constant(0.0)
-    constant.value_ = value
-    return constant
-
-
-def _fold_with(
-    function: Callable[..., Any],
-    args: Sequence[Schedule],
-    label: Callable[[], str] | None = None,
-) -> float | None:
-    """``function(*numbers)`` in Python float64 when every argument is constant, else None.
-
-    Constant sub-expressions such as ``(0.001 - 1e-05) / (15 - 1)`` are computed once in
-    float64 and rounded to float32 once, as Python computes them in a hand-written
-    schedule, instead of rounding every intermediate result to float32.
-    """
-    numbers = [_folded(a) for a in args]
-    if any(n is None for n in numbers):
-        return None
-    try:
-        result = function(*numbers)
-    except (ArithmeticError, ValueError) as error:  # 1 / 0, log(0), 10.0 ** 400
-        if label is None or not all(math.isfinite(n) for n in numbers):  # type: ignore[arg-type]
-            return None
-        raise InvalidArgumentError(
-            f"`{label()}` has no finite value ({type(error).__name__}: {error}): it would be "
-            f"inf or nan at every step. Received: {', '.join(map(repr, numbers))}"
-        ) from None
-    except TypeError:
-        return None
-    if isinstance(result, complex) and label is not None:
-        raise InvalidArgumentError(
-            f"`{label()}` is not a real number ({result!r}): it would be nan at every step. "
-            f"Received: {', '.join(map(repr, numbers))}"
-        )
-    if isinstance(result, bool) or not isinstance(result, (int, float)):
-        return None
-    result = float(result)
-    return result if math.isfinite(result) else None
-
-
-@register
-class BinaryOp(Schedule):
-    """``left OP right`` for OP in ``+ - * / // % **`` and the comparisons (1.0 true, 0.0 false).
-
-    ``//`` and ``%`` follow Python (``-7 % 3 == 2``, ``-7 // 3 == -3``). A constant
-    sub-expression is computed in float64 and rounded to float32 once.
-
-    Example:
-        >>> s = Step() / 1000 + 0.01
-        >>> s
-        step / 1000.0 + 0.01
-        >>> [round(float(v), 4) for v in s([0, 500, 1000])]
-        [0.01, 0.51, 1.01]
-    """
-
-    keyword = "binary"
-
-    def __init__(self, op: str, left: ScheduleLike, right: ScheduleLike) -> None:
-        if op not in _BINARY:
-            raise InvalidArgumentError(
-                f"`BinaryOp(op=...)` must be one of {sorted(_BINARY)}. {received('op', op)}"
-            )
-        self.op = op
-        self.left = as_schedule(left, name="left")
-        self.right = as_schedule(right, name="right")
-        self.precedence = _BINARY[op][0]  # type: ignore[misc]
-        self._fold = _fold_with(
-            _PYTHON[op],
-            [self.left, self.right],
-            lambda: repr(self),
-        )
-
-    def value(self, step: Any) -> Any:
-        if self._fold is not None:
-            return _constant(self._fold).value(step)
-        return _BINARY[self.op][1](self.left.value(step), self.right.value(step))
-
-    def arguments(self) -> dict[str, Any]:
-        return {"op": self.op, "left": self.left, "right": self.right}
-
-    def __repr__(self) -> str:
-        p = self.precedence
-        if self.op == "**":  # right-associative, and binds tighter than unary minus on its left
-            left = _wrap(self.left, p + 1)
-            right = _wrap(self.right, 45)
-        else:
-            left = _wrap(self.left, p if p != 10 else p + 1)
-            right = _wrap(self.right, p + 1)
-        return f"{left} {self.op} {right}"
-
-
-@register
-class Chain(Schedule):
-    """A comparison chain ``a < b <= c``: 1.0 where every comparison holds, else 0.0.
-
-    ``value(step) = (a < b) * (b <= c) * ...`` with each operand evaluated once (as Python
-    evaluates a chain), so a chain costs time linear in its size.
-
-    Example:
-        >>> s = Chain(["<", "<="], [10, Step(), 20])
-        >>> s, [float(v) for v in s([5, 15, 20, 25])]
-        (10.0 < step <= 20.0, [0.0, 1.0, 1.0, 0.0])
-    """
-
-    keyword = "chain"
-    precedence = 10
-
-    def __init__(self, comparisons: Sequence[str], operands: Sequence[ScheduleLike]) -> None:
-        valid = [op for op, (p, _) in _BINARY.items() if p == 10]
-        if isinstance(comparisons, str) or not all(op in valid for op in comparisons):
-            raise InvalidArgumentError(
-                f"`Chain(comparisons=...)` must be a list of {valid}. "
-                f"{received('comparisons', comparisons)}"
-            )
-        if len(operands) != len(comparisons) + 1 or len(comparisons) < 1:
-            raise InvalidArgumentError(
-                "`Chain(operands=...)` needs one operand more than comparisons. "
-                f"Received: comparisons={list(comparisons)}, {len(operands)} operands"
-            )
-        self.comparisons = list(comparisons)
-        self.operands = [as_schedule(o, name=f"operands[{i}]") for i, o in enumerate(operands)]
-
-    def value(self, step: Any) -> Any:
-        values = [operand.value(step) for operand in self.operands]
-        result = None
-        for op, left, right in zip(self.comparisons, values, values[1:], strict=False):
-            term = _BINARY[op][1](left, right)
-            result = term if result is None else ops.multiply(result, term)
-        return result
-
-    def arguments(self) -> dict[str, Any]:
-        return {"comparisons": list(self.comparisons), "operands": list(self.operands)}
-
-    def __repr__(self) -> str:
-        parts = [_wrap(self.operands[0], 11)]
-        for op, operand in zip(self.comparisons, self.operands[1:], strict=True):
-            parts += [op, _wrap(operand, 11)]
-        return " ".join(parts)
-
-
-@register
-class Negate(Schedule):
-    """``-operand``.
-
-    Example:
-        >>> s = -Step()
-        >>> s, float(s(3))
-        (-step, -3.0)
-    """
-
-    keyword = "negate"
-    precedence = 40
-
-    def __init__(self, operand: ScheduleLike) -> None:
-        self.operand = as_schedule(operand, name="operand")
-        self._fold = _fold_with(lambda a: -a, [self.operand])
-
-    def value(self, step: Any) -> Any:
-        if self._fold is not None:
-            return _constant(self._fold).value(step)
-        return ops.negative(self.operand.value(step))
-
-    def arguments(self) -> dict[str, Any]:
-        return {"operand": self.operand}
-
-    def __repr__(self) -> str:
-        return f"-{_wrap(self.operand, 41)}"
-
-
-def _where(cond: Any, a: Any, b: Any) -> Any:
-    return ops.where(ops.not_equal(cond, 0.0), a, b)
-
-
-#: the functions of the expression language: name -> (number of arguments, implementation)
-FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
-    "min": (2, ops.minimum),
-    "max": (2, ops.maximum),
-    "floor": (1, ops.floor),
-    "ceil": (1, ops.ceil),
-    "exp": (1, ops.exp),
-    "log": (1, ops.log),
-    "sqrt": (1, ops.sqrt),
-    "cos": (1, ops.cos),
-    "sin": (1, ops.sin),
-    "abs": (1, ops.absolute),
-    "where": (3, _where),
-    "clip": (3, lambda x, low, high: ops.minimum(ops.maximum(x, low), high)),
-}
-_PYTHON_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "min": min,
-    "max": max,
-    "floor": math.floor,
-    "ceil": math.ceil,
-    "exp": math.exp,
-    "log": math.log,
-    "sqrt": math.sqrt,
-    "cos": math.cos,
-    "sin": math.sin,
-    "abs": abs,
-    "where": lambda c, a, b: a if c != 0.0 else b,
-    "clip": lambda x, low, high: min(max(x, low), high),
-}
-
-
-@register
-class Function(Schedule):
-    """``name(*args)`` of schedules: ``min, max, floor, ceil, exp, log, sqrt, cos, sin, abs``.
-
-    Also ``where(cond, a, b)`` (``a`` where ``cond != 0``) and ``clip(x, low, high)``.
-
-    Example:
-        >>> s = Function("min", [Step() / 10, 1.0])
-        >>> s
-        min(step / 10.0, 1.0)
-        >>> [float(v) for v in s([0, 5, 20])]
-        [0.0, 0.5, 1.0]
-    """
-
-    keyword = "function"
-
-    def __init__(self, name: str, args: Sequence[ScheduleLike]) -> None:
-        if name not in FUNCTIONS:
-            raise InvalidArgumentError(
-                f"`Function(name=...)` must be one of {sorted(FUNCTIONS)}. {received('name', name)}"
-            )
-        arity = FUNCTIONS[name][0]
-        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence) or len(args) != arity:
-            raise InvalidArgumentError(
-                f"`{name}(...)` takes {arity} argument{'s' if arity > 1 else ''}. "
-                f"{received('args', args)}"
-            )
-        self.name = name
-        self.args = [as_schedule(a, name=f"{name} argument") for a in args]
-        self._fold = _fold_with(
-            _PYTHON_FUNCTIONS[name],
-            self.args,
-            lambda: repr(self),
-        )
-
-    def value(self, step: Any) -> Any:
-        if self._fold is not None:
-            return _constant(self._fold).value(step)
-        return FUNCTIONS[self.name][1](*(a.value(step) for a in self.args))
-
-    def arguments(self) -> dict[str, Any]:
-        return {"name": self.name, "args": list(self.args)}
-
-    def __repr__(self) -> str:
-        return f"{self.name}({', '.join(_inline(a) for a in self.args)})"
-
-
-def minimum(a: ScheduleLike, b: ScheduleLike) -> Schedule:
-    """Return the elementwise minimum of two schedules or numbers."""
-    return Function("min", [a, b])
-
-
-def maximum(a: ScheduleLike, b: ScheduleLike) -> Schedule:
-    """Return the elementwise maximum of two schedules or numbers."""
-    return Function("max", [a, b])
-
-
-def clip(schedule: ScheduleLike, low: ScheduleLike = None, high: ScheduleLike = None) -> Schedule:
-    """Return ``schedule`` clipped to ``[low, high]``; either bound may be ``None``.
-
-    Example:
-        >>> [float(v) for v in clip(Step(), 1, 3)([0, 2, 9])]
-        [1.0, 2.0, 3.0]
-    """
-    if low is None and high is None:
-        raise InvalidArgumentError(
-            "`clip(...)` needs `low`, `high` or both. Received: low=None, high=None."
-        )
-    if low is None:
-        return Function("min", [schedule, high])
-    if high is None:
-        return Function("max", [schedule, low])
-    return Function("clip", [schedule, low, high])
-
-
-# ---- conversion and validation ---------------------------------------------------------
-def as_schedule(value: ScheduleLike, name: str = "schedule") -> Schedule:
-    """Return ``value`` as a :class:`Schedule`.
-
-    Accepts a number (a :class:`Constant`), a Schedule, a Keras ``LearningRateSchedule``
-    (built-in ones converted exactly, others wrapped) or an expression string (parsed
-    with ``hs.parse``).
-
-    Raises:
-        TypeError: For anything else, naming ``name`` and the value received.
-
-    Example:
-        >>> as_schedule(0.5)
-        constant(0.5)
-        >>> as_schedule("step / 1000 + 0.01")
-        step / 1000.0 + 0.01
-    """
-    if isinstance(value, Schedule):
-        return value
-    if isinstance(value, bool):
-        raise InvalidTypeError(
-            f"`{name}` must be a number, a schedule or an expression string, not a bool. "
-            f"{received(name, value)}"
-        )
-    if isinstance(value, (int, float)) or is_scalar_number(value):
-        return Constant(float(value))
-    if isinstance(value, str):
-        from hyperstep.schedules.language import parse
-
-        return parse(value)
-    if not NUMPY and isinstance(value, keras.optimizers.schedules.LearningRateSchedule):
-        from hyperstep.schedules.keras_compat import from_keras
-
-        return from_keras(value)
-    raise InvalidTypeError(
-        f"`{name}` must be a number, a hyperstep or Keras schedule, or an expression string "
-        f"such as 'cosine(1e-3, steps=1000)'. {received(name, value)}"
-    )
+        if low is None:
+            return _node("function", "min", [self, high])
+        if high is None:
+            return _node("function", "max", [self, low])
+        return _node("function", "clip", [self, low, high])
+
+    def _inline(self) -> str:
+        """``repr`` as another schedule's argument (a constant writes its bare number)."""
+        return repr(self)
 
 
 def check_number(owner: str, name: str, value: Any, *, finite: bool = True) -> float:
@@ -744,7 +292,7 @@ def check_positive_int(owner: str, name: str, value: Any) -> int:
 def format_value(value: Any) -> str:
     """Format an argument for ``repr``: numbers exactly, schedules inline, lists of either."""
     if isinstance(value, Schedule):
-        return _inline(value)
+        return value._inline()
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
     if isinstance(value, float):
@@ -752,26 +300,6 @@ def format_value(value: Any) -> str:
             return "inf" if value > 0 else "-inf"
         return repr(value)
     return repr(value)
-
-
-def _inline(schedule: Schedule) -> str:
-    """``repr`` of a schedule used as an argument: constants are written as bare numbers."""
-    if isinstance(schedule, Constant):
-        return format_value(schedule.value_)
-    return repr(schedule)
-
-
-def _wrap(schedule: Schedule, min_precedence: int) -> str:
-    text = _inline(schedule)
-    if (
-        isinstance(schedule, Constant)
-        and math.copysign(1.0, schedule.value_) < 0
-        and min_precedence > 40
-    ):
-        return f"({text})"
-    if schedule.precedence < min_precedence:
-        return f"({text})"
-    return text
 
 
 def is_scalar_number(value: Any) -> bool:

@@ -11,16 +11,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules._common import check_boundaries, check_steps, rounded_once
 from hyperstep.schedules._ops import WIDE, ops
-from hyperstep.schedules.base import (
-    Constant,
-    Schedule,
-    ScheduleLike,
-    as_schedule,
-    check_number,
-    register,
-)
+from hyperstep.schedules.base import Schedule, ScheduleLike, check_number, register
+from hyperstep.schedules.checks import check_boundaries, check_steps
+from hyperstep.schedules.exact import rounded_once
+from hyperstep.schedules.expressions import Constant, as_schedule
 
 
 @register

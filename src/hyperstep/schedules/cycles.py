@@ -11,19 +11,10 @@ import math
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
-from hyperstep.schedules._common import (
-    check_choice,
-    check_factor,
-    check_flag,
-    check_steps,
-    cosine_weight,
-    exact_floor,
-    power_of,
-    rounded_once,
-    widened,
-)
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
+from hyperstep.schedules.checks import check_choice, check_factor, check_flag, check_steps
+from hyperstep.schedules.exact import cosine_weight, exact_floor, power_of, rounded_once, widened
 
 
 @register

@@ -13,23 +13,25 @@ import math
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
-from hyperstep.schedules._common import (
-    as_float32,
+from hyperstep.schedules._ops import ops
+from hyperstep.schedules.base import Schedule, check_number, register
+from hyperstep.schedules.checks import (
     check_factor,
     check_flag,
     check_positive,
     check_steps,
+    float32,
+)
+from hyperstep.schedules.exact import (
+    as_float32,
     exact_ceil,
     exact_floor,
     exact_maximum,
     exact_minimum,
-    float32,
     power_of,
     rounded_once,
     widened,
 )
-from hyperstep.schedules._ops import ops
-from hyperstep.schedules.base import Schedule, check_number, register
 
 
 @register

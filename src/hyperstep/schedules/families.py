@@ -1,5 +1,5 @@
-"""The schedule families: linear, exponential, inverse_time, polynomial, cosine,
-cosine_restarts, piecewise, cyclic and one_cycle.
+"""The cosine and piecewise families (cosine, cosine_restarts, piecewise), and the rule
+every family follows.
 
 Each is a pure function of the step written with ``keras.ops`` in float32. Where Keras,
 optax and torch disagree on an edge case, the family has ONE documented default and a
@@ -22,8 +22,11 @@ Fractions such as ``1 - step / steps`` are computed as ``(steps - step) / steps`
 for integer steps, and ``(1 + cos(pi * t)) / 2`` as ``sin(pi / 2 * (1 - t)) ** 2``, so
 values stay accurate to float32 rounding right up to the end of a decay.
 
-``cyclic`` and ``one_cycle`` live in :mod:`hyperstep.schedules.cycles` and are re-exported
-here; the validation and float32 helpers in :mod:`hyperstep.schedules._common`.
+The other families live in their own modules: ``linear``, ``exponential``, ``inverse_time``
+and ``polynomial`` in :mod:`hyperstep.schedules.decays`, ``cyclic`` and ``one_cycle`` in
+:mod:`hyperstep.schedules.cycles`, ``wsd`` and ``inverse_sqrt`` in
+:mod:`hyperstep.schedules.wsd`; the argument checks in :mod:`hyperstep.schedules.checks`
+and the float32-exact ops in :mod:`hyperstep.schedules.exact`.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
-from hyperstep.schedules._common import (
+from hyperstep.schedules._ops import ops
+from hyperstep.schedules.base import Schedule, check_number, register
+from hyperstep.schedules.checks import (
     check_boundaries,
     check_choice,
     check_factor,
@@ -41,28 +46,17 @@ from hyperstep.schedules._common import (
     check_numbers,
     check_positive,
     check_steps,
+    float32,
+)
+from hyperstep.schedules.exact import (
     cosine_weight,
     exact_floor,
     exact_maximum,
     exact_minimum,
-    float32,
     rounded_once,
     widened,
 )
-from hyperstep.schedules._ops import ops
-from hyperstep.schedules.base import Epoch, Schedule, check_number, register
-from hyperstep.schedules.cycles import Cyclic, OneCycle, cyclic, one_cycle
-from hyperstep.schedules.decays import (
-    Exponential,
-    InverseTime,
-    Linear,
-    Polynomial,
-    exponential,
-    inverse_time,
-    linear,
-    polynomial,
-)
-from hyperstep.schedules.wsd import InverseSqrt, WarmupStableDecay, inverse_sqrt, wsd
+from hyperstep.schedules.expressions import Epoch
 
 
 @register
@@ -323,27 +317,4 @@ cosine = Cosine
 cosine_restarts = CosineRestarts
 piecewise = Piecewise
 
-__all__ = [
-    "Cosine",
-    "CosineRestarts",
-    "Cyclic",
-    "Exponential",
-    "InverseSqrt",
-    "InverseTime",
-    "Linear",
-    "OneCycle",
-    "Piecewise",
-    "Polynomial",
-    "WarmupStableDecay",
-    "cosine",
-    "cosine_restarts",
-    "cyclic",
-    "exponential",
-    "inverse_sqrt",
-    "inverse_time",
-    "linear",
-    "one_cycle",
-    "piecewise",
-    "polynomial",
-    "wsd",
-]
+__all__ = ["Cosine", "CosineRestarts", "Piecewise", "cosine", "cosine_restarts", "piecewise"]

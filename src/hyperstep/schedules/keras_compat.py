@@ -39,8 +39,9 @@ import numpy as np
 from keras import ops
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules.base import Schedule, register
-from hyperstep.schedules.families import InverseTime, Piecewise
+from hyperstep.schedules.base import READERS, Schedule, register
+from hyperstep.schedules.decays import InverseTime
+from hyperstep.schedules.families import Piecewise
 from hyperstep.schedules.keras_formulas import (
     CosineDecay,
     CosineDecayRestarts,
@@ -190,3 +191,7 @@ _CONVERTERS: dict[type, Any] = {
         c["initial_learning_rate"], c["first_decay_steps"], c["t_mul"], c["m_mul"], c["alpha"]
     ),
 }
+
+
+#: ``as_schedule(keras_schedule)`` converts it
+READERS.append((_K.LearningRateSchedule, from_keras))

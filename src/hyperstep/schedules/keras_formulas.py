@@ -20,9 +20,9 @@ import math
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
-from hyperstep.schedules._common import check_flag, check_float32, check_steps
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, register
+from hyperstep.schedules.checks import check_flag, check_float32, check_steps
 
 
 def as_float32(value: float) -> Any:

@@ -34,8 +34,8 @@ import ast
 from collections.abc import Mapping
 
 from hyperstep.errors import ScheduleSyntaxError
-from hyperstep.schedules import base
-from hyperstep.schedules.base import Schedule
+from hyperstep.schedules.base import FLOAT32_MAX, READERS, Schedule, check_positive_int
+from hyperstep.schedules.expressions import bind_epochs, folded, uses_epoch
 from hyperstep.schedules.parse_names import MAX_DEPTH, MAX_LENGTH
 from hyperstep.schedules.parse_names import vocabulary as vocabulary
 from hyperstep.schedules.parse_reader import Reader
@@ -88,7 +88,7 @@ def parse(
             f"an expression must be a string. Received: text={text!r} of type {type(text).__name__}"
         )
     if steps_per_epoch is not None:
-        steps_per_epoch = base.check_positive_int("parse", "steps_per_epoch", steps_per_epoch)
+        steps_per_epoch = check_positive_int("parse", "steps_per_epoch", steps_per_epoch)
     if len(text) > MAX_LENGTH:
         raise ScheduleSyntaxError(
             f"the expression is {len(text)} characters long; at most {MAX_LENGTH} are accepted"
@@ -115,14 +115,18 @@ def parse(
     except ValueError as error:  # e.g. integer literals longer than 4300 digits
         raise ScheduleSyntaxError(f"syntax error: {error}", line, 0) from None
     schedule = Reader(line, steps_per_epoch, names or {}).schedule(tree.body)
-    folded = base._folded(schedule)
-    if folded is not None and not abs(folded) <= base.FLOAT32_MAX:
+    number = folded(schedule)
+    if number is not None and not abs(number) <= FLOAT32_MAX:
         raise ScheduleSyntaxError(
-            f"the expression is {folded!r} at every step, beyond float32's range "
+            f"the expression is {number!r} at every step, beyond float32's range "
             "(|x| <= 3.4028235e38) in which values are computed: it would be inf",
             line,
             0,
         )
-    if steps_per_epoch is not None and base.uses_epoch(schedule):  # e.g. unit="epoch"
-        schedule = base.bind_epochs(schedule, steps_per_epoch)
+    if steps_per_epoch is not None and uses_epoch(schedule):  # e.g. unit="epoch"
+        schedule = bind_epochs(schedule, steps_per_epoch)
     return schedule
+
+
+#: ``as_schedule("step / 1000")`` parses the text
+READERS.append((str, parse))

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import ast
 import difflib
-import functools
 import inspect
 import math
 import operator
 from collections.abc import Callable
 from typing import Any
 
-from hyperstep.schedules import base
-from hyperstep.schedules.base import BinaryOp, Negate, Schedule
+from hyperstep.schedules.base import CLASSES, Schedule, format_value
+from hyperstep.schedules.expressions import BinaryOp, Constant, Negate
 
 #: the longest expression accepted, in characters
 MAX_LENGTH = 10_000
@@ -35,8 +34,11 @@ NAMES = ("step", "epoch", "pi", "e")
 NUMBERS = {"pi": math.pi, "e": math.e, "inf": math.inf}
 
 
-#: keywords of base nodes that are written as syntax, not as calls
-_SYNTAX_NODES = frozenset({"step", "epoch", "binary", "chain", "negate", "function"})
+#: keywords of registered classes that are not words of the language: the expression nodes,
+#: written as syntax, and the Keras wrapper, which has no expression
+_SYNTAX_NODES = frozenset(
+    {"step", "epoch", "binary", "chain", "negate", "function", "keras_schedule"}
+)
 
 
 BINOPS: dict[type, str] = {
@@ -95,27 +97,18 @@ REFUSED: dict[type, str] = {
 }
 
 
-@functools.cache
 def vocabulary() -> dict[str, type[Schedule]]:
-    """Return the schedule vocabulary: keyword -> class, from ``base``, families, combinators.
+    """Return the schedule vocabulary: keyword -> class, sorted by keyword.
+
+    The words are the classes :func:`~hyperstep.schedules.base.register` has recorded (the
+    leaves, families, combinators and Keras formulas, registered as :mod:`hyperstep.schedules`
+    imports their modules), less the nodes written as syntax.
 
     Example:
         >>> vocabulary()["constant"].__name__
         'Constant'
     """
-    from hyperstep.schedules import combinators, families, keras_formulas
-
-    found: dict[str, type[Schedule]] = {}
-    for module in (base, families, combinators, keras_formulas):
-        for value in vars(module).values():
-            if (
-                isinstance(value, type)
-                and issubclass(value, Schedule)
-                and value.keyword
-                and value.keyword not in _SYNTAX_NODES
-            ):
-                found.setdefault(value.keyword, value)
-    return dict(sorted(found.items()))
+    return {k: cls for k, cls in sorted(CLASSES.items()) if k not in _SYNTAX_NODES}
 
 
 def parameters_of(cls: type) -> list[inspect.Parameter]:
@@ -129,7 +122,7 @@ def signature_text(keyword: str, cls: type) -> str:
         if p.default is inspect.Parameter.empty:
             parts.append(p.name)
         else:
-            parts.append(f"{p.name}={base.format_value(p.default)}")
+            parts.append(f"{p.name}={format_value(p.default)}")
     return f"{keyword}({', '.join(parts)})"
 
 
@@ -151,7 +144,7 @@ def is_number(value: Any) -> bool:
 
 def fold(node: Schedule) -> int | float | None:
     """Return the number a tree of constants and ``+ - * / **`` computes, or None."""
-    if isinstance(node, base.Constant):
+    if isinstance(node, Constant):
         return node.value_
     if isinstance(node, Negate):
         inner = fold(node.operand)

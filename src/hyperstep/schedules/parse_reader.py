@@ -14,15 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from hyperstep.errors import ScheduleSyntaxError
-from hyperstep.schedules import base
-from hyperstep.schedules.base import (
+from hyperstep.schedules.base import Schedule
+from hyperstep.schedules.expressions import (
     FUNCTIONS,
     BinaryOp,
     Chain,
+    Constant,
     Epoch,
     Function,
     Negate,
-    Schedule,
     Step,
 )
 from hyperstep.schedules.parse_names import (
@@ -84,7 +84,7 @@ class Reader:
             raise self.error(
                 node, "a list can only be an argument of a schedule, e.g. piecewise([10], [1, 0])"
             )
-        return self.construct(node, base.Constant, {"value": value})
+        return self.construct(node, Constant, {"value": value})
 
     def value(self, node: ast.AST) -> Any:
         """Read ``node``: a number, bool, None, string, list or schedule."""

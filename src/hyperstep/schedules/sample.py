@@ -6,7 +6,8 @@ import numpy as np
 
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._ops import ops
-from hyperstep.schedules.base import ScheduleLike, as_schedule, check_positive_int
+from hyperstep.schedules.base import ScheduleLike, check_positive_int
+from hyperstep.schedules.expressions import as_schedule
 
 #: the most points sampled in one call
 MAX_POINTS = 100_000_000

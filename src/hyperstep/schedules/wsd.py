@@ -13,15 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hyperstep.schedules._common import (
-    check_choice,
-    check_steps,
-    cosine_weight,
-    exact_maximum,
-    rounded_once,
-)
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
+from hyperstep.schedules.checks import check_choice, check_steps
+from hyperstep.schedules.exact import cosine_weight, exact_maximum, rounded_once
 
 #: warmup shapes (Hugging Face's ``warmup_type``)
 WARMUP_TYPES = ("linear", "cosine", "1-sqrt")

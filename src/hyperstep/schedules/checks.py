@@ -1,4 +1,5 @@
-"""Validation and float32 helpers shared by the schedule families and combinators.
+"""Argument checks shared by the schedule families and combinators (and the controllers
+that take the same arguments, such as :class:`hyperstep.Cooldown`).
 
 The ``check_*`` functions validate constructor arguments and word their errors the
 house way: the call, what was expected, and ``Received: name=value``.
@@ -6,20 +7,16 @@ house way: the call, what was expected, and ``Received: name=value``.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules._ops import WIDE, ops
 from hyperstep.schedules.base import FLOAT32_MAX, check_number, is_scalar_number
-
-HALF_PI = math.pi / 2
 
 
 def _is_number(value: Any) -> bool:
@@ -158,78 +155,3 @@ def check_boundaries(owner: str, name: str, value: Any) -> list[int | float]:
                 f"{received(name, value)} Write them in increasing order, each once."
             )
     return [_exact(b) for b in numbers]
-
-
-def as_float32(value: float) -> Any:
-    return ops.convert_to_tensor(value, dtype="float32")
-
-
-def widened(value: float) -> Any:
-    """``value`` as a tensor of ``WIDE`` (Keras's torch ``where`` and ``minimum`` round a
-    Python float to float32 first)."""
-    return ops.convert_to_tensor(value, dtype=WIDE)
-
-
-def rounded_once(value: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """A word's ``value(step)`` computed in float64 and rounded once to float32.
-
-    Every read path then gives the same float32 bits: one step eagerly, the compiled step
-    (where Grappler turns ``x / c`` into ``x * (1 / c)``: in float64 that still rounds to
-    the correctly rounded float32 quotient), a vector of steps (whose float32 ``sin`` and
-    ``exp`` kernels differ from the scalar ones) and NumPy (the command line's plots). On
-    JAX without x64 (``WIDE`` is float32) the value is computed in float32 as written.
-    """
-
-    @functools.wraps(value)
-    def computed(self: Any, step: Any) -> Any:
-        return ops.cast(value(self, ops.cast(step, WIDE)), "float32")
-
-    return computed
-
-
-def exact_minimum(a: Any, b: Any) -> Any:
-    """``minimum(a, b)`` in ``a``'s dtype (Keras's torch ``minimum`` returns float32 for two
-    float64 tensors, Keras 3.15)."""
-    b = widened(b) if isinstance(b, (int, float)) else b
-    return ops.where(ops.less_equal(a, b), a, b)
-
-
-def exact_maximum(a: Any, b: Any) -> Any:
-    """``maximum(a, b)`` in ``a``'s dtype (see :func:`exact_minimum`)."""
-    b = widened(b) if isinstance(b, (int, float)) else b
-    return ops.where(ops.greater_equal(a, b), a, b)
-
-
-def exact_floor(x: Any) -> Any:
-    """``floor(x)`` in ``x``'s dtype: exact, from ``round`` (Keras's torch ``floor`` rounds a
-    float64 ``x`` to float32 first, Keras 3.15: 2.9999999999 would floor to 3)."""
-    r = ops.round(x)
-    return ops.where(ops.greater(r, x), r - 1.0, r)
-
-
-def exact_ceil(x: Any) -> Any:
-    """``ceil(x)`` in ``x``'s dtype (see :func:`exact_floor`)."""
-    r = ops.round(x)
-    return ops.where(ops.less(r, x), r + 1.0, r)
-
-
-def power_of(base: float, exponent: Any) -> Any:
-    """``base ** exponent`` for a Python ``base > 0``, corrected for its float32 rounding.
-
-    ``float32(base) ** p`` is off by ``p * (relative rounding of base)``, up to 6e-8 * p;
-    the factor ``exp(p * log(base / float32(base)))`` removes that error. Bases exactly
-    representable in float32 (0.5, 2.0, ...) skip the correction and stay exact.
-    """
-    if WIDE == "float64":  # the exact base (a Python float is a float64)
-        return ops.power(ops.convert_to_tensor(base, WIDE), ops.cast(exponent, WIDE))
-    base32 = struct.unpack("f", struct.pack("f", base))[0]  # float32(base), no numpy
-    result = ops.power(as_float32(base32), exponent)
-    correction = math.log(base / base32)
-    if correction != 0.0:
-        result = result * ops.exp(exponent * correction)
-    return result
-
-
-def cosine_weight(left: Any) -> Any:
-    """``(1 + cos(pi * (1 - left))) / 2``, written as ``sin(pi / 2 * left) ** 2``."""
-    return ops.square(ops.sin(HALF_PI * left))

@@ -1,0 +1,87 @@
+"""The units of hyperstep.optim.average_exchange, through the public ``hs.EMA``, ``hs.SWA``
+and ``hs.averaged_weights``: the average's update against float64 closed forms, the exact
+two-way exchange, and the ``init=`` forms and their errors."""
+
+import keras
+import numpy as np
+import pytest
+
+import hyperstep as hs
+from hyperstep.optim.average_exchange import exchange
+
+
+def _setup(start=(1.0, -2.0)):
+    opt = hs.StepOptimizer("sgd", learning_rate=0.5)
+    w = keras.Variable(np.array(start, "float32"))
+    return opt, w
+
+
+def _train(opt, w, average, grads) -> list[np.ndarray]:
+    seen = []
+    for g in grads:
+        opt.apply([keras.ops.convert_to_tensor(np.array(g, "float32"))], [w])
+        average.update()
+        seen.append(np.array(w.numpy(), np.float64))
+    return seen
+
+
+def test_ema_difference_form_is_the_float64_recurrence() -> None:
+    opt, w = _setup()
+    ema = hs.EMA(opt, decay=0.75)
+    grads = [[1.0, 0.5], [-2.0, 1.0], [0.25, 0.25], [3.0, -1.0]]
+    weights = _train(opt, w, ema, grads)
+    expected = weights[0].copy()  # init="copy": the weights after the first update
+    for seen in weights[1:]:
+        expected = expected + (seen - expected) * (1 - 0.75)
+    np.testing.assert_allclose(ema.averages[0].numpy(), expected, rtol=1e-6)
+
+
+def test_ema_initial_starts_from_the_weights_before_the_first_update() -> None:
+    opt, w = _setup()
+    ema = hs.EMA(opt, decay=0.5, init="initial")
+    weights = _train(opt, w, ema, [[1.0, 1.0], [1.0, 1.0]])
+    expected = np.array([1.0, -2.0])
+    for seen in weights:
+        expected = expected + (seen - expected) * 0.5
+    np.testing.assert_allclose(ema.averages[0].numpy(), expected, rtol=1e-6)
+
+
+def test_swa_is_the_mean_of_the_due_weights() -> None:
+    opt, w = _setup()
+    swa = hs.SWA(opt, start=2, every=2)
+    weights = _train(opt, w, swa, [[1.0, 0.0]] * 6)  # steps 1..6: 2, 4 and 6 are due
+    np.testing.assert_allclose(swa.averages[0].numpy(), np.mean(weights[1::2], axis=0))
+    assert int(swa.n_averaged.numpy()) == 3
+
+
+def test_the_exchange_is_exact_both_ways_and_only_once() -> None:
+    opt, w = _setup()
+    ema = hs.EMA(opt, decay=0.9)
+    _train(opt, w, ema, [[0.3, 0.1], [0.7, -0.2], [0.1, 0.9]])
+    training, average = w.numpy().copy(), ema.averages[0].numpy().copy()
+    assert exchange(opt, True) is True and exchange(opt, True) is False
+    np.testing.assert_array_equal(w.numpy(), average)
+    assert bool(ema.swapped.numpy())
+    assert exchange(opt, False) is True and exchange(opt, False) is False
+    np.testing.assert_array_equal(w.numpy(), training)
+    with pytest.raises(RuntimeError, match="inside"):
+        with hs.averaged_weights(ema):
+            np.testing.assert_array_equal(w.numpy(), average)
+            raise RuntimeError("inside")
+    np.testing.assert_array_equal(w.numpy(), training)  # put back on the way out
+
+
+def test_given_weights_start_the_average_and_must_match_the_shapes() -> None:
+    opt, w = _setup()
+    ema = hs.EMA(opt, decay=0.5, init=[np.array([10.0, 10.0], "float32")])
+    weights = _train(opt, w, ema, [[0.0, 0.0]])
+    np.testing.assert_allclose(ema.averages[0].numpy(), (10.0 + weights[0]) / 2)
+    opt, w = _setup()
+    ema = hs.EMA(opt, init=[np.zeros(3, "float32")])
+    with pytest.raises(ValueError, match=r"Received: shapes \[\(3,\)\] for variables of shapes"):
+        _train(opt, w, ema, [[0.0, 0.0]])
+
+
+def test_a_bad_init_names_the_forms_and_the_value() -> None:
+    with pytest.raises(ValueError, match=r"`EMA\(init=\.\.\.\)` must be 'copy'.*init='last'"):
+        hs.EMA(hs.StepOptimizer("sgd"), init="last")
