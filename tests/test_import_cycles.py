@@ -109,20 +109,9 @@ def test_the_cycle_finder_finds_one() -> None:
 
 
 #: Imports inside functions that close a circle, to remove (each by moving the code it needs
-#: to the lower module, or the import to the module that needs it): 4 circles, 7 edges. The
-#: list must shrink: a new circle fails, and so does an entry that no longer closes one.
-#: - the backend room's package and the modules it dispatches to;
-#: - ``control.hyperparameter`` <-> ``control.epochs``; ``optim.scheduled_base`` <->
-#:   ``optim.scheduled`` (``from_config`` needs ``scheduled_class``).
-PENDING_CIRCLES = {
-    "hyperstep.backends.doctor -> hyperstep.backends.doctor_jax",
-    "hyperstep.backends.doctor -> hyperstep.backends.doctor_torch",
-    "hyperstep.backends.torch -> hyperstep.backends.updates",
-    "hyperstep.backends.updates -> hyperstep.backends.tensorflow",
-    "hyperstep.backends.updates -> hyperstep.backends.torch",
-    "hyperstep.control.hyperparameter -> hyperstep.control.epochs",
-    "hyperstep.optim.scheduled_base -> hyperstep.optim.scheduled",
-}
+#: to the lower module, or the import to the module that needs it): none left. The list
+#: must stay empty: a new circle fails.
+PENDING_CIRCLES: set[str] = set()
 
 
 def _closes_a_circle(edges: dict[str, set[str]], source: str, target: str) -> bool:
@@ -150,7 +139,7 @@ def test_no_import_circle_counting_imports_inside_functions() -> None:
     }
     found = cycle(without)
     assert found is None, " -> ".join(found or [])
-    assert len(PENDING_CIRCLES) <= 7
+    assert len(PENDING_CIRCLES) <= 0
 
 
 def test_the_every_level_graph_sees_imports_inside_functions(tmp_path: pathlib.Path) -> None:

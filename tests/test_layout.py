@@ -146,14 +146,9 @@ def test_no_import_cycles() -> None:
 
 # ---- private names stay in their module -------------------------------------------------------
 
-#: `importer <- module._name`: cross-module imports of a private name still to remove (they sit
-#: in modules other work is rewriting: the plateau rules, the averages, the schedule families,
-#: the backend room). The set must shrink, never grow: a new one fails the test, and so does an
-#: entry that is gone (delete it here).
-PENDING_PRIVATE_IMPORTS = {
-    "hyperstep.optim.averaging <- hyperstep.optim.average_exchange._Average",
-    "hyperstep.optim.averaging <- hyperstep.optim.average_exchange._given_values",
-}
+#: `importer <- module._name`: cross-module imports of a private name still to remove: none
+#: left. The set must stay empty: a new one fails the test.
+PENDING_PRIVATE_IMPORTS: set[str] = set()
 
 
 def _private_imports(paths: dict[str, pathlib.Path]) -> set[str]:
@@ -196,7 +191,7 @@ def test_no_module_imports_another_modules_private_name() -> None:
     found = _private_imports(_modules())
     assert found - PENDING_PRIVATE_IMPORTS == set(), "new private imports (make the name public)"
     assert PENDING_PRIVATE_IMPORTS - found == set(), "fixed: delete them from the list"
-    assert len(PENDING_PRIVATE_IMPORTS) <= 31  # 51 before (the parser, doctor, optim ones)
+    assert len(PENDING_PRIVATE_IMPORTS) <= 0  # 51 before (the parser, doctor, optim ones)
 
 
 def test_the_private_import_check_finds_one(tmp_path: pathlib.Path) -> None:

@@ -4,7 +4,7 @@ with a stated gradient, a hand-made trace of the loss), ``prune``'s root causes 
 
 import keras
 
-from hyperstep.backends.doctor import Trace, TracedOp
+from hyperstep.backends.traces import Trace, TracedOp
 from hyperstep.diagnosis import checks, probe
 from hyperstep.diagnosis.optimizer_facts import LearningRate
 from hyperstep.diagnosis.paths import TraceFacts

@@ -5,7 +5,7 @@ op and path facts describe themselves."""
 import numpy as np
 import pytest
 
-from hyperstep.backends.doctor import Trace, TracedOp
+from hyperstep.backends.traces import Trace, TracedOp
 from hyperstep.diagnosis.paths import OpFact, PathFact, TraceFacts
 
 

@@ -5,9 +5,12 @@ here; only this package branches on ``keras.backend.backend()`` or touches priva
 (those are in :mod:`hyperstep.backends.internals`). It imports nothing of Keras at import
 time, so ``import hyperstep`` can check the backend before Keras loads. The functions live
 in :mod:`~hyperstep.backends.scopes` (where code is running),
-:mod:`~hyperstep.backends.fast_paths` (the clock's and hyperparameters' hot paths) and
-:mod:`~hyperstep.backends.updates` (what an optimizer's update needs), and are all imported
-from here.
+:mod:`~hyperstep.backends.fast_paths` (the clock's and hyperparameters' hot paths),
+:mod:`~hyperstep.backends.updates` (what an optimizer's update needs) and
+:mod:`~hyperstep.backends.optimizer_classes`, and are all imported from here. The
+per-backend modules (:mod:`~hyperstep.backends.tensorflow`, :mod:`~hyperstep.backends.torch`,
+:mod:`~hyperstep.backends.jax`) import those submodules, never this package: it dispatches to
+them.
 
 What each backend hands Keras's optimizer code for an ``hs.scheduled`` hyperparameter
 (chosen once, in :func:`~hyperstep.backends.updates.keras_number`; every update computes
@@ -54,9 +57,11 @@ from hyperstep.backends.fast_paths import (
     fast_value,
     full_float32,
     host_int,
+    native_variable,
     raw,
     read_once,
 )
+from hyperstep.backends.optimizer_classes import optimizer_class
 from hyperstep.backends.scopes import (
     building_model,
     builds_graph,
@@ -66,6 +71,7 @@ from hyperstep.backends.scopes import (
     graph_key,
     graph_key_function,
     in_stateless_scope,
+    require_tensorflow,
     unmapped_in_jit,
 )
 from hyperstep.backends.updates import (
@@ -75,8 +81,6 @@ from hyperstep.backends.updates import (
     in_dtype,
     keras_number,
     multi_tensor_adam,
-    native_variable,
-    optimizer_class,
     optimizer_mixins,
     scalar_tensor,
     trains_statelessly,
@@ -188,19 +192,6 @@ def wide_float_dtype() -> str:
     import jax
 
     return "float64" if jax.config.read("jax_enable_x64") else "float32"
-
-
-def require_tensorflow(feature: str) -> None:
-    """Raise :class:`hyperstep.errors.BackendError` unless Keras runs on TensorFlow."""
-    import keras
-
-    from hyperstep.errors import BackendError
-
-    if keras.backend.backend() != "tensorflow":
-        raise BackendError(
-            f"{feature} needs the TensorFlow backend; Keras is running on "
-            f"{keras.backend.backend()!r}. Set KERAS_BACKEND=tensorflow before importing keras."
-        )
 
 
 def on_claim() -> None:

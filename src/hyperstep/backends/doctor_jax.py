@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 
-from hyperstep.backends.doctor import Trace, TracedOp, user_source
+from hyperstep.backends.traces import Trace, TracedOp, user_source
 
 RAW_KIND = "jax.Array"
 STOP_GRADIENT = "keras.ops.stop_gradient"

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 
-from hyperstep.backends.doctor import Trace, TracedOp, user_source
+from hyperstep.backends.traces import Trace, TracedOp, user_source
 
 RAW_KIND = "torch Parameter"
 STOP_GRADIENT = "keras.ops.stop_gradient"

@@ -1,6 +1,7 @@
 """The clock's and hyperparameters' hot paths: the values of the ``keras.ops`` forms, cheaper.
 
-``read_once(v)`` is one read of a variable per traced TensorFlow step; on eager torch,
+``read_once(v)`` is one read of a variable per traced TensorFlow step, ``native_variable(v)``
+the backend variable behind a Keras one (an update's slots); on eager torch,
 ``step += 1`` in place, the step as a host ``int``, ``full(shape(step), x)`` and
 ``override if set else schedule(step) * scale`` in 2-3 torch calls (each ``keras.ops`` call
 costs more Python there than its kernel: docs/backends.md). Each returns ``None`` where its
@@ -24,6 +25,18 @@ def read_once(variable: Any) -> Any:
     import tensorflow as tf
 
     return tf.convert_to_tensor(value) if isinstance(value, tf.Variable) else value
+
+
+def native_variable(variable: Any) -> Any:
+    """The backend variable behind a Keras variable (TensorFlow: its ``tf.Variable``).
+
+    TensorFlow's update paths hand optimizers either; other backends: ``variable``.
+    """
+    import keras
+
+    if current_backend() == "tensorflow" and isinstance(variable, keras.Variable):
+        return variable.value
+    return variable
 
 
 def add_one_in_place(variable: Any) -> Any:

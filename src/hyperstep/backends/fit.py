@@ -58,40 +58,42 @@ def _follow_callback_lists() -> None:
                 begin(model, epoch)
         return keras_epoch_begin(self, epoch, logs)
 
-    keras_batch_begin, keras_batch_end = cls.on_train_batch_begin, cls.on_train_batch_end
-
-    def on_train_batch_begin(self: Any, batch: int, logs: Any = None) -> Any:
-        from hyperstep.backends import jax as jax_fit
-
-        if jax_fit._QUEUE:  # writes from another thread during JAX fit, applied here
-            jax_fit.apply_pending()
-        result = keras_batch_begin(self, batch, logs)
-        if jax_fit._FITS:  # direct assigns from the callbacks, kept (JAX fit)
-            jax_fit.adopt_direct_writes()
-        return result
-
-    def on_train_batch_end(self: Any, batch: int, logs: Any = None) -> Any:
-        from hyperstep.backends import jax as jax_fit
-
-        result = keras_batch_end(self, batch, logs)
-        if jax_fit._FITS:  # before the epoch's end writes the trainer's state back
-            jax_fit.adopt_direct_writes()
-        return result
-
     pairs: list[tuple[Any, Any]] = [
         (on_train_begin, keras_train_begin),
         (on_epoch_begin, keras_epoch_begin),
-        (on_train_batch_begin, keras_batch_begin),
-        (on_train_batch_end, keras_batch_end),
     ]
+    if keras.backend.backend() == "jax":  # Keras's backend is fixed once it is imported
+        pairs += _jax_batch_hooks(cls)
     for wrapper, wrapped in pairs:
         wrapper.__doc__ = wrapped.__doc__
         wrapper.__wrapped__ = wrapped  # Keras's own, for tests and debugging
         wrapper._hyperstep = True
-    cls.on_train_begin = on_train_begin  # type: ignore[method-assign]
-    cls.on_epoch_begin = on_epoch_begin  # type: ignore[method-assign]
-    cls.on_train_batch_begin = on_train_batch_begin  # type: ignore[method-assign]
-    cls.on_train_batch_end = on_train_batch_end  # type: ignore[method-assign]
+        setattr(cls, wrapper.__name__, wrapper)
+
+
+def _jax_batch_hooks(cls: Any) -> list[tuple[Any, Any]]:
+    """``on_train_batch_begin``/``_end`` wrappers for JAX's ``fit``, whose trainer holds the
+    state between steps (:mod:`hyperstep.backends.jax`): each batch applies the writes other
+    threads made and keeps the direct assigns of the callbacks. Only on JAX: elsewhere a
+    batch costs hyperstep nothing. Each per-batch call is a list test while no fit holds
+    the state."""
+    from hyperstep.backends import jax as jax_fit
+
+    keras_batch_begin, keras_batch_end = cls.on_train_batch_begin, cls.on_train_batch_end
+    apply_pending, adopt_direct_writes = jax_fit.apply_pending, jax_fit.adopt_direct_writes
+
+    def on_train_batch_begin(self: Any, batch: int, logs: Any = None) -> Any:
+        apply_pending()  # writes from another thread during JAX fit, applied here
+        result = keras_batch_begin(self, batch, logs)
+        adopt_direct_writes()  # direct assigns from the callbacks, kept
+        return result
+
+    def on_train_batch_end(self: Any, batch: int, logs: Any = None) -> Any:
+        result = keras_batch_end(self, batch, logs)
+        adopt_direct_writes()  # before the epoch's end writes the trainer's state back
+        return result
+
+    return [(on_train_batch_begin, keras_batch_begin), (on_train_batch_end, keras_batch_end)]
 
 
 def write_through(variable: Any, value: Any) -> None:

@@ -4,8 +4,8 @@
 ``keras.StatelessScope``, a TensorFlow graph, a JAX trace or ``torch.compile``; each other
 function answers one of those questions (:func:`unmapped_in_jit` lists the variables a jit
 trace would freeze, :func:`graph_key` names the graph values are built in). Private probes
-are looked up once, through :mod:`hyperstep.backends.versions`; :func:`current_backend` is Keras's
-backend, read once.
+are looked up once, through :mod:`hyperstep.backends.versions`; :func:`current_backend` is
+Keras's backend, read once (:func:`require_tensorflow` raises unless it is TensorFlow).
 """
 
 from __future__ import annotations
@@ -20,6 +20,17 @@ def current_backend() -> str:
     import keras
 
     return str(keras.backend.backend())
+
+
+def require_tensorflow(feature: str) -> None:
+    """Raise :class:`hyperstep.errors.BackendError` unless Keras runs on TensorFlow."""
+    if current_backend() != "tensorflow":
+        from hyperstep.errors import BackendError
+
+        raise BackendError(
+            f"{feature} needs the TensorFlow backend; Keras is running on "
+            f"{current_backend()!r}. Set KERAS_BACKEND=tensorflow before importing keras."
+        )
 
 
 def in_stateless_scope() -> bool:

@@ -24,7 +24,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from hyperstep.backends import native_variable, require_tensorflow
+from hyperstep.backends.fast_paths import native_variable
+from hyperstep.backends.scopes import require_tensorflow
 
 require_tensorflow("hyperstep.backends.tensorflow (Python-float rounding, fused kernels)")
 
@@ -409,6 +410,18 @@ class SharedIterations:
     def _hs_reads(self) -> dict[str, Any]:
         # a read (keras.ops.convert_to_tensor would keep the variable); "@" is no name
         return {"@iterations": tf.convert_to_tensor(super().iterations)}  # type: ignore[misc]
+
+
+def scratch_buffer(optimizer: Any, variable: Any, key: str) -> Any:
+    """A zero buffer like ``variable`` for a one-pass kernel (:func:`adam_pass`'s
+    ``scratch``; a rule's ``Rule.fused_slots``), not an optimizer variable: neither saved
+    nor restored; ``None`` where Keras overwrites the variable with its gradient."""
+    if optimizer._overwrite_variable_with_gradient(variable):
+        return None
+    name = f"{optimizer.name}_{variable.path.replace('/', '_')}_{key}"
+    return keras.Variable(
+        "zeros", shape=variable.shape, dtype=variable.dtype, trainable=False, name=name
+    )
 
 
 def adam_pass(variable: Any, scratch: Any, velocity: Any, gradient: Any, **scalars: Any) -> bool:

@@ -51,7 +51,9 @@ from typing import Any
 import keras
 import torch
 
-from hyperstep.backends import in_stateless_scope, versions
+from hyperstep.backends import versions
+from hyperstep.backends.optimizer_classes import keras_base_name
+from hyperstep.backends.scopes import in_stateless_scope
 
 # Keras's torch optimizers (private): if they move, fused=True runs Keras's code
 _KERAS_ADAM, _KERAS_DECAY = versions.reach(
@@ -315,8 +317,6 @@ PYTHON_NUMBERS: dict[str, frozenset[str]] = {
 def python_numbers(cls: type) -> frozenset[str]:
     """The entry of :data:`PYTHON_NUMBERS` for optimizer class ``cls``: its own, else its
     nearest Keras base class's (``keras.optimizers.<Name>``), else none."""
-    from hyperstep.backends.updates import keras_base_name
-
     return PYTHON_NUMBERS.get(keras_base_name(cls) or "", frozenset())
 
 

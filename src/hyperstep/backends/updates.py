@@ -1,7 +1,8 @@
 """What an optimizer's update needs from the backend: scalars, gating, fused kernels.
 
 ``keras_number(name, cls, value, exact, static)`` is a hyperparameter's value in the one
-form this backend hands Keras's optimizer code (bitwise Keras's updates);
+form this backend hands Keras's optimizer code (bitwise Keras's updates; its per-class
+tables are keyed by :func:`~hyperstep.backends.optimizer_classes.keras_base_name`);
 ``after(scalars, tensors)`` orders a TensorFlow graph's updates after their values;
 :func:`fused_updates`, :func:`adam_pass` and :func:`multi_tensor_adam` name the backend's
 fused kernels, ``None`` where there are none.
@@ -11,19 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hyperstep.backends.optimizer_classes import keras_base_name
 from hyperstep.backends.scopes import current_backend
-
-
-def native_variable(variable: Any) -> Any:
-    """The backend variable behind a Keras variable (TensorFlow: its ``tf.Variable``).
-
-    TensorFlow's update paths hand optimizers either; other backends: ``variable``.
-    """
-    import keras
-
-    if keras.backend.backend() == "tensorflow" and isinstance(variable, keras.Variable):
-        return variable.value
-    return variable
 
 
 def after(scalars: list[Any], tensors: list[Any]) -> list[Any]:
@@ -104,17 +94,6 @@ def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | N
     return value()
 
 
-def keras_base_name(cls: type) -> str | None:
-    """The name of ``cls``'s nearest base class that is ``keras.optimizers.<name>`` (the key
-    of the per-class tables of :func:`keras_number`), ``None`` if it has none."""
-    import keras
-
-    for klass in cls.__mro__:
-        if getattr(keras.optimizers, klass.__name__, None) is klass:
-            return klass.__name__
-    return None
-
-
 def scalar_tensor(value: Any) -> Any:
     """The tensor behind a value from :func:`keras_number` (itself for a plain tensor)."""
     from hyperstep.backends.static import StaticNumber, StaticScalar
@@ -153,25 +132,6 @@ def trains_statelessly() -> bool:
     """Whether Keras trains statelessly (JAX): only ``optimizer.variables`` go into and out of
     a jitted step, so a clock's step and hyperparameter state read there must be among them."""
     return current_backend() == "jax"
-
-
-def optimizer_class(cls: type) -> type:
-    """The class Keras instantiates for optimizer class ``cls`` on this backend.
-
-    On torch, ``keras.optimizers.Adam()`` is an instance of Keras's torch class
-    (``TorchOptimizer.__new__`` maps the nine classes of its ``OPTIMIZERS`` table: Adadelta,
-    Adagrad, Adam, Adamax, AdamW, Lion, Nadam, RMSprop, SGD, to their ``torch_*`` classes,
-    which add ``_parallel_update_step``); elsewhere, and for every other class, ``cls``.
-    Asked of Keras itself (``cls.__new__(cls)``, no ``__init__``), not a copy of its table.
-
-    Example:
-        >>> import keras
-        >>> optimizer_class(keras.optimizers.Adam) is type(keras.optimizers.Adam())
-        True
-    """
-    if current_backend() != "torch":
-        return cls
-    return type(cls.__new__(cls))  # type: ignore[call-overload]
 
 
 def optimizer_mixins() -> tuple[type, ...]:

@@ -21,8 +21,8 @@ from hyperstep import backends
 from hyperstep.backends.scopes import concrete as is_concrete
 from hyperstep.control.callbacks import savers_before
 from hyperstep.control.epochs import epoch_began, fit_began
+from hyperstep.control.hyperparameter import controlled_hyperparameter
 from hyperstep.control.plateau import RULES, PlateauParams, PlateauState
-from hyperstep.control.wrapped import controlled_hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 __all__ = ["ReduceOnPlateau"]

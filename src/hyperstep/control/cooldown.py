@@ -23,7 +23,7 @@ from hyperstep.backends import concrete
 from hyperstep.backends.fit import held_state, write_through
 from hyperstep.control import cooling
 from hyperstep.control.epochs import epoch_began, fit_began
-from hyperstep.control.wrapped import controlled_hyperparameter
+from hyperstep.control.hyperparameter import controlled_hyperparameter
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules.base import Schedule, check_number
 from hyperstep.schedules.checks import check_choice, check_steps

@@ -8,6 +8,10 @@ each epoch's start the clock records fit's index and the step
 (:meth:`hyperstep.Clock.begin_epoch`). hyperstep does this in every ``fit`` by itself (see
 :mod:`hyperstep.backends.fit`); :class:`FollowEpochs` and every hyperstep callback do the
 same explicitly.
+
+A layer fit's start may move onto the optimizer's clock is a :class:`FitFollower` (a
+:class:`~hyperstep.Hyperparameter` is one): this module sits below the hyperparameter, whose
+constructor calls :func:`install`.
 """
 
 from __future__ import annotations
@@ -20,18 +24,40 @@ import keras
 
 from hyperstep.backends.fit import follow_fit, layers_of
 from hyperstep.clock import Clock
-from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.wrapped import hyperstep_optimizers
 from hyperstep.errors import InvalidTypeError, received
 from hyperstep.schedules.expressions import Constant
 
-__all__ = ["FollowEpochs", "epoch_began", "fit_began", "install"]
+__all__ = ["FitFollower", "FollowEpochs", "epoch_began", "fit_began", "install"]
+
+
+class FitFollower:
+    """A model's layer on a clock that fit's start may move onto the model's optimizer's
+    clock: a base of :class:`~hyperstep.Hyperparameter`, which sets these attributes.
+
+    Attributes:
+        name: The layer's name (in warnings).
+        clock: The clock the layer reads.
+        follows_optimizer: Whether it was created without a clock: in a model, it reads the
+            optimizer's clock from fit's start on (unless an optimizer advances its own).
+        schedule: Its schedule (one that moves warns when nothing advances the clock).
+    """
+
+    name: str
+    clock: Clock
+    follows_optimizer: bool
+    schedule: Any
+
+    def unread_state(self) -> list[str]:
+        """The names of saved state loaded that no object reads yet (none by default)."""
+        return []
 
 
 def install() -> None:
     """Follow every ``model.fit``'s epochs from now on: register :func:`fit_began` and
     :func:`epoch_began` with :func:`hyperstep.backends.fit.follow_fit` (once; called by
-    ``Hyperparameter``; Keras's ``CallbackList`` was wrapped when that module was imported)."""
+    every ``Hyperparameter``; Keras's ``CallbackList`` was wrapped when that module was
+    imported)."""
     follow_fit(fit_began, epoch_began)
 
 
@@ -55,7 +81,7 @@ def clocks_of(model: Any, extra: Iterable[Clock] = ()) -> list[Clock]:
     candidates: list[Any] = [own] if own is not None else []
     if model is not None:
         for layer in layers_of(model):
-            if isinstance(layer, Hyperparameter):
+            if isinstance(layer, FitFollower):
                 candidates.append(layer.clock)
             elif isinstance(layer, Clock):
                 candidates.append(layer)
@@ -111,7 +137,7 @@ def warn_unread(model: Any) -> None:
         for key, hp in optimizer.hyperparameters.items():
             found.setdefault(id(hp), (key, hp))
     for layer in layers_of(model) if model is not None else []:
-        if isinstance(layer, Hyperparameter):
+        if isinstance(layer, FitFollower):
             found.setdefault(id(layer), (layer.name, layer))
     for key, hp in found.values():
         unread = hp.unread_state()
@@ -138,7 +164,7 @@ def epoch_began(model: Any, epoch: int, extra: Iterable[Clock] = ()) -> None:
 def _stands_still(layer: Any) -> bool:
     """Whether ``layer`` is a hyperparameter created without a clock, on a clock nobody
     advances, whose schedule moves."""
-    if not isinstance(layer, Hyperparameter) or not layer.follows_optimizer:
+    if not isinstance(layer, FitFollower) or not layer.follows_optimizer:
         return False
     return not layer.clock.claimed and not isinstance(layer.schedule, Constant)
 
@@ -146,7 +172,7 @@ def _stands_still(layer: Any) -> bool:
 def _follows(layer: Any, clock: Clock) -> bool:
     """Whether ``layer`` is a hyperparameter created without a clock whose own clock no
     optimizer advances: it then reads ``clock`` (the model's optimizer's)."""
-    if not isinstance(layer, Hyperparameter) or not layer.follows_optimizer:
+    if not isinstance(layer, FitFollower) or not layer.follows_optimizer:
         return False
     return layer.clock is not clock and not layer.clock.claimed
 

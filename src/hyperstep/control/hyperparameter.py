@@ -25,7 +25,9 @@ from hyperstep.backends import (
 from hyperstep.backends.fit import held_state, write_through
 from hyperstep.clock import Clock
 from hyperstep.control import cooling
+from hyperstep.control.epochs import FitFollower, install
 from hyperstep.control.value_forms import ValueForms
+from hyperstep.control.wrapped import hyperstep_optimizer, hyperstep_optimizers
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import Schedule, ScheduleLike, check_number
 from hyperstep.schedules.expressions import Constant, as_schedule, bind_epochs, uses_epoch
@@ -34,7 +36,7 @@ _BUILTIN_STATE = ("scale", "override", cooling.START, cooling.FORM)
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
-class Hyperparameter(ValueForms, keras.layers.Layer):
+class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
     """A hyperparameter whose value follows a schedule of the clock's step.
 
     ``value = override if is_set else schedule(clock.step) * scale``
@@ -119,9 +121,7 @@ class Hyperparameter(ValueForms, keras.layers.Layer):
         #: the :class:`hyperstep.Cooldown` that assigns the cooldown state (one at most)
         self._cooldown: Any = None
         self.built = True
-        from hyperstep.control import epochs  # it imports this module
-
-        epochs.install()  # fit's epochs reach the clocks (a handler; Keras is not patched)
+        install()  # fit's epochs reach the clocks (a handler; Keras is not patched)
 
     # ---- the schedule -------------------------------------------------------------------
     @property
@@ -469,3 +469,29 @@ def _scope_of(variable: Any) -> Any:
     from hyperstep.control.distribute import scope_of
 
     return scope_of(variable)
+
+
+def controlled_hyperparameter(
+    target: Any, owner: str = "ReduceOnPlateau(target=...)"
+) -> Hyperparameter:
+    """The hyperparameter a controller acts on: ``target`` itself, or the ``learning_rate``
+    of the one hyperstep optimizer ``target`` is or wraps; else an error naming ``owner``."""
+    inside = hyperstep_optimizers(target)
+    if len(inside) > 1:
+        raise InvalidTypeError(
+            f"`{owner}` names one hyperparameter, but {type(target).__name__} holds "
+            f"{len(inside)} hyperstep optimizers ({[o.name for o in inside]}): pass one of "
+            "them (`multi.optimizers[i]`) or its `hyperparameters['learning_rate']`. "
+            f"Received: target of type {type(target).__name__}"
+        )
+    target = hyperstep_optimizer(target)  # through LossScaleOptimizer, SkipNonFinite, ...
+    hyperparameters = getattr(target, "hyperparameters", None)
+    if isinstance(hyperparameters, dict) and "learning_rate" in hyperparameters:
+        target = hyperparameters["learning_rate"]
+    if not isinstance(target, Hyperparameter):
+        raise InvalidTypeError(
+            f"`{owner}` must be a hs.Hyperparameter such as "
+            "opt.hyperparameters['learning_rate'] (or a hs.scheduled optimizer). "
+            f"Received: target of type {type(target).__name__}"
+        )
+    return target

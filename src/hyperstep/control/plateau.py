@@ -41,7 +41,7 @@ FLOOR_TOLERANCE = 1.0 + 2.0**-20
 class PlateauState(NamedTuple):
     """A plateau controller's state, every field a scalar tensor.
 
-    Args:
+    Attributes:
         best: Best signed value so far (``+inf`` before any), float32.
         wait: Non-improving updates counted, integer.
         cooldown: Updates of cooldown left, integer.
@@ -59,7 +59,7 @@ class PlateauState(NamedTuple):
 class PlateauParams(NamedTuple):
     """The rule's constants (Python numbers) and ``base``, the value ``scale`` multiplies.
 
-    Args:
+    Attributes:
         factor: Multiplier of a reduction, ``0 < factor < 1``.
         patience: Non-improving updates before a reduction.
         cooldown: Updates of rest after a reduction.

@@ -8,8 +8,9 @@ optimizer (``hs.ReduceOnPlateau``, ``hs.Cooldown``, ``LogHyperparameters``, ``re
 ``hs.SWA``/``hs.EMA``, ``hs.tune.trainable``, ``hs.find_lr``) goes through it.
 
 A hyperstep optimizer is one with a hyperstep ``clock`` and a ``hyperparameters`` dict
-(``hs.scheduled(...)``, ``hs.StepOptimizer``). :func:`controlled_hyperparameter` finds the
-hyperparameter a controller given an optimizer acts on.
+(``hs.scheduled(...)``, ``hs.StepOptimizer``);
+:func:`hyperstep.control.hyperparameter.controlled_hyperparameter` finds the hyperparameter a
+controller given an optimizer acts on.
 """
 
 from __future__ import annotations
@@ -17,12 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from hyperstep.clock import Clock
-from hyperstep.control.hyperparameter import Hyperparameter
-from hyperstep.errors import InvalidTypeError
 
 __all__ = [
     "accumulation_steps",
-    "controlled_hyperparameter",
     "every_optimizer",
     "hyperstep_optimizer",
     "hyperstep_optimizers",
@@ -119,29 +117,3 @@ def _is_keras_optimizer(value: Any) -> bool:
     import keras
 
     return isinstance(value, keras.optimizers.Optimizer)
-
-
-def controlled_hyperparameter(
-    target: Any, owner: str = "ReduceOnPlateau(target=...)"
-) -> Hyperparameter:
-    """The hyperparameter a controller acts on: ``target`` itself, or the ``learning_rate``
-    of the one hyperstep optimizer ``target`` is or wraps; else an error naming ``owner``."""
-    inside = hyperstep_optimizers(target)
-    if len(inside) > 1:
-        raise InvalidTypeError(
-            f"`{owner}` names one hyperparameter, but {type(target).__name__} holds "
-            f"{len(inside)} hyperstep optimizers ({[o.name for o in inside]}): pass one of "
-            "them (`multi.optimizers[i]`) or its `hyperparameters['learning_rate']`. "
-            f"Received: target of type {type(target).__name__}"
-        )
-    target = hyperstep_optimizer(target)  # through LossScaleOptimizer, SkipNonFinite, ...
-    hyperparameters = getattr(target, "hyperparameters", None)
-    if isinstance(hyperparameters, dict) and "learning_rate" in hyperparameters:
-        target = hyperparameters["learning_rate"]
-    if not isinstance(target, Hyperparameter):
-        raise InvalidTypeError(
-            f"`{owner}` must be a hs.Hyperparameter such as "
-            "opt.hyperparameters['learning_rate'] (or a hs.scheduled optimizer). "
-            f"Received: target of type {type(target).__name__}"
-        )
-    return target

@@ -1,7 +1,7 @@
 """A variable's paths to the loss: :class:`PathFact` and :class:`OpFact`, and
-:class:`TraceFacts`, which reads them from a backend's :class:`~hyperstep.backends.doctor.Trace`
-(JAX's jaxpr, torch's dispatched functions; TensorFlow's graph is read by
-:mod:`hyperstep.diagnosis.graph`).
+:class:`TraceFacts`, which reads them from a backend's
+:class:`~hyperstep.backends.traces.Trace` (JAX's jaxpr, torch's dispatched functions;
+TensorFlow's graph is read by :mod:`hyperstep.diagnosis.graph`).
 
 A path is followed from the variable's value along data edges towards the loss. It stops
 at an op through which no gradient flows (``stop_gradient``, ``round``, ``argmax``...) and
@@ -45,7 +45,7 @@ class TraceFacts:
     """A backend's trace of the loss, answering :meth:`path` and :meth:`normalized`.
 
     Args:
-        trace: The :class:`~hyperstep.backends.doctor.Trace`.
+        trace: The :class:`~hyperstep.backends.traces.Trace`.
         key: ``variable -> id`` as the trace's ``sources`` are keyed.
     """
 

@@ -1,6 +1,6 @@
 """An average of an optimizer's weights, and its exchange with the model's variables.
 
-``avg = avg + (w - avg) * share`` after each due update (:class:`_Average`; ``share`` is
+``avg = avg + (w - avg) * share`` after each due update (:class:`Average`; ``share`` is
 :class:`~hyperstep.optim.averaging.SWA`'s ``1 / (n + 1)`` or
 :class:`~hyperstep.optim.averaging.EMA`'s ``1 - decay(step)``), and
 ``exchange(source, averaged)``: the averaged and the training weights trade places, bit for
@@ -24,11 +24,13 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim.average_state import ATTRIBUTE, AverageState, attach
 from hyperstep.optim.rules import Values
 
+__all__ = ["Average", "averaged_weights", "exchange", "given_values"]
 
-class _Average(keras.callbacks.Callback):
-    """An average of an optimizer's variables, updated by :meth:`update` after each update
-    (or by the optimizer's own update once it is a network, see
-    :meth:`hyperstep.EMA.network`).
+
+class Average(keras.callbacks.Callback):
+    """An average of an optimizer's variables (the base of ``hs.SWA`` and ``hs.EMA``), updated
+    by :meth:`update` after each update (or by the optimizer's own update once it is a
+    network, see :meth:`hyperstep.EMA.network`).
 
     Its state (:class:`~hyperstep.optim.average_state.AverageState`) is saved with the
     optimizer; constructing the same average on an optimizer that holds one (after
@@ -144,7 +146,7 @@ class _Average(keras.callbacks.Callback):
         if self.state.init == "initial":
             initial = self.variables
         elif self.state.init == "given":
-            initial = _given_values(self._given, self.variables, type(self).__name__)
+            initial = given_values(self._given, self.variables, type(self).__name__)
         self.state.build_averages(self.variables, initial)
 
     def _keep(self, step: Any, n: Any) -> Any:  # the old average's share ("momentum")
@@ -240,7 +242,7 @@ def _init_name(where: str, init: Any) -> str:
     )
 
 
-def _given_values(given: Any, variables: list[Any], where: str) -> list[Any]:
+def given_values(given: Any, variables: list[Any], where: str) -> list[Any]:
     """The start values ``init=`` gives, one per variable (a model's trainable weights)."""
     values = list(given.trainable_variables if isinstance(given, keras.Model) else given)
     shapes = [tuple(v.shape) for v in variables]
@@ -253,7 +255,7 @@ def _given_values(given: Any, variables: list[Any], where: str) -> list[Any]:
     return values
 
 
-def _build_when_built(owner: Any, average: _Average) -> None:
+def _build_when_built(owner: Any, average: Average) -> None:
     """Build ``average`` right after ``owner.build`` (before its first update)."""
     build = owner.build
 
@@ -279,7 +281,7 @@ def _unwrap(source: Any) -> Any:
     if getattr(source, ATTRIBUTE, None) is not None:  # restored, not constructed again yet
         return getattr(source, ATTRIBUTE)
     rule = getattr(source, "rule", None)
-    if isinstance(source, _Average | AverageState) or (
+    if isinstance(source, Average | AverageState) or (
         getattr(source, "built", False)
         and (getattr(rule, "averaged_slot", None) or getattr(rule, "memory_efficient", False))
     ):
@@ -298,7 +300,7 @@ def exchange(source: Any, averaged: bool) -> bool:
     (or, after a restore from a checkpoint written with ``x`` in, computes ``y``).
     """
     source = _unwrap(source)
-    if isinstance(source, _Average):
+    if isinstance(source, Average):
         source.build()
         pairs, flags = list(zip(source.variables, source.averages, strict=True)), [source.swapped]
     elif isinstance(source, AverageState):

@@ -31,7 +31,7 @@ from hyperstep.clock import Clock
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.optim.average_exchange import _Average, _given_values, averaged_weights, exchange
+from hyperstep.optim.average_exchange import Average, averaged_weights, exchange, given_values
 from hyperstep.schedules import combinators, decays, families
 from hyperstep.schedules.expressions import as_schedule
 
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 
-class SWA(_Average):
+class SWA(Average):
     """Stochastic weight averaging: the equal average of the weights at due steps.
 
     ``avg = avg + (w - avg) / (n + 1)``, taken after the update that brings the clock to a
@@ -82,7 +82,7 @@ class SWA(_Average):
         return 1.0 / (ops.cast(n, "float32") + 1.0)
 
 
-class EMA(_Average):
+class EMA(Average):
     """An exponential moving average whose decay follows a schedule of the step.
 
     ``avg = avg + (w - avg) * (1 - decay(step))`` (``form="difference"``, TF1's
@@ -221,7 +221,7 @@ class EMA(_Average):
                 )
             self.state.averages, self.state._pending = [], ()  # nothing averaged yet
         elif not held and isinstance(self._given, (list, tuple)):
-            given = _given_values(self._given, variables, "EMA")
+            given = given_values(self._given, variables, "EMA")
             for target, value in zip(targets, given, strict=True):
                 target.assign(value)
         self.state.use_averages(targets)

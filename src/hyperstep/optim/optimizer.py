@@ -31,7 +31,9 @@ from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.named_state import SavedByName
 from hyperstep.control.relative import resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
+from hyperstep.optim.arguments import KERAS_ARGUMENTS, check_names, pick_clock
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.average_state import restore as restore_average
 from hyperstep.optim.core import (
@@ -45,19 +47,12 @@ from hyperstep.optim.core import (
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.resolve import Update, value_and_complement
 from hyperstep.optim.rules import Values, get_rule
-from hyperstep.optim.step_parts import (
-    KERAS_ARGUMENTS,
-    check_names,
-    fused_update,
-    pick_clock,
-    scratch_buffer,
-)
 
-#: Keras optimizer arguments StepOptimizer passes through (``weight_decay`` is a rule's).
+#: names a rule's hyperparameters may not take (the optimizer's own arguments)
 _RESERVED = {"rule", "groups", "clock", "advance", "name", *KERAS_ARGUMENTS}
 
 
-__all__ = ["KERAS_ARGUMENTS", "StepOptimizer"]
+__all__ = ["StepOptimizer"]
 
 
 def _no_learning_rate() -> float:  # the base class wants one; StepOptimizer overrides it
@@ -239,13 +234,17 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
         slots = [key for key in self.rule.slots if key not in self.rule.copied_slots]
         created = self.add_optimizer_variables(variables, slots) if slots else ()
         self._slots = dict(zip(slots, created, strict=True))
-        # the kernel's scratch buffers: untracked (set in __dict__), so neither saved nor
-        # restored, and a checkpoint is the same with and without `fused`
-        scratch = self._fuses and backends.adam_pass() is not None
-        self.__dict__["_scratch"] = {
-            key: [scratch_buffer(self, v, key) for v in variables]
-            for key in (self.rule.fused_slots if scratch else ())
-        }
+        # the kernel's scratch buffers (TensorFlow's one-pass kernels: the module of fused
+        # updates makes them): untracked (set in __dict__), so neither saved nor restored,
+        # and a checkpoint is the same with and without `fused`
+        scratch: dict[str, list[Any]] = {}
+        if self._fuses and backends.adam_pass() is not None:
+            kernels = backends.fused_updates()
+            scratch = {
+                key: [kernels.scratch_buffer(self, v, key) for v in variables]
+                for key in self.rule.fused_slots
+            }
+        self.__dict__["_scratch"] = scratch
         # -- a rule's slots that start at the variable's value and scalar state (Rule) --
         for key in self.rule.copied_slots:
             self._slots[key] = [self._copied_slot(v, key) for v in variables]
@@ -311,9 +310,58 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
         super()._backend_update_step(grads, trainable_variables, (step, tables))
 
     def _fused_update(self, grads: Any, variables: Any) -> bool:
-        """``fused``: the Adam and AdamW rules through PyTorch's fused kernel
-        (:func:`hyperstep.optim.step_parts.fused_update`); ``False`` if not taken."""
-        return fused_update(self, grads, variables)
+        """``fused``: the Adam and AdamW rules through PyTorch's fused kernel, once per group
+        (:func:`hyperstep.backends.torch.adam`); eagerly the values are Python numbers (the
+        host table), under ``torch.compile`` float64 tensors
+        (:meth:`~hyperstep.Hyperparameter.exact_at`: the same numbers, read back when the
+        compiled step runs). ``False`` (nothing done) elsewhere: another rule or backend,
+        or the clock not readable for free."""
+        kernel = backends.multi_tensor_adam()
+        rule = self.rule
+        if kernel is None or type(rule) not in (_rules.AdamRule, _rules.AdamWRule):
+            return False
+        compiling = backends.compiling()
+        step: Any = None if compiling else backends.host_int(self.clock.step)
+        if (step is None and not compiling) or not kernel.applies(grads, variables):
+            return False
+        keys = (
+            ("momentum", "velocity", "velocity_hat") if rule.amsgrad else ("momentum", "velocity")
+        )
+        members: dict[int, list[int]] = {}
+        for variable in variables:
+            index = self._get_variable_index(variable)
+            members.setdefault(self._variable_group[index], []).append(index)
+        position = {self._get_variable_index(v): i for i, v in enumerate(variables)}
+        update = self._hs_update
+        with update.fixed(self.clock, host=False):  # (fixed already when called from `apply`)
+            if compiling:
+                step = update.step
+            exact: dict[int, Any] = {}  # a Hyperparameter several groups share, read once
+
+            def read(hp: Any) -> Any:
+                if not compiling:
+                    found = hp.host_float(step)  # its host table, else read back
+                    return float(hp.value) if found is None else found
+                if id(hp) not in exact:
+                    exact[id(hp)] = hp.exact_at(step)
+                return exact[id(hp)]
+
+            for group, indices in members.items():
+                value = {key: read(hp) for key, hp in self._tables[group].items()}
+                decay = value.get("weight_decay", 0.0)
+                kernel.adam(
+                    [grads[position[i]] for i in indices],
+                    [variables[position[i]] for i in indices],
+                    [[self._slots[key][i] for key in keys] for i in indices],
+                    step=step + 1,
+                    learning_rate=value["learning_rate"],
+                    beta_1=value["beta_1"],
+                    beta_2=value["beta_2"],
+                    epsilon=value["epsilon"],
+                    weight_decay=[decay] * len(indices),
+                    amsgrad=rule.amsgrad,
+                )
+        return True
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
         step, tables = learning_rate

@@ -59,8 +59,10 @@ from hyperstep.backends.internals import unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
-from hyperstep.optim.core import apply_update, keras_callable
+from hyperstep.optim.average_state import restore as restore_average
+from hyperstep.optim.core import apply_update, from_hyperparameters_config, keras_callable
 from hyperstep.optim.scheduled_base import scheduled_state
+from hyperstep.optim.scheduled_config import inner_config, wrapped_class
 from hyperstep.optim.scheduled_update import ScheduledUpdate
 
 
@@ -88,6 +90,32 @@ class ScheduledOptimizer(ScheduledUpdate):
         return apply_update(
             self, state.update, run, advance=state.advance, host=True, values=self._hs_values
         )
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> Any:
+        """Load a config of
+        :meth:`~hyperstep.optim.scheduled_base.ScheduledBase.get_config`: the scheduled
+        class of the wrapped optimizer's (:func:`scheduled_class`), or, for an older, flat
+        config (Keras's keys and hyperstep's side by side), ``cls``."""
+        config = dict(config)
+        nested = config.pop("optimizer", None)
+        target: Any = cls
+        if nested is not None:
+            target = scheduled_class(wrapped_class(nested, custom_objects))
+            config = {**inner_config(nested), **config}
+        elif getattr(cls, "_hs_base", None) is None:
+            raise InvalidArgumentError(
+                "A config of `hs.scheduled(...)` needs its wrapped optimizer under "
+                f"'optimizer'. Received: config with keys {sorted(config)}"
+            )
+        average = config.pop("average", None)
+        shared = from_hyperparameters_config(config, custom_objects)  # as StepOptimizer's
+        if shared["hyperparameters"] is None:
+            shared["hyperparameters"] = {}
+        optimizer = super(ScheduledOptimizer, target).from_config(  # type: ignore[misc]
+            {**config, **shared}, custom_objects
+        )
+        return restore_average(optimizer, average)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keras pickles an optimizer as its `.keras` bytes and a method of its class, which

@@ -4,9 +4,10 @@
 :meth:`ScheduledBase.resolve` (a group's value for its variables), once per update and graph
 inside ``apply``, eagerly as a variable whose ``assign`` is ``opt.<name> = x``.
 :class:`ScheduledBase` installs the hyperparameters (from the wrapped optimizer's values and
-the ones given), reads and assigns them, and writes and reads the config; Keras's update
-hooks are :class:`~hyperstep.optim.scheduled_update.ScheduledUpdate`, and the class
-``hs.scheduled`` makes is :class:`~hyperstep.optim.scheduled.ScheduledOptimizer`.
+the ones given), reads and assigns them, and writes the config; Keras's update hooks are
+:class:`~hyperstep.optim.scheduled_update.ScheduledUpdate`, and the class ``hs.scheduled``
+makes is :class:`~hyperstep.optim.scheduled.ScheduledOptimizer`, whose ``from_config`` picks
+the scheduled class a config names.
 """
 
 from __future__ import annotations
@@ -25,19 +26,17 @@ from hyperstep.control.relative import references, resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
 from hyperstep.optim.average_state import config_of as average_config
-from hyperstep.optim.average_state import restore as restore_average
 from hyperstep.optim.core import (
     assign_attribute,
     bind_groups,
     deserialize_value,
-    from_hyperparameters_config,
     hyperparameters_config,
     keras_callable,
     schedule_of,
 )
 from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update, keras_value
-from hyperstep.optim.scheduled_config import inner_config, serialized, wrapped_class
+from hyperstep.optim.scheduled_config import serialized
 from hyperstep.schedules.expressions import Constant
 
 
@@ -337,32 +336,6 @@ class ScheduledBase(named_state.SavedByName):
         )
         config.update(average_config(self))  # an hs.SWA/hs.EMA average
         return config
-
-    @classmethod
-    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> Any:
-        """Load a config of :meth:`get_config` (or an older, flat one: Keras's
-        keys and hyperstep's side by side, loaded by ``cls``)."""
-        config = dict(config)
-        nested = config.pop("optimizer", None)
-        target: Any = cls
-        if nested is not None:
-            from hyperstep.optim.scheduled import scheduled_class
-
-            target = scheduled_class(wrapped_class(nested, custom_objects))
-            config = {**inner_config(nested), **config}
-        elif getattr(cls, "_hs_base", None) is None:
-            raise InvalidArgumentError(
-                "A config of `hs.scheduled(...)` needs its wrapped optimizer under "
-                f"'optimizer'. Received: config with keys {sorted(config)}"
-            )
-        average = config.pop("average", None)
-        shared = from_hyperparameters_config(config, custom_objects)  # as StepOptimizer's
-        if shared["hyperparameters"] is None:
-            shared["hyperparameters"] = {}
-        optimizer = super(ScheduledBase, target).from_config(  # type: ignore[misc]
-            {**config, **shared}, custom_objects
-        )
-        return restore_average(optimizer, average)
 
     # ---- saving (hyperstep.control.named_state.SavedByName) ---------------------------
     def _hs_named(self) -> dict[str, Hyperparameter]:
