@@ -1,6 +1,6 @@
 """Units of hyperstep.backends.torch that stay whatever moves around them: ``kernels``,
-``applies``, ``python_numbers`` and the per-variable paths torch never takes (the fused update itself
-against torch's and Keras's: tests/backends/test_torch_fused.py)."""
+``applies``, ``python_numbers`` and the per-variable paths torch never takes (the fused
+update itself against torch's and Keras's: tests/backends/test_torch_fused.py)."""
 
 from __future__ import annotations
 
