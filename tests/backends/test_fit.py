@@ -1,0 +1,85 @@
+"""Units of hyperstep.backends.fit: handlers every ``CallbackList`` calls first, the wrapped
+train step, ``write_through``/``held_state`` off JAX and ``layers_of``."""
+
+from __future__ import annotations
+
+import copy
+
+import keras
+import numpy as np
+import pytest
+
+from hyperstep.backends import fit
+from hyperstep.backends.fit import follow_fit, held_state, layers_of, write_through
+
+
+@pytest.fixture
+def calls():
+    seen: list = []
+
+    def began(model, params):
+        seen.append(("train", model, params))
+
+    def epoch(model, index):
+        seen.append(("epoch", model, index))
+
+    follow_fit(began, epoch)
+    follow_fit(began, epoch)  # registered once
+    assert fit._HANDLERS.count((began, epoch)) == 1
+    yield seen
+    fit._HANDLERS.remove((began, epoch))
+
+
+def _model() -> keras.Model:
+    return keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+
+
+def test_a_callback_list_calls_the_handlers_before_the_callbacks(calls) -> None:
+    order: list = []
+
+    class Probe(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            order.append(len(calls))
+
+        def on_epoch_begin(self, epoch, logs=None):
+            order.append(len(calls))
+
+    model = _model()
+    callbacks = keras.callbacks.CallbackList([Probe()], model=model, steps=3)
+    callbacks.on_train_begin()
+    callbacks.on_epoch_begin(4)
+    assert [c[0] for c in calls] == ["train", "epoch"]
+    assert calls[0][1] is model and calls[0][2]["steps"] == 3
+    assert calls[1][1:] == (model, 4)
+    assert order == [1, 2]  # each handler ran before the callback
+
+
+def test_write_through_and_held_state_off_jax() -> None:
+    variable = keras.Variable(1.0)
+    write_through(variable, 4.0)
+    assert float(variable.numpy()) == 4.0
+    assert held_state([variable]) is None
+
+
+def test_layers_of_is_the_model_and_every_nested_layer() -> None:
+    inner = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="a")], name="inner")
+    outer = keras.Sequential([keras.Input((2,)), inner, keras.layers.Dense(1, name="b")])
+    found = layers_of(outer)
+    assert found[0] is outer
+    for layer in (inner, inner.get_layer("a"), outer.get_layer("b")):
+        assert sum(x is layer for x in found) == 1, layer.name
+    dense = [x.name for x in found if isinstance(x, keras.layers.Dense)]
+    assert sorted(dense) == ["a", "b"]
+
+
+def test_the_train_step_is_wrapped_and_a_copy_gets_its_own() -> None:
+    import hyperstep.clock  # registers its wrap at import
+
+    assert fit._TRAIN_STEP_WRAPS == [hyperstep.clock.fit_iteration]
+    model = _model()
+    model.compile("sgd", "mse")
+    model.fit(np.ones((2, 1)), np.ones((2, 1)), verbose=0)
+    step = model.__dict__["train_step"]
+    assert isinstance(step, fit._TrainStep) and step.model is model
+    clone = copy.deepcopy(step)
+    assert clone.model is not model and isinstance(clone.model, keras.Model)
