@@ -214,3 +214,40 @@ def test_the_private_import_check_finds_one(tmp_path: pathlib.Path) -> None:
         "hyperstep.room.b <- hyperstep.room.a._x",
         "hyperstep.other <- hyperstep.room._c",
     }
+
+
+# ---- a test module per source module ------------------------------------------------------------
+
+TESTS = pathlib.Path(__file__).parent
+#: where the tests of each room live (the diagnosis room's are the doctor's)
+TEST_ROOMS = {"diagnosis": "doctor"}
+#: modules with no units of their own, and where what they do is tested
+NO_UNITS = {
+    "__main__.py": "`python -m hyperstep` calls cli.main.main (tests/cli/test_main.py)",
+    "callbacks.py": "the `hs.callbacks` namespace, names only (tests/test_public_api.py)",
+    "rules.py": "the `hs.rules` namespace, names only (tests/test_public_api.py)",
+}
+
+
+def _test_module(module: pathlib.Path) -> pathlib.Path:
+    relative = module.relative_to(SRC)
+    room = (
+        TESTS / TEST_ROOMS.get(relative.parts[0], relative.parts[0])
+        if len(relative.parts) > 1
+        else TESTS
+    )
+    return room / f"test_{relative.stem.lstrip('_')}.py"
+
+
+def test_every_source_module_has_a_test_module_of_its_name() -> None:
+    """``src/hyperstep/<room>/<m>.py`` has its units tested in ``tests/<room>/test_<m>.py``
+    (a package's ``__init__`` and a private module's underscore aside)."""
+    modules = [p for p in sorted(SRC.rglob("*.py")) if p.name != "__init__.py"]
+    missing = sorted(
+        p.relative_to(SRC).as_posix()
+        for p in modules
+        if not _test_module(p).is_file() and p.relative_to(SRC).as_posix() not in NO_UNITS
+    )
+    assert not missing, f"no test module: {missing}"
+    stale = sorted(set(NO_UNITS) - {p.relative_to(SRC).as_posix() for p in modules})
+    assert not stale, f"NO_UNITS names modules that are gone: {stale}"

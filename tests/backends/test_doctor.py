@@ -11,7 +11,8 @@ import os
 import keras
 import pytest
 
-from hyperstep.backends.doctor import Trace, TracedOp, tracer, user_source
+from hyperstep.backends.doctor import tracer
+from hyperstep.backends.traces import Trace, TracedOp, user_source
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 

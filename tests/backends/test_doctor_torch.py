@@ -10,7 +10,7 @@ import pytest
 from keras import ops
 
 from hyperstep.backends import doctor_torch as backend
-from hyperstep.backends.doctor import Trace
+from hyperstep.backends.traces import Trace
 
 pytestmark = pytest.mark.backend("torch")
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from keras import ops
 
+from hyperstep.backends.fast_paths import native_variable
+from hyperstep.backends.optimizer_classes import keras_base_name
 from hyperstep.backends.updates import (
     after,
     in_dtype,
-    keras_base_name,
     keras_number,
-    native_variable,
     scalar_tensor,
     trains_statelessly,
 )
