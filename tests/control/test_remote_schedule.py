@@ -139,3 +139,95 @@ def test_replay_of_float64_hyperparameters_on_tensorflow_is_bitwise_the_controll
     fresh, fresh_traces = _float64_run({**given, **schedules}, {}, None)
     np.testing.assert_array_equal(controlled, fresh)
     assert traces == fresh_traces  # no command traced the step again
+
+
+def _executions_run(
+    given: dict[str, Any], plan: dict[int, dict[str, Any]], directory: Any, span: int
+) -> tuple[Any, int, int]:
+    """AdamW (hs.scheduled) for 24 steps under fit(steps_per_execution=span), steered by
+    ``plan`` {step: command} (submitted after the execution ending at that step); returns the
+    weights, the train step's traces and how many train functions fit called."""
+    import keras
+
+    import hyperstep as hs
+    from hyperstep.control.directory import submit
+
+    keras.utils.set_random_seed(5)
+
+    class Counting(keras.Sequential):
+        traces = 0
+
+        def train_step(self, *args: Any, **kwargs: Any) -> Any:
+            self.traces += 1  # a Python side effect: once per trace
+            return super().train_step(*args, **kwargs)
+
+    model = Counting(
+        [keras.Input((3,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)]
+    )
+    opt = hs.scheduled(keras.optimizers.AdamW(), **given)
+    model.compile(opt, "mse", steps_per_execution=span)
+    functions: set[int] = set()
+
+    class Steer(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            functions.add(id(model.train_function))
+            step = batch + 1  # one epoch: the steps done (the last batch of the execution)
+            if step in plan:
+                submit(remote.directory, plan[step])
+
+    callbacks: list[Any] = [Steer()]
+    if directory is not None:
+        remote = hs.Remote(directory)
+        callbacks = [remote, *callbacks]
+    x = np.linspace(-1, 1, 24 * 4 * 3, dtype="float32").reshape(24 * 4, 3)
+    y = (np.sin(3 * x[:, :1]) + x[:, 1:2] * x[:, 2:3]).astype("float32")
+    model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0, callbacks=callbacks)
+    weights = np.concatenate([np.ravel(w) for w in model.get_weights()])
+    return weights, model.traces, len(functions)
+
+
+@pytest.mark.backend("tensorflow", "jax")
+def test_schedule_under_steps_per_execution_retraces_nothing_and_replays_bitwise(
+    tmp_path: Path,
+) -> None:
+    # callbacks run only between executions of 4 steps: the Remote armed each name with a
+    # table of 4 values before the step was traced, and writes it at every boundary
+    import keras
+
+    import hyperstep as hs
+
+    plan = {
+        8: {
+            "verb": "schedule",
+            "values": {"learning_rate": "0.02 * 0.93 ** step", "beta_1": "linear(0.8, 0.95, 50)"},
+        },
+        12: {"verb": "scale", "values": {"learning_rate": 0.5}},
+        16: {"verb": "schedule", "values": {"weight_decay": "0.03 * (1 - step / 40)"}},
+    }
+    # schedules from the start: on JAX a constant's `1 - beta_1` rounds like Keras's Python
+    # float (hyperstep.backends.static), which a replayed `where` of it does not
+    given = {
+        "learning_rate": "0.01 * (1 - step / 100)",
+        "beta_1": "linear(0.85, 0.95, steps=100)",
+        "weight_decay": "0.004 * (1 - step / 200)",
+    }
+    controlled, traces, functions = _executions_run(given, plan, tmp_path / "run", 4)
+    lines = (tmp_path / "run" / "journal.jsonl").read_text().splitlines()
+    applied = [e for e in map(json.loads, lines) if e.get("status") == "applied"]
+    assert [e["step"] for e in applied] == [8, 12, 16]
+    assert [e.get("retraced") for e in applied] == [False, None, False]
+    assert applied[0]["driven"] == ["beta_1", "learning_rate"]
+    schedules = {n: hs.parse(repr(s)) for n, s in hs.Remote.replay(lines_path(tmp_path)).items()}
+    assert sorted(schedules) == ["beta_1", "learning_rate", "weight_decay"]
+    fresh, fresh_traces, fresh_functions = _executions_run({**given, **schedules}, {}, None, 4)
+    # the new values reached the steps inside each execution, not only its first
+    unsteered, _, _ = _executions_run(given, {}, None, 4)
+    assert not np.array_equal(controlled, unsteered)
+    np.testing.assert_array_equal(controlled, fresh)
+    assert functions == fresh_functions == 1  # fit called one train function throughout
+    assert traces == fresh_traces  # no command traced the step again
+    assert keras.backend.backend() in ("tensorflow", "jax")
+
+
+def lines_path(tmp_path: Path) -> Path:
+    return tmp_path / "run" / "journal.jsonl"

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from keras import ops
 
-from hyperstep.backends import raw, read_once, unmapped_in_jit
+from hyperstep.backends import raw, unmapped_in_jit
 from hyperstep.clock import Clock
 from hyperstep.control.relative import references
 from hyperstep.errors import FrozenValueError
@@ -50,6 +50,12 @@ class ValueForms:
     def _step_state(self) -> list[Any]:
         raise NotImplementedError
 
+    def _armed_variables(self) -> list[Any]:
+        raise NotImplementedError
+
+    def override_at(self, step: Any) -> Any:
+        raise NotImplementedError
+
     def _cooled(self, schedule: Schedule, base: Any, step: Any) -> Any:
         raise NotImplementedError
 
@@ -75,7 +81,9 @@ class ValueForms:
         return found[2]
 
     def _check_mapped(self) -> None:
-        unmapped = unmapped_in_jit([*self._clock_variables(), *self._step_state()])
+        unmapped = unmapped_in_jit(
+            [*self._clock_variables(), *self._step_state(), *self._armed_variables()]
+        )
         if not unmapped:
             return
         names = ", ".join(v.path for v in unmapped)
@@ -148,7 +156,7 @@ class ValueForms:
         """
         schedule = self._clocked
         base = self._cooled(schedule, exact_value(schedule, step), step)
-        override = read_once(self.override)  # used twice: read once
+        override = self.override_at(step)  # used twice: read once
         scaled = ops.multiply(base, ops.cast(self.scale.value, "float64"))
         return ops.where(ops.isnan(override), scaled, ops.cast(override, "float64"))
 
