@@ -484,7 +484,7 @@ class Remote(keras.callbacks.Callback):
         hyperparameter with a table of ``k`` values (before the step is traced: a train
         function made earlier, by an earlier ``fit``, is made again here, traced at its
         first call as it would be anyway)."""
-        model = getattr(self, "_model", None)
+        model: Any = getattr(self, "_model", None)
         span = int(getattr(model, "steps_per_execution", 1) or 1) if model is not None else 1
         if span <= 1 or untraced(model):
             return
@@ -600,7 +600,7 @@ def _track(model: Any, hp: Any, variables: Any) -> None:
     """Put ``variables`` (``hp``'s table) among the variables of each optimizer that carries
     ``hp``'s state (JAX trains on ``optimizer.variables``: what the step reads must be
     there; a hyperparameter read in the model is in its non-trainable variables already)."""
-    optimizer = getattr(model, "optimizer", None)
+    optimizer: Any = getattr(model, "optimizer", None)
     for _ in range(4):  # LossScaleOptimizer, SkipNonFinite: each one's list
         tracker = getattr(optimizer, "_tracker", None)
         if tracker is not None and tracker.is_in_store("variables", hp.scale):
