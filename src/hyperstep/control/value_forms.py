@@ -105,10 +105,11 @@ class ValueForms:
         ``override if is_set else schedule(step) * scale`` with the state read as Python
         numbers and the schedule looked up in a table of its float32 values for
         ``_TABLE_STEPS`` steps from ``step`` (one vectorized evaluation, refilled when the step
-        leaves it); a constant schedule gives its Python number exactly. The product of two
-        float32 numbers is exact in a Python float, so once rounded to float32 it equals
-        :meth:`at` (to the last bit for elementwise schedule arithmetic; a vectorized ``pow``
-        may round one bit differently from a scalar one). ``None`` for a schedule whose
+        leaves it); a constant schedule gives its Python number exactly. A ``scale`` other
+        than 1 multiplies in float32 (``float32(float32(base) * scale)``), so the number is
+        :meth:`at`'s (to the last bit for elementwise schedule arithmetic; a vectorized
+        ``pow`` may round one bit differently from a scalar one), which a replayed
+        ``schedule * scale`` (:func:`hyperstep.Remote.replay`) gives again. ``None`` for a schedule whose
         vectorized value is not a float32 vector (a wrapped Keras schedule) or that names
         another hyperparameter (``"10 * learning_rate"``). Used by
         ``hs.scheduled`` on eager torch (where each tensor op costs Python time; see
@@ -144,7 +145,9 @@ class ValueForms:
                 table = self._table = (schedule, step, values.tolist(), epochs)
             base = table[2][step - table[1]]
         scale = float(raw(self.scale))
-        return base if scale == 1.0 else base * scale
+        # scaled: float32(base * scale), the float32 product `at` computes (and a replayed
+        # `schedule * scale` gives); unscaled, a constant's Python number stays exact
+        return base if scale == 1.0 else float(np.float32(np.float32(base) * np.float32(scale)))
 
     def exact_at(self, step: Any) -> Any:
         """Like :meth:`at` for a scalar step, in float64, with constants kept exact.
