@@ -326,17 +326,19 @@ def test_a_replaced_schedule_is_driven_again_after_a_resume(tmp_path: Path) -> N
     assert "where(step < 5.0" in repr(lr2.schedule)  # the whole schedule, for eager reads
 
 
-def test_schedule_retraces_once_where_callbacks_run_between_executions(tmp_path: Path) -> None:
+def test_schedule_retraces_nothing_where_callbacks_run_between_executions(tmp_path: Path) -> None:
     """fit(steps_per_execution=2) runs batch callbacks only between executions: the
-    override cannot be driven at each step, so the step is traced with the new schedule."""
+    Remote armed the hyperparameter with a table of 2 values before the step was traced, so
+    the new schedule reaches both steps of an execution with the same train function."""
     opt = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile(opt, "mse", steps_per_execution=2)
     remote = hs.Remote(tmp_path / "run")
-    sent = []
+    sent, functions = [], set()
 
     class Send(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
+            functions.add(id(model.train_function))
             if not sent:
                 sent.append(
                     submit(
@@ -347,5 +349,6 @@ def test_schedule_retraces_once_where_callbacks_run_between_executions(tmp_path:
     x, y = np.ones((16, 2), "float32"), np.ones((16, 1), "float32")
     model.fit(x, y, batch_size=2, epochs=1, verbose=0, callbacks=[remote, Send()])
     [found] = [e for e in entries(remote) if "seq" in e]
-    assert found["status"] == "applied" and found["retraced"] is True
+    assert found["status"] == "applied" and found["retraced"] is False
+    assert found["driven"] == ["learning_rate"] and len(functions) == 1
     assert value(opt.hyperparameters["learning_rate"]) == pytest.approx(0.3)

@@ -15,10 +15,7 @@ decisions and that a checkpoint written under a strategy restores into a single-
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,52 +29,30 @@ _SPEC = importlib.util.spec_from_file_location("hs_multi_worker", SCRIPT)
 assert _SPEC is not None and _SPEC.loader is not None
 WORKER = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(WORKER)  # definitions only: main() runs in the worker processes
+_HARNESS_SPEC = importlib.util.spec_from_file_location(
+    "hs_distribute_harness", Path(__file__).with_name("harness.py")
+)
+assert _HARNESS_SPEC is not None and _HARNESS_SPEC.loader is not None
+HARNESS = importlib.util.module_from_spec(_HARNESS_SPEC)  # launching and collecting
+_HARNESS_SPEC.loader.exec_module(HARNESS)
 #: seconds for both phases (four worker processes): a hang guard (tests/conftest.py)
 BUDGET = float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600"))
 
 pytestmark = pytest.mark.slow
 
 
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
 def _phase(directory: Path, phase: str, deadline: float) -> list[dict[str, Any]]:
     """Start two workers, wait for both results (or the deadline), then kill both."""
-    ports = _free_ports(2)
+    ports = HARNESS.free_ports(2)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
     env.pop("TF_CONFIG", None)
+    commands = [
+        [sys.executable, str(SCRIPT), str(directory), str(i), *map(str, ports), phase]
+        for i in range(2)
+    ]
     results = [directory / f"{phase}_{i}.json" for i in range(2)]
     logs = [directory / f"{phase}_{i}.log" for i in range(2)]
-    workers: list[subprocess.Popen[bytes]] = []
-    try:
-        for i in range(2):
-            with open(logs[i], "wb") as log:
-                command = [sys.executable, str(SCRIPT), str(directory), str(i), *map(str, ports)]
-                command.append(phase)
-                workers.append(
-                    subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-                )
-        while not all(path.exists() for path in results):
-            failed = [w.returncode for w in workers if w.poll() is not None]
-            if failed or time.monotonic() > deadline:
-                tails = "\n".join(log.read_text(errors="replace")[-3000:] for log in logs)
-                why = f"exited {failed}" if failed else f"still ran after {BUDGET:.0f} s (hung?)"
-                pytest.fail(f"{phase}: workers {why}.\n{tails}")
-            time.sleep(0.2)
-    finally:
-        for worker in workers:  # both workers are killed, as in a crash
-            worker.kill()
-        for worker in workers:
-            worker.wait(timeout=30)
-    return [json.loads(path.read_text()) for path in results]
+    return HARNESS.until_results(commands, env, results, logs, deadline, f"{phase}: ")
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from hyperstep.backends import (
 )
 from hyperstep.backends.fit import held_state, write_through
 from hyperstep.clock import Clock
-from hyperstep.control import cooling
+from hyperstep.control import cooling, driven
 from hyperstep.control.epochs import FitFollower, install
 from hyperstep.control.value_forms import ValueForms
 from hyperstep.control.wrapped import hyperstep_optimizer, hyperstep_optimizers
@@ -120,6 +120,8 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
         self._relative: tuple[Schedule | None, bool] = (None, False)
         #: the :class:`hyperstep.Cooldown` that assigns the cooldown state (one at most)
         self._cooldown: Any = None
+        #: a Remote's table of a replaced schedule's values (:mod:`hyperstep.control.driven`)
+        self._armed: tuple[Any, Any] | None = None
         self.built = True
         install()  # fit's epochs reach the clocks (a handler; Keras is not patched)
 
@@ -178,8 +180,8 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
             with held:
                 return self.at(step)
         self._check_mapped()  # JAX only (nothing to check elsewhere)
-        if not cooling.dormant(self.cooldown_start):  # started, or in a traced step
-            return self._at_ops(step)
+        if self._armed is not None or not cooling.dormant(self.cooldown_start):
+            return self._at_ops(step)  # armed, started, or in a traced step
         # eager torch: 2-3 torch calls (each keras.ops call costs ~15 us of Python there)
         value = fast_value(self._clocked, step, self.scale, self.override)
         return value if value is not None else self._at_ops(step)
@@ -195,9 +197,34 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
         return cooling.cooled(self.cooldown_start, self.cooldown_form, schedule, base, step)
 
     def _at_ops(self, step: Any) -> Any:
-        override = read_once(self.override)  # used twice: read once
+        override = self.override_at(step)  # used twice: read once
         scaled = ops.multiply(self.base_at(step), self.scale.value)
         return ops.where(ops.isnan(override), scaled, override)
+
+    def override_at(self, step: Any) -> Any:
+        """The override the value takes at ``step`` (nan: none), read once: ``override``,
+        or where a :class:`hyperstep.Remote` armed this hyperparameter (:meth:`arm`) and
+        ``override`` is nan, the entry of its table for ``step``."""
+        override = read_once(self.override)
+        if self._armed is None:
+            return override
+        return driven.override_at(override, self._armed, step)
+
+    def arm(self, steps: int) -> tuple[Any, Any]:
+        """Give the value a table of ``steps`` overrides, one per step from a start step
+        (:mod:`hyperstep.control.driven`), and return ``(table, start)``; the ones made
+        before if they hold at least ``steps``. :class:`hyperstep.Remote` arms a
+        hyperparameter before ``fit(steps_per_execution=k)`` traces its step and writes a
+        replaced schedule's next ``k`` values there, so the step is not traced again. A step
+        traced before the call does not read the table; the variables are not saved."""
+        if self._armed is not None and int(self._armed[0].shape[0]) >= steps:
+            return self._armed
+        with _scope_of(self.scale):
+            self._armed = driven.new_table(self, int(steps))
+        return self._armed
+
+    def _armed_variables(self) -> list[Any]:
+        return [] if self._armed is None else list(self._armed)
 
     @property
     def is_set(self) -> Any:
@@ -386,8 +413,8 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
         """The variables a training step reads for ``value``: the clock's, ``scale``,
         ``override`` and the cooldown's (not a controller's state, which only its callback
         reads). Every one exists from the hyperparameter's creation; a JAX optimizer carries
-        exactly these through its jitted step."""
-        return [*self._clock_variables(), *self._step_state()]
+        exactly these through its jitted step (and the table, once armed: :meth:`arm`)."""
+        return [*self._clock_variables(), *self._step_state(), *self._armed_variables()]
 
     def save_own_variables(self, store: Any) -> None:
         for variable in self._own_variables():

@@ -82,8 +82,11 @@ class Remote(keras.callbacks.Callback):
     step reads. The values are those of a
     fresh run with the new schedule from that step, and nothing retraces. On eager torch
     the schedule itself is replaced (nothing is traced there). Under ``fit`` with
-    ``steps_per_execution > 1`` (callbacks between executions only) the step is traced
-    again instead.
+    ``steps_per_execution = k > 1`` (callbacks between executions only) the Remote arms
+    each hyperparameter at ``on_train_begin``, before the step is traced
+    (:meth:`hyperstep.Hyperparameter.arm`): the step then reads the override from a table
+    of ``k`` values, which the Remote writes at each execution boundary with the next
+    ``k`` values it would have written one by one (:mod:`hyperstep.control.driven`).
     Names are the optimizer's hyperparameter keys (a group's as ``group/name``) and those
     given as ``hyperparameters``. Every command, applied or refused, is a line of
     ``directory/journal.jsonl``; a malformed one is refused there and never stops training.
@@ -153,6 +156,8 @@ class Remote(keras.callbacks.Callback):
         self._held: set[str] = set()
         #: names whose value reaches Keras in float64 (``exact_at``), as the journal says
         self._exact: set[str] = set()
+        #: names armed with a table of values (fit with steps_per_execution > 1): name -> k
+        self._armed: dict[str, int] = {}
         if self._given:
             self._bind({})
 
@@ -291,8 +296,6 @@ class Remote(keras.callbacks.Callback):
                     self._held.add(name)
                 elif command["verb"] == "clear":
                     self._held.discard(name)
-        if any(r.retrace for r in self._replaced.values()):
-            self._retrace()
 
     def _due(self) -> list[dict[str, Any]]:
         entries, waiting = [], []
@@ -375,15 +378,9 @@ class Remote(keras.callbacks.Callback):
         elif verb == "schedule":
             for name, text in command["values"].items():
                 self._replace(name, text, step)
-            retrace = any(
-                name in self._replaced and self._replaced[name].retrace
-                for name in command["values"]
-            )
-            extra["retraced"] = self._retrace() if retrace else False
+            extra["retraced"] = False  # never (kept for journals read by older code)
             extra["driven"] = sorted(  # through the float32 override (not eager torch's)
-                n
-                for n in command["values"]
-                if n in self._replaced and not self._replaced[n].retrace
+                n for n in command["values"] if n in self._replaced
             )
         elif verb == "cooldown":
             from hyperstep.control.cooldown import Cooldown
@@ -431,19 +428,16 @@ class Remote(keras.callbacks.Callback):
         if mode == "schedule":  # eager torch: nothing traced, the schedule is enough
             return
         dtype = str(ops.dtype(hp.clock.step))  # the clock's: the step's own cast
-        replacement = Replacement(new, step, whole, dtype, retrace=mode == "retrace")
+        replacement = Replacement(new, step, whole, dtype)
         if _int(hp.cooldown_start) >= 0:  # cooling already: the new schedule cools from there
             replacement.cool(_cooldown_of(hp))
         self._replaced[name] = replacement
 
     def _mode(self) -> str:
         """How a replaced schedule reaches the step: ``"override"`` (driven at every
-        boundary), ``"schedule"`` (eager torch) or ``"retrace"`` (callbacks only between
-        executions of several steps)."""
-        model = getattr(self, "_model", None)
-        if model is not None and int(getattr(model, "steps_per_execution", 1) or 1) > 1:
-            return "retrace"
-        if untraced(model):
+        boundary: the override, or an armed table of values) or ``"schedule"`` (eager
+        torch)."""
+        if untraced(getattr(self, "_model", None)):
             return "schedule"
         return "override"
 
@@ -451,13 +445,24 @@ class Remote(keras.callbacks.Callback):
         """Write each replaced schedule's value at this step, times ``scale``, into the
         override the traced step reads (not where a ``set`` holds it, nor before its step)."""
         for name, replacement in self._replaced.items():
-            if replacement.retrace or name in self._held or (names and name not in names):
+            if name in self._held or (names and name not in names):
                 continue
             hp = self.hyperparameters[name]
             step = _int(hp.clock.step)
             if step < replacement.since:
                 continue
-            value = np.float32(replacement.value(step) * np.float32(_float(hp.scale)))
+            scale = np.float32(_float(hp.scale))
+            span = self._armed.get(name)
+            if span is not None:  # the next `span` values, for the steps of one execution
+                found = (step, scale)
+                if replacement.written != found:
+                    table, start = hp.arm(span)
+                    values = [replacement.value(s) * scale for s in range(step, step + span)]
+                    write_through(table, np.asarray(values, dtype="float32"))
+                    write_through(start, step)
+                    replacement.written = found
+                continue
+            value = np.float32(replacement.value(step) * scale)
             if replacement.written != value:
                 write_through(hp.override, value)
                 replacement.written = value
@@ -475,13 +480,26 @@ class Remote(keras.callbacks.Callback):
         hp = self.hyperparameters[names[0] if names else min(self.hyperparameters)]
         return _int(hp.clock.step)
 
-    def _retrace(self) -> bool:
-        """Trace fit's step again (a replaced schedule is new code); False outside fit."""
-        model = getattr(self, "_model", None)
-        if model is None or getattr(model, "train_function", None) is None:
-            return False
-        model.make_train_function(force=True)
-        return True
+    def _arm(self) -> None:
+        """Under ``fit(steps_per_execution=k > 1)`` on a traced backend, arm every
+        hyperparameter with a table of ``k`` values (before the step is traced: a train
+        function made earlier, by an earlier ``fit``, is made again here, traced at its
+        first call as it would be anyway)."""
+        model: Any = getattr(self, "_model", None)
+        span = int(getattr(model, "steps_per_execution", 1) or 1) if model is not None else 1
+        if span <= 1 or untraced(model):
+            return
+        fresh = False
+        for name, hp in self.hyperparameters.items():
+            if self._armed.get(name, 0) >= span:
+                continue
+            before = hp._armed
+            variables = hp.arm(span)
+            fresh = fresh or variables is not before
+            self._armed[name] = span
+            _track(model, hp, variables)
+        if fresh and getattr(model, "train_function", None) is not None:
+            model.make_train_function(force=True)
 
     # ---- status ---------------------------------------------------------------------------
     def write_status(self) -> None:
@@ -514,13 +532,19 @@ class Remote(keras.callbacks.Callback):
         )
 
     # ---- Keras callback -------------------------------------------------------------------
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self._arm()
+
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self.poll()
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         self._sync()
         for name, replacement in self._replaced.items():  # the schedule holds it now
-            if not replacement.retrace and name not in self._held:
+            if name in self._armed:
+                write_through(self.hyperparameters[name].arm(self._armed[name])[1], -1)
+                replacement.written = None
+            elif name not in self._held:
                 self.hyperparameters[name].clear()
                 replacement.written = None
         self._state = "stopped" if self.stop_requested else "ended"
@@ -541,11 +565,8 @@ class Replacement:
     step would, from a table of ``TABLE_STEPS`` values computed in one compiled call;
     ``whole`` is the schedule with the old one before ``since``."""
 
-    def __init__(
-        self, schedule: Schedule, since: int, whole: Schedule, dtype: str, retrace: bool
-    ) -> None:
+    def __init__(self, schedule: Schedule, since: int, whole: Schedule, dtype: str) -> None:
         self.schedule, self.since, self.whole, self.dtype = schedule, since, whole, dtype
-        self.retrace = retrace
         self.written: Any = None
         self._values = traced_values(schedule, dtype)
         self._table: tuple[int, np.ndarray] | None = None
@@ -574,6 +595,20 @@ def _cooldown_of(hp: Any) -> dict[str, Any]:
         "shape": DECAY_TYPES[int(shape)],
         "end": end,
     }
+
+
+def _track(model: Any, hp: Any, variables: Any) -> None:
+    """Put ``variables`` (``hp``'s table) among the variables of each optimizer that carries
+    ``hp``'s state (JAX trains on ``optimizer.variables``: what the step reads must be
+    there; a hyperparameter read in the model is in its non-trainable variables already)."""
+    optimizer: Any = getattr(model, "optimizer", None)
+    for _ in range(4):  # LossScaleOptimizer, SkipNonFinite: each one's list
+        tracker = getattr(optimizer, "_tracker", None)
+        if tracker is not None and tracker.is_in_store("variables", hp.scale):
+            for variable in variables:
+                if not tracker.is_in_store("variables", variable):
+                    optimizer._track_variable(variable)
+        optimizer = getattr(optimizer, "inner_optimizer", None)
 
 
 def _names(command: dict[str, Any]) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from keras import ops
 
-from hyperstep.backends import raw, read_once, unmapped_in_jit
+from hyperstep.backends import raw, unmapped_in_jit
 from hyperstep.clock import Clock
 from hyperstep.control.relative import references
 from hyperstep.errors import FrozenValueError
@@ -51,6 +51,12 @@ class ValueForms:
     def _step_state(self) -> list[Any]:
         raise NotImplementedError
 
+    def _armed_variables(self) -> list[Any]:
+        raise NotImplementedError
+
+    def override_at(self, step: Any) -> Any:
+        raise NotImplementedError
+
     def _cooled(self, schedule: Schedule, base: Any, step: Any) -> Any:
         raise NotImplementedError
 
@@ -76,7 +82,9 @@ class ValueForms:
         return found[2]
 
     def _check_mapped(self) -> None:
-        unmapped = unmapped_in_jit([*self._clock_variables(), *self._step_state()])
+        unmapped = unmapped_in_jit(
+            [*self._clock_variables(), *self._step_state(), *self._armed_variables()]
+        )
         if not unmapped:
             return
         names = ", ".join(v.path for v in unmapped)
@@ -98,10 +106,11 @@ class ValueForms:
         ``override if is_set else schedule(step) * scale`` with the state read as Python
         numbers and the schedule looked up in a table of its float32 values for
         ``_TABLE_STEPS`` steps from ``step`` (one vectorized evaluation, refilled when the step
-        leaves it); a constant schedule gives its Python number exactly. The product of two
-        float32 numbers is exact in a Python float, so once rounded to float32 it equals
-        :meth:`at` (to the last bit for elementwise schedule arithmetic; a vectorized ``pow``
-        may round one bit differently from a scalar one). ``None`` for a schedule whose
+        leaves it); a constant schedule gives its Python number exactly. A ``scale`` other
+        than 1 multiplies in float32 (``float32(float32(base) * scale)``), so the number is
+        :meth:`at`'s (to the last bit for elementwise schedule arithmetic; a vectorized
+        ``pow`` may round one bit differently from a scalar one), which a replayed
+        ``schedule * scale`` (:func:`hyperstep.Remote.replay`) gives again. ``None`` for a schedule whose
         vectorized value is not a float32 vector (a wrapped Keras schedule) or that names
         another hyperparameter (``"10 * learning_rate"``). Used by
         ``hs.scheduled`` on eager torch (where each tensor op costs Python time; see
@@ -137,7 +146,9 @@ class ValueForms:
                 table = self._table = (schedule, step, values.tolist(), epochs)
             base = table[2][step - table[1]]
         scale = float(raw(self.scale))
-        return base if scale == 1.0 else base * scale
+        # scaled: float32(base * scale), the float32 product `at` computes (and a replayed
+        # `schedule * scale` gives); unscaled, a constant's Python number stays exact
+        return base if scale == 1.0 else float(np.float32(np.float32(base) * np.float32(scale)))
 
     def exact_at(self, step: Any) -> Any:
         """Like :meth:`at` for a scalar step, in float64, with constants kept exact.
@@ -149,7 +160,7 @@ class ValueForms:
         """
         schedule = self._clocked
         base = self._cooled(schedule, exact_value(schedule, step), step)
-        override = read_once(self.override)  # used twice: read once
+        override = self.override_at(step)  # used twice: read once
         scaled = ops.multiply(base, ops.cast(self.scale.value, "float64"))
         return ops.where(ops.isnan(override), scaled, ops.cast(override, "float64"))
 

@@ -163,6 +163,6 @@ def value_and_complement(update: Update, hyperparameter: Hyperparameter) -> tupl
         return value, None
     exact = ops.convert_to_tensor(1.0 - schedule.value_, "float32")
     plain = ops.logical_and(
-        ops.isnan(hyperparameter.override.value), ops.equal(hyperparameter.scale, 1.0)
+        ops.isnan(hyperparameter.override_at(update.step)), ops.equal(hyperparameter.scale, 1.0)
     )
     return value, ops.where(plain, exact, 1.0 - value)
