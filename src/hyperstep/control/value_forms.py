@@ -110,9 +110,9 @@ class ValueForms:
         than 1 multiplies in float32 (``float32(float32(base) * scale)``), so the number is
         :meth:`at`'s (to the last bit for elementwise schedule arithmetic; a vectorized
         ``pow`` may round one bit differently from a scalar one), which a replayed
-        ``schedule * scale`` (:func:`hyperstep.Remote.replay`) gives again. ``None`` for a schedule whose
-        vectorized value is not a float32 vector (a wrapped Keras schedule) or that names
-        another hyperparameter (``"10 * learning_rate"``). Used by
+        ``schedule * scale`` (:func:`hyperstep.Remote.replay`) gives again. ``None`` for a
+        schedule whose vectorized value is not a float32 vector (a wrapped Keras schedule) or
+        that names another hyperparameter (``"10 * learning_rate"``). Used by
         ``hs.scheduled`` on eager torch (where each tensor op costs Python time; see
         docs/backends.md). Reads the variables' own tensors (``backends.raw``), so only
         eagerly and outside ``keras.StatelessScope``: not for graphs, ``torch.compile`` or
