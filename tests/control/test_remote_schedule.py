@@ -169,9 +169,14 @@ def _executions_run(
     functions: set[int] = set()
 
     class Steer(keras.callbacks.Callback):
+        executions = 0
+
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             functions.add(id(model.train_function))
-            step = batch + 1  # one epoch: the steps done (the last batch of the execution)
+            # the steps done: one call per execution (Keras's `batch` here is the execution's
+            # last batch since 3.11, its first before)
+            self.executions += 1
+            step = self.executions * span
             if step in plan:
                 submit(remote.directory, plan[step])
 
@@ -335,6 +340,8 @@ def _compiled_run(
     frames: list[int] = []
 
     class Steer(keras.callbacks.Callback):
+        executions = 0
+
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             frames.append(int(counters["frames"]["total"]))
             if batch + 1 in plan:
