@@ -57,7 +57,8 @@ $(OLDEST)/.installed: pyproject.toml
 test-oldest: $(OLDEST)/.installed
 	@for backend in $(PASSES); do \
 		KERAS_BACKEND=$$backend $(OLDEST)/bin/python -m pytest -n $(JOBS) --dist loadfile \
-			tests/schedules tests/optim tests/control tests/test_clock.py -m "not slow" \
+			tests/schedules tests/optim tests/control tests/test_clock.py \
+			tests/backends/test_steering.py -m "not slow" \
 			|| [ $$? -eq 5 ] || exit 1; \
 	done
 # the user's guide and API reference (mkdocs-material; the schedule figures drawn from the

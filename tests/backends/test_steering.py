@@ -18,6 +18,7 @@ from hyperstep.backends.steering import (
     Workers,
     agreement,
     exact_form,
+    state_grew,
     traced_values,
     untraced,
     workers,
@@ -144,3 +145,22 @@ def test_traced_values_start_at_start_and_give_count_values() -> None:
     np.testing.assert_array_equal(values(0, 4), np.float32([1.0, 1.25, 1.5, 1.75]))
     np.testing.assert_array_equal(values(1000, 2), np.float32([251.0, 251.25]))
     assert values(5, 1).shape == (1,)
+
+
+@pytest.mark.backend("jax")
+def test_state_grew_records_the_shardings_again_where_fit_had_recorded_them() -> None:
+    # Keras's JAX trainer before 3.11 records one sharding per optimizer variable before
+    # on_train_begin; a variable added there (the Remote's table) needs one too
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(), "mse")
+    model.optimizer.build(model.trainable_variables)
+    state_grew(model)  # nothing recorded yet: nothing to do
+    assert getattr(model, "_optimizer_variable_shardings", None) is None
+    if not hasattr(model, "_record_training_state_sharding_spec"):
+        return  # Keras 3.11+ records nothing before on_train_begin (older: make test-oldest)
+    model._record_training_state_sharding_spec()
+    added = keras.Variable(0.0, name="added")
+    model.optimizer._track_variable(added)
+    assert len(model._optimizer_variable_shardings) == len(model.optimizer.variables) - 1
+    state_grew(model)
+    assert len(model._optimizer_variable_shardings) == len(model.optimizer.variables)

@@ -27,6 +27,7 @@ __all__ = [
     "Workers",
     "agreement",
     "exact_form",
+    "state_grew",
     "traced_values",
     "untraced",
     "workers",
@@ -153,6 +154,17 @@ def exact_form(name: str, optimizer: Any) -> bool:
     if current_backend() != "tensorflow" or not hasattr(optimizer, "_hs_value"):
         return False
     return name.rsplit("/", 1)[-1] != "learning_rate"
+
+
+def state_grew(model: Any) -> None:
+    """Tell ``model``'s ``fit`` that its optimizer's variables grew after fit began: Keras's
+    JAX trainer before 3.11 records the shardings of the state it carries (one per
+    variable) before ``on_train_begin``, and its step then indexes that list by variable;
+    record it again. Nothing to do where nothing was recorded (newer Keras, other
+    backends)."""
+    if current_backend() != "jax" or getattr(model, "_optimizer_variable_shardings", None) is None:
+        return
+    model._record_training_state_sharding_spec()
 
 
 def untraced(model: Any) -> bool:

@@ -27,6 +27,7 @@ from hyperstep.backends.steering import (
     Workers,
     agreement,
     exact_form,
+    state_grew,
     traced_values,
     untraced,
     workers,
@@ -498,6 +499,8 @@ class Remote(keras.callbacks.Callback):
             fresh = fresh or variables is not before
             self._armed[name] = span
             _track(model, hp, variables)
+        if fresh:
+            state_grew(model)
         if fresh and getattr(model, "train_function", None) is not None:
             model.make_train_function(force=True)
 
