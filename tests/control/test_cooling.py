@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from hyperstep.control.cooling import FORM, START, cooled, dormant, form_of
+from hyperstep.errors import InvalidArgumentError
 from hyperstep.schedules.language import parse
 from hyperstep.schedules.wsd import DECAY_TYPES
 
@@ -29,6 +30,15 @@ def test_form_of_is_steps_end_and_the_shape_index(shape: str) -> None:
     form = form_of(20, 0.5, shape)
     assert form == [20.0, 0.5, float(DECAY_TYPES.index(shape))]
     assert all(type(v) is float for v in form)
+
+
+def test_form_of_an_unknown_shape_names_the_argument_and_the_value() -> None:
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"`Cooldown\(shape=\.\.\.\)` must be one of .*"
+        r"Received: shape='sqrt'",
+    ):
+        form_of(20, 0.5, "sqrt")
 
 
 @pytest.mark.parametrize(("start", "expected"), [(-1, True), (0, False), (7, False)])

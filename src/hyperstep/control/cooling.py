@@ -24,6 +24,7 @@ from keras import ops
 from hyperstep.backends import concrete, host_int
 from hyperstep.backends.fast_paths import lazy_where
 from hyperstep.schedules.base import Schedule
+from hyperstep.schedules.checks import check_choice
 from hyperstep.schedules.wsd import DECAY_TYPES, decay_factor
 
 __all__ = ["FORM", "START", "cooled", "dormant", "form_of"]
@@ -35,6 +36,7 @@ START, FORM = "cooldown_start", "cooldown_form"
 
 def form_of(steps: float, end: float, shape: str) -> list[float]:
     """The ``cooldown_form`` value of a cooldown: ``[steps, end, index of shape]``."""
+    shape = check_choice("Cooldown", "shape", shape, DECAY_TYPES)
     return [float(steps), float(end), float(DECAY_TYPES.index(shape))]
 
 
