@@ -10,9 +10,6 @@ innermost frame of its creation stack that is the user's own code.
 
 from __future__ import annotations
 
-import linecache
-import os
-import sysconfig
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +22,7 @@ require_tensorflow("hyperstep.diagnosis.graph (the doctor's graph analysis)")
 import tensorflow as tf  # noqa: E402
 
 from hyperstep.backends.internals import gradient_function  # noqa: E402
+from hyperstep.backends.traces import user_source  # noqa: E402
 from hyperstep.diagnosis.paths import OpFact, PathFact  # noqa: E402
 
 #: Ops through which no useful gradient flows (the registered gradient is None or zero).
@@ -72,33 +70,13 @@ _SHAPE_LIKE = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastArgs"})
 _GRADIENT_DTYPES = (tf.resource, tf.variant)
 
 
-_INTERNAL_DIRS = tuple(
-    os.path.normcase(os.path.realpath(p))
-    for p in {
-        sysconfig.get_paths()["stdlib"],
-        sysconfig.get_paths()["purelib"],
-        sysconfig.get_paths()["platlib"],
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    }
-)
-
-
 def _source(op: Any) -> str | None:
     """The innermost frame of the op's creation stack that is the user's code."""
     try:
         frames = list(op.traceback)
     except (AttributeError, TypeError):
         return None
-    for frame in reversed(frames):
-        filename = os.path.normcase(os.path.realpath(frame.filename))
-        if "site-packages" in filename or filename.startswith(_INTERNAL_DIRS):
-            continue
-        if frame.filename.startswith("<"):
-            continue
-        line = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
-        text = f"{frame.filename}:{frame.lineno}"
-        return f"{text}: `{line}`" if line else text
-    return None
+    return user_source((frame.filename, frame.lineno) for frame in reversed(frames))
 
 
 def _stops_gradient(op: Any, opaque: bool) -> bool:
