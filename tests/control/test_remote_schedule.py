@@ -394,3 +394,41 @@ def test_commands_under_torch_compile_reach_the_compiled_step_without_a_recompil
     # tensors: the same commands give weights a few float32 ulp apart, not the same bits
     eager, _ = _compiled_run(given, plan, tmp_path / "eager", False)
     np.testing.assert_allclose(controlled, eager, rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.backend("tensorflow", "jax")
+def test_a_remote_joining_a_later_fit_through_a_loss_scale_optimizer_drives_the_table(
+    tmp_path: Path,
+) -> None:
+    # the first fit traced the step without a Remote; the second fit's Remote arms the
+    # hyperparameters behind keras's LossScaleOptimizer and the step is made again, so a
+    # `schedule` command (a learning rate of 0 from step 16) stops the weights there: they
+    # end bitwise those of a run that stopped at step 16
+    import keras
+
+    import hyperstep as hs
+    from hyperstep.control.directory import submit
+
+    x = np.linspace(-1, 1, 32 * 3, dtype="float32").reshape(32, 3)
+    y = np.sin(3 * x[:, :1]).astype("float32")
+
+    def trained(second: int, callbacks: list[Any]) -> np.ndarray:
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.Dense(1)])
+        inner = hs.scheduled(keras.optimizers.AdamW(), learning_rate="0.01 * (1 - step / 400)")
+        model.compile(keras.optimizers.LossScaleOptimizer(inner), "mse", steps_per_execution=4)
+        model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)  # steps 1-8
+        more = np.concatenate([x] * second), np.concatenate([y] * second)
+        model.fit(*more, batch_size=4, epochs=1, shuffle=False, verbose=0, callbacks=callbacks)
+        return np.concatenate([np.ravel(w) for w in model.get_weights()])
+
+    stopped = trained(1, [])  # steps 9-16
+    remote = hs.Remote(tmp_path / "run")
+    submit(remote.directory, {"verb": "schedule", "values": {"learning_rate": "0"}, "at": 16})
+    steered = trained(2, [remote])  # steps 9-24, a rate of 0 from step 16's update on
+    lines = (tmp_path / "run" / "journal.jsonl").read_text().splitlines()
+    applied = [e for e in map(json.loads, lines) if e.get("status") == "applied"]
+    assert [(e["command"]["verb"], e["step"], e["retraced"]) for e in applied] == [
+        ("schedule", 16, False)
+    ]
+    np.testing.assert_array_equal(steered, stopped)
