@@ -30,6 +30,7 @@ FIGURES: dict[str, tuple[str, int]] = {
     "join": ("join([constant(1e-3), linear(1e-3, 0, steps=400)], [600])", 1000),
     "wsd": ("wsd(1e-3, 100, 700, 200)", 1000),
     "inverse_sqrt": ("inverse_sqrt(1e-3, 100)", 1000),
+    "cooldown": ("cooldown(1e-3, 600, 300, shape='1-sqrt')", 1000),
 }
 
 FOLDER = "figures/schedules"

@@ -43,6 +43,25 @@ def test_exact_arithmetic_rounds_the_python_float_once() -> None:
     assert float(jnp.asarray(1 - changed)) == float(np.float32(1) - np.float32(0.99))
 
 
+def test_each_constant_piece_rounds_its_python_float_while_the_value_is_it() -> None:
+    # a schedule's constant pieces (0.9 before a command, 0.7 after), compiled once
+    @jax.jit
+    def complement(value):
+        return jnp.asarray(1 - StaticScalar(value, static=None, exact=(0.9, 0.7)))
+
+    assert float(complement(jnp.float32(0.9))) == float(np.float32(1 - 0.9))
+    assert float(complement(jnp.float32(0.7))) == float(np.float32(1 - 0.7))
+    # another value: float32 arithmetic, as the plain optimizer set to it
+    assert float(complement(jnp.float32(0.8))) == float(np.float32(1) - np.float32(0.8))
+    assert np.float32(1 - 0.9) != np.float32(1) - np.float32(0.9)  # the test can fail
+    # the first matching piece counts: two constants of one float32 rounding
+    first = StaticScalar(jnp.float32(0.9), static=None, exact=(0.9, float(np.float32(0.9))))
+    assert float(jnp.asarray(1 - first)) == float(np.float32(1 - 0.9))
+    # no pieces: float32 arithmetic
+    plain = StaticScalar(jnp.float32(0.9), static=None, exact=())
+    assert float(jnp.asarray(1 - plain)) == float(np.float32(1) - np.float32(0.9))
+
+
 def test_weak_takes_the_other_operand_dtype() -> None:
     strong = jnp.float32(0.5)
     half = jnp.ones((2,), dtype="float16")

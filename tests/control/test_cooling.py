@@ -88,3 +88,33 @@ def test_cooled_follows_an_assigned_start_and_form() -> None:
     np.testing.assert_allclose(
         float(cooled(start, form, schedule, schedule(8.0), 8.0)), 0.5 * (1 - 4 / 8), rtol=1e-6
     )
+
+
+@pytest.mark.parametrize("shape", DECAY_TYPES)
+def test_a_started_cooldown_is_bitwise_the_cooldown_word_eagerly_and_in_a_graph(
+    shape: str,
+) -> None:
+    # the run reads steps and end from variables, the replayed word has them as constants:
+    # in a tf.function (Grappler folds `x / 13` and `(x * a) * b` with constants) and
+    # eagerly they must give the same float32 and float64 values
+    import tensorflow as tf
+
+    import hyperstep as hs
+
+    schedule = parse("linear(0.85, 0.95, steps=100)")
+    start, form = _state(8, steps=13.0, end=0.001, shape=shape)
+    v0 = float(np.float32(schedule(8.0)))
+    word = hs.schedules.cooldown(v0, 8, 13, shape, end=float(np.float32(0.001)))
+    steps = np.arange(8, 24, dtype=np.float32)
+
+    def both(step):
+        base = schedule(step)
+        run32 = cooled(start, form, schedule, base, step)
+        run64 = cooled(start, form, schedule, keras.ops.cast(base, "float64"), step)
+        return run32, run64, word(step)
+
+    graph = tf.function(both)
+    for step in steps:
+        for run32, run64, replayed in (both(step), graph(tf.constant(step))):
+            assert np.float32(run32) == np.float32(replayed), (shape, step)
+            assert np.float64(run64) == np.float64(np.float32(replayed)), (shape, step)

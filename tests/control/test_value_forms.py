@@ -8,7 +8,7 @@ import pytest
 
 import hyperstep as hs
 from hyperstep.clock import Clock
-from hyperstep.control.value_forms import ClockEpoch, exact_value
+from hyperstep.control.value_forms import ClockEpoch, constant_pieces, exact_value, host_values
 from hyperstep.schedules.language import parse
 
 
@@ -85,3 +85,30 @@ def test_exact_at_rounds_to_at(text: str) -> None:
     hp = hs.Hyperparameter(text, name="beta")
     for step in (0.0, 3.0):
         assert np.float32(hp.exact_at(step)) == np.float32(hp.at(step))
+
+
+def test_constant_pieces_are_a_constant_and_the_constant_branches_of_wheres() -> None:
+    assert constant_pieces(parse("0.9")) == (0.9,)
+    text = "where(step < 5, 0.9, where(step < 9, 0.8 * step, 0.7))"
+    assert constant_pieces(parse(text)) == (0.9, 0.7)
+    assert constant_pieces(parse("0.9 * (1 - step / 100)")) == ()
+    # a folded `where` is its float32 value, as in exact_value: no piece
+    assert constant_pieces(parse("where(1 < 2, 0.9, 0.8)")) == ()
+
+
+def test_host_values_give_a_constant_piece_its_python_number() -> None:
+    steps = np.arange(0, 12, dtype="float32")
+    got = host_values(parse("where(step < 5, 0.9, where(step < 9, 0.5 + step / 10, 0.7))"), steps)
+    assert got.dtype == np.float64
+    assert got[:5].tolist() == [0.9] * 5  # exact, not float32(0.9)
+    assert got[9:].tolist() == [0.7] * 3
+    ramp = np.asarray(parse("0.5 + step / 10")(steps[5:9]))
+    assert got[5:9].tolist() == ramp.astype(np.float64).tolist()  # the float32 values
+
+
+def test_host_float_gives_a_where_piece_the_constant_python_number() -> None:
+    clock = Clock()
+    hp = hs.Hyperparameter(parse("where(step < 3, 0.9, 0.5 * (1 - step / 100))"), clock=clock)
+    assert hp.host_float(0) == 0.9
+    assert hp.host_float(2) == 0.9
+    assert hp.host_float(3) == float(np.float32(0.5 * (1 - np.float32(3) / 100)))

@@ -34,6 +34,8 @@ WORDS = {
     "wsd": "wsd(1e-3, 100, 800, 100, decay_type='1-sqrt', min_ratio=0.1)",
     "wsd_cosine": "wsd(1e-3, 100, 700, 300, decay_type='cosine', warmup_type='cosine')",
     "inverse_sqrt": "inverse_sqrt(1e-3, 100, timescale=50)",
+    "cooldown": "cooldown(1e-3, 300, 700, shape='cosine', end=1e-5)",
+    "cooldown_exponential": "cooldown(0.9, 70, 630, shape='exponential', end=0.1)",
     "exponential_decay": "exponential_decay(0.1, 100, 0.5, staircase=True)",
     "exponential_decay_smooth": "exponential_decay(0.1, 70, 0.96)",
     "polynomial_decay": "polynomial_decay(0.1, 500, 0.001, power=2.0, cycle=True)",

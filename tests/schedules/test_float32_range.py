@@ -29,6 +29,7 @@ EXAMPLES = [
     "one_cycle(0.1, 1000, pct_start=0.25)",
     "wsd(1e-3, 100, 800, 100, decay_type='1-sqrt', min_ratio=0.1)",
     "inverse_sqrt(1e-3, 100, timescale=50)",
+    "cooldown(0.9, 70, 630, shape='exponential', end=0.1)",
     "warmup(cosine(1e-3, steps=900), steps=100, start=1e-5)",
     "join([linear(0, 1, 100), cosine(1.0, 400), 0.01], [100, 500])",
     "exponential_decay(0.1, 100, 0.93)",

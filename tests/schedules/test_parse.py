@@ -173,6 +173,10 @@ EXAMPLES = {
         "inverse_sqrt(1e-3, 100, timescale=50)",
         lambda: S.inverse_sqrt(1e-3, 100, 50),
     ),
+    "cooldown": (
+        "cooldown(1e-3, 300, 700, shape='cosine', end=1e-5)",
+        lambda: S.cooldown(1e-3, 300, 700, "cosine", 1e-5),
+    ),
     "exponential_decay": (
         "exponential_decay(0.1, 100, 0.5, staircase=True)",
         lambda: keras_formulas.exponential_decay(0.1, 100, 0.5, staircase=True),

@@ -76,7 +76,7 @@ def _mismatches(found: dict, cli: dict) -> dict[str, dict[str, int]]:
 
 #: the examples that compute a sine: XLA's float64 sine (JAX with x64, CPU) is not accurate
 #: to float32's rounding (measured: the compiled step and plot differ on 7-26 of 55 steps)
-SINES = {"cosine", "cosine_restarts", "one_cycle", "wsd_cosine", "warmup", "join"}
+SINES = {"cosine", "cosine_restarts", "one_cycle", "wsd_cosine", "warmup", "join", "cooldown"}
 
 
 def _assert_one_value(found: dict, cli: dict, exempt: set[str] = frozenset()) -> None:

@@ -72,3 +72,57 @@ def test_bad_shapes_and_ratios_name_the_argument_and_value() -> None:
         hs.wsd(1.0, 1, 1, 1, min_ratio="0")
     with pytest.raises(InvalidArgumentError, match=r"`inverse_sqrt\(timescale=\.\.\.\)`.*=0"):
         hs.inverse_sqrt(1.0, 10, timescale=0)
+
+
+COOLDOWN_REFERENCE = {
+    "linear": lambda p: 1 - p,
+    "cosine": lambda p: (1 + np.cos(np.pi * p)) / 2,
+    "1-sqrt": lambda p: 1 - np.sqrt(p),
+    "minus_sqrt": lambda p: 1 - np.sqrt(p),
+    "exponential": lambda p: 2 * 0.5**p - 1,
+}
+
+
+@pytest.mark.parametrize("shape", DECAY_TYPES)
+def test_cooldown_is_its_float64_closed_form_rounded_once(shape) -> None:
+    steps = np.arange(0, 60, dtype=np.float64)
+    value, end, start, length = 0.858, 0.001, 8, 13
+    p = np.clip(steps - start, 0, length) / length
+    expected = end + (value - end) * COOLDOWN_REFERENCE[shape](p)
+    got = np.asarray(hs.cooldown(value, start, length, shape, end)(steps.astype(np.float32)))
+    assert got.dtype == np.float32
+    # float64 throughout, rounded once: within one float32 rounding of the closed form
+    np.testing.assert_allclose(got, expected, rtol=2**-23, atol=0)
+    assert got[0] == np.float32(value) and got[start] == np.float32(value)
+    assert (got[start + length :] == np.float32(end)).all()
+
+
+def test_cooldown_reads_back_and_reaches_its_end() -> None:
+    from hyperstep.schedules.language import parse
+
+    schedule = hs.cooldown(1e-3, 600, 300, shape="cosine")
+    assert repr(schedule) == "cooldown(0.001, 600, 300, shape='cosine')"
+    again = parse(repr(schedule))
+    steps = np.arange(0, 1000, dtype=np.float32)
+    assert np.asarray(again(steps)).tobytes() == np.asarray(schedule(steps)).tobytes()
+    assert schedule.natural_steps == 900
+
+
+def test_cooldown_arguments_name_the_argument_and_value() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"shape.*'square'"):
+        hs.cooldown(1.0, 0, 10, shape="square")
+    with pytest.raises(InvalidArgumentError, match=r"steps"):
+        hs.cooldown(1.0, 0, 0)
+    with pytest.raises(InvalidArgumentError, match=r"start"):
+        hs.cooldown(1.0, -1, 10)
+
+
+def test_cooled_value_is_the_closed_form_in_float64() -> None:
+    from hyperstep.schedules.wsd import cooled_value
+
+    done = ops.convert_to_tensor(np.arange(0, 11, dtype=np.float64))
+    steps = ops.convert_to_tensor(10.0, dtype="float64")
+    for shape in DECAY_TYPES:
+        got = ops.convert_to_numpy(cooled_value(2.0, 0.5, done, steps, shape))
+        p = np.arange(0, 11) / 10
+        np.testing.assert_allclose(got, 0.5 + 1.5 * COOLDOWN_REFERENCE[shape](p), rtol=1e-15)

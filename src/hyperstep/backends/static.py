@@ -30,6 +30,12 @@ Example:
     >>> changed = StaticScalar(jnp.float32(0.99), static=0.999, exact=True)
     >>> float(jnp.asarray(1 - changed)) == float(1 - jnp.float32(0.99))
     True
+
+    A schedule rounds so in its constant pieces (``where(step < 100, 0.999, ...)``):
+
+    >>> piece = StaticScalar(jnp.float32(0.999), static=None, exact=(0.999, 0.99))
+    >>> float(jnp.asarray(1 - piece)) == float(jnp.float32(1 - 0.999))
+    True
 """
 
 from __future__ import annotations
@@ -133,69 +139,82 @@ class StaticNumber:
 class StaticScalar(StaticNumber):
     """A traced scalar ``value`` whose Python truth and comparisons use ``static``.
 
-    With ``exact=True`` (a constant hyperparameter), arithmetic with a Python number also
-    rounds as Keras's Python float does: while ``value`` is the constant's float32 rounding
-    (no override, no scale: a traced check, so a run-time change needs no retrace),
-    ``1 - beta_2`` is ``float32(1 - 0.999)``, computed in double when traced and rounded
-    once, not ``1 - float32(0.999)``; otherwise the float32 arithmetic of ``value`` (the
-    plain optimizer set to that float32 value computes the same). The result is a plain
-    array (Keras computes ``1 - beta`` once and hands it on, also to functions that take
-    arrays only, such as ``jnp.clip``).
+    ``exact`` lists constants whose arithmetic with a Python number rounds as Keras's Python
+    float does: while ``value`` is the float32 rounding of one of them, ``c`` (a traced
+    check, so a run-time change needs no retrace), ``1 - beta_2`` is ``float32(1 - c)``,
+    computed in double when traced and rounded once, not ``1 - float32(c)``; otherwise the
+    float32 arithmetic of ``value`` (the plain optimizer set to that float32 value computes
+    the same). The first constant whose rounding ``value`` is counts. ``exact=True`` is
+    ``(static,)``: a constant hyperparameter; a schedule's constants are the pieces of its
+    ``where`` (:func:`hyperstep.control.value_forms.constant_pieces`), so that a schedule
+    that is the constant ``0.9`` before step 100 rounds there as the constant ``0.9`` does.
+    (For a constant that is a float32 number, as a replayed override is, and a Python number
+    float32 holds exactly, such as Keras's ``1``, the two roundings are the same number.)
+    The result is a plain array (Keras computes ``1 - beta`` once and hands it on, also to
+    functions that take arrays only, such as ``jnp.clip``).
 
     Args:
         value: The scalar array (a JAX array or tracer).
         static: The number Python-level checks see; ``None`` for "a positive number".
-        exact: Whether arithmetic with numbers rounds like ``static`` (a constant's value).
+        exact: The constants whose arithmetic with numbers rounds like their Python floats
+            (``True``: ``static``'s; ``False`` or empty: none).
     """
 
-    __slots__ = ("_flag", "_memo", "static", "value")
+    __slots__ = ("_checks", "_exact", "_memo", "static", "value")
 
     def __init__(self, value: Any, static: float | None, *, exact: Any = False) -> None:
         if not _REGISTERED:
             _register_weak()
         self.value = value
         self.static = static
-        # False, True (the traced check is made when first needed) or the traced check
-        self._flag: Any = bool(exact) if isinstance(exact, bool) else exact
+        if exact is True:
+            exact = () if static is None else (static,)
+        self._exact: tuple[float, ...] = tuple(exact or ())
+        self._checks: list[tuple[float, Any]] | None = None  # made when first needed
         self._memo: dict[Any, Any] = {}
 
     def __jax_array__(self) -> Any:
         return weak(self.value)
 
-    def _exact(self) -> Any:
-        """The traced "``value`` is ``static``'s float32" check, or ``None`` (not exact)."""
-        if self._flag is False or self.static is None:
-            return None
-        if self._flag is True:
-            rounded = _rounded(self.static, self.value.dtype)
-            self._flag = False if rounded is None else self.value == rounded
-        return None if self._flag is False else self._flag
+    def _traced_checks(self) -> list[tuple[float, Any]]:
+        """``(c, "value is c's float32")`` for each constant of ``exact`` within range."""
+        if self._checks is None:
+            checks = []
+            for constant in self._exact:
+                rounded = _rounded(constant, self.value.dtype)
+                if rounded is not None:
+                    checks.append((constant, self.value == rounded))
+            self._checks = checks
+        return self._checks
 
     def _binary(self, other: Any, name: str, swap: bool) -> Any:
         python_op = _OPS[name]
         theirs = _unwrap(other)
         mine = weak(self.value)  # promoted as a Python float is: to the other's dtype
-        flag = self._exact()
-        if flag is None or not isinstance(other, (int, float)) or isinstance(other, bool):
+        checks = self._traced_checks() if self._exact else []
+        if not checks or not isinstance(other, (int, float)) or isinstance(other, bool):
             # a tensor (what a Python float becomes in it is `value`), or not exact
             return python_op(theirs, mine) if swap else python_op(mine, theirs)
         key = (name, swap, float(other))
         found = self._memo.get(key)  # Keras computes `1 - beta_1` once per variable
         if found is not None:
             return found
-        plain = python_op(theirs, mine) if swap else python_op(mine, theirs)
-        x, y = (float(other), self.static) if swap else (self.static, float(other))
-        try:
-            exact = python_op(x, y)
-        except (ArithmeticError, ValueError):
-            return plain
-        rounded = _rounded(exact, plain.dtype) if isinstance(exact, (int, float)) else None
-        if rounded is None:  # complex, or beyond the dtype's range: the traced arithmetic
-            return plain
         import jax.numpy as jnp
 
+        plain = python_op(theirs, mine) if swap else python_op(mine, theirs)
+        result = plain
+        for constant, check in reversed(checks):  # the first constant that matches counts
+            x, y = (float(other), constant) if swap else (constant, float(other))
+            try:
+                exact = python_op(x, y)
+            except (ArithmeticError, ValueError):
+                continue
+            rounded = _rounded(exact, plain.dtype) if isinstance(exact, (int, float)) else None
+            if rounded is None:  # complex, or beyond the dtype's range: the traced arithmetic
+                continue
+            result = jnp.where(check, rounded, result)
         # a plain array: Keras hands results to functions that take arrays only (jnp.clip)
-        result = weak(jnp.where(flag, rounded, plain))
+        result = weak(result)
         self._memo[key] = result
         return result
 

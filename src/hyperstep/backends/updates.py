@@ -46,7 +46,14 @@ def after(scalars: list[Any], tensors: list[Any]) -> list[Any]:
 
 
 # ---- what hs.scheduled hands Keras's optimizer code -------------------------------------------
-def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | None) -> Any:
+def keras_number(
+    name: str,
+    cls: type,
+    value: Any,
+    exact: Any,
+    static: float | None,
+    pieces: tuple[float, ...] = (),
+) -> Any:
     """Hyperparameter ``name`` of optimizer class ``cls`` in the one form this backend hands
     Keras's optimizer code (the table in :mod:`hyperstep.backends`).
 
@@ -54,7 +61,9 @@ def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | N
     (``None`` for the learning rate, which reaches Keras as Keras's own float32 variable
     would: ``value()``, on TensorFlow as a
     :class:`~hyperstep.backends.tensorflow.KerasRate`, whose operators are Keras's ops as the
-    variable's are), ``static`` the constant (``None`` for a schedule).
+    variable's are), ``static`` the constant (``None`` for a schedule), ``pieces`` the
+    constants a schedule takes whole (on JAX their arithmetic with numbers rounds like their
+    Python floats, as a constant's does; ``()``: ``static`` alone).
 
     - TensorFlow: an :class:`~hyperstep.backends.tensorflow.ExactScalar` (a Python float's
       semantics: rounded once to the dtype it meets, ``if``s answered by ``static``);
@@ -85,7 +94,7 @@ def keras_number(name: str, cls: type, value: Any, exact: Any, static: float | N
 
         if name in ARRAYS_ONLY.get(keras_base_name(cls) or "", ()):
             return weak(value())  # promoted as a Python float: to the other's dtype
-        return StaticScalar(value(), static, exact=static is not None)
+        return StaticScalar(value(), static, exact=pieces or static is not None)
     if backend == "torch":
         from hyperstep.backends.torch import exact_scalar, python_numbers
 

@@ -2,7 +2,10 @@
 
 ``base(step) = schedule(step)`` while ``start < 0`` (dormant) or ``step < start``, else
 ``end + (schedule(start) - end) * f(min(step - start, steps) / steps)`` with ``f`` the shape's
-decay factor (:func:`hyperstep.schedules.wsd.decay_factor`). The state is two variables made
+decay factor (:func:`hyperstep.schedules.wsd.decay_factor`), computed in float64 and rounded
+to float32 once: from ``start`` on, bitwise the schedule word
+``cooldown(schedule(start), start, steps, shape, end)``
+(:class:`hyperstep.schedules.wsd.Cooldown`) on every read path. The state is two variables made
 with the hyperparameter, before any step is traced: ``cooldown_start`` (an integer, -1 while
 dormant) and ``cooldown_form`` (float32 ``[steps, end, shape]``, the shape as its index in
 :data:`~hyperstep.schedules.wsd.DECAY_TYPES`). A :class:`hyperstep.Cooldown` created at any
@@ -21,11 +24,12 @@ from typing import Any
 
 from keras import ops
 
-from hyperstep.backends import concrete, host_int
+from hyperstep.backends import concrete, host_int, wide_float_dtype
 from hyperstep.backends.fast_paths import lazy_where
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.checks import check_choice
-from hyperstep.schedules.wsd import DECAY_TYPES, decay_factor
+from hyperstep.schedules.exact import exact_maximum, exact_minimum
+from hyperstep.schedules.wsd import DECAY_TYPES, cooled_value
 
 __all__ = ["FORM", "START", "cooled", "dormant", "form_of"]
 
@@ -73,18 +77,20 @@ def cooled(start: Any, form: Any, schedule: Schedule, base: Any, step: Any) -> A
 
 
 def _cooled(start: Any, form: Any, schedule: Schedule, base: Any, step: Any) -> Any:
-    dtype = ops.dtype(base)
-    values = ops.convert_to_tensor(form.value)
+    # computed wide (float64; float32 on JAX without x64) and rounded to float32 once, as
+    # the `cooldown` word is (hyperstep.schedules.wsd.Cooldown): the same bits eagerly and
+    # in a graph whose constant folding turns the word's `x / steps` into a multiply
+    wide = wide_float_dtype()
+    values = ops.cast(ops.convert_to_tensor(form.value), wide)
     steps, end, shape = values[0], values[1], values[2]
     step = ops.cast(ops.convert_to_tensor(step), "float32")
     s0 = ops.maximum(ops.cast(start, "float32"), 0.0)
-    v0 = ops.cast(schedule(s0), dtype)
-    done = ops.clip(step - s0, 0.0, steps)
-    factor = ops.zeros_like(done)
-    for index, name in enumerate(DECAY_TYPES):  # the shape is a variable: select its factor
-        factor = ops.where(ops.equal(shape, float(index)), decay_factor(name, done, steps), factor)
-    factor = ops.cast(factor, dtype)
-    end = ops.cast(end, dtype)
-    value = end + (v0 - end) * factor
+    v0 = ops.cast(ops.cast(schedule(s0), "float32"), wide)
+    done = exact_minimum(exact_maximum(ops.cast(step, wide) - ops.cast(s0, wide), 0.0), steps)
+    value = ops.zeros_like(done)
+    for index, name in enumerate(DECAY_TYPES):  # the shape is a variable: select its value
+        found = cooled_value(v0, end, done, steps, name)
+        value = ops.where(ops.equal(shape, float(index)), found, value)
+    value = ops.cast(ops.cast(value, "float32"), ops.dtype(base))
     started = ops.logical_and(ops.greater_equal(start, 0), ops.greater_equal(step, s0))
     return ops.where(started, value, base)

@@ -47,6 +47,7 @@ from hyperstep.control.reading import collect
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.expressions import BinaryOp, Constant, Function, Step
+from hyperstep.schedules.wsd import Cooldown as CooldownWord
 
 __all__ = ["Remote", "replay"]
 
@@ -785,27 +786,12 @@ def _expression(state: dict[str, Any], exact: bool) -> Schedule:
 
 
 def _cooled(base: Schedule, cooldown: dict[str, Any]) -> Schedule:
-    """:class:`hyperstep.Cooldown`'s formula from its start ``s0`` (steps after it only):
-    ``end + (base(s0) - end) * f(clip(step - s0, 0, steps) / steps)``."""
-    from hyperstep.schedules.exact import HALF_PI
-
-    s0, steps, end = float(cooldown["start"]), float(cooldown["steps"]), float(cooldown["end"])
-    v0 = float(ops.convert_to_numpy(base(s0)))
-    done = Function("clip", [BinaryOp("-", Step(), s0), 0.0, steps])
-    shape = cooldown["shape"]
-    if shape == "linear":
-        factor: Schedule = BinaryOp("/", BinaryOp("-", steps, done), steps)
-    elif shape in ("1-sqrt", "minus_sqrt"):
-        factor = BinaryOp("-", 1.0, Function("sqrt", [BinaryOp("/", done, steps)]))
-    elif shape == "exponential":
-        power = BinaryOp("**", 0.5, BinaryOp("/", done, steps))
-        factor = BinaryOp("-", BinaryOp("*", 2.0, power), 1.0)
-    else:  # cosine: sin(pi / 2 * left) ** 2, squared as x * x
-        left = BinaryOp("/", BinaryOp("-", steps, done), steps)
-        sine = Function("sin", [BinaryOp("*", HALF_PI, left)])
-        factor = BinaryOp("*", sine, sine)
-    v0_minus_end = Constant(float(np.float32(np.float32(v0) - np.float32(end))))
-    return BinaryOp("+", end, BinaryOp("*", v0_minus_end, factor))
+    """:class:`hyperstep.Cooldown`'s values from its start ``s0`` (steps after it only): the
+    word ``cooldown(base(s0), s0, steps, shape, end)``, which computes them as the run did."""
+    s0 = float(cooldown["start"])
+    v0 = float(np.float32(ops.convert_to_numpy(base(s0))))
+    end = float(np.float32(cooldown["end"]))  # as the run's float32 `cooldown_form` holds it
+    return CooldownWord(v0, s0, float(cooldown["steps"]), cooldown["shape"], end)
 
 
 def _pieces(pieces: list[tuple[int, Schedule]]) -> Schedule:

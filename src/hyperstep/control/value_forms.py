@@ -21,7 +21,7 @@ from hyperstep.errors import FrozenValueError
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.expressions import BinaryOp, Constant, Epoch, Function
 
-__all__ = ["ClockEpoch", "ValueForms", "exact_value"]
+__all__ = ["ClockEpoch", "ValueForms", "constant_pieces", "exact_value"]
 
 #: steps per table of schedule values kept by :meth:`ValueForms.host_float`
 _TABLE_STEPS = 1024
@@ -106,7 +106,10 @@ class ValueForms:
         ``override if is_set else schedule(step) * scale`` with the state read as Python
         numbers and the schedule looked up in a table of its float32 values for
         ``_TABLE_STEPS`` steps from ``step`` (one vectorized evaluation, refilled when the step
-        leaves it); a constant schedule gives its Python number exactly. A ``scale`` other
+        leaves it); a constant schedule gives its Python number exactly, and so does a
+        constant piece of a ``where`` where the schedule is that piece (:func:`host_values`),
+        as :meth:`exact_at` does: so a replayed constant, ``where(step < 100, 0.9, ...)``,
+        gives Keras the Python number ``0.9`` the controlled run gave. A ``scale`` other
         than 1 multiplies in float32 (``float32(float32(base) * scale)``), so the number is
         :meth:`at`'s (to the last bit for elementwise schedule arithmetic; a vectorized
         ``pow`` may round one bit differently from a scalar one), which a replayed
@@ -140,8 +143,8 @@ class ValueForms:
                 or not 0 <= step - table[1] < _TABLE_STEPS
             ):
                 steps = np.arange(step, step + _TABLE_STEPS, dtype="float32")
-                values = ops.convert_to_numpy(schedule(steps))
-                if values.dtype != np.float32 or values.shape != steps.shape:
+                values = host_values(schedule, steps)  # a constant piece's exact number
+                if values is None:
                     return None
                 table = self._table = (schedule, step, values.tolist(), epochs)
             base = table[2][step - table[1]]
@@ -209,6 +212,47 @@ def exact_value(schedule: Schedule, step: Any) -> Any:
         factor = ops.convert_to_tensor(schedule.right.value_, dtype="float64")
         return ops.multiply(exact_value(schedule.left, step), factor)
     return ops.cast(schedule(step), "float64")
+
+
+def constant_pieces(schedule: Schedule) -> tuple[float, ...]:
+    """The constants ``schedule`` takes whole, in the order its ``where``s are written:
+    itself if a constant, each constant branch of a ``where`` (:func:`exact_value`'s rule).
+
+    On JAX their arithmetic with Python numbers rounds as their Python floats' does while the
+    value is one of them (:class:`hyperstep.backends.static.StaticScalar`); on eager torch the
+    host table gives their Python numbers (:meth:`ValueForms.host_float`).
+
+    Example:
+        >>> from hyperstep.schedules.language import parse
+        >>> constant_pieces(parse("where(step < 5, 0.9, where(step < 9, 0.8 * step, 0.7))"))
+        (0.9, 0.7)
+    """
+    if isinstance(schedule, Constant):
+        return (float(schedule.value_),)
+    if isinstance(schedule, Function) and schedule.name == "where" and schedule._fold is None:
+        _, when, otherwise = schedule.args
+        return constant_pieces(when) + constant_pieces(otherwise)
+    return ()
+
+
+def host_values(schedule: Schedule, steps: Any) -> Any:
+    """``schedule`` at the float32 vector ``steps`` as a float64 NumPy array: its float32
+    values, and the Python number of each constant piece (:func:`constant_pieces`) where
+    the value is that piece; ``None`` where the values are not a float32 vector of the
+    steps' shape (a wrapped Keras schedule)."""
+    if isinstance(schedule, Constant):
+        return np.full(steps.shape, float(schedule.value_))
+    if isinstance(schedule, Function) and schedule.name == "where" and schedule._fold is None:
+        condition, when, otherwise = schedule.args
+        chosen = np.asarray(ops.convert_to_numpy(condition(steps)))
+        first, second = host_values(when, steps), host_values(otherwise, steps)
+        if first is None or second is None or chosen.shape != steps.shape:
+            return None
+        return np.where(chosen != 0, first, second)
+    values = ops.convert_to_numpy(schedule(steps))
+    if values.dtype != np.float32 or values.shape != steps.shape:
+        return None
+    return values.astype("float64")
 
 
 class ClockEpoch(Schedule):

@@ -29,6 +29,7 @@ from keras import ops
 from hyperstep import backends
 from hyperstep.backends import after
 from hyperstep.control.hyperparameter import Hyperparameter
+from hyperstep.control.value_forms import constant_pieces
 from hyperstep.schedules.expressions import Constant
 
 _graph_key = backends.graph_key_function()  # TF: the default graph; elsewhere None
@@ -150,7 +151,12 @@ def keras_value(
     step = update.step
     # Keras's own learning rate is a float32 variable: no exact form needed
     exact = None if learning_rate else lambda: hyperparameter.exact_at(step)
-    return backends.keras_number(key, cls, lambda: hyperparameter.at(step), exact, static)
+    # on JAX a schedule's constant pieces round their arithmetic with numbers as a
+    # constant does (a replayed constant: `where(step < s, 0.9, ...)`)
+    pieces: tuple[float, ...] = ()
+    if static is None and exact is not None and backends.current_backend() == "jax":
+        pieces = constant_pieces(hyperparameter.schedule)
+    return backends.keras_number(key, cls, lambda: hyperparameter.at(step), exact, static, pieces)
 
 
 def value_and_complement(update: Update, hyperparameter: Hyperparameter) -> tuple[Any, Any]:

@@ -27,7 +27,7 @@ from hyperstep.schedules.expressions import as_schedule, bind_epochs, clip, maxi
 from hyperstep.schedules.families import cosine, cosine_restarts, piecewise
 from hyperstep.schedules.hf import from_hf
 from hyperstep.schedules.sample import sample
-from hyperstep.schedules.wsd import inverse_sqrt, wsd
+from hyperstep.schedules.wsd import cooldown, inverse_sqrt, wsd
 
 # every module that defines words of the vocabulary or a reader of as_schedule is imported
 # here, which registers them (schedules.base.CLASSES and READERS); Keras's
@@ -44,6 +44,7 @@ __all__ = [
     "bind_epochs",
     "clip",
     "constant",
+    "cooldown",
     "cosine",
     "cosine_restarts",
     "cyclic",

@@ -1,11 +1,11 @@
-"""Modern LLM schedules: ``wsd`` (warmup-stable-decay) and ``inverse_sqrt``.
+"""Modern LLM schedules: ``wsd`` (warmup-stable-decay), ``inverse_sqrt`` and ``cooldown``.
 
 ``wsd`` is the warmup-stable-decay schedule of MiniCPM (arXiv 2404.06395) and of Hagele et
 al. (arXiv 2405.18392: a constant rate plus a short cooldown matches cosine, and a 1-sqrt
 cooldown beats a linear one), with the phases and shapes of Hugging Face's
 ``get_wsd_schedule``; ``inverse_sqrt`` is Hugging Face's ``get_inverse_sqrt_schedule``
-(from big_vision). :func:`decay_factor` is the shape of a decay, shared with
-:class:`hyperstep.Cooldown`.
+(from big_vision). :func:`decay_factor` is the shape of a decay; ``cooldown`` is the value
+:class:`hyperstep.Cooldown` gives a hyperparameter once started (:func:`cooled_value`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ from typing import Any
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
 from hyperstep.schedules.checks import check_choice, check_steps
-from hyperstep.schedules.exact import cosine_weight, exact_maximum, rounded_once
+from hyperstep.schedules.exact import (
+    HALF_PI,
+    cosine_weight,
+    exact_maximum,
+    exact_minimum,
+    rounded_once,
+    widened,
+)
 
 #: warmup shapes (Hugging Face's ``warmup_type``)
 WARMUP_TYPES = ("linear", "cosine", "1-sqrt")
@@ -197,7 +204,109 @@ class InverseSqrt(Schedule):
         return {"peak": self.peak, "warmup": self.warmup, "timescale": self.timescale}
 
 
+def cooled_value(value: Any, end: Any, done: Any, steps: Any, shape: str) -> Any:
+    """``end + (value - end) * f`` with ``f`` the decay factor of ``shape`` (see
+    :func:`decay_factor`) after ``done`` of ``steps`` steps, in the dtype of ``done`` (a
+    tensor in ``[0, steps]``; ``steps`` a tensor of that dtype).
+
+    With ``r = 1 / steps`` and ``c = value - end``: ``linear: end + (c * r) * (steps -
+    done)``, ``cosine: end + c * sin((steps - done) * (pi / 2 * r)) ** 2``, ``1-sqrt: end +
+    c * (1 - sqrt(done * r))``, ``exponential: end + c * (2 * 0.5 ** (done * r) - 1)``. Each
+    product has at most one factor a compiler can know when ``steps``, ``value`` and ``end``
+    are constants (XLA and Grappler fold ``x / k`` into ``x * (1 / k)`` and ``(x * k1) * k2``
+    into ``x * (k1 * k2)``), so a step that reads them from variables computes the same
+    bits. :class:`Cooldown` and :class:`hyperstep.Cooldown` compute it ``WIDE`` (float64;
+    float32 on JAX without x64) and round to float32 once.
+    """
+    inverse = 1.0 / steps
+    change = value - end
+    if shape == "linear":
+        return end + (change * inverse) * (steps - done)
+    if shape == "cosine":
+        return end + change * ops.square(ops.sin((steps - done) * (HALF_PI * inverse)))
+    if shape in ("1-sqrt", "minus_sqrt"):
+        return end + change * (1.0 - ops.sqrt(done * inverse))
+    if shape == "exponential":
+        return end + change * (2.0 * ops.power(0.5, done * inverse) - 1.0)
+    raise ValueError(f"unknown decay shape {shape!r}")  # pragma: no cover - validated before
+
+
+@register
+class Cooldown(Schedule):
+    """A cooldown from ``value`` at step ``start`` to ``end`` in ``steps`` steps.
+
+    ``value(step) = end + (value - end) * f(clip(step - start, 0, steps) / steps)`` with ``f``
+    the decay factor of ``shape`` (see :class:`WarmupStableDecay`; written as in
+    :func:`cooled_value`): ``value`` up to ``start``, ``end`` from ``start + steps`` on.
+    Computed in float64 and rounded to float32 once, as :class:`hyperstep.Cooldown` computes
+    a started cooldown, so this schedule is, at every step and on every read path (eager, a
+    traced step, a vector of steps), the value a hyperparameter had while cooling from
+    ``value`` (its value at ``start``): :meth:`hyperstep.Remote.replay` writes a journaled
+    ``cooldown`` command as one. (On JAX without x64 it computes in float32, and a jitted
+    step may fuse ``end + c * f`` into one multiply-add: jitted and eager values may differ
+    in the last bit where ``end`` is not 0, as for any float32 formula there.)
+
+    Args:
+        value: The value at ``start`` (and before it).
+        start: The step the cooldown starts (>= 0).
+        steps: Steps from ``value`` to ``end`` (> 0).
+        shape: ``"1-sqrt"`` (default), ``"linear"``, ``"cosine"``, ``"exponential"`` or
+            ``"minus_sqrt"``.
+        end: The value after the cooldown; default 0.
+
+    Edge cases: ``value`` at ``start`` and before it, ``end`` at ``start + steps`` and after.
+
+    Example:
+        >>> s = cooldown(1.0, start=10, steps=10, shape="linear")
+        >>> [round(float(v), 6) for v in s([0, 10, 15, 20, 30])]
+        [1.0, 1.0, 0.5, 0.0, 0.0]
+    """
+
+    keyword = "cooldown"
+    positional = 3
+
+    def __init__(
+        self, value: float, start: float, steps: float, shape: str = "1-sqrt", end: float = 0.0
+    ) -> None:
+        self.value_ = check_number("cooldown", "value", value)
+        self.start = check_steps("cooldown", "start", start, allow_zero=True)
+        self.steps = check_steps("cooldown", "steps", steps)
+        self.shape = check_choice("cooldown", "shape", shape, DECAY_TYPES)
+        self.end = check_number("cooldown", "end", end)
+
+    @property
+    def natural_steps(self) -> int | float | None:
+        return self.start + self.steps
+
+    @rounded_once
+    def value(self, step: Any) -> Any:
+        steps = widened(float(self.steps))
+        done = exact_minimum(exact_maximum(step - widened(float(self.start)), 0.0), steps)
+        return cooled_value(
+            widened(float(self.value_)), widened(float(self.end)), done, steps, self.shape
+        )
+
+    def arguments(self) -> dict[str, Any]:
+        return {
+            "value": self.value_,
+            "start": self.start,
+            "steps": self.steps,
+            "shape": self.shape,
+            "end": self.end,
+        }
+
+
 wsd = WarmupStableDecay
 inverse_sqrt = InverseSqrt
+cooldown = Cooldown
 
-__all__ = ["InverseSqrt", "WarmupStableDecay", "decay_factor", "inverse_sqrt", "wsd"]
+__all__ = [
+    "Cooldown",
+    "InverseSqrt",
+    "WarmupStableDecay",
+    "cooldown",
+    "cooled_value",
+    "decay_factor",
+    "inverse_sqrt",
+    "wsd",
+]
