@@ -73,3 +73,16 @@ def test_scope_of_enters_the_owner_strategy(strategy) -> None:
         assert tf.distribute.get_strategy() is strategy
         made = tf.Variable(np.float32(2.0))
     assert isinstance(made, tf.distribute.DistributedValues)
+
+
+def test_strategy_of_finds_the_owner_of_a_keras_or_a_plain_tf_variable(strategy) -> None:
+    with strategy.scope():
+        keras_owned = keras.Variable(1.0)
+        tf_owned = tf.Variable(np.float32(1.0))
+    assert isinstance(tf_owned, tf.distribute.DistributedValues)
+    assert strategy_of(keras_owned) is strategy
+    assert strategy_of(tf_owned) is strategy  # its `value` is a method, not the variable
+    assert strategy_of(tf.Variable(np.float32(1.0))) is None
+    assert strategy_of(None) is None
+    with strategy.scope():
+        assert strategy_of(None) is strategy  # the one in scope

@@ -430,3 +430,70 @@ def test_a_remote_joining_a_later_fit_through_a_loss_scale_optimizer_drives_the_
         ("schedule", 16, False)
     ]
     np.testing.assert_array_equal(steered, stopped)
+
+
+def test_a_tf_checkpoint_of_an_armed_run_resumes_bitwise_with_its_command_applied_once(
+    tmp_path: Path,
+) -> None:
+    # steps_per_execution=4: the Remote armed each hyperparameter with a table (not saved);
+    # a tf.train.Checkpoint after epoch 1 holds the command's number (`remote_applied`), so
+    # fresh objects restored from it, steered by a new Remote on the same directory, do not
+    # apply it again but drive the replaced schedule from the journal: bitwise the
+    # uninterrupted run at the end of epoch 2
+    import keras
+    import tensorflow as tf
+
+    import hyperstep as hs
+    from hyperstep.control.directory import submit
+
+    x = np.linspace(-1, 1, 48 * 3, dtype="float32").reshape(48, 3)
+    y = (np.sin(3 * x[:, :1]) + x[:, 1:2] * x[:, 2:3]).astype("float32")
+
+    def build() -> tuple[Any, Any]:
+        keras.utils.set_random_seed(5)
+        model = keras.Sequential(
+            [keras.Input((3,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)]
+        )
+        opt = hs.scheduled(keras.optimizers.AdamW(), learning_rate="0.01 * (1 - step / 100)")
+        model.compile(opt, "mse", steps_per_execution=4)
+        return model, opt
+
+    def fit(model: Any, epochs: int, initial: int, callbacks: list[Any]) -> Any:
+        model.fit(
+            x, y, batch_size=4, epochs=epochs, initial_epoch=initial, shuffle=False, verbose=0,
+            callbacks=callbacks,
+        )  # fmt: skip
+        return np.concatenate([np.ravel(w) for w in model.get_weights()])
+
+    class Steer(keras.callbacks.Callback):
+        executions = 0
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            self.executions += 1
+            if self.executions * 4 == 8:
+                submit(remote.directory, {"verb": "schedule", "values": {"learning_rate": "0.02"}})
+
+    model, opt = build()
+    remote = hs.Remote(tmp_path / "run")
+    fit(model, 1, 0, [remote, Steer()])
+    path = tf.train.Checkpoint(model=model, optimizer=opt).save(str(tmp_path / "ck" / "c"))
+    saved = [name for name, _ in tf.train.list_variables(path)]
+    assert any("remote_applied" in name for name in saved)
+    assert not any("driven" in name for name in saved)  # the armed tables are not saved
+    uninterrupted = fit(model, 2, 1, [remote])
+
+    resumed_model, resumed_opt = build()
+    resumed_opt.build(resumed_model.trainable_variables)
+    status = tf.train.Checkpoint(model=resumed_model, optimizer=resumed_opt).restore(path)
+    status.assert_existing_objects_matched()
+    resumed = fit(resumed_model, 2, 1, [hs.Remote(tmp_path / "run")])
+    unsteered_model, _ = build()
+    unsteered = fit(unsteered_model, 2, 0, [])
+
+    lines = (tmp_path / "run" / "journal.jsonl").read_text().splitlines()
+    entries = [json.loads(line) for line in lines]
+    assert [e["step"] for e in entries if e.get("status") == "applied"] == [8]  # once
+    # the resumed Remote's begin: the restored checkpoint held command 1 applied
+    assert [e["applied"] for e in entries if e.get("event") == "begin"] == [0, 1]
+    assert not np.array_equal(uninterrupted, unsteered)  # the command changed the run
+    np.testing.assert_array_equal(resumed, uninterrupted)

@@ -5,6 +5,12 @@ runs data-parallel over both. A callback writes ``set learning_rate=0`` after up
 ``cooldown weight_decay --steps 4`` after update 5 (as ``hyperstep`` would): the weights,
 replicated on both devices, stay equal there, stop changing from the journaled step on,
 and the train step is traced once. Prints ``RESULT {json}``.
+
+``armed`` (the first argument): ``fit(steps_per_execution=4)``, where the Remote arms every
+hyperparameter with a table before the step is traced; ``schedule learning_rate=...`` after
+the execution ending at update 8 and ``scale`` after update 16. The weights (both devices'
+copies) end bitwise those of a fresh data-parallel run given the replayed schedules, with
+one trace each.
 """
 
 import json
@@ -93,6 +99,69 @@ def main() -> dict:
     }
 
 
+ARMED_PLAN = {
+    8: {"verb": "schedule", "values": {"learning_rate": "0.05 * 0.9 ** step"}},
+    16: {"verb": "scale", "values": {"learning_rate": 0.5}},
+}
+
+
+def _armed_run(given: dict, directory: str | None) -> tuple[list, int, list]:
+    """AdamW for 24 updates under fit(steps_per_execution=4) on both devices, steered by
+    ARMED_PLAN when ``directory`` is given; the weights' shards, traces, applied steps."""
+    keras.utils.set_random_seed(1)
+    model = Counting([keras.Input((3,)), keras.layers.Dense(4), keras.layers.Dense(1)])
+    opt = hs.scheduled(keras.optimizers.AdamW(), **given)
+    model.compile(opt, "mse", steps_per_execution=4)
+    callbacks: list = []
+    if directory is not None:
+        remote = hs.Remote(directory)
+
+        class Steer(keras.callbacks.Callback):
+            executions = 0
+
+            def on_train_batch_end(self, batch, logs=None):
+                # one call per execution (reading variables here fails in Keras's JAX fit)
+                self.executions += 1
+                step = self.executions * 4
+                if step in ARMED_PLAN:
+                    submit(remote.directory, ARMED_PLAN[step])
+
+        callbacks = [remote, Steer()]
+    x = np.linspace(-1, 1, 288, dtype="float32").reshape(96, 3)
+    y = np.sin(x[:, :1]).astype("float32")
+    model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0, callbacks=callbacks)
+    shards = [
+        [np.asarray(s.data).tolist() for s in v.value.addressable_shards]
+        for v in model.trainable_variables
+    ]
+    applied = []
+    if directory is not None:
+        journal = [json.loads(line) for line in open(os.path.join(directory, "journal.jsonl"))]
+        applied = [e["step"] for e in journal if e.get("status") == "applied"]
+    return shards, model.traces, applied
+
+
+def armed() -> dict:
+    devices = jax.devices("cpu")
+    keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+    directory = os.path.join(tempfile.mkdtemp(), "run")
+    given = {"learning_rate": "0.05 * (1 - step / 100)", "weight_decay": 0.004}
+    controlled, traces, applied = _armed_run(given, directory)
+    schedules = {n: repr(s) for n, s in hs.Remote.replay(directory).items()}
+    fresh, fresh_traces, _ = _armed_run({**given, **schedules}, None)
+    unsteered, _, _ = _armed_run(given, None)
+    return {
+        "devices": len(devices),
+        "applied": applied,
+        "replayed": sorted(schedules),
+        "shards": [len(v) for v in controlled],
+        "replicas_equal": all(v[0] == v[1] for v in controlled),
+        "bitwise": controlled == fresh,
+        "steered": controlled != unsteered,
+        "traces": [traces, fresh_traces],
+    }
+
+
 if __name__ == "__main__":
-    print("RESULT " + json.dumps(main()))
+    print("RESULT " + json.dumps(armed() if sys.argv[1:] == ["armed"] else main()))
     sys.stdout.flush()

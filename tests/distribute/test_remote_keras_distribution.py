@@ -14,13 +14,18 @@ import pytest
 SCRIPT = Path(__file__).with_name("remote_keras_distribution.py")
 
 
-@pytest.mark.slow
-def test_a_command_takes_effect_at_the_same_step_on_both_devices() -> None:
+def _run(*args: str) -> dict:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "jax"}
-    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, env=env)
+    command = [sys.executable, str(SCRIPT), *args]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stderr[-4000:]
-    result = json.loads(lines[-1].removeprefix("RESULT "))
+    return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+@pytest.mark.slow
+def test_a_command_takes_effect_at_the_same_step_on_both_devices() -> None:
+    result = _run()
     assert result["devices"] == 2 and set(result["shards"]) == {2}
     assert result["applied"] == [3, 5]
     assert result["replicas_equal"]  # both devices' copies of every weight, after every step
@@ -30,3 +35,16 @@ def test_a_command_takes_effect_at_the_same_step_on_both_devices() -> None:
     assert decay[4] == decay[5] == pytest.approx(0.04) and decay[9:] == [0.0] * len(decay[9:])
     assert decay[6] == pytest.approx(0.03) and decay[7] == pytest.approx(0.02)
     assert result["traces"] == 1  # nothing retraced
+
+
+@pytest.mark.slow
+def test_armed_tables_under_steps_per_execution_replay_bitwise_on_both_devices() -> None:
+    # the Remote armed each hyperparameter before the data-parallel step was traced; the
+    # schedule and scale commands reach every step of an execution, on both devices
+    result = _run("armed")
+    assert result["devices"] == 2 and set(result["shards"]) == {2}
+    assert result["applied"] == [8, 16]
+    assert result["replayed"] == ["learning_rate"]
+    assert result["replicas_equal"] and result["steered"]
+    assert result["bitwise"]  # both copies of every weight, against the replayed run
+    assert result["traces"] == [1, 1]  # no command traced the step again

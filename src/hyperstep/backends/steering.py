@@ -75,14 +75,16 @@ def workers(variable: Any) -> Workers:
 
 
 def tensorflow_strategy(variable: Any) -> Any:
-    """The strategy in scope, else the one that owns ``variable``, else None."""
+    """The strategy in scope, else the one that owns ``variable`` (a Keras variable, whose
+    ``value`` is the distributed variable, or a distributed ``tf.Variable`` itself), else
+    None."""
     import tensorflow as tf
 
     if tf.distribute.has_strategy():
         return tf.distribute.get_strategy()
-    native = getattr(variable, "value", variable)
-    if isinstance(native, tf.distribute.DistributedValues):
-        return getattr(native, "distribute_strategy", None)
+    for native in (variable, getattr(variable, "value", None)):
+        if isinstance(native, tf.distribute.DistributedValues):
+            return getattr(native, "distribute_strategy", None)
     return None
 
 

@@ -130,7 +130,8 @@ def write_report(
 
     for axes in grid.flat[:5]:
         if not axes.lines:
-            axes.axis("off")  # nothing to show
+            axes.axis("off")  # nothing to show: no axes, no title over an empty area
+            axes.set_title("")
             continue
         _mark(axes, marks, label=axes is lr)
         axes.grid(True, alpha=0.3)
