@@ -2,7 +2,9 @@
 
 ``remote_worker.py controlled DIR OUT [--backup B]``: fit with ``hs.Remote(DIR)``, sleeping a
 little per step so a test can send commands mid-run (with ``--backup``, resumed from the last
-epoch's backup in ``B`` if there is one); ``remote_worker.py replay JOURNAL OUT``:
+epoch's backup in ``B`` if there is one; with ``--kill-in-command``, the process kills itself
+with SIGKILL inside the first command it applies: its state assigned, its journal line not
+yet written); ``remote_worker.py replay JOURNAL OUT``:
 the same run from scratch with ``hs.Remote.replay(JOURNAL)``'s schedules and no Remote
 (``main(argv)`` runs it in the calling process: the TensorFlow pass replays in its own).
 Both save the weights after every update (``OUT``, an ``.npz``: ``history`` rows are the
@@ -12,6 +14,7 @@ flattened weights after updates 0, 1, ...; ``final`` the last) and print ``RESUL
 import argparse
 import json
 import os
+import signal
 import time
 
 import keras
@@ -38,7 +41,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("out")
     parser.add_argument("--sleep", type=float, default=0.02)
     parser.add_argument("--backup", default=None)
+    parser.add_argument("--kill-in-command", action="store_true")
     args = parser.parse_args(argv)
+    if args.kill_in_command:
+        journal = hs.Remote._journal
+
+        def killed(self, seq, command, status, step, **fields):  # type: ignore[no-untyped-def]
+            if status == "applied":  # applied to the state, not journaled: killed here
+                os.kill(os.getpid(), signal.SIGKILL)
+            return journal(self, seq, command, status, step, **fields)
+
+        hs.Remote._journal = killed  # type: ignore[method-assign]
     learning_rate: object = LEARNING_RATE
     if args.mode == "replay":
         learning_rate = hs.Remote.replay(args.source)["learning_rate"]

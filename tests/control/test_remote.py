@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -181,3 +182,43 @@ def test_a_killed_run_resumed_from_its_backup_applies_the_command_once(tmp_path:
     replay("tensorflow", control, tmp_path / "r.npz")
     frozen = np.load(tmp_path / "r.npz")["history"][applied["step"] - 1]
     np.testing.assert_array_equal(np.load(tmp_path / "a.npz")["final"], frozen)
+
+
+@pytest.mark.slow
+def test_a_run_killed_inside_a_command_applies_it_once_when_resumed(tmp_path: Path) -> None:
+    """SIGKILL inside the command (the learning rate set, the journal line not written):
+    the resumed run, from the backup before it, applies it once, and replays bitwise."""
+    control, backup = tmp_path / "run", tmp_path / "backup"
+    command = [
+        sys.executable, str(WORKER), "controlled", str(control), str(tmp_path / "a.npz"),
+        "--backup", str(backup),
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        [*command, "--kill-in-command"],
+        env=_env("tensorflow"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for_step(control, 40, process)  # past several epoch backups
+        sent = cli("set", str(control), "learning_rate=0")
+        assert sent.returncode == 0, sent.stderr
+        process.communicate(timeout=float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600")))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL  # killed inside the command
+    assert not [e for e in journal(control) if e.get("status") == "applied"]
+    resumed = subprocess.run(command, env=_env("tensorflow"), capture_output=True, text=True)
+    assert _result(resumed)["step"] == 200
+    entries = journal(control)
+    [applied] = [e for e in entries if e.get("status") == "applied"]  # once
+    assert applied["seq"] == 1 and applied["step"] % 8 == 0  # at the resumed epoch's start
+    assert [e["applied"] for e in entries if e.get("event") == "begin"] == [0, 0]
+    replay("tensorflow", control, tmp_path / "r.npz")
+    replayed = np.load(tmp_path / "r.npz")
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npz")["final"], replayed["final"])
+    frozen = replayed["history"][applied["step"] - 1]
+    np.testing.assert_array_equal(replayed["final"], frozen)  # learning stopped there
