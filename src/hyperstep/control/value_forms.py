@@ -21,7 +21,7 @@ from hyperstep.errors import FrozenValueError
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.expressions import BinaryOp, Constant, Epoch, Function
 
-__all__ = ["ClockEpoch", "ValueForms", "constant_pieces", "exact_value"]
+__all__ = ["ClockEpoch", "ValueForms", "constant_pieces", "exact_value", "host_values"]
 
 #: steps per table of schedule values kept by :meth:`ValueForms.host_float`
 _TABLE_STEPS = 1024
