@@ -10,6 +10,7 @@ fused kernels, ``None`` where there are none.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hyperstep.backends.optimizer_classes import keras_base_name
@@ -52,7 +53,7 @@ def keras_number(
     value: Any,
     exact: Any,
     static: float | None,
-    pieces: tuple[float, ...] = (),
+    pieces: Callable[[], tuple[float, ...]] = tuple,
 ) -> Any:
     """Hyperparameter ``name`` of optimizer class ``cls`` in the one form this backend hands
     Keras's optimizer code (the table in :mod:`hyperstep.backends`).
@@ -61,9 +62,9 @@ def keras_number(
     (``None`` for the learning rate, which reaches Keras as Keras's own float32 variable
     would: ``value()``, on TensorFlow as a
     :class:`~hyperstep.backends.tensorflow.KerasRate`, whose operators are Keras's ops as the
-    variable's are), ``static`` the constant (``None`` for a schedule), ``pieces`` the
+    variable's are), ``static`` the constant (``None`` for a schedule), ``pieces()`` the
     constants a schedule takes whole (on JAX their arithmetic with numbers rounds like their
-    Python floats, as a constant's does; ``()``: ``static`` alone).
+    Python floats, as a constant's does; ``()``: ``static`` alone), called only there.
 
     - TensorFlow: an :class:`~hyperstep.backends.tensorflow.ExactScalar` (a Python float's
       semantics: rounded once to the dtype it meets, ``if``s answered by ``static``);
@@ -94,7 +95,7 @@ def keras_number(
 
         if name in ARRAYS_ONLY.get(keras_base_name(cls) or "", ()):
             return weak(value())  # promoted as a Python float: to the other's dtype
-        return StaticScalar(value(), static, exact=pieces or static is not None)
+        return StaticScalar(value(), static, exact=pieces() or static is not None)
     if backend == "torch":
         from hyperstep.backends.torch import exact_scalar, python_numbers
 

@@ -151,11 +151,12 @@ def keras_value(
     step = update.step
     # Keras's own learning rate is a float32 variable: no exact form needed
     exact = None if learning_rate else lambda: hyperparameter.exact_at(step)
-    # on JAX a schedule's constant pieces round their arithmetic with numbers as a
-    # constant does (a replayed constant: `where(step < s, 0.9, ...)`)
-    pieces: tuple[float, ...] = ()
-    if static is None and exact is not None and backends.current_backend() == "jax":
-        pieces = constant_pieces(hyperparameter.schedule)
+
+    # a schedule's constant pieces round as a constant does (on JAX: a replayed constant,
+    # `where(step < s, 0.9, ...)`); computed only by the backend that needs them
+    def pieces() -> tuple[float, ...]:
+        return () if static is not None else constant_pieces(hyperparameter.schedule)
+
     return backends.keras_number(key, cls, lambda: hyperparameter.at(step), exact, static, pieces)
 
 
