@@ -1,4 +1,4 @@
-"""Tests for hs.Clock: the step variable, epochs, ownership and saving."""
+"""Tests for hs.Clock: the step variable, epochs, saving and the stateless copy."""
 
 import json
 
@@ -154,20 +154,6 @@ def test_clock_saved_with_its_step_alone_still_loads():
     clock.load_own_variables({"0": np.array(23)})
     assert _clock_state(clock) == [23, 0, 0, 0]
     assert int(clock.epoch) == 4
-
-
-def test_claim_gives_the_clock_to_the_first_claimant_only():
-    clock = hs.Clock()
-    first, second = object.__new__(_Owner), object.__new__(_Owner)
-    assert clock.claim(first, None) is True
-    assert clock.claim(second, None) is False
-    assert clock.claim(first, None) is True
-    with pytest.raises(ValueError, match=r"already advanced.*Received: advance=True"):
-        clock.claim(second, True)
-
-
-class _Owner:
-    pass
 
 
 def test_stateless_copy_hands_on_the_epoch_variables_both_states_hold():

@@ -1,5 +1,5 @@
-"""The layout rule: a module imports only rooms to its left (errors, backends, clock,
-schedules, control, optim, diagnosis, tune, demo, cli)."""
+"""The layout rule: a module imports only rooms to its left (errors, backends, clock and
+iteration, schedules, control, optim, diagnosis, tune, demo, cli)."""
 
 import ast
 import pathlib
@@ -12,6 +12,7 @@ RANK = {
     "errors": 0,
     "backends": 0.5,
     "clock": 1,
+    "iteration": 1,  # the clock's room: who advances a clock, and when
     **{r: i for i, r in enumerate(ROOMS) if i >= 2},
 }
 # the public surface and entry points may import from every room

@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
-import warnings
-import weakref
-from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import keras
@@ -21,8 +17,9 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends import integer_dtype
-from hyperstep.backends.fit import follow_train_steps
+from hyperstep.backends.jax import stateless_copy
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.iteration import Iteration, training_iteration
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
@@ -116,10 +113,6 @@ class Clock(keras.layers.Layer):
         self.built = True
         #: set by hyperstep's fit hook and callbacks: fit gives the epoch (see begin_epoch)
         self.follows_fit = False
-        self._owner: Any = None  # weakref to the optimizer that advances this clock
-        self._optimizers: list[Any] = []  # weakrefs to every optimizer on this clock
-        self._order = ""  # outside iterations: "" unchecked, "ok" or "warned" (note_update)
-        self._advanced = False  # ... and whether the advancing optimizer updated yet
 
     def _counter(self, name: str) -> Any:
         return self.add_weight(
@@ -237,34 +230,6 @@ class Clock(keras.layers.Layer):
         """
         return backends.host_int(self.step)
 
-    @property
-    def claimed(self) -> bool:
-        """Whether an optimizer advances this clock (see :meth:`claim`)."""
-        return self._owner is not None and self._owner() is not None
-
-    def claim(self, owner: Any, advance: bool | None) -> bool:
-        """Decide whether ``owner`` advances this clock; return that decision.
-
-        ``advance=None`` means "advance if nobody does yet". ``advance=True`` when another
-        live object already advances the clock raises: two advances per step would count
-        each training step twice.
-        """
-        current = self._owner() if self._owner is not None else None
-        if not any(ref() is owner for ref in self._optimizers):
-            self._optimizers.append(weakref.ref(owner))
-        if advance is None:
-            advance = current is None or current is owner
-        if advance:
-            if current is not None and current is not owner:
-                raise InvalidArgumentError(
-                    f"`Clock(name={self.name!r})` is already advanced by {current!r}; "
-                    "exactly one optimizer may advance a shared clock. Pass "
-                    "`advance=False` to the others. Received: advance=True"
-                )
-            self._owner = weakref.ref(owner)
-        backends.on_claim()  # JAX: the optimizer will hold a copy of `step` in fit
-        return bool(advance)
-
     # ---- training iterations ------------------------------------------------------------
     def iteration(self) -> contextlib.AbstractContextManager[Iteration]:
         """One training iteration of a custom loop: ``with clock.iteration(): ...``.
@@ -291,35 +256,6 @@ class Clock(keras.layers.Layer):
             (-3.0, -3.0, 2, 2.0)
         """
         return training_iteration([self])
-
-    def note_update(self, optimizer: Any, advances: bool) -> None:
-        """An update outside any iteration: warn at the first one that reads a step another
-        optimizer already advanced in program order (called by hyperstep's optimizers)."""
-        if self._order:
-            return
-        if advances:
-            self._advanced = True
-            return
-        if not self._advanced:
-            self._order = "ok"  # a reader updated first: the advancing one ends each iteration
-            return
-        self._order = "warned"
-        owner = self._owner() if self._owner is not None else None
-        warnings.warn(
-            f"`Clock(name={self.name!r})`: {_name(optimizer)} updates after {_name(owner)} "
-            "advanced the clock, so it reads the next step in the same iteration. Wrap each "
-            "training iteration in `with clock.iteration():` (every update then sees the "
-            "iteration's step; the clock advances once at its end), or let the optimizer "
-            "that updates last advance it (`advance=True` on it, `advance=False` on the "
-            "others). `model.fit` needs neither.",
-            UserWarning,
-            stacklevel=4,
-        )
-
-    def _live_optimizers(self) -> list[Any]:
-        """The live optimizers on this clock (each that claimed it, see :meth:`claim`); a
-        method, not a property: Keras's saving walks a layer's properties."""
-        return [o for o in (ref() for ref in self._optimizers) if o is not None]
 
     # ---- stateless training (JAX) -------------------------------------------------------
     def stateless_copy(self, source: Any, target: Any) -> list[Any]:
@@ -359,43 +295,7 @@ class Clock(keras.layers.Layer):
             >>> [float(v) for v in new]
             [2.5, 7.0]
         """
-        source_variables, source_values = self._stateless_pair("source", source)
-        target_variables, target_values = self._stateless_pair("target", target)
-        step = source_values[self._stateless_index("source", source_variables)]
-        target_values[self._stateless_index("target", target_variables)] = step
-        for variable in self.epoch_variables:  # where both hold it (epoch-based reads)
-            found = [i for i, v in enumerate(source_variables) if v is variable]
-            into = [i for i, v in enumerate(target_variables) if v is variable]
-            if found and into:
-                target_values[into[0]] = source_values[found[0]]
-        return target_values
-
-    def _stateless_pair(self, argument: str, pair: Any) -> tuple[list[Any], list[Any]]:
-        call = f"`Clock(name={self.name!r}).stateless_copy({argument}=...)`"
-        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise InvalidTypeError(
-                f"{call} takes a pair `(variables, values)`, such as "
-                f"`(optimizer.variables, optimizer_variables)`. {received(argument, pair)}"
-            )
-        variables, values = list(pair[0]), list(pair[1])
-        if len(variables) != len(values):
-            raise InvalidArgumentError(
-                f"{call} needs one value per variable. Received: {len(variables)} variables "
-                f"and {len(values)} values."
-            )
-        return variables, values
-
-    def _stateless_index(self, argument: str, variables: list[Any]) -> int:
-        for index, variable in enumerate(variables):
-            if variable is self.step:
-                return index
-        raise InvalidArgumentError(
-            f"`Clock(name={self.name!r}).stateless_copy({argument}=...)`: the clock's step "
-            f"is not among the {len(variables)} variables given; pass the state of an "
-            "optimizer on this clock (`optimizer.variables`) or of a model holding a "
-            "hyperparameter on it (`model.non_trainable_variables`). Received: variables "
-            f"{[getattr(v, 'path', v) for v in variables]}"
-        )
+        return stateless_copy(self, source, target)
 
     # ---- saving -------------------------------------------------------------------------
     def load_own_variables(self, store: Any) -> None:
@@ -413,162 +313,6 @@ class Clock(keras.layers.Layer):
 
     def __repr__(self) -> str:
         return f"Clock(steps_per_epoch={self._steps_per_epoch!r}, name={self.name!r})"
-
-
-# ---- training iterations ----------------------------------------------------------------
-def _name(optimizer: Any) -> str:
-    return f"optimizer {getattr(optimizer, 'name', type(optimizer).__name__)!r}"
-
-
-class Iteration:
-    """A training iteration in progress: which clocks it covers, the updates made in it.
-
-    ``clocks=None`` covers every clock (a train step of ``fit``). Each update on a covered
-    clock is recorded (:meth:`record`), with the condition it runs under
-    (:func:`conditional`); :meth:`advances` says by how much each clock moves at the end.
-    """
-
-    def __init__(self, clocks: Sequence[Clock] | None) -> None:
-        self.clocks = None if clocks is None else list(clocks)
-        self.updates: dict[int, tuple[Clock, list[tuple[Any, Any]]]] = {}
-        self.stateless = False  # an update inside a StatelessScope (`stateless_apply`)
-
-    def covers(self, clock: Clock) -> bool:
-        """Whether updates on ``clock`` belong to this iteration."""
-        return self.clocks is None or any(c is clock for c in self.clocks)
-
-    def record(self, clock: Clock, optimizer: Any) -> None:
-        """``optimizer`` updated on ``clock`` (under the innermost :func:`conditional`)."""
-        conditions = _stack(_CONDITIONS)
-        condition = conditions[-1] if conditions else None
-        self.updates.setdefault(id(clock), (clock, []))[1].append((optimizer, condition))
-        self.stateless = self.stateless or backends.in_stateless_scope()
-
-    def advances(self, read: Callable[[Any], Any] | None = None) -> list[tuple[Clock, Any]]:
-        """``(clock, applied)`` for each clock to advance: ``applied`` is ``True`` or a
-        boolean tensor (an update under a condition, a gradient-accumulation micro-step).
-        ``read(variable)`` reads an optimizer's ``iterations`` (stateless training)."""
-        found: list[tuple[Clock, Any]] = []
-        for clock, updates in self.updates.values():
-            found.append((clock, _applied(updates, read or (lambda v: v.value))))
-        for clock in self.clocks or ():  # a clock with no optimizer: one per iteration
-            if id(clock) not in self.updates and not clock._live_optimizers():
-                found.append((clock, True))
-        return found
-
-    def finish(self) -> None:
-        """Advance each clock once (by whether an update was applied).
-
-        Raises:
-            ValueError: After a stateless update (``stateless_apply``): the step it read is
-                in the state the caller carries, not in the clock's variable.
-        """
-        if self.stateless:
-            raise InvalidArgumentError(
-                "`clock.iteration()` cannot advance a step held in stateless state: an "
-                "update inside it ran through `stateless_apply` (a custom `jax.jit` loop). "
-                "There, let one optimizer advance the clock (`advance=True`, updating last) "
-                "and hand its step to the others with `Clock.stateless_copy`; "
-                "`model.fit` advances the step in its own state by itself."
-            )
-        for clock, applied in self.advances():
-            if applied is True:
-                clock.advance()
-            else:
-                clock.step.assign_add(ops.cast(applied, clock.step.dtype))
-
-
-def _applied(updates: list[tuple[Any, Any]], read: Callable[[Any], Any]) -> Any:
-    """Whether any of ``updates`` applied: ``True`` or a boolean tensor."""
-    flags = []
-    for optimizer, condition in updates:
-        steps = getattr(optimizer, "gradient_accumulation_steps", None)
-        flag = condition
-        if steps:  # applied on the micro-step that completes the accumulation
-            done = ops.equal(ops.mod(read(optimizer._iterations), steps), 0)
-            flag = done if flag is None else ops.logical_and(flag, done)
-        if flag is None:
-            return True
-        flags.append(flag)
-    found = flags[0]
-    for flag in flags[1:]:
-        found = ops.logical_or(found, flag)
-    return found
-
-
-#: open iterations and update conditions, per thread (``None`` under ``torch.compile``,
-#: which cannot trace ``threading``; tf.distribute runs each replica in its own thread)
-_OPEN: dict[int | None, list[Iteration]] = {}
-_CONDITIONS: dict[int | None, list[Any]] = {}
-
-
-def _stack(table: dict[int | None, list[Any]]) -> list[Any]:
-    key = None if backends.compiling() else threading.get_ident()
-    found = table.get(key)
-    if found is None:
-        found = table[key] = []
-    return found
-
-
-def open_iteration(clock: Clock) -> Iteration | None:
-    """The innermost open iteration covering ``clock``, else ``None``."""
-    for iteration in reversed(_stack(_OPEN)):
-        if iteration.covers(clock):
-            return iteration
-    return None
-
-
-@contextlib.contextmanager
-def training_iteration(
-    clocks: Sequence[Clock] | None, *, finish: bool = True
-) -> Iterator[Iteration]:
-    """Open an iteration over ``clocks`` (``None``: every clock); on a normal exit advance
-    each clock once (``finish=False``: the caller does, e.g. in JAX's fit state)."""
-    iteration = Iteration(clocks)
-    stack = _stack(_OPEN)
-    stack.append(iteration)
-    try:
-        yield iteration
-    finally:
-        stack.remove(iteration)
-    if finish:
-        iteration.finish()
-
-
-@contextlib.contextmanager
-def conditional(condition: Any) -> Iterator[None]:
-    """Updates recorded inside apply only where ``condition`` holds (a boolean tensor):
-    ``hs.SkipNonFinite`` wraps its conditional update in it."""
-    stack = _stack(_CONDITIONS)
-    stack.append(condition)
-    try:
-        yield
-    finally:
-        stack.pop()
-
-
-def fit_iteration(model: Any, train_step: Callable[..., Any]) -> Callable[..., Any]:
-    """``train_step`` as one training iteration (installed on every model's train step by
-    :func:`hyperstep.backends.fit.follow_train_steps`); stateless training (JAX) advances the
-    clocks in the state it returns."""
-    if backends.trains_statelessly():
-
-        def stateless_step(state: Any, data: Any) -> Any:
-            with training_iteration(None, finish=False) as iteration:
-                logs, new_state = train_step(state, data)
-            return logs, backends.advance_in_state(model, new_state, iteration)
-
-        return stateless_step
-
-    def step(*args: Any, **kwargs: Any) -> Any:
-        with training_iteration(None):
-            return train_step(*args, **kwargs)
-
-    return step
-
-
-# once, at import: every model's train step is one training iteration (not per Clock)
-follow_train_steps(fit_iteration)
 
 
 def _positive(variable: Any) -> bool:

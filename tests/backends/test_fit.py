@@ -73,9 +73,9 @@ def test_layers_of_is_the_model_and_every_nested_layer() -> None:
 
 
 def test_the_train_step_is_wrapped_and_a_copy_gets_its_own() -> None:
-    import hyperstep.clock  # registers its wrap at import
+    import hyperstep.iteration  # registers its wrap at import
 
-    assert fit._TRAIN_STEP_WRAPS == [hyperstep.clock.fit_iteration]
+    assert fit._TRAIN_STEP_WRAPS == [hyperstep.iteration.fit_iteration]
     model = _model()
     model.compile("sgd", "mse")
     model.fit(np.ones((2, 1)), np.ones((2, 1)), verbose=0)

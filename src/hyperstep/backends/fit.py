@@ -19,7 +19,7 @@ import keras
 
 #: (fit started, epoch began) handlers, called with the CallbackList's model
 _HANDLERS: list[tuple[Callable[..., None], Callable[..., None]]] = []
-#: the function that makes a model's train step (hyperstep.clock.fit_iteration)
+#: the function that makes a model's train step (hyperstep.iteration.fit_iteration)
 _TRAIN_STEP_WRAPS: list[Callable[..., Any]] = []
 
 

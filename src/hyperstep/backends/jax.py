@@ -262,3 +262,52 @@ def held_scope(variables: list[Any]) -> Any:
         for variable, value in _QUEUE:
             mapping[id(variable)] = (variable, value)
     return keras.StatelessScope(state_mapping=list(mapping.values()))
+
+
+# ---- a clock's step in custom `jax.jit` loops ------------------------------------------------
+def stateless_copy(clock: Any, source: Any, target: Any) -> list[Any]:
+    """``target``'s values with ``clock``'s step (and the epoch's variables where both lists
+    hold them) taken from ``source``: :meth:`hyperstep.Clock.stateless_copy`."""
+    source_variables, source_values = _stateless_pair(clock, "source", source)
+    target_variables, target_values = _stateless_pair(clock, "target", target)
+    step = source_values[_stateless_index(clock, "source", source_variables)]
+    target_values[_stateless_index(clock, "target", target_variables)] = step
+    for variable in clock.epoch_variables:  # where both hold it (epoch-based reads)
+        found = [i for i, v in enumerate(source_variables) if v is variable]
+        into = [i for i, v in enumerate(target_variables) if v is variable]
+        if found and into:
+            target_values[into[0]] = source_values[found[0]]
+    return target_values
+
+
+def _stateless_pair(clock: Any, argument: str, pair: Any) -> tuple[list[Any], list[Any]]:
+    from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+
+    call = f"`Clock(name={clock.name!r}).stateless_copy({argument}=...)`"
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        raise InvalidTypeError(
+            f"{call} takes a pair `(variables, values)`, such as "
+            f"`(optimizer.variables, optimizer_variables)`. {received(argument, pair)}"
+        )
+    variables, values = list(pair[0]), list(pair[1])
+    if len(variables) != len(values):
+        raise InvalidArgumentError(
+            f"{call} needs one value per variable. Received: {len(variables)} variables "
+            f"and {len(values)} values."
+        )
+    return variables, values
+
+
+def _stateless_index(clock: Any, argument: str, variables: list[Any]) -> int:
+    from hyperstep.errors import InvalidArgumentError
+
+    for index, variable in enumerate(variables):
+        if variable is clock.step:
+            return index
+    raise InvalidArgumentError(
+        f"`Clock(name={clock.name!r}).stateless_copy({argument}=...)`: the clock's step "
+        f"is not among the {len(variables)} variables given; pass the state of an "
+        "optimizer on this clock (`optimizer.variables`) or of a model holding a "
+        "hyperparameter on it (`model.non_trainable_variables`). Received: variables "
+        f"{[getattr(v, 'path', v) for v in variables]}"
+    )

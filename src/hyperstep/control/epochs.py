@@ -26,6 +26,7 @@ from hyperstep.backends.fit import follow_fit, layers_of
 from hyperstep.clock import Clock
 from hyperstep.control.wrapped import hyperstep_optimizers
 from hyperstep.errors import InvalidTypeError, received
+from hyperstep.iteration import claimed
 from hyperstep.schedules.expressions import Constant
 
 __all__ = ["FitFollower", "FollowEpochs", "epoch_began", "fit_began", "install"]
@@ -166,7 +167,7 @@ def _stands_still(layer: Any) -> bool:
     advances, whose schedule moves."""
     if not isinstance(layer, FitFollower) or not layer.follows_optimizer:
         return False
-    return not layer.clock.claimed and not isinstance(layer.schedule, Constant)
+    return not claimed(layer.clock) and not isinstance(layer.schedule, Constant)
 
 
 def _follows(layer: Any, clock: Clock) -> bool:
@@ -174,7 +175,7 @@ def _follows(layer: Any, clock: Clock) -> bool:
     optimizer advances: it then reads ``clock`` (the model's optimizer's)."""
     if not isinstance(layer, FitFollower) or not layer.follows_optimizer:
         return False
-    return layer.clock is not clock and not layer.clock.claimed
+    return layer.clock is not clock and not claimed(layer.clock)
 
 
 class FollowEpochs(keras.callbacks.Callback):

@@ -18,9 +18,10 @@ import keras
 from keras import ops
 
 from hyperstep import backends
-from hyperstep.clock import Clock, open_iteration
+from hyperstep.clock import Clock
 from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.iteration import open_iteration
 from hyperstep.optim.average_state import ATTRIBUTE, AverageState, attach
 from hyperstep.optim.rules import Values
 

@@ -26,10 +26,10 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep.clock import open_iteration
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.relative import references, relative
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.iteration import note_update, open_iteration
 from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update
 from hyperstep.schedules.base import Schedule
@@ -135,7 +135,7 @@ def apply_update(
     if iteration is not None:
         iteration.record(clock, optimizer)
     else:
-        clock.note_update(optimizer, advance)
+        note_update(clock, optimizer, advance)
         if advance:
             advance_after_update(optimizer, clock)
     return result

@@ -22,8 +22,8 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep.clock import conditional
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.iteration import conditional
 
 __all__ = ["SkipNonFinite"]
 

@@ -31,6 +31,7 @@ from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.named_state import SavedByName
 from hyperstep.control.relative import resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.iteration import claim
 from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
 from hyperstep.optim.arguments import KERAS_ARGUMENTS, check_names, pick_clock
@@ -203,7 +204,8 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
         ]:
             if not self._tracker.is_in_store("variables", variable):
                 self._track_variable(variable)
-        self.advance = self.clock.claim(self, advance)  # last: a failed construction claims nothing
+        # last: a failed construction claims nothing
+        self.advance = claim(self.clock, self, advance)
 
     # ---- saving (hyperstep.control.named_state.SavedByName) ---------------------------
     _hs_walked_by_name = frozenset({"hyperparameters", "groups", "_tables"})

@@ -24,6 +24,7 @@ from hyperstep.control import named_state
 from hyperstep.control.hyperparameter import Hyperparameter, track
 from hyperstep.control.relative import references, resolve
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.iteration import claim
 from hyperstep.optim import _introspect
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.core import (
@@ -154,7 +155,7 @@ class ScheduledBase(named_state.SavedByName):
         if clock is None:
             clock = Clock(name=f"{self.name}_clock")
         self.clock = clock
-        state.advance = clock.claim(self, advance)
+        state.advance = claim(clock, self, advance)
         raw = dict(state.raw)
         learning_rate = self._learning_rate
         if isinstance(learning_rate, keras.Variable):
