@@ -1,8 +1,6 @@
-"""Units of hyperstep.errors: the exception tree, ``received`` and ``renamed``."""
+"""Units of hyperstep.errors: the exception tree and ``received``."""
 
 from __future__ import annotations
-
-import warnings
 
 import pytest
 
@@ -15,7 +13,6 @@ from hyperstep.errors import (
     InvalidTypeError,
     ScheduleSyntaxError,
     received,
-    renamed,
 )
 
 
@@ -65,29 +62,3 @@ def test_schedule_syntax_error_without_text_or_column() -> None:
 @pytest.mark.parametrize("value", [-3, "linear", None, [1, 2], 0.1])
 def test_received_uses_repr(value: object) -> None:
     assert received("steps", value) == f"Received: steps={value!r}"
-
-
-def test_renamed_warns_with_the_new_spelling_and_returns_the_object() -> None:
-    get = renamed("hyperstep.old", {"Error": "hyperstep.errors.InvalidArgumentError"})
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        found = get("Error")
-    assert found is InvalidArgumentError
-    assert len(caught) == 1 and caught[0].category is DeprecationWarning
-    message = str(caught[0].message)
-    assert "`hyperstep.old.Error`" in message
-    assert "`hyperstep.errors.InvalidArgumentError`" in message
-
-
-def test_renamed_stacklevel_points_at_the_reader() -> None:
-    get = renamed("m", {"x": "hyperstep.errors.received"}, stacklevel=2)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        get("x")  # the line the warning names
-    assert caught[0].filename == __file__
-
-
-def test_renamed_unknown_name_is_an_attribute_error_naming_it() -> None:
-    get = renamed("hyperstep.old", {"A": "hyperstep.errors.HyperstepError"})
-    with pytest.raises(AttributeError, match=r"'hyperstep.old' has no attribute 'B'"):
-        get("B")

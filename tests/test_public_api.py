@@ -158,40 +158,8 @@ def test_the_one_name_check_finds_a_second_name(monkeypatch) -> None:
         test_every_public_object_has_exactly_one_name()
 
 
-#: the names of 0.1 that moved: each still works for one release, with a DeprecationWarning
-FORMER = {
-    "schedules.parse": "hs.parse",
-    "callbacks.ReduceOnPlateau": "hs.ReduceOnPlateau",
-    "tune.find_lr": "hs.find_lr",
-    "tune.LRFinding": "hs.LRFinding",
-    "rules.SGD": "hs.rules.SGDRule",
-    "rules.Adam": "hs.rules.AdamRule",
-    "rules.AdamW": "hs.rules.AdamWRule",
-    "rules.Lion": "hs.rules.LionRule",
-    "rules.ScheduleFreeAdamW": "hs.rules.ScheduleFreeAdamWRule",
-    "rules.ScheduleFreeSGD": "hs.rules.ScheduleFreeSGDRule",
-}
-
-
-@pytest.mark.parametrize("former", sorted(FORMER))
-def test_a_former_name_warns_with_the_new_spelling_and_is_the_same_object(former: str) -> None:
-    space, name = former.split(".")
-    new = FORMER[former]
-    expected = _public_names()[new]
-    spelled = new.replace("hs.", "hyperstep.", 1)
-    with pytest.warns(
-        DeprecationWarning, match=rf"`hyperstep\.{former}` is deprecated: use `{spelled}`"
-    ) as caught:
-        value = getattr(getattr(hs, space), name)
-    assert value is expected
-    assert caught[0].filename == __file__  # points at the line that read it
-    assert former.split(".")[-1] not in getattr(hs, space).__all__
-    assert former.split(".")[-1] not in dir(getattr(hs, space))
-
-
-def test_from_import_of_a_former_name_warns_too() -> None:
-    with pytest.warns(DeprecationWarning, match="hyperstep.rules.AdamRule"):
-        from hyperstep.rules import Adam
-    assert Adam is hs.rules.AdamRule
-    with pytest.raises(AttributeError, match="has no attribute 'Adamm'"):
-        hs.rules.Adamm  # noqa: B018
+def test_an_unknown_name_of_a_namespace_is_an_attribute_error_naming_it() -> None:
+    with pytest.raises(AttributeError, match=r"'hyperstep.schedules' has no attribute 'parse'"):
+        hs.schedules.parse  # noqa: B018  (the parser is hs.parse)
+    with pytest.raises(AttributeError, match=r"has no attribute 'find_lr'"):
+        hs.tune.find_lr  # noqa: B018  (the range test is hs.find_lr)

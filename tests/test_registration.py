@@ -5,38 +5,27 @@ from __future__ import annotations
 import sys
 import textwrap
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 
 import keras
 import pytest
 
 from hyperstep import _registration
-from hyperstep._registration import LEGACY_PREFIX, TOP_LEVEL, install, register
-
-
-class _Adam:  # what a fake keras.optimizers holds: classes and one non-class
-    pass
+from hyperstep._registration import TOP_LEVEL, install, register
 
 
 def _fake_keras(registry: dict) -> SimpleNamespace:
-    optimizers = ModuleType("optimizers")  # dir() lists only what is set on it
-    optimizers.Adam = optimizers.SGD = _Adam  # type: ignore[attr-defined]
-    optimizers.get = lambda name: None  # type: ignore[attr-defined]
-    return SimpleNamespace(
-        saving=SimpleNamespace(get_custom_objects=lambda: registry), optimizers=optimizers
-    )
+    return SimpleNamespace(saving=SimpleNamespace(get_custom_objects=lambda: registry))
 
 
-def test_register_puts_a_standin_under_every_top_level_and_legacy_name() -> None:
+def test_register_puts_a_standin_under_every_top_level_name_only() -> None:
     registry: dict = {}
     register(_fake_keras(registry))
-    legacy = {f"{LEGACY_PREFIX}Adam", f"{LEGACY_PREFIX}SGD"}
-    assert set(registry) == set(TOP_LEVEL) | legacy  # `get` is no class: no name for it
+    assert set(registry) == set(TOP_LEVEL)  # none per Keras optimizer class
     for name, cls in registry.items():
         assert cls._hs_standin is True
         assert cls.__name__ == name.split(">")[1]
-        expected = TOP_LEVEL.get(name, TOP_LEVEL["hyperstep>Scheduled"])
-        assert cls.__module__ == expected
+        assert cls.__module__ == TOP_LEVEL[name]
 
 
 def test_register_keeps_a_class_already_registered() -> None:
@@ -89,7 +78,7 @@ def test_a_standin_whose_module_registers_nothing_raises_like_keras(
 
 def test_install_with_keras_imported_registers_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     registry = keras.saving.get_custom_objects()
-    name = f"{LEGACY_PREFIX}Adam"
+    name = "hyperstep>SkipNonFinite"
     monkeypatch.delitem(registry, name, raising=False)
     before = list(sys.meta_path)
     install()

@@ -26,8 +26,6 @@ TOP_LEVEL: dict[str, str] = {
     "hyperstep>StepOptimizer": "hyperstep.optim.optimizer",
     "hyperstep>SkipNonFinite": "hyperstep.optim.finite",
 }
-#: older configs name one scheduled class per optimizer class ("hyperstep>ScheduledAdam")
-LEGACY_PREFIX = "hyperstep>Scheduled"
 
 
 def _standin(registered_name: str, module: str) -> type:
@@ -68,11 +66,7 @@ def register(keras: ModuleType) -> None:
     """Put a stand-in under every name hyperstep's saved files use, unless the real class
     is registered already."""
     registry = keras.saving.get_custom_objects()
-    names = dict(TOP_LEVEL)
-    for name in dir(keras.optimizers):
-        if isinstance(getattr(keras.optimizers, name), type):
-            names[f"{LEGACY_PREFIX}{name}"] = TOP_LEVEL["hyperstep>Scheduled"]
-    for registered_name, module in names.items():
+    for registered_name, module in TOP_LEVEL.items():
         if registered_name not in registry:
             registry[registered_name] = _standin(registered_name, module)
 

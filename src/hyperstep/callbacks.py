@@ -12,16 +12,13 @@
 - :func:`read_all`: every hyperparameter's value in one call, for custom loops.
 
 The classes live in the rooms that own them (``control``, ``diagnosis``, ``optim``); this
-module only re-exports them. The plateau controller, a callback too, is ``hs.ReduceOnPlateau``
-(``hs.callbacks.ReduceOnPlateau`` until 0.1: the former name still works, with a
-``DeprecationWarning``).
+module only re-exports them. The plateau controller, a callback too, is ``hs.ReduceOnPlateau``.
 """
 
 from hyperstep.control.callbacks import LogHyperparameters, read_all
 from hyperstep.control.cooldown import StartCooldown
 from hyperstep.control.epochs import FollowEpochs
 from hyperstep.diagnosis.callback import Doctor
-from hyperstep.errors import renamed
 from hyperstep.optim.averaging import AveragedWeights
 
 __all__ = [
@@ -32,5 +29,3 @@ __all__ = [
     "StartCooldown",
     "read_all",
 ]
-
-__getattr__ = renamed(__name__, {"ReduceOnPlateau": "hyperstep.ReduceOnPlateau"})

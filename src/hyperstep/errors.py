@@ -8,9 +8,6 @@ instead, ending with ``Received: name=value``. All hyperstep errors derive from
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from collections.abc import Callable, Mapping
 from typing import Any
 
 #: the exception tree (the message helpers below are for hyperstep's own modules)
@@ -77,43 +74,3 @@ def received(name: str, value: Any) -> str:
         'Received: steps=-3'
     """
     return f"Received: {name}={value!r}"
-
-
-def renamed(
-    namespace: str, names: Mapping[str, str], *, stacklevel: int = 2
-) -> Callable[[str], Any]:
-    """Return a module ``__getattr__`` that keeps former names working for one release.
-
-    ``names`` maps each former name in module ``namespace`` to its new spelling, a dotted
-    path (``"hyperstep.ReduceOnPlateau"``); reading a former name warns with a
-    ``DeprecationWarning`` that gives the new spelling, then returns the object.
-    ``stacklevel`` 2 points the warning at the line that read the name when the result is
-    the module's ``__getattr__`` itself (3 when a ``__getattr__`` of the module calls it).
-
-    Example:
-        >>> import warnings
-        >>> get = renamed("hyperstep.demo", {"Old": "hyperstep.errors.HyperstepError"})
-        >>> with warnings.catch_warnings(record=True) as caught:
-        ...     warnings.simplefilter("always")
-        ...     found = get("Old")
-        >>> found.__name__
-        'HyperstepError'
-        >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
-        `hyperstep.demo.Old` is deprecated: use `hyperstep.errors.HyperstepError` (the former
-        name goes in the next release).
-    """
-
-    def __getattr__(name: str) -> Any:
-        if name not in names:
-            raise AttributeError(f"module {namespace!r} has no attribute {name!r}")
-        new = names[name]
-        warnings.warn(
-            f"`{namespace}.{name}` is deprecated: use `{new}` (the former name goes in the "
-            "next release).",
-            DeprecationWarning,
-            stacklevel=stacklevel,
-        )
-        module, _, attribute = new.rpartition(".")
-        return getattr(importlib.import_module(module), attribute)
-
-    return __getattr__

@@ -3,8 +3,7 @@
 - :class:`Rule`: the base class (the equation of one step for one variable);
   :func:`register_rule` and :func:`get_rule` to name and find rules.
 - Built-in rules matching Keras's optimizers: :class:`SGDRule`, :class:`AdamRule`,
-  :class:`AdamWRule`, :class:`LionRule` (named ``SGD``, ``Adam``, ... until 0.1, like the
-  Keras optimizers they are not; the former names still work, with a ``DeprecationWarning``).
+  :class:`AdamWRule`, :class:`LionRule`.
 - Schedule-free rules (Defazio et al., arXiv 2405.15682): :class:`ScheduleFreeAdamWRule`,
   :class:`ScheduleFreeSGDRule`.
 
@@ -12,9 +11,7 @@ The rules live in the optimizer room (``hyperstep.optim.rules``,
 ``hyperstep.optim.schedule_free``); this module only re-exports them.
 """
 
-from hyperstep.errors import renamed
 from hyperstep.optim.rules import (
-    FORMER_NAMES,
     AdamRule,
     AdamWRule,
     LionRule,
@@ -38,7 +35,3 @@ __all__ = [
     "get_rule",
     "register_rule",
 ]
-
-__getattr__ = renamed(
-    __name__, {former: f"{__name__}.{name}" for former, name in FORMER_NAMES.items()}
-)

@@ -242,7 +242,7 @@ def test_values_read_by_attribute_and_by_key() -> None:
 def test_rule_by_name_and_by_class() -> None:
     assert hs.rules.get_rule("AdamW") == hs.rules.AdamWRule()
     assert hs.rules.get_rule(hs.rules.LionRule) == hs.rules.LionRule()
-    assert hs.rules.get_rule("hyperstep>SGD") == hs.rules.SGDRule()
+    assert hs.rules.get_rule("hyperstep>SGDRule") == hs.rules.SGDRule()
     with pytest.raises(InvalidArgumentError, match=r"Built-in rules: .*Received: rule='adamax'"):
         hs.rules.get_rule("adamax")
     with pytest.raises(InvalidTypeError, match="Received: rule=3"):

@@ -230,17 +230,15 @@ def from_hyperparameters_config(
     config: dict[str, Any], custom_objects: Any = None
 ) -> dict[str, Any]:
     """Pop the shared keys from ``config`` (see :func:`hyperparameters_config`):
-    ``hyperparameters`` (values loaded; ``None`` if absent: a config from before the shared
-    format), ``clock`` (loaded), ``advance``, ``fused`` and ``groups`` (as saved: the
-    optimizer's constructor binds them with :func:`bind_groups` and checks them)."""
+    ``hyperparameters`` (values loaded), ``clock`` (loaded), ``advance``, ``fused`` and
+    ``groups`` (as saved: the optimizer's constructor binds them with :func:`bind_groups`
+    and checks them)."""
     clock = config.pop("clock", None)
     if isinstance(clock, dict):
         clock = keras.saving.deserialize_keras_object(clock, custom_objects)
-    values = config.pop("hyperparameters", None)
-    if isinstance(values, dict):
-        values = {k: deserialize_value(v, custom_objects) for k, v in values.items()}
+    values = config.pop("hyperparameters")
     return {
-        "hyperparameters": values,
+        "hyperparameters": {k: deserialize_value(v, custom_objects) for k, v in values.items()},
         "clock": clock,
         "advance": config.pop("advance", None),
         "fused": config.pop("fused", False),

@@ -41,7 +41,6 @@ from hyperstep.optim.core import (
     apply_update,
     assign_attribute,
     bind_groups,
-    deserialize_value,
     from_hyperparameters_config,
     hyperparameters_config,
 )
@@ -442,8 +441,7 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
         rule = keras.saving.deserialize_keras_object(config.pop("rule"), custom_objects)
         average = config.pop("average", None)
         shared = from_hyperparameters_config(config, custom_objects)
-        flat = {k: config.pop(k) for k in list(config) if k not in ("name", *KERAS_ARGUMENTS)}
+        # (the values under their names too, for readers: `hyperparameters` has them)
+        config = {k: v for k, v in config.items() if k in ("name", *KERAS_ARGUMENTS)}
         values = shared.pop("hyperparameters")
-        if values is None:  # saved before the shared format: the values under their names
-            values = {k: deserialize_value(v, custom_objects) for k, v in flat.items()}
         return restore_average(cls(rule, **shared, **config, **values), average)

@@ -369,21 +369,6 @@ BUILTIN: dict[str, type[Rule]] = {
     "lion": LionRule,
 }
 
-#: Former name -> current name of the built-in rules, which were named like Keras's
-#: optimizers until 0.1 (``hs.rules.Adam``): ``hs.rules.Adam`` still works for one release
-#: with a ``DeprecationWarning``, and a file saved under ``"hyperstep>Adam"`` still loads.
-FORMER_NAMES: dict[str, str] = {}
-
-
-def register_former_name(rule_class: type[Rule], former: str) -> None:
-    """Load configs that name ``rule_class`` by its former registered name ``former``."""
-    keras.saving.get_custom_objects().setdefault(f"{PACKAGE}>{former}", rule_class)
-    FORMER_NAMES[former] = rule_class.__name__
-
-
-for _rule in (SGDRule, AdamRule, AdamWRule, LionRule):
-    register_former_name(_rule, _rule.__name__.removesuffix("Rule"))
-
 __all__ = [
     "AdamRule",
     "AdamWRule",

@@ -43,7 +43,6 @@ from hyperstep.optim.rules import (
     Rule,
     Values,
     check_bool,
-    register_former_name,
     register_rule,
 )
 
@@ -257,5 +256,3 @@ class ScheduleFreeSGDRule(_ScheduleFree):
 
 
 BUILTIN.update(schedulefreeadamw=ScheduleFreeAdamWRule, schedulefreesgd=ScheduleFreeSGDRule)
-register_former_name(ScheduleFreeAdamWRule, "ScheduleFreeAdamW")
-register_former_name(ScheduleFreeSGDRule, "ScheduleFreeSGD")

@@ -95,23 +95,18 @@ class ScheduledOptimizer(ScheduledUpdate):
     def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> Any:
         """Load a config of
         :meth:`~hyperstep.optim.scheduled_base.ScheduledBase.get_config`: the scheduled
-        class of the wrapped optimizer's (:func:`scheduled_class`), or, for an older, flat
-        config (Keras's keys and hyperstep's side by side), ``cls``."""
+        class of the wrapped optimizer's (:func:`scheduled_class`)."""
         config = dict(config)
         nested = config.pop("optimizer", None)
-        target: Any = cls
-        if nested is not None:
-            target = scheduled_class(wrapped_class(nested, custom_objects))
-            config = {**inner_config(nested), **config}
-        elif getattr(cls, "_hs_base", None) is None:
+        if nested is None:
             raise InvalidArgumentError(
                 "A config of `hs.scheduled(...)` needs its wrapped optimizer under "
                 f"'optimizer'. Received: config with keys {sorted(config)}"
             )
+        target = scheduled_class(wrapped_class(nested, custom_objects))
+        config = {**inner_config(nested), **config}
         average = config.pop("average", None)
         shared = from_hyperparameters_config(config, custom_objects)  # as StepOptimizer's
-        if shared["hyperparameters"] is None:
-            shared["hyperparameters"] = {}
         optimizer = super(ScheduledOptimizer, target).from_config(  # type: ignore[misc]
             {**config, **shared}, custom_objects
         )
@@ -163,8 +158,7 @@ def scheduled_class(cls: type) -> type:
     One class per class Keras instantiates (on torch, ``keras.optimizers.Adam`` and Keras's
     torch ``Adam`` give the same class: :func:`hyperstep.backends.optimizer_class`). Every
     one serializes as ``"hyperstep>Scheduled"`` with the wrapped optimizer's config nested
-    (:meth:`~hyperstep.optim.scheduled_base.ScheduledBase.get_config`); the name
-    ``"hyperstep>Scheduled<Class>"`` of older configs stays registered for loading them.
+    (:meth:`~hyperstep.optim.scheduled_base.ScheduledBase.get_config`).
     """
     cls = backends.optimizer_class(cls)
     if cls in _CLASSES:
@@ -179,10 +173,6 @@ def scheduled_class(cls: type) -> type:
     keras.saving.register_keras_serializable(package=package, name=name)(sub)
     registry = keras.saving.get_custom_objects()
     registry[REGISTERED_NAME] = ScheduledOptimizer  # its from_config picks the class
-    legacy = f"hyperstep>Scheduled{cls.__name__}"  # the name older configs use
-    current = registry.get(legacy)
-    if current is None or getattr(current, "_hs_standin", False):
-        registry[legacy] = sub
     _CLASSES[cls] = sub
     return sub
 

@@ -16,7 +16,6 @@ The classes behind the vocabulary (``Cosine``, ``Warmup``, the expression nodes
 from typing import Any
 
 from hyperstep.backends import numpy_ops
-from hyperstep.errors import renamed
 from hyperstep.schedules import keras_formulas, language
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.combinators import join, warmup
@@ -72,8 +71,4 @@ def __getattr__(name: str) -> Any:
         from hyperstep.schedules.keras_compat import from_keras
 
         return from_keras
-    return _renamed(name)
-
-
-#: ``hs.schedules.parse`` until 0.1 (the module is ``hyperstep.schedules.language``)
-_renamed = renamed(__name__, {"parse": "hyperstep.parse"}, stacklevel=3)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
