@@ -7,6 +7,7 @@ import pytest
 
 import hyperstep as hs
 from hyperstep.iteration import (
+    Iteration,
     claim,
     claimed,
     conditional,
@@ -81,8 +82,31 @@ def test_an_iteration_advances_each_clock_by_whether_an_update_applied():
     assert [int(c.step) for c in (applied, skipped, free)] == [1, 0, 1]
 
 
+def test_the_outermost_condition_decides_a_nested_conditional_update():
+    clock = hs.Clock()
+    owner = _Owner()
+    iteration = Iteration([clock])
+    outer, inner = keras.ops.convert_to_tensor(False), keras.ops.convert_to_tensor(True)
+    with conditional(outer), conditional(inner):
+        iteration.record(clock, owner)
+    ((found, applied),) = iteration.advances()
+    assert found is clock
+    assert not bool(keras.ops.convert_to_numpy(applied))
+
+
 def test_an_exception_inside_an_iteration_leaves_the_clock():
     clock = hs.Clock()
     with pytest.raises(RuntimeError, match="boom"), training_iteration([clock]):
         raise RuntimeError("boom")
     assert int(clock.step) == 0
+
+
+def test_keras_loss_scale_optimizer_is_wrapped_once_keeping_keras_own():
+    import hyperstep.iteration as iteration
+
+    cls = keras.optimizers.LossScaleOptimizer
+    before = (cls.apply, cls.stateless_apply)
+    iteration._follow_loss_scaling()  # a second call changes nothing
+    assert (cls.apply, cls.stateless_apply) == before
+    assert all(method._hyperstep for method in before)
+    assert cls.apply.__wrapped__.__qualname__ == "LossScaleOptimizer.apply"

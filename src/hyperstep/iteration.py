@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import keras
 from keras import ops
 
 from hyperstep import backends
@@ -132,9 +133,10 @@ class Iteration:
         return self.clocks is None or any(c is clock for c in self.clocks)
 
     def record(self, clock: Any, optimizer: Any) -> None:
-        """``optimizer`` updated on ``clock`` (under the innermost :func:`conditional`)."""
+        """``optimizer`` updated on ``clock`` (under the outermost :func:`conditional`: one
+        inside it is computed in a branch of the outer one's ``cond``, and cannot leave it)."""
         conditions = _stack(_CONDITIONS)
-        condition = conditions[-1] if conditions else None
+        condition = conditions[0] if conditions else None
         self.updates.setdefault(id(clock), (clock, []))[1].append((optimizer, condition))
         self.stateless = self.stateless or backends.in_stateless_scope()
 
@@ -230,7 +232,8 @@ def training_iteration(clocks: Sequence[Any] | None, *, finish: bool = True) -> 
 @contextlib.contextmanager
 def conditional(condition: Any) -> Iterator[None]:
     """Updates recorded inside apply only where ``condition`` holds (a boolean tensor):
-    ``hs.SkipNonFinite`` wraps its conditional update in it."""
+    ``hs.SkipNonFinite`` and Keras's ``LossScaleOptimizer`` (:func:`_follow_loss_scaling`)
+    wrap their conditional update in it."""
     stack = _stack(_CONDITIONS)
     stack.append(condition)
     try:
@@ -259,5 +262,37 @@ def fit_iteration(model: Any, train_step: Callable[..., Any]) -> Callable[..., A
     return step
 
 
-# once, at import: every model's train step is one training iteration (not per Clock)
+def _follow_loss_scaling() -> None:
+    """Wrap ``keras.optimizers.LossScaleOptimizer``'s ``apply`` and ``stateless_apply``
+    (once, at import) in :func:`conditional` on its ``check_finite(grads)``: an update it
+    skips (the gradients overflowed) does not advance the clock, as it does not advance
+    Keras's ``iterations``. A traced ``cond`` (TensorFlow's graphs, JAX) traces the update
+    in both cases; the condition, computed as Keras computes it, decides."""
+    cls = keras.optimizers.LossScaleOptimizer
+    if getattr(cls.apply, "_hyperstep", False):
+        return
+    keras_apply, keras_stateless_apply = cls.apply, cls.stateless_apply
+
+    def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
+        grads = list(grads)
+        with conditional(self.check_finite(grads)):
+            return keras_apply(self, grads, trainable_variables)
+
+    def stateless_apply(
+        self: Any, optimizer_variables: Any, grads: Any, trainable_variables: Any
+    ) -> Any:
+        grads = list(grads)
+        with conditional(self.check_finite(grads)):
+            return keras_stateless_apply(self, optimizer_variables, grads, trainable_variables)
+
+    for wrapper, wrapped in ((apply, keras_apply), (stateless_apply, keras_stateless_apply)):
+        wrapper.__doc__ = wrapped.__doc__
+        wrapper.__wrapped__ = wrapped  # type: ignore[attr-defined]
+        wrapper._hyperstep = True  # type: ignore[attr-defined]
+        setattr(cls, wrapper.__name__, wrapper)
+
+
+# once, at import: every model's train step is one training iteration (not per Clock), and
+# an update Keras's LossScaleOptimizer skips is not one
 follow_train_steps(fit_iteration)
+_follow_loss_scaling()

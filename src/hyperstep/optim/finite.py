@@ -123,7 +123,8 @@ class SkipNonFinite(keras.optimizers.Optimizer):
         with keras.StatelessScope(state_mapping=mapping) as scope:
             go = self._count(list(grads))
         own = [scope.get_current_value(v) for v in self._variables]
-        inner_values = list(optimizer_variables[len(self._variables) :])
+        # arrays: inside LossScaleOptimizer's stateless_apply these are its own variables
+        inner_values = [ops.convert_to_tensor(v) for v in optimizer_variables[len(own) :]]
 
         def applied() -> Any:
             return self.inner_optimizer.stateless_apply(inner_values, grads, trainable_variables)

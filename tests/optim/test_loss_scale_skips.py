@@ -1,0 +1,125 @@
+"""Under Keras's ``LossScaleOptimizer`` a skipped update (the gradients overflowed) is not a
+step: the clock equals the wrapper's ``iterations``, every value is the schedule at the
+updates applied, and the weights are bitwise those of plain Keras with the same Keras
+schedule, with the overflow forced at chosen batches (a sample weight of 1e38, which the
+loss scale takes past float32's range). In ``fit`` and in a custom loop, for ``hs.scheduled``
+and ``hs.StepOptimizer``, stacked with ``hs.SkipNonFinite`` and with gradient accumulation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+import pytest
+
+import hyperstep as hs
+
+pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
+
+BATCHES, SIZE = 16, 4
+OVERFLOW = (3, 9)  # the batches whose gradients overflow under the loss scale
+
+
+def _schedule() -> Any:
+    """The Keras schedule both runs use: ``1e-2 * 0.5 ** (step / 8)``."""
+    return keras.optimizers.schedules.ExponentialDecay(1e-2, decay_steps=8, decay_rate=0.5)
+
+
+class _PerUpdate(keras.optimizers.schedules.LearningRateSchedule):
+    """``schedule(step // every)``: Keras's schedule reads the micro-steps under gradient
+    accumulation, hyperstep's clock the updates applied."""
+
+    def __init__(self, every: int) -> None:
+        self.every = every
+
+    def __call__(self, step: Any) -> Any:
+        return _schedule()(keras.ops.floor_divide(step, self.every))
+
+
+def _data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(BATCHES * SIZE, 3)).astype("float32")
+    y = rng.normal(size=(BATCHES * SIZE, 1)).astype("float32")
+    weight = np.ones(BATCHES * SIZE, "float32")
+    for batch in OVERFLOW:
+        weight[batch * SIZE : (batch + 1) * SIZE] = 1e38
+    return x, y, weight
+
+
+def _model() -> keras.Model:
+    keras.utils.set_random_seed(1)
+    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+
+
+class _Seen(keras.callbacks.Callback):
+    """The learning rate the next update reads (Keras: the schedule at the inner optimizer's
+    own count), the wrapper's ``iterations`` and the clock, after each batch."""
+
+    def __init__(self, clock: Any) -> None:
+        super().__init__()
+        self.clock = clock
+        self.rates: list[float] = []
+        self.iterations: list[int] = []
+        self.steps: list[int | None] = []
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        optimizer = self.model.optimizer
+        self.rates.append(float(keras.ops.convert_to_numpy(optimizer.learning_rate)))
+        self.iterations.append(int(optimizer.iterations))
+        self.steps.append(None if self.clock is None else int(self.clock.step))
+
+
+def _fit(optimizer: Any, *, scaled: bool = True) -> tuple[keras.Model, _Seen]:
+    """Train on the data under a LossScaleOptimizer; ``scaled=False``: without one, on the
+    batches that do not overflow only."""
+    model = _model()
+    model.compile(keras.optimizers.LossScaleOptimizer(optimizer) if scaled else optimizer, "mse")
+    seen = _Seen(getattr(optimizer, "clock", None))
+    x, y, weight = _data()
+    if not scaled:
+        kept = np.repeat([b not in OVERFLOW for b in range(BATCHES)], SIZE)
+        x, y, weight = x[kept], y[kept], weight[kept]
+    model.fit(
+        x, y, sample_weight=weight, batch_size=SIZE, shuffle=False, verbose=0, callbacks=[seen]
+    )
+    return model, seen
+
+
+def _hyperstep(kind: str, accumulate: int | None) -> Any:
+    schedule = _schedule()
+    if kind == "scheduled":
+        return hs.scheduled(
+            keras.optimizers.SGD(gradient_accumulation_steps=accumulate), learning_rate=schedule
+        )
+    if kind == "step_optimizer":
+        return hs.StepOptimizer(
+            "sgd", learning_rate=schedule, gradient_accumulation_steps=accumulate
+        )
+    return hs.SkipNonFinite(hs.scheduled(keras.optimizers.SGD(), learning_rate=schedule))
+
+
+def _assert_bitwise(model: keras.Model, reference: keras.Model) -> None:
+    for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("kind", "accumulate"),
+    [("scheduled", None), ("step_optimizer", None), ("skip_non_finite", None), ("scheduled", 2)],
+)
+def test_fit_counts_only_the_updates_applied_bitwise_keras(kind: str, accumulate: int | None):
+    every = accumulate or 1
+    keras_schedule = _schedule() if accumulate is None else _PerUpdate(every)
+    reference, expected = _fit(
+        keras.optimizers.SGD(learning_rate=keras_schedule, gradient_accumulation_steps=accumulate)
+    )
+    updates = (BATCHES - len(OVERFLOW)) // every
+    assert expected.iterations[-1] == updates  # Keras skipped the overflowed batches
+    model, seen = _fit(_hyperstep(kind, accumulate))
+    assert seen.steps == seen.iterations == expected.iterations
+    assert seen.rates == expected.rates  # the schedule at the updates applied, bitwise
+    if kind == "step_optimizer":  # its SGD rule is not Keras's SGD bit for bit on JAX and
+        # torch, wrapped or not: the same optimizer trained on the applied batches alone
+        reference, _ = _fit(_hyperstep(kind, accumulate), scaled=False)
+    _assert_bitwise(model, reference)
