@@ -285,10 +285,11 @@ def _follow_loss_scaling() -> None:
         with conditional(self.check_finite(grads)):
             return keras_stateless_apply(self, optimizer_variables, grads, trainable_variables)
 
-    for wrapper, wrapped in ((apply, keras_apply), (stateless_apply, keras_stateless_apply)):
+    pairs: list[tuple[Any, Any]] = [(apply, keras_apply), (stateless_apply, keras_stateless_apply)]
+    for wrapper, wrapped in pairs:
         wrapper.__doc__ = wrapped.__doc__
-        wrapper.__wrapped__ = wrapped  # type: ignore[attr-defined]
-        wrapper._hyperstep = True  # type: ignore[attr-defined]
+        wrapper.__wrapped__ = wrapped  # Keras's own, for tests and debugging
+        wrapper._hyperstep = True
         setattr(cls, wrapper.__name__, wrapper)
 
 
