@@ -7,6 +7,7 @@ and ``hs.StepOptimizer``, stacked with ``hs.SkipNonFinite`` and with gradient ac
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import keras
@@ -123,3 +124,78 @@ def test_fit_counts_only_the_updates_applied_bitwise_keras(kind: str, accumulate
         # torch, wrapped or not: the same optimizer trained on the applied batches alone
         reference, _ = _fit(_hyperstep(kind, accumulate), scaled=False)
     _assert_bitwise(model, reference)
+
+
+def _gradients() -> list[np.ndarray]:
+    """One gradient per step (already scaled, as a LossScaleOptimizer takes them); infinite
+    at the steps in ``OVERFLOW``."""
+    rng = np.random.default_rng(2)
+    found = [rng.normal(size=3).astype("float32") * 2.0**15 for _ in range(BATCHES)]
+    for step in OVERFLOW:
+        found[step][1] = np.inf
+    return found
+
+
+def _loop(optimizer: Any, *, iteration: bool) -> tuple[np.ndarray, list[float], list[int]]:
+    """A custom loop applying ``_gradients()`` through a LossScaleOptimizer (in
+    ``tf.function`` on TensorFlow, ``jax.jit`` with ``stateless_apply`` on JAX, eagerly on
+    torch), ``with clock.iteration():`` around each where ``iteration``; the weights, the
+    learning rate and the wrapper's ``iterations`` after each step."""
+    wrapper = keras.optimizers.LossScaleOptimizer(optimizer)
+    weight = keras.Variable(np.ones(3, "float32"))
+    wrapper.build([weight])
+    clock = getattr(optimizer, "clock", None)
+    scope = clock.iteration if iteration and clock is not None else contextlib.nullcontext
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        @jax.jit
+        def step(values: Any, weights: Any, gradient: Any) -> Any:
+            weights, values = wrapper.stateless_apply(values, [gradient], weights)
+            return values, weights
+
+        values, weights = [v.value for v in wrapper.variables], [weight.value]
+    else:
+
+        def apply(gradient: Any) -> None:
+            with scope():
+                wrapper.apply([gradient], [weight])
+
+        if backend == "tensorflow":
+            import tensorflow as tf
+
+            apply = tf.function(apply)
+    rates, iterations = [], []
+    for gradient in _gradients():
+        if backend == "jax":
+            values, weights = step(values, weights, gradient)
+            for variable, value in zip(wrapper.variables, values, strict=True):
+                variable.assign(value)
+            weight.assign(weights[0])
+        else:
+            apply(keras.ops.convert_to_tensor(gradient))
+        rates.append(float(keras.ops.convert_to_numpy(wrapper.learning_rate)))
+        iterations.append(int(wrapper.iterations))
+        if clock is not None:
+            assert int(clock.step) == iterations[-1]
+    return keras.ops.convert_to_numpy(weight), rates, iterations
+
+
+# (JAX's jitted loop updates through stateless_apply, which clock.iteration() refuses)
+ITERATION = pytest.param(
+    True, id="clock.iteration", marks=pytest.mark.backend("tensorflow", "torch")
+)
+
+
+@pytest.mark.parametrize("iteration", [pytest.param(False, id="alone"), ITERATION])
+@pytest.mark.parametrize("kind", ["scheduled", "skip_non_finite"])
+def test_custom_loop_counts_only_the_updates_applied_bitwise_keras(kind: str, iteration: bool):
+    weight, rates, iterations = _loop(
+        keras.optimizers.SGD(learning_rate=_schedule()), iteration=False
+    )
+    assert iterations[-1] == BATCHES - len(OVERFLOW)
+    got_weight, got_rates, got_iterations = _loop(_hyperstep(kind, None), iteration=iteration)
+    assert got_iterations == iterations  # each step asserted the clock equals them
+    assert got_rates == rates
+    np.testing.assert_array_equal(got_weight, weight)
