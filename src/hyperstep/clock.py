@@ -63,7 +63,8 @@ class Clock(keras.layers.Layer):
       A free hyperparameter with no optimizer: call :meth:`advance` after each iteration.
 
     The iteration advances the clock by the updates applied: a skipped update
-    (``hs.SkipNonFinite``) or a gradient-accumulation micro-step leaves it.
+    (``hs.SkipNonFinite``, Keras's ``LossScaleOptimizer`` when the gradients overflowed)
+    or a gradient-accumulation micro-step leaves it, as it leaves Keras's ``iterations``.
 
     In stateless training (JAX) every optimizer on the clock, and a model holding a
     hyperparameter on it, carries its own copy of ``step`` (and of the epoch's variables
