@@ -10,8 +10,6 @@ import pytest
 import hyperstep as hs
 from hyperstep.optim.scheduled import ScheduledOptimizer
 
-SHARED = ("hyperparameters", "clock", "advance", "fused", "groups")
-
 
 @pytest.mark.parametrize(
     "function",
