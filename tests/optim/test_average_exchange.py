@@ -85,3 +85,14 @@ def test_given_weights_start_the_average_and_must_match_the_shapes() -> None:
 def test_a_bad_init_names_the_forms_and_the_value() -> None:
     with pytest.raises(ValueError, match=r"`EMA\(init=\.\.\.\)` must be 'copy'.*init='last'"):
         hs.EMA(hs.StepOptimizer("sgd"), init="last")
+
+
+def test_an_average_of_nothing_is_never_exchanged_in() -> None:
+    opt, w = _setup()
+    swa = hs.SWA(opt, start=10)
+    trained = _train(opt, w, swa, [[1.0, 1.0], [0.5, -1.0]])[-1]  # steps 1, 2: none due
+    with pytest.warns(UserWarning, match=r"`hs.SWA\(start=10, every=1\)` has averaged no"):
+        with hs.averaged_weights(opt):
+            np.testing.assert_array_equal(w.numpy(), trained.astype("float32"))
+    assert exchange(opt, True, warn=False) is False and not bool(swa.swapped.numpy())
+    np.testing.assert_array_equal(w.numpy(), trained.astype("float32"))
