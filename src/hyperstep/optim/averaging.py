@@ -179,7 +179,8 @@ class EMA(Average):
 
         Raises:
             TypeError: If ``model`` is not a built ``keras.Model``.
-            ValueError: For a second student, or ``init`` weights of other shapes.
+            ValueError: For a second student, ``init`` weights of other shapes, or an ``init``
+                model holding the student's own weights (the student itself).
 
         Example:
             >>> import hyperstep as hs, keras, numpy as np
@@ -208,6 +209,13 @@ class EMA(Average):
         variables = list(model.trainable_variables)
         if isinstance(self._given, keras.Model):
             teacher = self._given
+            student_ids = {id(v) for v in variables}
+            if any(id(v) in student_ids for v in teacher.trainable_variables):
+                raise InvalidArgumentError(
+                    "`EMA(init=...)` holds the student's own weights, so the teacher would be "
+                    "the student. Pass a copy: `init=keras.models.clone_model(student)`. "
+                    f"{received('init', self._given)}"
+                )
         else:
             teacher = keras.models.clone_model(model)
             teacher.set_weights(model.get_weights())

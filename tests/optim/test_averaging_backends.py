@@ -1,6 +1,7 @@
-"""``hs.callbacks.AveragedWeights`` inside each backend's own ``fit``, as the recipe writes it:
-the model ends with a true average (a NumPy EMA or mean of the weights each update left) or
-with its training weights, never with an average of nothing."""
+"""``hs.SWA``/``hs.EMA`` where users meet them, on each backend: ``AveragedWeights`` inside
+that backend's own ``fit``, as the recipe writes it, leaves a true average (a NumPy EMA or
+mean of the weights each update left) or the training weights, never an average of
+nothing; an EMA teacher is never the student itself."""
 
 import warnings
 
@@ -101,3 +102,15 @@ def test_an_swa_starting_after_fit_leaves_the_training_weights_and_warns():
     for found, trained in zip(model.get_weights(), recorder.seen[-1], strict=True):
         np.testing.assert_array_equal(found, trained.astype("float32"))
     assert np.abs(model.get_weights()[0]).max() > 0.1  # trained weights, not zeros
+
+
+def test_an_ema_whose_init_is_the_student_itself_is_refused():
+    student = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    ema = hs.EMA(hs.StepOptimizer("sgd", learning_rate=0.1), decay=0.9, init=student)
+    with pytest.raises(
+        ValueError, match=r"holds the student's own weights.*clone_model.*Received: init=<Seq"
+    ):
+        ema.network(student)
+    copy = keras.models.clone_model(student)  # what the message says to type works
+    ema = hs.EMA(hs.StepOptimizer("sgd", learning_rate=0.1), decay=0.9, init=copy)
+    assert ema.network(student) is copy
