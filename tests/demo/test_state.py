@@ -50,10 +50,15 @@ def assert_refused(out: Path, damaged: Path, what: str) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value", "what"),
-    [("epoch", "x", "'epoch' is 'x', not a int"), ("weights", "gone.h5", "which is missing")],
+    [
+        ("epoch", "x", "'epoch' is 'x', not a int"),
+        ("weights", "gone.h5", "which is missing"),
+        ("step", 10**30, "'step' is a 31-digit number, above 2**63 - 1"),
+        ("epoch", 10**400, "'epoch' is a 401-digit number, above 2**63 - 1"),
+    ],
 )
 def test_a_damaged_state_json_names_the_file_and_fresh(
-    tmp_path: Path, field: str, value: str, what: str
+    tmp_path: Path, field: str, value: object, what: str
 ) -> None:
     interrupted_run(tmp_path)
     path = tmp_path / "checkpoint" / "state.json"
@@ -76,6 +81,7 @@ def test_state_json_that_is_not_json_is_damaged(tmp_path: Path) -> None:
         ("hyperparameters.csv", "step,epoch,learning_rate\n0,0,0.1\n", "steps 0 .. 44"),
         ("metrics.csv", "epoch,loss\n", "epochs 0 .. 0"),
         ("metrics.csv", "epoch,loss\nx,0.5\n", "is not a number"),
+        ("metrics.csv", "epoch,loss\n1e400,0.5\n", "is not a number"),
     ],
 )
 def test_csv_files_that_lack_rows_up_to_the_checkpoint_are_damaged(
@@ -84,6 +90,13 @@ def test_csv_files_that_lack_rows_up_to_the_checkpoint_are_damaged(
     interrupted_run(tmp_path)
     (tmp_path / name).write_text(text)
     assert_refused(tmp_path, tmp_path / name, what)
+
+
+def test_a_huge_step_in_range_is_checked_without_counting_to_it(tmp_path: Path) -> None:
+    interrupted_run(tmp_path)
+    path = tmp_path / "checkpoint" / "state.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "step": 2**62}))  # an int64
+    assert_refused(tmp_path, tmp_path / "hyperparameters.csv", "steps 0 .. 4611686018427387903")
 
 
 def test_a_truncated_weights_file_is_damaged(tmp_path: Path) -> None:

@@ -55,3 +55,30 @@ def test_the_global_seed_generator_is_put_back() -> None:
     keras.random.normal((1,))
     hs.doctor(model, (X, Y))
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(keras.random.normal((3,))), expected)
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+def test_a_seeded_fit_after_the_doctor_trains_as_without_it() -> None:
+    """The doctor builds the compiled loss and draws from the global generators (torch's,
+    NumPy's, Keras's); fit after it draws and builds as it would have without it."""
+    x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+
+    def trained(diagnose: bool) -> list[np.ndarray]:
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential(
+            [
+                keras.Input((4,)),
+                keras.layers.Dense(8),
+                keras.layers.Dropout(0.5),
+                keras.layers.Dense(1),
+            ]
+        )
+        model.compile(hs.StepOptimizer("sgd", learning_rate=0.05), "mse")
+        if diagnose:
+            assert hs.doctor(model, (x[:8], y[:8])).ok
+        model.fit(x, y, batch_size=16, epochs=2, verbose=0)  # shuffled, with dropout
+        return model.get_weights()
+
+    for after, without in zip(trained(True), trained(False), strict=True):
+        np.testing.assert_array_equal(after, without)

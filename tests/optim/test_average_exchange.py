@@ -2,6 +2,8 @@
 and ``hs.averaged_weights``: the average's update against float64 closed forms, the exact
 two-way exchange, and the ``init=`` forms and their errors."""
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -85,3 +87,17 @@ def test_given_weights_start_the_average_and_must_match_the_shapes() -> None:
 def test_a_bad_init_names_the_forms_and_the_value() -> None:
     with pytest.raises(ValueError, match=r"`EMA\(init=\.\.\.\)` must be 'copy'.*init='last'"):
         hs.EMA(hs.StepOptimizer("sgd"), init="last")
+
+
+def test_an_average_of_nothing_is_never_exchanged_in() -> None:
+    opt, w = _setup()
+    swa = hs.SWA(opt, start=10)
+    trained = _train(opt, w, swa, [[1.0, 1.0], [0.5, -1.0]])[-1]  # steps 1, 2: none due
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # (pytest.warns would raise Keras's own deprecations)
+        with hs.averaged_weights(opt):
+            np.testing.assert_array_equal(w.numpy(), trained.astype("float32"))
+    ours = [str(w.message) for w in caught if "averaged no weights" in str(w.message)]
+    assert len(ours) == 1 and ours[0].startswith("`hs.SWA(start=10, every=1)` has averaged no")
+    assert exchange(opt, True, warn=False) is False and not bool(swa.swapped.numpy())
+    np.testing.assert_array_equal(w.numpy(), trained.astype("float32"))

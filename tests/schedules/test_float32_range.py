@@ -39,7 +39,7 @@ EXAMPLES = [
     "0.1 * 0.5 ** (step / 1000) + 1e-4",
 ]
 STEPS = np.array([0, 1, 7, 100, 999, 1000, 10_000], np.float32)
-BEYOND = [1e39, -1e39, 1e-320, 3.5e38]
+BEYOND = [1e39, -1e39, 1e-320, 3.5e38, 10**400]  # 10**400: a JSON integer beyond any float
 
 
 def _leaves(config: Any, path: tuple = ()) -> list[tuple]:

@@ -108,6 +108,10 @@ GOOD = '["1", "0", 2, 2, {"learning_rate": 0.1}, {"learning_rate": 0.12}]'
         ('["0", "1", 4, 1e400, {}, {"learning_rate": 0.04}]', "not inf"),
         ('["0", "1", [4], 4, {}, {"learning_rate": 0.04}]', "not [4]"),
         ('["0", "1", 4, 4, {}, {"learning_rate": 1e400}]', "'learning_rate' is inf, not a"),
+        (
+            '["0", "1", 4, 4, {}, {"head": {"learning_rate": 1' + "0" * 400 + "}}]",
+            "the new config's 'head/learning_rate' is a 401-digit number, beyond a float",
+        ),
     ],
 )
 def test_a_malformed_row_is_named_by_its_line(tmp_path, second: str, why: str) -> None:

@@ -31,8 +31,8 @@ def gradient_function(op: Any) -> Any:
 def global_seed_generator() -> Any:
     """Keras's global seed generator, or ``None``.
 
-    From ``keras.src.backend.common.global_state`` (private; the doctor puts its state back
-    after a probe)."""
+    From ``keras.src.backend.common.global_state`` (private;
+    :mod:`hyperstep.backends.random_state` copies and puts back its state)."""
     get = reach("keras.src.backend.common.global_state.get_global_attribute", fallback=None)
     return None if get is None else get("global_seed_generator")
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from hyperstep.backends.internals import global_seed_generator
 from hyperstep.backends.versions import reach
 
 _KERAS_STATE = "keras.src.backend.common.global_state"
@@ -51,7 +52,7 @@ class RandomState:
 def capture() -> RandomState:
     """Copy the global random state (see the module's docstring)."""
     state = RandomState(python=random.getstate(), numpy=np.random.get_state())
-    generator = _keras_generator()
+    generator = global_seed_generator()
     if generator is not None:
         state.keras = (generator, np.array(generator.state.numpy(), copy=True))
     elif generator is None and _keras_state() is not None:
@@ -112,11 +113,6 @@ def restore(state: RandomState) -> None:
 
 def _keras_state() -> Any:
     return reach(f"{_KERAS_STATE}.get_global_attribute", fallback=None)
-
-
-def _keras_generator() -> Any:
-    get = _keras_state()
-    return None if get is None else get("global_seed_generator")
 
 
 def _keras_setter() -> Any:

@@ -143,8 +143,8 @@ def _apis() -> dict[str, PrivateAPI]:
         PrivateAPI(
             "keras.Model._compile_loss/_compile_metrics",
             "keras",
-            "find_lr leaves the compiled loss and metrics for fit to build (and draw from "
-            "the data) as it would have",
+            "find_lr and the doctor leave the compiled loss and metrics for fit to build "
+            "(and draw from the data) as it would have",
             lambda: (
                 _import("keras.src.trainers.compile_utils", "CompileLoss", "build"),
                 _import("keras.src.trainers.compile_utils", "CompileMetrics", "build"),

@@ -143,6 +143,10 @@ def latest_checkpoint(out: Path) -> Checkpoint | None:
     for key, value, kind in (("epoch", epoch, int), ("step", step, int), ("config", config, dict)):
         if isinstance(value, bool) or not isinstance(value, kind):
             raise DamagedRunError(path, f"{key!r} is {value!r}, not a {kind.__name__}")
+    for key, value in (("epoch", epoch), ("step", step)):
+        if value >= 2**63:  # type: ignore[operator]
+            digits = len(str(value))
+            raise DamagedRunError(path, f"{key!r} is a {digits}-digit number, above 2**63 - 1")
     if epoch < 1 or step < epoch:  # type: ignore[operator]
         raise DamagedRunError(path, f"epoch {epoch} and step {step} do not fit together")
     weights = folder / str(name)
@@ -189,9 +193,10 @@ def check_logs(out: Path, checkpoint: Checkpoint) -> None:
         index, width = rows[0].index(column), len(rows[0])
         try:
             seen = [int(float(r[index])) for r in rows[1:] if len(r) == width]
-        except ValueError as error:
+        except (ValueError, OverflowError) as error:
             raise DamagedRunError(path, f"a {column!r} cell is not a number: {error}") from None
-        if [v for v in seen if v < stop] != list(range(stop)):
+        kept = [v for v in seen if v < stop]
+        if len(kept) != stop or kept != list(range(stop)):
             raise DamagedRunError(path, f"it should hold {column}s 0 .. {stop - 1} in order")
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import keras
 
+from hyperstep.backends import internals, random_state
 from hyperstep.backends.doctor import tracer
 from hyperstep.diagnosis import checks, probe
 from hyperstep.diagnosis.report import Diagnosis
@@ -54,16 +55,6 @@ def _validate(model: Any, data: Any, loss_fn: Any, var_list: Any) -> list[Any] |
     return variables
 
 
-def _global_seed_state() -> list[Any]:
-    from hyperstep.backends.internals import global_seed_generator
-
-    generator = global_seed_generator()
-    if generator is None:
-        return []
-    state = getattr(generator, "state", None)
-    return [] if state is None else [state]
-
-
 def _state(model: Any, optimizer: Any, variables: list[Any] | None) -> list[Any]:
     return [
         *model.variables,
@@ -71,7 +62,6 @@ def _state(model: Any, optimizer: Any, variables: list[Any] | None) -> list[Any]
         *[b.variable for b in probe.bindings(model)],
         *(variables or ()),
         *(getattr(optimizer, "variables", None) or ()),
-        *_global_seed_state(),
     ]
 
 
@@ -92,7 +82,9 @@ def doctor(
     when a gradient is missing or zero (which op stops it, and where in your code), the
     layers' attributes compared with ``model.variables``, and the optimizer's state.
     Nothing changes: every variable of the model and the optimizer ends bit for bit as it
-    started (BatchNormalization statistics and seed generators are put back).
+    started (BatchNormalization statistics and seed generators are put back), and so does
+    every global random generator (Python's, NumPy's, Keras's, torch's and TensorFlow's), so
+    a seeded ``fit`` after the doctor trains as it would without it.
 
     The codes: ``untracked`` (a raw ``tf.Variable`` on a layer, or a variable in a
     container Keras does not track), ``stale-in-optimizer`` (the optimizer or a cached
@@ -145,6 +137,8 @@ def doctor(
         optimizer = getattr(model, "optimizer", None)
     batch = probe.first_batch(data)
     compute = probe.loss_function(model, loss_fn)
+    # what the loss builds (a compiled model's loss and metrics), fit must build again
+    builds = internals.first_fit_builds(model) if isinstance(model, keras.Model) else []
 
     def checked(b: Any) -> Any:
         try:
@@ -164,9 +158,12 @@ def doctor(
         # run the loss once, then put back every variable (new ones to their initial value)
         tracer().build(checked, batch, _state(model, optimizer, variables))
     saved = probe.snapshot(_state(model, optimizer, variables))
+    generators = random_state.capture()  # after a build, whose draws fit would make too
     try:
         facts = probe.collect(model, batch, checked, optimizer, variables, loss_fn is not None)
         findings = checks.run_checks(facts)
     finally:
         probe.restore(saved)
+        random_state.restore(generators)
+        internals.build_again_in_fit(builds)
     return Diagnosis(findings, variables=len(facts.variables), loss=facts.loss)

@@ -11,6 +11,7 @@ bit (a schedule-free rule's ``x`` too), for :func:`averaged_weights` and
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -25,7 +26,7 @@ from hyperstep.iteration import open_iteration
 from hyperstep.optim.average_state import ATTRIBUTE, AverageState, attach
 from hyperstep.optim.rules import Values
 
-__all__ = ["Average", "averaged_weights", "exchange", "given_values"]
+__all__ = ["Average", "average_of", "averaged_weights", "exchange", "given_values"]
 
 
 class Average(keras.callbacks.Callback):
@@ -94,6 +95,7 @@ class Average(keras.callbacks.Callback):
         self.follows_apply = False  # set by `network`: the optimizer's update updates it
         self._network: Any = None
         self._student: Any = None
+        self.fit_model: Any = None  # set while a `fit` lists this average among its callbacks
         state = AverageState(self.kind, start, every, decay, clock=clock, init=init_name, form=form)
         if optimizer is None:  # built by `build(variables)` or `network(model)`
             self.state = state
@@ -220,6 +222,13 @@ class Average(keras.callbacks.Callback):
                 average.assign(average + (variable - average) * ops.cast(share, average.dtype))
         n.assign(n + ops.cast(due, n.dtype))
 
+    def set_model(self, model: Any) -> None:
+        super().set_model(model)
+        self.fit_model = model  # the model whose `fit` lists this average, until it ends
+
+    def on_train_end(self, logs: Any = None) -> None:
+        self.fit_model = None
+
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
         if self.follows_apply:  # the optimizer's update did it
             return
@@ -273,16 +282,29 @@ def _build_when_built(owner: Any, average: Average) -> None:
 # ---- the exchange ----------------------------------------------------------------------
 
 
-def _unwrap(source: Any) -> Any:
+def average_of(source: Any) -> Average | None:
+    """The ``SWA``/``EMA`` constructed on ``source`` (an optimizer, wrapped or not, or the
+    average itself), or None."""
+    if isinstance(source, Average):
+        return source
     while hasattr(source, "inner_optimizer") and not hasattr(source, ATTRIBUTE):
         source = source.inner_optimizer  # a wrapper such as hs.SkipNonFinite
     average = getattr(source, "_hs_average", None)
     if average is not None and average.state is getattr(source, ATTRIBUTE, None):
         return average
+    return None
+
+
+def _unwrap(source: Any) -> Any:
+    average = average_of(source)
+    if average is not None:
+        return average
+    while hasattr(source, "inner_optimizer") and not hasattr(source, ATTRIBUTE):
+        source = source.inner_optimizer
     if getattr(source, ATTRIBUTE, None) is not None:  # restored, not constructed again yet
         return getattr(source, ATTRIBUTE)
     rule = getattr(source, "rule", None)
-    if isinstance(source, Average | AverageState) or (
+    if isinstance(source, AverageState) or (
         getattr(source, "built", False)
         and (getattr(rule, "averaged_slot", None) or getattr(rule, "memory_efficient", False))
     ):
@@ -293,14 +315,22 @@ def _unwrap(source: Any) -> Any:
     )
 
 
-def exchange(source: Any, averaged: bool) -> bool:
+def exchange(source: Any, averaged: bool, *, warn: bool = True) -> bool:
     """Put the averaged (``True``) or the training (``False``) weights in the variables.
 
     Returns whether anything moved. Exchanges are exact; a ``memory_efficient``
     schedule-free rule computes ``x`` from ``y`` and ``z`` and restores the ``y`` it held
-    (or, after a restore from a checkpoint written with ``x`` in, computes ``y``).
+    (or, after a restore from a checkpoint written with ``x`` in, computes ``y``). An
+    ``SWA``/``EMA`` that has averaged nothing yet moves nothing: the training weights stay
+    (with a warning when ``warn``).
     """
     source = _unwrap(source)
+    if isinstance(source, Average | AverageState):
+        state = source.state if isinstance(source, Average) else source
+        if averaged and int(ops.convert_to_numpy(state.n_averaged)) == 0:
+            if warn and not bool(ops.convert_to_numpy(state.swapped)):
+                warnings.warn(_nothing_averaged(state), stacklevel=3)
+            return False
     if isinstance(source, Average):
         source.build()
         pairs, flags = list(zip(source.variables, source.averages, strict=True)), [source.swapped]
@@ -326,6 +356,16 @@ def exchange(source: Any, averaged: bool) -> bool:
     for flag in flags:
         flag.assign(ops.cast(averaged, flag.dtype))
     return True
+
+
+def _nothing_averaged(state: AverageState) -> str:
+    kind = state.kind.upper()
+    return (
+        f"`hs.{kind}(start={state.start}, every={state.every})` has averaged no weights yet, "
+        "so the model keeps its training weights. It averages after each due update when "
+        f"it is among `fit`'s callbacks (`callbacks=[{state.kind}, ...]`) or when "
+        f"`{state.kind}.update()` follows each update, from step `start` on."
+    )
 
 
 def _compute(optimizer: Any, variables: list[Any], flags: list[Any], averaged: bool) -> bool:

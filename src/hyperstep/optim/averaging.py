@@ -31,7 +31,13 @@ from hyperstep.clock import Clock
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.optim.average_exchange import Average, averaged_weights, exchange, given_values
+from hyperstep.optim.average_exchange import (
+    Average,
+    average_of,
+    averaged_weights,
+    exchange,
+    given_values,
+)
 from hyperstep.schedules import combinators, decays, families
 from hyperstep.schedules.expressions import as_schedule
 
@@ -173,7 +179,8 @@ class EMA(Average):
 
         Raises:
             TypeError: If ``model`` is not a built ``keras.Model``.
-            ValueError: For a second student, or ``init`` weights of other shapes.
+            ValueError: For a second student, ``init`` weights of other shapes, or an ``init``
+                model holding the student's own weights (the student itself).
 
         Example:
             >>> import hyperstep as hs, keras, numpy as np
@@ -202,6 +209,13 @@ class EMA(Average):
         variables = list(model.trainable_variables)
         if isinstance(self._given, keras.Model):
             teacher = self._given
+            student_ids = {id(v) for v in variables}
+            if any(id(v) in student_ids for v in teacher.trainable_variables):
+                raise InvalidArgumentError(
+                    "`EMA(init=...)` holds the student's own weights, so the teacher would be "
+                    "the student. Pass a copy: `init=keras.models.clone_model(student)`. "
+                    f"{received('init', self._given)}"
+                )
         else:
             teacher = keras.models.clone_model(model)
             teacher.set_weights(model.get_weights())
@@ -318,13 +332,22 @@ class AveragedWeights(keras.callbacks.Callback):
         self.source, self.at_end = source, at_end
         self._moved = False
 
-    def _to(self, averaged: bool) -> bool:
+    def _to(self, averaged: bool, warn: bool = False) -> bool:
         optimizer = getattr(self.source, "optimizer", self.source)
         if not getattr(optimizer, "built", False):
             return False
-        return exchange(self.source, averaged)
+        return exchange(self.source, averaged, warn=warn)
 
     def on_train_begin(self, logs: Any = None) -> None:
+        average = average_of(self.source)
+        if average is not None and not average.follows_apply and average.fit_model is None:
+            kind = average.kind
+            raise InvalidArgumentError(
+                f"`AveragedWeights`: the `hs.{kind.upper()}` of this optimizer is not among "
+                "`fit`'s callbacks, so it would average nothing. Pass it too: "
+                f"`{kind} = hs.{kind.upper()}(opt, ...)` and `model.fit(..., callbacks=[{kind}, "
+                f"hs.callbacks.AveragedWeights(opt)])`. Received: callbacks without the {kind}."
+            )
         fit_began(self.model, self.params, _clocks(self.source))
         self._to(False)
 
@@ -347,7 +370,7 @@ class AveragedWeights(keras.callbacks.Callback):
         self._to(True)
 
     def on_train_end(self, logs: Any = None) -> None:
-        self._to(self.at_end == "averaged")
+        self._to(self.at_end == "averaged", warn=True)
 
 
 def _clocks(source: Any) -> list[Any]:

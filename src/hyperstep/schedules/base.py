@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -251,11 +252,22 @@ class Schedule(_Base):  # type: ignore[misc]
         return repr(self)
 
 
+def as_float(owner: str, name: str, value: Any) -> float:
+    """``float(value)``, or raise naming ``owner(name=...)`` for an integer beyond any float
+    (a file's ``10**400``, where ``float`` raises ``OverflowError``)."""
+    if isinstance(value, int) and abs(value) > sys.float_info.max:
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` is beyond float32's range (|x| <= 3.4028235e38), in which "
+            f"values are computed. Received: {name}=a {len(str(abs(value)))}-digit integer"
+        )
+    return float(value)
+
+
 def check_number(owner: str, name: str, value: Any, *, finite: bool = True) -> float:
     """Return ``value`` as a float, or raise naming ``owner(name=...)`` and the value."""
     if isinstance(value, bool) or not (isinstance(value, (int, float)) or is_scalar_number(value)):
         raise InvalidTypeError(f"`{owner}({name}=...)` must be a number. {received(name, value)}")
-    number = float(value)
+    number = as_float(owner, name, value)
     if finite and not math.isfinite(number):
         raise InvalidArgumentError(
             f"`{owner}({name}=...)` must be a finite number. {received(name, value)}"

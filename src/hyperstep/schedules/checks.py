@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules.base import FLOAT32_MAX, check_number, is_scalar_number
+from hyperstep.schedules.base import FLOAT32_MAX, as_float, check_number, is_scalar_number
 
 
 def _is_number(value: Any) -> bool:
@@ -33,7 +33,7 @@ def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) 
     what = "a non-negative number of steps" if allow_zero else "a positive number of steps"
     if not _is_number(value):
         raise InvalidTypeError(f"`{owner}({name}=...)` must be {what}. {received(name, value)}")
-    number = float(value)
+    number = as_float(owner, name, value)
     if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         raise InvalidArgumentError(f"`{owner}({name}=...)` must be {what}. {received(name, value)}")
     if number > FLOAT32_MAX or 0 < number < FLOAT32_TINY:
@@ -125,7 +125,7 @@ def check_numbers(owner: str, name: str, value: Any) -> list[float]:
             f"`{owner}({name}=...)` must be a list of numbers. {received(name, value)}"
         )
     for item in value:
-        if not _is_number(item) or not math.isfinite(float(item)):
+        if not _is_number(item) or not math.isfinite(as_float(owner, name, item)):
             raise InvalidArgumentError(
                 f"`{owner}({name}=...)` must be a list of finite numbers; found {item!r}. "
                 f"{received(name, value)}"

@@ -514,7 +514,7 @@ def as_schedule(value: ScheduleLike, name: str = "schedule") -> Schedule:
             f"{received(name, value)}"
         )
     if isinstance(value, (int, float)) or is_scalar_number(value):
-        return Constant(float(value))
+        return Constant(value if isinstance(value, int) else float(value))
     for kind, read in READERS:
         if isinstance(value, kind):
             return read(value)

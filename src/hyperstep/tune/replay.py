@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -171,6 +172,9 @@ def _row(line: str, number: int, path: str) -> list[Any]:
         for key, value in flatten(row[index]).items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise bad(f"the {name}'s {key!r} is {value!r}, not a finite number")
+            if isinstance(value, int) and abs(value) > sys.float_info.max:
+                digits = len(str(abs(value)))
+                raise bad(f"the {name}'s {key!r} is a {digits}-digit number, beyond a float")
     return row
 
 
