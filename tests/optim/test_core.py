@@ -90,3 +90,63 @@ def test_configs_saved_before_the_shared_format_still_load(name: str) -> None:
     again = keras.optimizers.deserialize(keras.optimizers.serialize(loaded))  # today's format
     assert _described(again) == _described(expected)
     assert set(SHARED) <= set(keras.optimizers.serialize(loaded)["config"])
+
+
+# ---- attribute assignment against `Hyperparameter.set` (docs/runtime.md) ----------------
+HALVING = "0.1 * 0.5 ** (step / 10)"
+MAKERS = {
+    "scheduled": lambda: hs.scheduled(keras.optimizers.SGD(), learning_rate=HALVING),
+    "StepOptimizer": lambda: hs.StepOptimizer("sgd", learning_rate=HALVING),
+}
+WRITES = {
+    "attribute": lambda opt, x: setattr(opt, "learning_rate", x),
+    "assign": lambda opt, x: opt.learning_rate.assign(x),  # Keras's variable-style write
+}
+
+
+def halving(step: float, start: float = 0.1) -> float:
+    return start * 0.5 ** (step / 10)  # the schedule, in float64
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+@pytest.mark.parametrize("write", list(WRITES))
+@pytest.mark.parametrize("make", list(MAKERS))
+def test_assigning_the_learning_rate_rescales_and_set_overrides(make: str, write: str) -> None:
+    opt, assign = MAKERS[make](), WRITES[write]
+    lr = opt.hyperparameters["learning_rate"]
+    assign(opt, 0.05)  # at step 0, where the schedule is 0.1: the schedule halved
+    assert float(opt.learning_rate) == pytest.approx(0.05, rel=1e-6)
+    assert not bool(lr.is_set) and float(keras.ops.convert_to_numpy(lr.scale)) == 0.5
+    opt.clock.step.assign(10)
+    assert float(opt.learning_rate) == pytest.approx(halving(10) / 2, rel=1e-6)  # runs on
+    lr.clear()  # there is no override to clear: the rescaled schedule stays
+    assert float(opt.learning_rate) == pytest.approx(halving(10) / 2, rel=1e-6)
+    lr.set(0.3)  # an override: the value from now on, whatever the step
+    opt.clock.step.assign(20)
+    assert float(opt.learning_rate) == pytest.approx(0.3, rel=1e-7)
+    assign(opt, 0.6)  # while overridden, a number replaces the override
+    assert bool(lr.is_set) and float(opt.learning_rate) == pytest.approx(0.6, rel=1e-7)
+    lr.clear()  # back to the schedule, with the scale the first assignment left
+    assert float(opt.learning_rate) == pytest.approx(halving(20) / 2, rel=1e-6)
+    opt.learning_rate = "0.2 * 0.5 ** (step / 10)"  # a new schedule; the scale stays
+    assert float(opt.learning_rate) == pytest.approx(halving(20, 0.2) / 2, rel=1e-6)
+    assert len(opt.variables) == len(MAKERS[make]().variables)  # the value read is not saved
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+@pytest.mark.parametrize("make", list(MAKERS))
+def test_learning_rate_scheduler_in_fit_multiplies_the_running_schedule(make: str) -> None:
+    opt, rates = MAKERS[make](), []
+
+    class Rates(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch: int, logs: object = None) -> None:
+            rates.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(opt, "mse")
+    halve = keras.callbacks.LearningRateScheduler(lambda epoch, rate: rate * 0.5)
+    x, y = np.ones((8, 2), "float32"), np.ones((8, 1), "float32")
+    model.fit(x, y, batch_size=2, epochs=3, verbose=0, callbacks=[halve, Rates()])
+    steps = np.arange(12)
+    expected = halving(steps) * 0.5 ** (steps // 4 + 1)  # halved at each epoch's start
+    np.testing.assert_allclose(rates, expected, rtol=1e-6)

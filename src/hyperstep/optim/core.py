@@ -4,7 +4,8 @@ update's life around the optimizer's own arithmetic.
 * :func:`schedule_of`: a value given for a hyperparameter, as a schedule (a Keras
   ``LearningRateSchedule`` keeps its own code);
 * :func:`assign_attribute`: ``opt.<name> = value`` as Keras's callbacks do it (a schedule
-  replaces the hyperparameter's schedule, a number rescales it);
+  replaces the hyperparameter's schedule, a number rescales it), and :func:`live_value`:
+  ``opt.<name>`` read eagerly, whose ``assign`` is that assignment;
 * :func:`apply_update`: one update in order: the step fixed and the values computed
   (:mod:`hyperstep.optim.resolve`), the optimizer's arithmetic, then the clock's advance
   (:func:`advance_after_update`: counting applied updates under gradient accumulation);
@@ -26,6 +27,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep.backends import concrete
 from hyperstep.clock import open_iteration
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.relative import references, relative
@@ -93,6 +95,38 @@ def assign_attribute(hyperparameter: Hyperparameter, name: str, value: Any) -> N
         )
     else:
         hyperparameter.assign(value)
+
+
+class LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
+    """``opt.<name>`` read eagerly: the current value, whose ``assign`` is ``opt.<name> = x``."""
+
+    _hs_target: tuple[Any, str]
+
+    def assign(self, value: Any) -> Any:
+        optimizer, name = self._hs_target
+        setattr(optimizer, name, value)
+        return getattr(optimizer, name)
+
+    def assign_add(self, value: Any) -> Any:
+        return self.assign(ops.add(self.value, value))
+
+    def assign_sub(self, value: Any) -> Any:
+        return self.assign(ops.subtract(self.value, value))
+
+
+def live_value(optimizer: Any, name: str, value: Any, cache: dict[str, Any]) -> Any:
+    """``value``, the current value of ``optimizer.<name>``, as Keras's own optimizer reads
+    it: eagerly a (non-trainable) variable, kept in ``cache``, whose ``assign`` assigns the
+    attribute (``opt.learning_rate.assign(x)``, Keras-style); in a traced step the tensor."""
+    if not concrete(value):
+        return value
+    live = cache.get(name)
+    if live is None:
+        live = cache[name] = LiveValue(value, name=name, trainable=False)
+        live._hs_target = (optimizer, name)
+    else:
+        keras.Variable.assign(live, value)
+    return live
 
 
 def advance_after_update(optimizer: Any, clock: Any) -> None:

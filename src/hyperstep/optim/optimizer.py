@@ -43,6 +43,7 @@ from hyperstep.optim.core import (
     deserialize_value,
     from_hyperparameters_config,
     hyperparameters_config,
+    live_value,
 )
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.resolve import Update, value_and_complement
@@ -395,7 +396,9 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
     # ---- learning_rate, as Keras callbacks see it ---------------------------------------
     def _get_current_learning_rate(self) -> Any:
         hp = self._tables[0].get("learning_rate") if hasattr(self, "_tables") else None
-        return None if hp is None else hp.value
+        if hp is None:
+            return None
+        return live_value(self, "learning_rate", hp.value, self.__dict__.setdefault("_hs_live", {}))
 
     @property
     def learning_rate(self) -> Any:
