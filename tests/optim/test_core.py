@@ -5,6 +5,7 @@ import importlib.util
 import inspect
 import json
 import pathlib
+from typing import Any
 
 import keras
 import numpy as np
@@ -150,3 +151,73 @@ def test_learning_rate_scheduler_in_fit_multiplies_the_running_schedule(make: st
     steps = np.arange(12)
     expected = halving(steps) * 0.5 ** (steps // 4 + 1)  # halved at each epoch's start
     np.testing.assert_allclose(rates, expected, rtol=1e-6)
+
+
+# ---- values changed in a jax.jit loop: stateless_set, _scale, _clear, _values -----------
+@pytest.mark.backend("jax")
+@pytest.mark.parametrize("make", ["scheduled", "StepOptimizer"])
+def test_stateless_set_in_a_jitted_loop_equals_optax_inject_hyperparams(make: str) -> None:
+    import jax
+    import optax
+
+    rates = {3: 0.05, 7: 0.2, 12: 0.01}  # set between steps, as a user's loop would
+    x = np.random.default_rng(0).normal(size=(16, 3)).astype("float32")
+    y = x @ np.array([[1.0], [-2.0], [0.5]], "float32")
+    w0 = np.zeros((3, 1), "float32")
+
+    def loss(w: Any) -> Any:
+        return jax.numpy.mean((x @ w - y) ** 2)
+
+    opt = {
+        "scheduled": lambda: hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1),
+        "StepOptimizer": lambda: hs.StepOptimizer("sgd", learning_rate=0.1),
+    }[make]()
+    w = keras.Variable(w0)
+    opt.build([w])
+    traces = []
+
+    @jax.jit
+    def step(w: Any, optimizer_variables: Any) -> Any:
+        traces.append(1)
+        (w,), optimizer_variables = opt.stateless_apply(
+            optimizer_variables, [jax.grad(loss)(w)], [w]
+        )
+        return w, optimizer_variables
+
+    inject = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)
+    theirs, theirs_state = jax.numpy.asarray(w0), inject.init(jax.numpy.asarray(w0))
+    ours, state = jax.numpy.asarray(w0), [v.value for v in opt.variables]
+    for i in range(16):
+        if i in rates:
+            state = opt.stateless_set(state, learning_rate=rates[i])
+            theirs_state.hyperparams["learning_rate"] = jax.numpy.asarray(rates[i])
+        ours, state = step(ours, state)
+        updates, theirs_state = inject.update(jax.grad(loss)(theirs), theirs_state)
+        theirs = optax.apply_updates(theirs, updates)
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))  # bitwise
+    assert len(traces) == 1  # one compile across the changes
+    assert float(opt.stateless_values(state)["learning_rate"]) == pytest.approx(0.01)
+    assert int(opt.clock.step) == 0  # the variables were never touched: all in the arrays
+
+
+@pytest.mark.backend("jax")
+def test_stateless_calls_write_what_set_scale_and_clear_assign() -> None:
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate="0.1 * 0.5 ** step", momentum=0.9)
+    opt.build([keras.Variable(np.ones(2, "float32"))])
+    state = [v.value for v in opt.variables]
+    state = opt.stateless_set(state, learning_rate=0.3)
+    state = opt.stateless_scale(state, momentum=0.5)
+    lr, momentum = opt.hyperparameters["learning_rate"], opt.hyperparameters["momentum"]
+    lr.set(0.3)
+    momentum.scale.assign(0.5)
+    for variable, value in zip(opt.variables, state, strict=True):
+        np.testing.assert_array_equal(np.asarray(value), np.asarray(variable.value))
+    assert {k: round(float(v), 6) for k, v in opt.stateless_values(state).items()} == {
+        "learning_rate": 0.3, "momentum": 0.45, "ema_momentum": 0.99,
+    }  # fmt: skip
+    cleared = opt.stateless_values(opt.stateless_clear(state, "learning_rate"))
+    assert float(cleared["learning_rate"]) == pytest.approx(0.1)
+    with pytest.raises(hs.errors.InvalidArgumentError, match=r"no hyperparameter named 'lr'"):
+        opt.stateless_set(state, lr=1.0)
+    with pytest.raises(hs.errors.InvalidArgumentError, match=r"Received: 3 values"):
+        opt.stateless_set(state[:3], learning_rate=1.0)

@@ -37,6 +37,7 @@ from hyperstep.optim.arguments import KERAS_ARGUMENTS, check_names, pick_clock
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.average_state import restore as restore_average
 from hyperstep.optim.core import (
+    StatelessValues,
     apply_update,
     assign_attribute,
     bind_groups,
@@ -61,7 +62,7 @@ def _no_learning_rate() -> float:  # the base class wants one; StepOptimizer ove
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
-class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
+class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
     """A Keras optimizer whose update is a :class:`hyperstep.rules.Rule`, per group.
 
     Every hyperparameter the rule declares is a :class:`hyperstep.Hyperparameter` on the

@@ -25,6 +25,7 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.core import (
+    StatelessValues,
     assign_attribute,
     bind_groups,
     deserialize_value,
@@ -91,7 +92,7 @@ def group_view(optimizer: Any, group: str | None) -> Any:
     return view
 
 
-class ScheduledBase(named_state.SavedByName):
+class ScheduledBase(named_state.SavedByName, StatelessValues):
     """The hyperparameters of a scheduled optimizer: installation, values and config."""
 
     # provided by the Keras optimizer class this mixin is combined with
