@@ -221,3 +221,17 @@ def test_stateless_calls_write_what_set_scale_and_clear_assign() -> None:
         opt.stateless_set(state, lr=1.0)
     with pytest.raises(hs.errors.InvalidArgumentError, match=r"Received: 3 values"):
         opt.stateless_set(state[:3], learning_rate=1.0)
+    with pytest.raises(hs.errors.InvalidArgumentError, match=r"'ema_momentum' has no variable"):
+        opt.stateless_set(state, ema_momentum=0.5)  # Keras's update does not read it
+
+
+@pytest.mark.backend("tensorflow", "torch")
+def test_stateless_set_refuses_where_the_state_holds_no_hyperparameter() -> None:
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate="0.1 * 0.5 ** step")
+    opt.build([keras.Variable(np.ones(2, "float32"))])
+    state = [v.value for v in opt.variables]
+    assert float(opt.stateless_values(state)["learning_rate"]) == pytest.approx(0.1)
+    with pytest.raises(
+        hs.errors.InvalidArgumentError, match=r"has no variable.*Received: learning_rate=0\.3"
+    ):
+        opt.stateless_set(state, learning_rate=0.3)

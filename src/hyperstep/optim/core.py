@@ -151,13 +151,19 @@ class StatelessValues:
         ``stateless_apply`` on, whatever the schedule, until :meth:`stateless_clear`.
         Inside or outside ``jax.jit``; a new value is an array, so nothing recompiles.
 
+        The state holds the variables of the hyperparameters the update reads where Keras
+        trains statelessly (JAX: the loop in ``docs/backends.md``); elsewhere it holds none,
+        and this refuses.
+
         Example:
             >>> import keras, hyperstep as hs
             >>> opt = hs.scheduled(keras.optimizers.SGD(), learning_rate="0.1 * 0.5 ** step")
             >>> opt.build([keras.Variable([1.0])])
-            >>> state = opt.stateless_set([v.value for v in opt.variables], learning_rate=0.3)
+            >>> state = [v.value for v in opt.variables]
             >>> round(float(opt.stateless_values(state)["learning_rate"]), 6)
-            0.3
+            0.1
+
+            On JAX, ``state = opt.stateless_set(state, learning_rate=0.3)`` then reads 0.3.
         """
         return self._hs_stateless_write(optimizer_variables, "set", values)
 
@@ -204,6 +210,14 @@ class StatelessValues:
                 value = check_number(f"stateless_{verb}", name, value)
             hyperparameter = self.hyperparameters[name]
             variable = hyperparameter.scale if verb == "scale" else hyperparameter.override
+            if id(variable) not in index:
+                raise InvalidArgumentError(
+                    f"`stateless_{verb}({name}=...)`: {name!r} has no variable in "
+                    "`optimizer.variables`, the state `stateless_apply` carries (there, only "
+                    "where Keras trains statelessly, JAX, and only the hyperparameters the "
+                    f"update reads). Use `opt.hyperparameters[{name!r}]` and its `set`, "
+                    f"`clear` or `scale.assign` instead. Received: {name}={value!r}"
+                )
             found[index[id(variable)]] = ops.cast(value, variable.dtype)
         return found
 
