@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from types import SimpleNamespace
 
 import keras
@@ -9,7 +10,13 @@ import numpy as np
 import pytest
 
 import hyperstep as hs
-from hyperstep.control.reading import collect, infer_steps_per_epoch, read_all, savers_before
+from hyperstep.control.reading import (
+    collect,
+    epoch_values,
+    infer_steps_per_epoch,
+    read_all,
+    savers_before,
+)
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError
 
 
@@ -101,3 +108,67 @@ def test_savers_before_outside_fit_is_empty() -> None:
     probe = _Probe()
     probe.on_train_begin()
     assert probe.found == []
+
+
+# ---- the one convention of logged values: what the epoch trained with -------------------
+def _plateau(lr: hs.Hyperparameter, monitor: str) -> hs.ReduceOnPlateau:
+    return hs.ReduceOnPlateau(
+        lr, monitor=monitor, factor=0.5, patience=0, min_delta=1e9, compat="keras"
+    )  # keeps reducing after the first epoch
+
+
+def _keras_plateau(lr: hs.Hyperparameter, monitor: str) -> keras.callbacks.ReduceLROnPlateau:
+    return keras.callbacks.ReduceLROnPlateau(monitor, factor=0.5, patience=0, min_delta=1e9)
+
+
+def _logged(controller, order: str, monitor: str, tmp_path) -> tuple[list, list]:
+    """History's and CSVLogger's learning rate of one run (the same run every time)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 4)).astype("float32")
+    y = x @ np.array([[1.0], [-2.0], [0.5], [3.0]], "float32") + rng.normal(size=(64, 1))
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate="0.05 * 0.9 ** (step / 8)")
+    model.compile(opt, "mse")
+    control = controller(opt.hyperparameters["learning_rate"], monitor)
+    csv_path = tmp_path / f"{order}.csv"
+    found = {  # CSVLogger in the middle: it sees only what the callbacks before it wrote
+        "log": hs.callbacks.LogHyperparameters(opt),
+        "csv": keras.callbacks.CSVLogger(str(csv_path)),
+        "control": control,
+    }
+    callbacks = [found[name] for name in order.split(",")]
+    history = model.fit(
+        x, y, batch_size=16, epochs=4, verbose=0, validation_data=(x, y), shuffle=False,
+        callbacks=callbacks,
+    )  # fmt: skip
+    with open(csv_path) as f:
+        rows = [float(row["learning_rate"]) for row in csv.DictReader(f)]
+    return history.history["learning_rate"], rows
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+@pytest.mark.parametrize("monitor", ["loss", "val_loss"])
+@pytest.mark.parametrize("controller", [_plateau, _keras_plateau], ids=["hs", "keras"])
+@pytest.mark.parametrize("order", ["log,csv,control", "control,csv,log", "control,log,csv"])
+def test_logs_give_the_value_the_epoch_trained_with_whatever_the_order(
+    controller, order: str, monitor: str, tmp_path
+) -> None:
+    # the reference: Keras's own ReduceLROnPlateau, alone, records the value before it
+    # reduces (its History on the same run); LogHyperparameters anywhere gives the same
+    keras_history = _logged(_keras_plateau, "control,csv", monitor, tmp_path)[0]
+    assert keras_history[1] > keras_history[2] > keras_history[3]  # it reduced each epoch
+    history, rows = _logged(controller, order, monitor, tmp_path)
+    assert history == keras_history
+    assert rows == pytest.approx(keras_history, rel=1e-7)  # CSVLogger keeps ~16 digits
+
+
+def test_epoch_values_are_noted_per_epoch_and_step() -> None:
+    lr = hs.Hyperparameter(0.1, name="learning_rate")
+    assert epoch_values(lr, 0) == {"learning_rate": pytest.approx(0.1)}
+    lr.scale.assign(0.5)  # a change at the same epoch's end: the epoch trained with 0.1
+    assert epoch_values([lr], 0) == {"learning_rate": pytest.approx(0.1)}
+    lr.clock.step.assign(1)  # the same index at another step: another fit's epoch
+    assert epoch_values(lr, 0) == {"learning_rate": pytest.approx(0.05)}
+    lr.scale.assign(0.25)  # the next epoch at the same step (a clock nothing advances)
+    assert epoch_values(lr, 1) == {"learning_rate": pytest.approx(0.025)}

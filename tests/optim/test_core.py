@@ -3,8 +3,10 @@ arguments and their config format."""
 
 import inspect
 import json
+from typing import Any
 
 import keras
+import numpy as np
 import pytest
 
 import hyperstep as hs
@@ -47,3 +49,147 @@ def test_both_optimizers_save_hyperparameters_in_one_format() -> None:
         "learning_rate": "10.0 * learning_rate",
         "beta_1": 0.5,
     }
+
+
+# ---- attribute assignment against `Hyperparameter.set` (docs/runtime.md) ----------------
+HALVING = "0.1 * 0.5 ** (step / 10)"
+MAKERS = {
+    "scheduled": lambda: hs.scheduled(keras.optimizers.SGD(), learning_rate=HALVING),
+    "StepOptimizer": lambda: hs.StepOptimizer("sgd", learning_rate=HALVING),
+}
+WRITES = {
+    "attribute": lambda opt, x: setattr(opt, "learning_rate", x),
+    "assign": lambda opt, x: opt.learning_rate.assign(x),  # Keras's variable-style write
+}
+
+
+def halving(step: float, start: float = 0.1) -> float:
+    return start * 0.5 ** (step / 10)  # the schedule, in float64
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+@pytest.mark.parametrize("write", list(WRITES))
+@pytest.mark.parametrize("make", list(MAKERS))
+def test_assigning_the_learning_rate_rescales_and_set_overrides(make: str, write: str) -> None:
+    opt, assign = MAKERS[make](), WRITES[write]
+    lr = opt.hyperparameters["learning_rate"]
+    assign(opt, 0.05)  # at step 0, where the schedule is 0.1: the schedule halved
+    assert float(opt.learning_rate) == pytest.approx(0.05, rel=1e-6)
+    assert not bool(lr.is_set) and float(keras.ops.convert_to_numpy(lr.scale)) == 0.5
+    opt.clock.step.assign(10)
+    assert float(opt.learning_rate) == pytest.approx(halving(10) / 2, rel=1e-6)  # runs on
+    lr.clear()  # there is no override to clear: the rescaled schedule stays
+    assert float(opt.learning_rate) == pytest.approx(halving(10) / 2, rel=1e-6)
+    lr.set(0.3)  # an override: the value from now on, whatever the step
+    opt.clock.step.assign(20)
+    assert float(opt.learning_rate) == pytest.approx(0.3, rel=1e-7)
+    assign(opt, 0.6)  # while overridden, a number replaces the override
+    assert bool(lr.is_set) and float(opt.learning_rate) == pytest.approx(0.6, rel=1e-7)
+    lr.clear()  # back to the schedule, with the scale the first assignment left
+    assert float(opt.learning_rate) == pytest.approx(halving(20) / 2, rel=1e-6)
+    opt.learning_rate = "0.2 * 0.5 ** (step / 10)"  # a new schedule; the scale stays
+    assert float(opt.learning_rate) == pytest.approx(halving(20, 0.2) / 2, rel=1e-6)
+    assert len(opt.variables) == len(MAKERS[make]().variables)  # the value read is not saved
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+@pytest.mark.parametrize("make", list(MAKERS))
+def test_learning_rate_scheduler_in_fit_multiplies_the_running_schedule(make: str) -> None:
+    opt, rates = MAKERS[make](), []
+
+    class Rates(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch: int, logs: object = None) -> None:
+            rates.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(opt, "mse")
+    halve = keras.callbacks.LearningRateScheduler(lambda epoch, rate: rate * 0.5)
+    x, y = np.ones((8, 2), "float32"), np.ones((8, 1), "float32")
+    model.fit(x, y, batch_size=2, epochs=3, verbose=0, callbacks=[halve, Rates()])
+    steps = np.arange(12)
+    expected = halving(steps) * 0.5 ** (steps // 4 + 1)  # halved at each epoch's start
+    np.testing.assert_allclose(rates, expected, rtol=1e-6)
+
+
+# ---- values changed in a jax.jit loop: stateless_set, _scale, _clear, _values -----------
+@pytest.mark.backend("jax")
+@pytest.mark.parametrize("make", ["scheduled", "StepOptimizer"])
+def test_stateless_set_in_a_jitted_loop_equals_optax_inject_hyperparams(make: str) -> None:
+    import jax
+    import optax
+
+    rates = {3: 0.05, 7: 0.2, 12: 0.01}  # set between steps, as a user's loop would
+    x = np.random.default_rng(0).normal(size=(16, 3)).astype("float32")
+    y = x @ np.array([[1.0], [-2.0], [0.5]], "float32")
+    w0 = np.zeros((3, 1), "float32")
+
+    def loss(w: Any) -> Any:
+        return jax.numpy.mean((x @ w - y) ** 2)
+
+    opt = {
+        "scheduled": lambda: hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1),
+        "StepOptimizer": lambda: hs.StepOptimizer("sgd", learning_rate=0.1),
+    }[make]()
+    w = keras.Variable(w0)
+    opt.build([w])
+    traces = []
+
+    @jax.jit
+    def step(w: Any, optimizer_variables: Any) -> Any:
+        traces.append(1)
+        (w,), optimizer_variables = opt.stateless_apply(
+            optimizer_variables, [jax.grad(loss)(w)], [w]
+        )
+        return w, optimizer_variables
+
+    inject = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)
+    theirs, theirs_state = jax.numpy.asarray(w0), inject.init(jax.numpy.asarray(w0))
+    ours, state = jax.numpy.asarray(w0), [v.value for v in opt.variables]
+    for i in range(16):
+        if i in rates:
+            state = opt.stateless_set(state, learning_rate=rates[i])
+            theirs_state.hyperparams["learning_rate"] = jax.numpy.asarray(rates[i])
+        ours, state = step(ours, state)
+        updates, theirs_state = inject.update(jax.grad(loss)(theirs), theirs_state)
+        theirs = optax.apply_updates(theirs, updates)
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))  # bitwise
+    assert len(traces) == 1  # one compile across the changes
+    assert float(opt.stateless_values(state)["learning_rate"]) == pytest.approx(0.01)
+    assert int(opt.clock.step) == 0  # the variables were never touched: all in the arrays
+
+
+@pytest.mark.backend("jax")
+def test_stateless_calls_write_what_set_scale_and_clear_assign() -> None:
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate="0.1 * 0.5 ** step", momentum=0.9)
+    opt.build([keras.Variable(np.ones(2, "float32"))])
+    state = [v.value for v in opt.variables]
+    state = opt.stateless_set(state, learning_rate=0.3)
+    state = opt.stateless_scale(state, momentum=0.5)
+    lr, momentum = opt.hyperparameters["learning_rate"], opt.hyperparameters["momentum"]
+    lr.set(0.3)
+    momentum.scale.assign(0.5)
+    for variable, value in zip(opt.variables, state, strict=True):
+        np.testing.assert_array_equal(np.asarray(value), np.asarray(variable.value))
+    assert {k: round(float(v), 6) for k, v in opt.stateless_values(state).items()} == {
+        "learning_rate": 0.3, "momentum": 0.45, "ema_momentum": 0.99,
+    }  # fmt: skip
+    cleared = opt.stateless_values(opt.stateless_clear(state, "learning_rate"))
+    assert float(cleared["learning_rate"]) == pytest.approx(0.1)
+    with pytest.raises(hs.errors.InvalidArgumentError, match=r"no hyperparameter named 'lr'"):
+        opt.stateless_set(state, lr=1.0)
+    with pytest.raises(hs.errors.InvalidArgumentError, match=r"Received: 3 values"):
+        opt.stateless_set(state[:3], learning_rate=1.0)
+    with pytest.raises(hs.errors.InvalidArgumentError, match=r"'ema_momentum' has no variable"):
+        opt.stateless_set(state, ema_momentum=0.5)  # Keras's update does not read it
+
+
+@pytest.mark.backend("tensorflow", "torch")
+def test_stateless_set_refuses_where_the_state_holds_no_hyperparameter() -> None:
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate="0.1 * 0.5 ** step")
+    opt.build([keras.Variable(np.ones(2, "float32"))])
+    state = [v.value for v in opt.variables]
+    assert float(opt.stateless_values(state)["learning_rate"]) == pytest.approx(0.1)
+    with pytest.raises(
+        hs.errors.InvalidArgumentError, match=r"has no variable.*Received: learning_rate=0\.3"
+    ):
+        opt.stateless_set(state, learning_rate=0.3)

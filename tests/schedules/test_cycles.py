@@ -81,6 +81,28 @@ def test_one_cycle_linear_anneal_is_a_straight_line_in_each_phase() -> None:
     close(values(schedule, grid), expected)
 
 
+def test_one_cycle_start_and_end_replace_the_division_factors() -> None:
+    grid = np.arange(0, 130)
+    given = hs.one_cycle(1.0, 100, div_factor=7.0, final_div_factor=3.0, start=0.3, end=0.2)
+    expected = np.where(
+        grid <= 29,
+        _anneal_cos(0.3, 1.0, grid / 29),
+        _anneal_cos(1.0, 0.2, np.clip((grid - 29) / 70, 0, 1)),
+    )
+    close(values(given, grid), expected)
+    # only `end` given: the start still comes from div_factor, and the reverse
+    close(values(hs.one_cycle(1.0, 100, end=0.2), [0, 99]), [1.0 / 25.0, 0.2])
+    close(values(hs.one_cycle(1.0, 100, start=0.5), [0, 99]), [0.5, 0.5 / 1e4], scale=0.5)
+
+
+def test_one_cycle_start_and_end_survive_config_and_repr() -> None:
+    schedule = hs.one_cycle(0.85, 50, start=0.95, end=0.9, three_phase=True)
+    assert repr(schedule) == "one_cycle(0.85, steps=50, three_phase=True, start=0.95, end=0.9)"
+    rebuilt = type(schedule).from_config(schedule.get_config())
+    grid = np.arange(0, 80)
+    np.testing.assert_array_equal(values(rebuilt, grid), values(schedule, grid))
+
+
 def test_natural_steps_one_cycle_ends_cyclic_never_does() -> None:
     assert hs.one_cycle(1.0, 250).natural_steps == 250
     assert hs.cyclic(0.1, 1.0, 10).natural_steps is None

@@ -183,3 +183,43 @@ def test_one_cycle_holds_the_minimum_where_torch_extrapolates_at_total_steps():
     ours = hs.one_cycle(1.0, steps=100)
     assert expected[100] > 100 * expected[99]  # torch's cosine rises again at step 100
     ref.assert_close(ours([99, 100, 300]), [expected[99]] * 3)
+
+
+def drive_momentum(steps: int, **one_cycle: object) -> np.ndarray:
+    """Momentum of updates 0..steps from a real ``OneCycleLR(cycle_momentum=True)``."""
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([parameter], lr=0.1, momentum=0.9)
+    scheduler = S.OneCycleLR(optimizer, max_lr=1.0, total_steps=steps + 1, **one_cycle)
+    momenta = [optimizer.param_groups[0]["momentum"]]
+    for _ in range(steps):
+        optimizer.step()
+        scheduler.step()
+        momenta.append(optimizer.param_groups[0]["momentum"])
+    return np.array(momenta, dtype=np.float64)
+
+
+@pytest.mark.parametrize(
+    "one_cycle",
+    [
+        {},
+        {"three_phase": True},
+        {"pct_start": 0.25, "anneal_strategy": "linear"},
+        {"three_phase": True, "anneal_strategy": "linear", "base_momentum": 0.8},
+        {"max_momentum": 0.99, "base_momentum": 0.9, "pct_start": 0.4},
+    ],
+    ids=repr,
+)
+def test_one_cycle_with_start_and_end_is_torchs_cycled_momentum(one_cycle) -> None:
+    expected = drive_momentum(99, **one_cycle)
+    high = one_cycle.get("max_momentum", 0.95)
+    ours = hs.one_cycle(
+        one_cycle.get("base_momentum", 0.85),
+        steps=100,
+        pct_start=one_cycle.get("pct_start", 0.3),
+        anneal=one_cycle.get("anneal_strategy", "cos"),
+        three_phase=one_cycle.get("three_phase", False),
+        start=high,
+        end=high,
+    )
+    assert expected.min() < expected[0] == expected[-1] == high  # it does cycle down and up
+    ref.assert_close(ours(np.arange(100)), expected)

@@ -233,6 +233,7 @@ def _lt(a: base.ScheduleLike, b: base.ScheduleLike) -> base.Schedule:
 ROUND_TRIP = [
     lambda: S.warmup(S.cosine(1e-3, steps=10_000, end=1e-5), steps=500) * 0.5,
     lambda: S.one_cycle(0.1, steps=1000),
+    lambda: S.one_cycle(0.85, steps=1000, start=0.95, end=0.95, three_phase=True),
     lambda: -(S.linear(1.0, 0.0, 100) ** 2),
     lambda: (-2.0) ** (S.Step() / 1000),
     lambda: 2.0 - (S.Step() - 3.0),

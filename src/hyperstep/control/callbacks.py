@@ -21,7 +21,13 @@ from hyperstep import backends
 from hyperstep.backends import require_tensorflow
 from hyperstep.control import wrapped
 from hyperstep.control.epochs import epoch_began, fit_began
-from hyperstep.control.reading import collect, infer_steps_per_epoch, read_all, savers_before
+from hyperstep.control.reading import (
+    collect,
+    epoch_values,
+    infer_steps_per_epoch,
+    read_all,
+    savers_before,
+)
 from hyperstep.errors import BackendError, InvalidArgumentError, received
 
 __all__ = [
@@ -38,9 +44,11 @@ FIELDS = ("value", "schedule", "scale", "override")
 class LogHyperparameters(keras.callbacks.Callback):
     """Put hyperparameters into ``fit``'s logs; optionally write them per step.
 
-    At each epoch end, ``logs[name] = value`` for every logged hyperparameter (the value the
-    next update will use, the convention of Keras's ``optimizer.learning_rate``), so History,
-    CSVLogger and TensorBoard record it: place this callback before those in the list.
+    At each epoch end, ``logs[name] = value`` for every logged hyperparameter: the value the
+    epoch trained with, read before any controller changes it at that epoch's end, whatever
+    the callback order (:func:`~hyperstep.control.reading.epoch_values`; a value already
+    in the logs, as Keras's ``ReduceLROnPlateau`` writes it, is kept). History, CSVLogger
+    and TensorBoard record it: place this callback before those two in the list.
 
     Which are logged: given an optimizer, only the hyperparameters that can move (a
     schedule that is not a constant, a controller such as ``ReduceOnPlateau``, or a scale
@@ -264,7 +272,8 @@ class LogHyperparameters(keras.callbacks.Callback):
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._select()
         if logs is not None and self.hyperparameters:
-            logs.update(read_all(self.hyperparameters))
+            for name, value in epoch_values(self.hyperparameters, epoch).items():
+                logs.setdefault(name, value)  # as Keras's ReduceLROnPlateau logged it already
         if self._file is not None:
             self._file.flush()
 

@@ -19,10 +19,10 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends.scopes import concrete as is_concrete
-from hyperstep.control.callbacks import savers_before
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import controlled_hyperparameter
 from hyperstep.control.plateau import RULES, PlateauParams, PlateauState
+from hyperstep.control.reading import epoch_values, savers_before
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 __all__ = ["ReduceOnPlateau"]
@@ -79,8 +79,9 @@ class ReduceOnPlateau(keras.callbacks.Callback):
 
     The object is a Keras callback: ``model.fit(..., callbacks=[plateau])`` calls
     :meth:`update` with ``logs[monitor]`` at each epoch end (an error lists the log keys if
-    ``monitor`` is missing) and first writes ``logs[target.name]``, the effective value in
-    force when the metric was measured, for History, CSVLogger and TensorBoard. Unlike
+    ``monitor`` is missing) and first writes ``logs[target.name]``, the value the epoch
+    trained with, for History, CSVLogger and TensorBoard (as Keras's ``ReduceLROnPlateau``
+    and, in any order, :class:`~hyperstep.callbacks.LogHyperparameters`). Unlike
     Keras, ``on_train_begin`` does not reset the state; call :meth:`reset` to do so. In a
     custom loop, call :meth:`update` eagerly or inside a ``tf.function``.
 
@@ -183,7 +184,7 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         self.monitor, self.factor, self.mode, self.compat = monitor, float(factor), mode, compat
         self.name, self.verbose = name, verbose
         # fit's progress: the epoch running and the last one decided by on_test_end
-        self._fitting, self._in_force = False, 0.0
+        self._fitting = False
         self._epoch: int | None = None
         self._decided: int | None = None
         self._sign: float | None = _direction_from_name(monitor, mode)
@@ -338,14 +339,14 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         name = self.monitor.removeprefix("val_")
         epoch = self._epoch if self._fitting else None
         if epoch is not None and name != self.monitor and logs is not None and name in logs:
-            self._in_force = float(ops.convert_to_numpy(self.target.value))
+            epoch_values(self.target, epoch)  # noted before the decision changes it
             self._decide(epoch, logs[name])
             self._decided = epoch
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         logs = logs if logs is not None else {}
         if self._decided == epoch and self.monitor in logs:
-            logs[self.target.name] = self._in_force  # decided by on_test_end
+            logs[self.target.name] = self._trained_with(epoch)  # decided by on_test_end
             return
         if self.monitor not in logs:
             raise InvalidArgumentError(
@@ -353,8 +354,12 @@ class ReduceOnPlateau(keras.callbacks.Callback):
                 f"logs at the end of epoch {epoch}. Available keys: {sorted(logs)}. Pass "
                 "validation data to fit() (every epoch) or monitor one of these keys."
             )
-        logs[self.target.name] = float(ops.convert_to_numpy(self.target.value))
+        logs[self.target.name] = self._trained_with(epoch)
         self._decide(epoch, logs[self.monitor])
+
+    def _trained_with(self, epoch: int) -> float:
+        """The value ``epoch``, ending now, trained with (before any change at its end)."""
+        return next(iter(epoch_values(self.target, epoch).values()))
 
     def _decide(self, epoch: int, value: Any) -> None:
         reduced = self.update(value)

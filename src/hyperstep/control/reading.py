@@ -1,24 +1,31 @@
 """Reading hyperparameters: ``collect`` them by name, ``read_all`` their values in one transfer.
 
 ``collect(x)`` -> ``{name: hyperparameter}`` from one, a list, a dict or a scheduled optimizer;
-``read_all(x)`` -> ``{name: float}``. Also the ``fit`` helpers callbacks share
+``read_all(x)`` -> ``{name: float}``; ``epoch_values(x)``: the values the epoch ending now
+trained with, the one convention of every log. Also the ``fit`` helpers callbacks share
 (``infer_steps_per_epoch``, ``savers_before``).
 """
 
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
 import keras
 from keras import ops
 
+from hyperstep.backends.fit import follow_fit
 from hyperstep.control import wrapped
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
-__all__ = ["collect", "infer_steps_per_epoch", "read_all", "savers_before"]
+__all__ = ["collect", "epoch_values", "infer_steps_per_epoch", "read_all", "savers_before"]
+
+#: hyperparameter -> (epoch, step, value) noted by the first read at an epoch's end
+#: (:func:`epoch_values`); forgotten when a ``fit`` or one of its epochs begins
+_EPOCH_VALUES: weakref.WeakKeyDictionary[Any, tuple[int, int, float]] = weakref.WeakKeyDictionary()
 
 
 def collect(hyperparameters: Any, owner: str = "LogHyperparameters") -> dict[str, Any]:
@@ -118,6 +125,51 @@ def read_all(hyperparameters: Any) -> dict[str, float]:
     found = collect(hyperparameters, owner="read_all")
     stacked = ops.stack([ops.cast(ops.reshape(hp.value, ()), "float32") for hp in found.values()])
     return dict(zip(found, (float(v) for v in ops.convert_to_numpy(stacked)), strict=True))
+
+
+def epoch_values(hyperparameters: Any, epoch: int) -> dict[str, float]:
+    """Return the values epoch ``epoch``, ending now, trained with: ``{name: value}``.
+
+    The first call for a hyperparameter at an epoch's end reads its value
+    (:func:`read_all`) and notes it; a later call for the same epoch at the same step
+    returns the noted value. Every hyperstep logger and controller calls this at an
+    epoch's end before it logs or changes a value, so History, CSVLogger and TensorBoard
+    get the value before any change made at that epoch's end, whatever the callback
+    order: what Keras's ``ReduceLROnPlateau`` records. The notes are forgotten when a
+    ``fit`` or one of its epochs begins.
+
+    Args:
+        hyperparameters: A hyperparameter, a list or dict of them, or a scheduled optimizer.
+        epoch: The index of the epoch ending (``on_epoch_end``'s).
+
+    Example:
+        >>> import hyperstep as hs
+        >>> lr = hs.Hyperparameter(0.1, name="learning_rate")
+        >>> round(epoch_values(lr, 0)["learning_rate"], 6)  # noted, before a controller acts
+        0.1
+        >>> _ = lr.scale.assign(0.5)  # the controller's change, at the same epoch's end
+        >>> round(epoch_values(lr, 0)["learning_rate"], 6)  # what the epoch trained with
+        0.1
+        >>> round(epoch_values(lr, 1)["learning_rate"], 6)  # the next epoch's end reads again
+        0.05
+    """
+    found = collect(hyperparameters, owner="epoch_values")
+    values = read_all(found)
+    for name, hyperparameter in found.items():
+        step = int(ops.convert_to_numpy(hyperparameter.clock.step))
+        noted = _EPOCH_VALUES.get(hyperparameter)
+        if noted is not None and noted[:2] == (epoch, step):
+            values[name] = noted[2]
+        else:
+            _EPOCH_VALUES[hyperparameter] = (epoch, step, values[name])
+    return values
+
+
+def _forget_epoch_values(model: Any, _: Any) -> None:
+    _EPOCH_VALUES.clear()
+
+
+follow_fit(_forget_epoch_values, _forget_epoch_values)
 
 
 def _is_hyperparameter(value: Any) -> bool:

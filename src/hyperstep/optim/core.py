@@ -4,7 +4,8 @@ update's life around the optimizer's own arithmetic.
 * :func:`schedule_of`: a value given for a hyperparameter, as a schedule (a Keras
   ``LearningRateSchedule`` keeps its own code);
 * :func:`assign_attribute`: ``opt.<name> = value`` as Keras's callbacks do it (a schedule
-  replaces the hyperparameter's schedule, a number rescales it);
+  replaces the hyperparameter's schedule, a number rescales it), and :func:`live_value`:
+  ``opt.<name>`` read eagerly, whose ``assign`` is that assignment;
 * :func:`apply_update`: one update in order: the step fixed and the values computed
   (:mod:`hyperstep.optim.resolve`), the optimizer's arithmetic, then the clock's advance
   (:func:`advance_after_update`: counting applied updates under gradient accumulation);
@@ -21,18 +22,20 @@ update's life around the optimizer's own arithmetic.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from math import nan
+from typing import TYPE_CHECKING, Any
 
 import keras
 from keras import ops
 
+from hyperstep.backends import concrete
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.relative import references, relative
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import note_update, open_iteration
 from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update
-from hyperstep.schedules.base import Schedule
+from hyperstep.schedules.base import Schedule, check_number
 from hyperstep.schedules.expressions import Constant, as_schedule
 from hyperstep.schedules.keras_compat import KerasSchedule
 
@@ -93,6 +96,130 @@ def assign_attribute(hyperparameter: Hyperparameter, name: str, value: Any) -> N
         )
     else:
         hyperparameter.assign(value)
+
+
+class LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
+    """``opt.<name>`` read eagerly: the current value, whose ``assign`` is ``opt.<name> = x``."""
+
+    _hs_target: tuple[Any, str]
+
+    def assign(self, value: Any) -> Any:
+        optimizer, name = self._hs_target
+        setattr(optimizer, name, value)
+        return getattr(optimizer, name)
+
+    def assign_add(self, value: Any) -> Any:
+        return self.assign(ops.add(self.value, value))
+
+    def assign_sub(self, value: Any) -> Any:
+        return self.assign(ops.subtract(self.value, value))
+
+
+def live_value(optimizer: Any, name: str, value: Any, cache: dict[str, Any]) -> Any:
+    """``value``, the current value of ``optimizer.<name>``, as Keras's own optimizer reads
+    it: eagerly a (non-trainable) variable, kept in ``cache``, whose ``assign`` assigns the
+    attribute (``opt.learning_rate.assign(x)``, Keras-style); in a traced step the tensor."""
+    if not concrete(value):
+        return value
+    live = cache.get(name)
+    if live is None:
+        live = cache[name] = LiveValue(value, name=name, trainable=False)
+        live._hs_target = (optimizer, name)
+    else:
+        keras.Variable.assign(live, value)
+    return live
+
+
+class StatelessValues:
+    """Changing values in the state ``stateless_apply`` takes and returns (a ``jax.jit``
+    loop): each call returns a new list with the hyperparameters' variables replaced, as
+    :meth:`Hyperparameter.set`, :meth:`Hyperparameter.clear` and ``scale.assign`` would
+    assign them. A base of ``hs.scheduled`` optimizers and ``hs.StepOptimizer``."""
+
+    if TYPE_CHECKING:  # provided by the optimizer
+
+        @property
+        def hyperparameters(self) -> dict[str, Hyperparameter]: ...
+
+        @property
+        def variables(self) -> list[Any]: ...
+
+    def stateless_set(self, optimizer_variables: Sequence[Any], **values: Any) -> list[Any]:
+        """Return ``optimizer_variables`` with an override set for each ``name=value``.
+
+        The stateless :meth:`Hyperparameter.set`: ``value(name) = value`` from the next
+        ``stateless_apply`` on, whatever the schedule, until :meth:`stateless_clear`.
+        Inside or outside ``jax.jit``; a new value is an array, so nothing recompiles.
+
+        The state holds the variables of the hyperparameters the update reads where Keras
+        trains statelessly (JAX: the loop in ``docs/backends.md``); elsewhere it holds none,
+        and this refuses.
+
+        Example:
+            >>> import keras, hyperstep as hs
+            >>> opt = hs.scheduled(keras.optimizers.SGD(), learning_rate="0.1 * 0.5 ** step")
+            >>> opt.build([keras.Variable([1.0])])
+            >>> state = [v.value for v in opt.variables]
+            >>> round(float(opt.stateless_values(state)["learning_rate"]), 6)
+            0.1
+
+            On JAX, ``state = opt.stateless_set(state, learning_rate=0.3)`` then reads 0.3.
+        """
+        return self._hs_stateless_write(optimizer_variables, "set", values)
+
+    def stateless_scale(self, optimizer_variables: Sequence[Any], **scales: Any) -> list[Any]:
+        """Return ``optimizer_variables`` with ``scale`` set for each ``name=scale``:
+        ``value(name) = schedule(step) * scale`` (the stateless ``hp.scale.assign``)."""
+        return self._hs_stateless_write(optimizer_variables, "scale", scales)
+
+    def stateless_clear(self, optimizer_variables: Sequence[Any], *names: str) -> list[Any]:
+        """Return ``optimizer_variables`` with the override of each of ``names`` removed
+        (the stateless :meth:`Hyperparameter.clear`)."""
+        return self._hs_stateless_write(optimizer_variables, "clear", dict.fromkeys(names, nan))
+
+    def stateless_values(self, optimizer_variables: Sequence[Any]) -> dict[str, Any]:
+        """Return ``{name: value}``, every hyperparameter's effective value in
+        ``optimizer_variables`` at their clock's step (scalars; arrays inside ``jax.jit``)."""
+        mapping = list(zip(self.variables, self._hs_checked(optimizer_variables), strict=True))
+        with keras.StatelessScope(state_mapping=mapping):
+            return {name: hp.value for name, hp in self.hyperparameters.items()}
+
+    def _hs_checked(self, optimizer_variables: Sequence[Any]) -> list[Any]:
+        found = list(optimizer_variables)
+        if len(found) != len(self.variables):
+            raise InvalidArgumentError(
+                f"`optimizer_variables` must hold one value per variable of the optimizer, "
+                f"in the order of `optimizer.variables` ({len(self.variables)}), as "
+                f"`stateless_apply` takes them. Received: {len(found)} values"
+            )
+        return found
+
+    def _hs_stateless_write(
+        self, optimizer_variables: Sequence[Any], verb: str, values: Mapping[str, Any]
+    ) -> list[Any]:
+        found = self._hs_checked(optimizer_variables)
+        unknown = sorted(set(values) - set(self.hyperparameters))
+        if unknown:
+            raise InvalidArgumentError(
+                f"`stateless_{verb}(...)`: no hyperparameter named {unknown[0]!r}; this "
+                f"optimizer has {sorted(self.hyperparameters)}. Received: {unknown[0]}=..."
+            )
+        index = {id(variable): i for i, variable in enumerate(self.variables)}
+        for name, value in values.items():
+            if verb != "clear" and not hasattr(value, "dtype"):
+                value = check_number(f"stateless_{verb}", name, value)
+            hyperparameter = self.hyperparameters[name]
+            variable = hyperparameter.scale if verb == "scale" else hyperparameter.override
+            if id(variable) not in index:
+                raise InvalidArgumentError(
+                    f"`stateless_{verb}({name}=...)`: {name!r} has no variable in "
+                    "`optimizer.variables`, the state `stateless_apply` carries (there, only "
+                    "where Keras trains statelessly, JAX, and only the hyperparameters the "
+                    f"update reads). Use `opt.hyperparameters[{name!r}]` and its `set`, "
+                    f"`clear` or `scale.assign` instead. Received: {name}={value!r}"
+                )
+            found[index[id(variable)]] = ops.cast(value, variable.dtype)
+        return found
 
 
 def advance_after_update(optimizer: Any, clock: Any) -> None:

@@ -38,11 +38,13 @@ from hyperstep.optim.arguments import KERAS_ARGUMENTS, check_names, pick_clock
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.average_state import restore as restore_average
 from hyperstep.optim.core import (
+    StatelessValues,
     apply_update,
     assign_attribute,
     bind_groups,
     from_hyperparameters_config,
     hyperparameters_config,
+    live_value,
 )
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.resolve import Update, value_and_complement
@@ -60,7 +62,7 @@ def _no_learning_rate() -> float:  # the base class wants one; StepOptimizer ove
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
-class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
+class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
     """A Keras optimizer whose update is a :class:`hyperstep.rules.Rule`, per group.
 
     Every hyperparameter the rule declares is a :class:`hyperstep.Hyperparameter` on the
@@ -396,7 +398,9 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
     # ---- learning_rate, as Keras callbacks see it ---------------------------------------
     def _get_current_learning_rate(self) -> Any:
         hp = self._tables[0].get("learning_rate") if hasattr(self, "_tables") else None
-        return None if hp is None else hp.value
+        if hp is None:
+            return None
+        return live_value(self, "learning_rate", hp.value, self.__dict__.setdefault("_hs_live", {}))
 
     @property
     def learning_rate(self) -> Any:

@@ -15,10 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-from keras import ops
 
 from hyperstep import backends
-from hyperstep.backends import concrete
 from hyperstep.clock import Clock
 from hyperstep.control import named_state
 from hyperstep.control.hyperparameter import Hyperparameter, track
@@ -28,11 +26,13 @@ from hyperstep.iteration import claim
 from hyperstep.optim import _introspect
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.core import (
+    StatelessValues,
     assign_attribute,
     bind_groups,
     deserialize_value,
     hyperparameters_config,
     keras_callable,
+    live_value,
     schedule_of,
 )
 from hyperstep.optim.groups import Group
@@ -93,7 +93,7 @@ def group_view(optimizer: Any, group: str | None) -> Any:
     return view
 
 
-class ScheduledBase(named_state.SavedByName):
+class ScheduledBase(named_state.SavedByName, StatelessValues):
     """The hyperparameters of a scheduled optimizer: installation, values and config."""
 
     # provided by the Keras optimizer class this mixin is combined with
@@ -278,16 +278,7 @@ class ScheduledBase(named_state.SavedByName):
         # outside `apply` (or another thread reading meanwhile): the current effective
         # value; eagerly as a variable whose `assign` assigns the attribute
         # (`opt.learning_rate.assign(x)`, Keras-style)
-        value = state.hyperparameters[name].value
-        if not concrete(value):
-            return value
-        live = state.live.get(name)
-        if live is None:
-            live = state.live[name] = _LiveValue(value, name=name)
-            live._hs_target = (self, name)
-        else:
-            keras.Variable.assign(live, value)
-        return live
+        return live_value(self, name, state.hyperparameters[name].value, state.live)
 
     def _hs_set(self, name: str, value: Any) -> None:
         """``opt.<name> = value``: a schedule replaces the hyperparameter's schedule (and
@@ -344,23 +335,6 @@ class ScheduledBase(named_state.SavedByName):
 
     def _hs_group_variables(self) -> list[Any]:
         return list(getattr(self, "_trainable_variables", []) or [])
-
-
-class _LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
-    """``opt.<name>`` read eagerly: the current value, whose ``assign`` is ``opt.<name> = x``."""
-
-    _hs_target: tuple[Any, str]
-
-    def assign(self, value: Any) -> Any:
-        optimizer, name = self._hs_target
-        optimizer._hs_set(name, value)
-        return optimizer._hs_get(name)
-
-    def assign_add(self, value: Any) -> Any:
-        return self.assign(ops.add(self.value, value))
-
-    def assign_sub(self, value: Any) -> Any:
-        return self.assign(ops.subtract(self.value, value))
 
 
 def check_arguments(

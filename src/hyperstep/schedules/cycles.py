@@ -100,36 +100,48 @@ class Cyclic(Schedule):
 
 @register
 class OneCycle(Schedule):
-    """One-cycle: up from ``peak / div_factor`` to ``peak``, then down to the minimum.
+    """One-cycle: from ``start`` up to ``peak``, then down to ``end``.
 
     ``value(step) = anneal(a, b, (step - s) / (e - s))`` in each phase ``[s, e]``, with
     ``anneal = b + (a - b) * (1 + cos(pi * t)) / 2`` (``"cos"``) or ``a + (b - a) * t``;
-    phases ``peak / div_factor -> peak -> peak / div_factor / final_div_factor``.
+    phases ``start -> peak -> end``, where ``start = peak / div_factor`` and
+    ``end = start / final_div_factor`` unless given. A ``peak`` below ``start`` and ``end``
+    cycles down and back up: ``one_cycle(0.85, steps, start=0.95, end=0.95)`` is torch's
+    cycled momentum (``OneCycleLR(cycle_momentum=True)``, ``base_momentum=0.85``,
+    ``max_momentum=0.95``).
 
     ``compat="torch"`` (default) places the peak at step ``pct_start * steps - 1`` and the
     minimum at ``steps - 1``, the last of ``steps`` updates, like torch ``OneCycleLR``.
     ``compat="optax"`` is one step later: peak at ``int(pct_start * steps)``, minimum at
     ``steps``, like optax ``cosine_onecycle_schedule``. ``three_phase`` (torch) adds a
-    symmetric way down to ``peak / div_factor`` before the final anneal.
+    symmetric way back to ``start`` before the final anneal.
 
     Args:
-        peak: The highest value.
+        peak: The value at the end of the first phase (the highest, for a learning rate).
         steps: Total length, a positive number of steps.
         pct_start: Fraction of ``steps`` spent rising, in (0, 1); default 0.3.
-        div_factor: ``peak / start``, a number > 0; default 25.0.
-        final_div_factor: ``start / minimum``, a number > 0; default 1e4.
+        div_factor: ``peak / start``, a number > 0; default 25.0. Unused when ``start``
+            is given.
+        final_div_factor: ``start / end``, a number > 0; default 1e4. Unused when
+            ``end`` is given.
         anneal: ``"cos"`` (default) or ``"linear"``.
         three_phase: torch's three-phase variant; default False.
         compat: ``"torch"`` (default) or ``"optax"``: where the phases end (see above).
+        start: The value at step 0; default None (``peak / div_factor``).
+        end: The value at the last phase end and after; default None
+            (``start / final_div_factor``).
 
-    Edge cases: ``peak / div_factor`` at step 0; ``peak`` at the first phase end; the
-    minimum at the last phase end and after it (torch extrapolates at ``steps`` and
-    refuses later steps; hyperstep holds the minimum).
+    Edge cases: ``start`` at step 0; ``peak`` at the first phase end; ``end`` at the last
+    phase end and after it (torch extrapolates at ``steps`` and refuses later steps;
+    hyperstep holds ``end``).
 
     Example:
         >>> s = one_cycle(1.0, steps=100)
         >>> [round(float(v), 6) for v in s([0, 29, 99])]
         [0.04, 1.0, 4e-06]
+        >>> momentum = one_cycle(0.85, steps=100, start=0.95, end=0.95)
+        >>> [round(float(v), 6) for v in momentum([0, 29, 99])]
+        [0.95, 0.85, 0.95]
     """
 
     keyword = "one_cycle"
@@ -145,6 +157,8 @@ class OneCycle(Schedule):
         anneal: str = "cos",
         three_phase: bool = False,
         compat: str = "torch",
+        start: float | None = None,
+        end: float | None = None,
     ) -> None:
         self.peak = check_number("one_cycle", "peak", peak)
         self.steps = check_steps("one_cycle", "steps", steps)
@@ -159,6 +173,8 @@ class OneCycle(Schedule):
         self.anneal = check_choice("one_cycle", "anneal", anneal, ("cos", "linear"))
         self.three_phase = check_flag("one_cycle", "three_phase", three_phase)
         self.compat = check_choice("one_cycle", "compat", compat, ("torch", "optax"))
+        self.start = None if start is None else check_number("one_cycle", "start", start)
+        self.end = None if end is None else check_number("one_cycle", "end", end)
         self._phases = self._make_phases()
 
     def _make_phases(self) -> list[tuple[float, float, float, float]]:
@@ -168,12 +184,16 @@ class OneCycle(Schedule):
             ends = [rise - 1, 2 * rise - 2, self.steps - 1]
         else:
             ends = [float(int(rise)), float(2 * int(rise)), float(self.steps)]
-        low = self.peak / self.div_factor
-        lowest = low / self.final_div_factor
+        first = self.peak / self.div_factor if self.start is None else self.start
+        last = first / self.final_div_factor if self.end is None else self.end
         if self.three_phase:
-            points = [(ends[0], low, self.peak), (ends[1], self.peak, low), (ends[2], low, lowest)]
+            points = [
+                (ends[0], first, self.peak),
+                (ends[1], self.peak, first),
+                (ends[2], first, last),
+            ]
         else:
-            points = [(ends[0], low, self.peak), (ends[2], self.peak, lowest)]
+            points = [(ends[0], first, self.peak), (ends[2], self.peak, last)]
         phases, begin = [], 0.0
         for end_step, a, b in points:
             if end_step <= begin:
@@ -212,6 +232,8 @@ class OneCycle(Schedule):
             "anneal": self.anneal,
             "three_phase": self.three_phase,
             "compat": self.compat,
+            "start": self.start,
+            "end": self.end,
         }
 
     @property
