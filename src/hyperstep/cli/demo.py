@@ -33,14 +33,14 @@ def register(subparsers: Any) -> None:
         "metrics.csv, hyperparameters.csv, TensorBoard events, report.png and summary.json. "
         "Interrupted (Ctrl-C or kill), the same command resumes where it stopped.",
     )
-    parser.add_argument("--out", default="runs/demo", help="run directory (default runs/demo)")
+    parser.add_argument("--out", default="runs/demo", help="run directory")
     parser.add_argument(
         "--epochs",
         type=positive_int,
         default=DEFAULT_EPOCHS,
-        help=f"epochs (default {DEFAULT_EPOCHS})",
+        help="epochs",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
     parser.add_argument(
         "--fresh",
         action="store_true",
