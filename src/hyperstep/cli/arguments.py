@@ -227,7 +227,7 @@ def compile_with_loss(
     if not isinstance(model, keras.Model):
         raise UsageError(f"--loss needs a Keras model; {target} returned a {type(model).__name__}")
     optimizer = getattr(model, "optimizer", None) if getattr(model, "compiled", False) else None
-    model.compile(optimizer=optimizer or optimizer_name, loss=loss)
+    model.compile(optimizer=optimizer or optimizer_name, loss=keras.losses.get(loss))
     return model
 
 
