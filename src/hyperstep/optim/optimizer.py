@@ -46,7 +46,7 @@ from hyperstep.optim.core import (
 )
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.resolve import Update, value_and_complement
-from hyperstep.optim.rules import Values, get_rule
+from hyperstep.optim.rules import Values, deserialize_rule, get_rule
 
 #: names a rule's hyperparameters may not take (the optimizer's own arguments)
 _RESERVED = {"rule", "groups", "clock", "advance", "name", *KERAS_ARGUMENTS}
@@ -437,7 +437,7 @@ class StepOptimizer(SavedByName, keras.optimizers.Optimizer):
     @classmethod
     def from_config(cls, config: Mapping[str, Any], custom_objects: Any = None) -> StepOptimizer:
         config = dict(config)
-        rule = keras.saving.deserialize_keras_object(config.pop("rule"), custom_objects)
+        rule = deserialize_rule(config.pop("rule"), custom_objects)
         average = config.pop("average", None)
         shared = from_hyperparameters_config(config, custom_objects)
         flat = {k: config.pop(k) for k in list(config) if k not in ("name", *KERAS_ARGUMENTS)}
