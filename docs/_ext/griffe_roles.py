@@ -80,7 +80,8 @@ def literal_blocks(text: str) -> str:
     fenced Python block, the line ending in ``:``.
 
     Example:
-        >>> print(literal_blocks("* wrap it::\n\n      with clock.iteration():\n          step()\n"))
+        >>> text = "* wrap it::\n\n      with clock.iteration():\n          step()\n"
+        >>> print(literal_blocks(text))
         * wrap it:
         <BLANKLINE>
             ```python

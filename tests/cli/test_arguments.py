@@ -19,8 +19,8 @@ import pytest
 from hyperstep.cli.arguments import (
     MAX_STEPS,
     UsageError,
-    check_loss_names,
     call_target,
+    check_loss_names,
     compile_with_loss,
     load_target,
     positive_int,

@@ -36,9 +36,13 @@ def _summary(**changes) -> dict:
         ],
         "overrides": [{"name": "learning_rate", "value": 1e-4, "from_step": 45, "to_step": 89}],
         "commands": [
-            {"step": 45, "verb": "set", "arguments": {"values": {"learning_rate": 1e-4}},
-             "status": "applied"}
-        ],  # fmt: skip
+            {
+                "step": 45,
+                "verb": "set",
+                "arguments": {"values": {"learning_rate": 1e-4}},
+                "status": "applied",
+            }
+        ],
         "doctor": {"ok": True},
         "files": {"metrics": "out/metrics.csv", "tensorboard": "out/tb"},
     }

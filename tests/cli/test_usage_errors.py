@@ -20,7 +20,9 @@ HEAVY = ("tensorflow", "jax", "torch", "keras")
 README = Path(hyperstep.__file__).parents[2] / "README.md"
 
 
-def hyperstep_cli(*argv: str, cwd: Path | None = None) -> tuple[int, list[str], list[str], set[str]]:
+def hyperstep_cli(
+    *argv: str, cwd: Path | None = None
+) -> tuple[int, list[str], list[str], set[str]]:
     """Run ``python -X importtime -m hyperstep ARGV`` in a fresh process; return its exit
     status, stdout lines, stderr lines (the import times taken out) and the top-level
     modules it imported."""

@@ -1,5 +1,5 @@
-"""Units of :mod:`hyperstep.demo.report`: the CSV reader (checked against numpy's),
-plateau reductions read from the controller's own count, overrides and commands, and the PNG drawn."""
+"""Units of :mod:`hyperstep.demo.report`: the CSV reader (checked against numpy's), plateau
+reductions read from the controller's own count, overrides and commands, the PNG drawn."""
 
 from __future__ import annotations
 
@@ -46,7 +46,9 @@ def test_read_csv_of_a_header_alone_is_empty_columns(tmp_path: Path) -> None:
     assert all(column.shape == (0,) for column in table.values())
 
 
-def _history(count: list[float], scale: list[float], override: list[float]) -> dict[str, np.ndarray]:
+def _history(
+    count: list[float], scale: list[float], override: list[float]
+) -> dict[str, np.ndarray]:
     """``metrics.csv`` columns the demo writes at each epoch end."""
     return {
         "epoch": np.arange(len(count), dtype=float),
@@ -143,9 +145,11 @@ def test_write_report_draws_a_1500_by_860_png_and_makes_its_folder(tmp_path: Pat
     history, steps, schedule = _run(epochs=8, steps_per_epoch=5)
     reductions = [{"epoch": 3, "step": 15, "scale_before": 1.0, "scale": 0.5, "held": None}]
     path = tmp_path / "new" / "folder" / "report.png"
-    returned = write_report(path, history, steps, schedule, reductions, 5, notes=["a note"],
-                            held=[{"name": "learning_rate", "value": 1e-4, "from_step": 7, "to_step": 12}],
-                            steering=[{"step": 7, "verb": "set", "arguments": {}, "status": "applied"}])  # fmt: skip
+    held = [{"name": "learning_rate", "value": 1e-4, "from_step": 7, "to_step": 12}]
+    steering = [{"step": 7, "verb": "set", "arguments": {}, "status": "applied"}]
+    returned = write_report(
+        path, history, steps, schedule, reductions, 5, ["a note"], held=held, steering=steering
+    )
     assert returned == path
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pixels = imread(path)

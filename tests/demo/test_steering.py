@@ -48,7 +48,9 @@ def test_a_demo_run_takes_a_learning_rate_from_outside_and_logs_it_from_that_ste
     assert rates[3] != new and all(rates[t] == new for t in rates if t >= 4)
 
 
-def _reductions_by_the_rule(val_loss: list[float], patience: int, cooldown: int, delta: float) -> list[int]:
+def _reductions_by_the_rule(
+    val_loss: list[float], patience: int, cooldown: int, delta: float
+) -> list[int]:
     """The epochs (from 1) after which ReduceOnPlateau's documented default rule reduces:
     improvement ``value < best - min_delta``; otherwise, outside cooldown, ``wait += 1``;
     ``wait >= patience`` reduces, zeroes ``wait`` and starts ``cooldown``."""

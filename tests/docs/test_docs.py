@@ -11,8 +11,6 @@ import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import pytest
-
 import hyperstep as hs
 
 ROOT = Path(__file__).parents[2]

@@ -14,7 +14,11 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = next(
-    (found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))),
+    (
+        found
+        for name in ("chromium", "chromium-browser", "google-chrome")
+        if (found := shutil.which(name))
+    ),
     None,
 )
 pytestmark = pytest.mark.skipif(
@@ -51,7 +55,7 @@ function load(url) {
       const url = new URL(a.getAttribute("href"), doc.URL);
       if (url.protocol !== "file:") continue;
       result.links += 1;
-      if (/[.](png|svg|jpg|inv|xml|gz|json|txt)$/.test(url.pathname)) continue;  // a file, not a page
+      if (/[.](png|svg|jpg|inv|xml|gz|json|txt)$/.test(url.pathname)) continue;  // not a page
       const key = url.href.split("#")[0];
       if (!targets.has(key)) targets.set(key, []);
       targets.get(key).push([page, a.getAttribute("href"), decodeURIComponent(url.hash.slice(1))]);

@@ -82,10 +82,11 @@ def check_name(flag: str, name: str | None, names: tuple[str, ...], what: str) -
     closest name as "did you mean"; optimizer names compare in any case, as Keras's do.
 
     Example:
-        >>> check_name("--loss", "msee", LOSSES, "a Keras loss such as mse")
-        Traceback (most recent call last):
-        ...
-        hyperstep.cli.arguments.UsageError: --loss must name a Keras loss such as mse; did you mean mse? Received: --loss msee
+        >>> try:
+        ...     check_name("--loss", "msee", LOSSES, "a Keras loss such as mse")
+        ... except UsageError as error:
+        ...     print(str(error).split("; ")[1])
+        did you mean mse? Received: --loss msee
     """
     if name is None:
         return
@@ -194,7 +195,9 @@ def call_target(function: Callable[[], Any], target: str) -> Any:
 def check_loss_names(loss: str | None, optimizer: str | None = None) -> None:
     """Raise UsageError unless ``--loss`` and ``--optimizer`` name what Keras has (or are
     not given): before anything is imported."""
-    check_name("--loss", loss, LOSSES, "a Keras loss such as mse or sparse_categorical_crossentropy")
+    check_name(
+        "--loss", loss, LOSSES, "a Keras loss such as mse or sparse_categorical_crossentropy"
+    )
     check_name("--optimizer", optimizer, OPTIMIZERS, "a Keras optimizer such as sgd, adam or adamw")
 
 

@@ -105,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
             custom = "loss_fn" in kwargs  # loss_fn(model, batch) takes any batch
             if not custom:
                 check_targets(kwargs["data"], args.target)
-            model = compile_with_loss(kwargs.pop("model"), args.loss, args.target, needs_loss=not custom)
+            model = compile_with_loss(
+                kwargs.pop("model"), args.loss, args.target, needs_loss=not custom
+            )
             diagnosis = doctor(model, kwargs.pop("data"), **kwargs)
     except (UsageError, HyperstepError) as error:
         print(f"hyperstep doctor: error: {error}", file=sys.stderr)

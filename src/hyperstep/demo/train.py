@@ -61,7 +61,9 @@ def _callbacks(
             logs["temperature"] = float(model.get_layer("temperature").temperature.numpy())
             logs["plateau_reductions"] = plateau.reductions
             logs["learning_rate_scale"] = float(learning_rate.scale.numpy())
-            logs["learning_rate_override"] = float(learning_rate.value.numpy()) if held else math.nan
+            logs["learning_rate_override"] = (
+                float(learning_rate.value.numpy()) if held else math.nan
+            )
             if not verbose:
                 return
             print(epoch_line(epoch, config["epochs"], logs, self.started), flush=True)
@@ -302,7 +304,7 @@ def _train(
     schedule = sample(planned, epochs * steps_per_epoch)[1][steps["step"].astype(int)]
     reductions = demo_report.plateau_reductions(history, steps_per_epoch)
     held = demo_report.overrides(steps)
-    steering = demo_report.commands(_journal(extra))
+    journaled = demo_report.commands(_journal(extra))
     notes = [
         "",
         f"final validation accuracy {float(val_accuracy):.1%}",
@@ -313,7 +315,7 @@ def _train(
     ]
     demo_report.write_report(
         files["report"], history, steps, schedule, reductions, steps_per_epoch, notes,
-        held=held, steering=steering,
+        held=held, steering=journaled,
     )  # fmt: skip
     summary = {
         "status": "complete",
@@ -328,7 +330,7 @@ def _train(
         "learning_rate_scale": float(optimizer.hyperparameters["learning_rate"].scale.numpy()),
         "plateau_reductions": reductions,
         "overrides": held,
-        "commands": steering,
+        "commands": journaled,
         "seconds": round(time.perf_counter() - started, 1),
         "files": {role: str(path) for role, path in files.items() if role != "checkpoint"},
     }
