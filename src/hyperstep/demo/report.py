@@ -223,7 +223,8 @@ def reduction_lines(reductions: Sequence[dict[str, Any]]) -> list[str]:
     Example:
         >>> lines = reduction_lines([{"epoch": 6, "step": 60, "scale_before": 1.0, "scale": 0.5,
         ...                           "held": None}])
-        >>> print("\n".join(lines))
+        >>> for line in lines:
+        ...     print(line)
         ReduceOnPlateau: 1 reduction (its own count):
           after epoch 6 (from step 60): scale 1 -> 0.5
     """
