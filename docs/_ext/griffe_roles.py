@@ -5,7 +5,8 @@ optional autorefs link to the object it names, resolved in the docstring's own s
 Sphinx would (``:meth:`start``` in a method of ``Clock`` is ``hyperstep.clock.Clock.start``),
 titled as Sphinx titles it (``~`` keeps the last name); an object the reference does not
 render stays code, unlinked. A line ending in ``::`` ends in ``:``, and its indented block
-renders as code, as reST renders it.
+becomes a fenced code block (inside a list item too, where Markdown wants four spaces), as
+reST renders it; reST's escaped space (``Finding`\\ s``) joins the words.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import griffe
 
 #: ``:role:`target``` and ``:role:`title <target>```, the roles hyperstep's docstrings use
 ROLE = re.compile(r":(?:py:)?(?P<role>class|func|meth|attr|data|mod|exc|obj):`(?P<body>[^`]+)`")
-_LITERAL = re.compile(r"(?<=\S)::[ \t]*$", re.M)
+_LITERAL = re.compile(r"(?<=\S)::[ \t]*$")
+_ESCAPED_SPACE = re.compile(r"\\ ")
+_ITEM = re.compile(r"^(?P<indent> *)(?:[*+-]|\d+\.) ")
 _EXPLICIT = re.compile(r"^(?P<title>.*?)\s*<(?P<target>[^<>]+)>$")
 
 
@@ -68,8 +71,56 @@ def link(obj: griffe.Object, match: re.Match[str]) -> str:
 
 
 def convert(obj: griffe.Object, text: str) -> str:
-    """``text`` (a docstring) with its roles as links and its ``::`` as ``:``."""
-    return _LITERAL.sub(":", ROLE.sub(lambda m: link(obj, m), text))
+    """``text`` (a docstring) with its roles as links and its ``::`` blocks fenced."""
+    return literal_blocks(_ESCAPED_SPACE.sub("", ROLE.sub(lambda m: link(obj, m), text)))
+
+
+def literal_blocks(text: str) -> str:
+    r"""Each reST literal block (a line ending in ``::``, then lines indented deeper) as a
+    fenced Python block, the line ending in ``:``.
+
+    Example:
+        >>> text = "* wrap it::\n\n      with clock.iteration():\n          step()\n"
+        >>> print(literal_blocks(text))
+        * wrap it:
+        <BLANKLINE>
+            ```python
+            with clock.iteration():
+                step()
+            ```
+        <BLANKLINE>
+    """
+    lines, out, i = text.split("\n"), [], 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not _LITERAL.search(line):
+            out.append(line)
+            continue
+        out.append(_LITERAL.sub(":", line))
+        indent = len(line) - len(line.lstrip())
+        item = _ITEM.match(line)
+        fence = " " * (len(item["indent"]) + 4 if item else indent)  # a list item's content
+        block: list[str] = []
+        while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > indent):
+            block.append(lines[i])
+            i += 1
+        while block and not block[-1].strip():  # blank lines after it stay outside
+            block.pop()
+            i -= 1
+        while block and not block[0].strip():
+            block.pop(0)
+        if not block:
+            continue
+        depth = min(_indent(b) for b in block if b.strip())
+        out += ["", f"{fence}```python"]
+        out += [f"{fence}{b[depth:]}" if b.strip() else "" for b in block]
+        out += [f"{fence}```"]
+    return "\n".join(out)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 class SphinxRoles(griffe.Extension):

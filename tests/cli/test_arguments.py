@@ -20,6 +20,7 @@ from hyperstep.cli.arguments import (
     MAX_STEPS,
     UsageError,
     call_target,
+    check_loss_names,
     compile_with_loss,
     load_target,
     positive_int,
@@ -139,14 +140,17 @@ def _model() -> keras.Model:
     return keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
 
 
-def test_no_loss_changes_nothing() -> None:
+def test_no_loss_changes_a_compiled_model_or_a_loss_fn_user_s_nothing() -> None:
     model = _model()
-    assert compile_with_loss(model, None) is model and not model.compiled
-    assert compile_with_loss("not a model", None) == "not a model"
+    model.compile(optimizer="sgd", loss="mse")
+    assert compile_with_loss(model, None, "m:f") is model
+    uncompiled = _model()
+    assert compile_with_loss(uncompiled, None, "m:f", needs_loss=False) is uncompiled
+    assert not uncompiled.compiled
 
 
 def test_a_loss_compiles_with_keras_loss_and_the_named_optimizer() -> None:
-    model = compile_with_loss(_model(), "mse", "adam")
+    model = compile_with_loss(_model(), "mse", "m:f", "adam")
     assert model.compiled
     assert model.loss is keras.losses.get("mse")
     assert type(model.optimizer) is type(keras.optimizers.get("adam"))
@@ -156,20 +160,22 @@ def test_a_compiled_model_keeps_its_optimizer() -> None:
     model = _model()
     optimizer = keras.optimizers.RMSprop(0.003)
     model.compile(optimizer=optimizer, loss="mae")
-    compile_with_loss(model, "binary_crossentropy", "adam")
+    compile_with_loss(model, "binary_crossentropy", "m:f", "adam")
     assert model.optimizer is optimizer
     assert model.loss is keras.losses.get("binary_crossentropy")
 
 
-def test_compile_with_loss_refusals_name_the_argument_and_value() -> None:
-    with pytest.raises(UsageError, match="--loss needs a Keras model; FUNCTION returned a dict"):
-        compile_with_loss({}, "mse")
+def test_compile_with_loss_refusals_name_the_flag_and_value() -> None:
+    with pytest.raises(UsageError, match="--loss needs a Keras model; m:f returned a dict"):
+        compile_with_loss({}, "mse", "m:f")
+    with pytest.raises(UsageError, match="m:f returned a model that is not compiled; pass --loss"):
+        compile_with_loss(_model(), None, "m:f")
     with pytest.raises(UsageError) as error:
-        compile_with_loss(_model(), "no_such_loss")
-    assert str(error.value).endswith("Received: --loss no_such_loss")
+        check_loss_names("no_such_loss")
+    assert str(error.value).endswith(". Received: --loss no_such_loss")
     with pytest.raises(UsageError) as error:
-        compile_with_loss(_model(), "mse", "no_such_optimizer")
-    assert str(error.value).endswith("Received: --optimizer no_such_optimizer")
+        check_loss_names("mse", "no_such_optimizer")
+    assert str(error.value).endswith(". Received: --optimizer no_such_optimizer")
 
 
 # ---- quiet_stderr -----------------------------------------------------------------------

@@ -30,7 +30,19 @@ def _summary(**changes) -> dict:
         "steps": 90,
         "seconds": 4.2,
         "temperature": 1.25,
-        "plateau_reductions": [{"step": 40}, {"step": 70}],
+        "plateau_reductions": [
+            {"epoch": 1, "step": 30, "scale_before": 1.0, "scale": 0.5, "held": None},
+            {"epoch": 2, "step": 60, "scale_before": 0.5, "scale": 0.25, "held": 1e-4},
+        ],
+        "overrides": [{"name": "learning_rate", "value": 1e-4, "from_step": 45, "to_step": 89}],
+        "commands": [
+            {
+                "step": 45,
+                "verb": "set",
+                "arguments": {"values": {"learning_rate": 1e-4}},
+                "status": "applied",
+            }
+        ],
         "doctor": {"ok": True},
         "files": {"metrics": "out/metrics.csv", "tensorboard": "out/tb"},
     }
@@ -68,12 +80,18 @@ def test_a_finished_run_prints_its_summary(calls, capsys) -> None:
     assert demo.run(_parse("--out", "o", "--epochs", "3", "--seed", "2", "--fresh")) == 0
     assert calls[1:] == [("o", 3, 2, True, None)]
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == (
+    assert out[:7] == [
         "validation accuracy 95.0% (target met: >= 90%) after 3 epochs (90 steps) in 4.2 s; "
-        "temperature 1.250; ReduceOnPlateau lowered the learning rate 2 times "
-        "(from steps 40, 70)"
-    )
-    assert out[1:] == [
+        "temperature 1.250",
+        "ReduceOnPlateau: 2 reductions (its own count):",
+        "  after epoch 1 (from step 30): scale 1 -> 0.5",
+        "  after epoch 2 (from step 60): scale 0.5 -> 0.25, while an override held "
+        "learning_rate at 0.0001",
+        "overrides: 1",
+        "  learning_rate = 0.0001 from step 45 to 89",
+        "commands (steering journal): 1",
+    ]
+    assert out[8:] == [
         "pre-flight doctor: no findings",
         "  metrics      out/metrics.csv",
         "  tensorboard  out/tb",

@@ -157,7 +157,7 @@ def test_third_item_optimizer_and_dict_form_are_accepted(target, capsys):
         ("doctor_target:CONSTANT", "is not a function: it is a int"),
         ("doctor_target:wrong", "returned int 42; it must return (model, batch)"),
         ("doctor_target:raises", "raised RuntimeError: no data here"),
-        ("doctor_target:not_compiled", "needs a loss"),
+        ("doctor_target:not_compiled", "not compiled; pass --loss NAME"),
         ("doctor_target:interrupted", "raised KeyboardInterrupt"),
         ("doctor_target:exits", "raised SystemExit: 5"),
     ],

@@ -101,7 +101,7 @@ def test_json_is_the_finding_and_the_same_as_the_library(
     [
         ("lr_target.py:wrong", "returned int 42; it must return (model, data)"),
         ("lr_target.py:raises", "raised RuntimeError: no data here"),
-        ("lr_target.py:not_compiled", "must be compiled"),
+        ("lr_target.py:not_compiled", "not compiled; pass --loss NAME"),
         ("lr_target.py:missing", "has no attribute 'missing'"),
         ("lr_target.py", "expected MODULE:FUNCTION"),
     ],
@@ -117,7 +117,7 @@ def test_usage_errors_exit_2_with_one_message(
 
 def test_bad_arguments_exit_2(target: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lr-find", "lr_target.py:regression", "--min-lr", "2", "--max-lr", "1"]) == 2
-    assert "Received: max_lr=1.0" in capsys.readouterr().err
+    assert "Received: --min-lr 2 --max-lr 1\n" in capsys.readouterr().err
     assert main(["lr-find", "lr_target.py:regression", "--mode", "cubic"]) == 2
 
 

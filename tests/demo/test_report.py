@@ -1,5 +1,5 @@
-"""Units of :mod:`hyperstep.demo.report`: the CSV reader (checked against numpy's),
-plateau reductions found from the learning rate over its schedule, and the PNG drawn."""
+"""Units of :mod:`hyperstep.demo.report`: the CSV reader (checked against numpy's), plateau
+reductions read from the controller's own count, overrides and commands, the PNG drawn."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hyperstep.demo.report import plateau_reductions, read_csv, write_report
+from hyperstep.demo.report import (
+    commands,
+    overrides,
+    plateau_reductions,
+    read_csv,
+    steering_lines,
+    write_report,
+)
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:
@@ -39,44 +46,79 @@ def test_read_csv_of_a_header_alone_is_empty_columns(tmp_path: Path) -> None:
     assert all(column.shape == (0,) for column in table.values())
 
 
+def _history(
+    count: list[float], scale: list[float], override: list[float]
+) -> dict[str, np.ndarray]:
+    """``metrics.csv`` columns the demo writes at each epoch end."""
+    return {
+        "epoch": np.arange(len(count), dtype=float),
+        "plateau_reductions": np.array(count, dtype=float),
+        "learning_rate_scale": np.array(scale, dtype=float),
+        "learning_rate_override": np.array(override, dtype=float),
+    }
+
+
+def test_each_increase_of_the_controller_s_own_count_is_one_reduction() -> None:
+    nan = math.nan
+    history = _history([0, 1, 1, 2, 2], [1, 0.5, 0.5, 0.25, 0.25], [nan, nan, 1e-4, 1e-4, nan])
+    found = plateau_reductions(history, steps_per_epoch=4)
+    assert found == [
+        {"epoch": 2, "step": 8, "scale_before": 1.0, "scale": 0.5, "held": None},
+        {"epoch": 4, "step": 16, "scale_before": 0.5, "scale": 0.25, "held": 1e-4},
+    ]
+    assert all(type(r["step"]) is int and type(r["scale"]) is float for r in found)
+
+
+def test_a_scale_or_a_value_changed_from_outside_is_no_reduction() -> None:
+    nan = math.nan  # `hyperstep scale DIR learning_rate=0.1`, then `set learning_rate=1e-4`
+    history = _history([0, 0, 0, 0], [1, 0.1, 0.1, 0.1], [nan, nan, 1e-4, 1e-4])
+    assert plateau_reductions(history, steps_per_epoch=3) == []
+    history = _history([1, 1], [0.5, 0.5], [nan, nan])  # reduced in the first epoch
+    assert plateau_reductions(history, 3) == [
+        {"epoch": 1, "step": 3, "scale_before": 1.0, "scale": 0.5, "held": None}
+    ]
+
+
+def test_overrides_are_the_stretches_of_steps_an_override_held_each_value() -> None:
+    nan = math.nan
+    steps = {
+        "step": np.arange(7.0),
+        "learning_rate": np.ones(7),
+        "learning_rate/override": np.array([nan, 1e-4, 1e-4, 2e-4, nan, nan, 3e-4]),
+        "weight_decay/override": np.full(7, nan),
+    }
+    assert overrides(steps) == [
+        {"name": "learning_rate", "value": 1e-4, "from_step": 1, "to_step": 2},
+        {"name": "learning_rate", "value": 2e-4, "from_step": 3, "to_step": 3},
+        {"name": "learning_rate", "value": 3e-4, "from_step": 6, "to_step": 6},
+    ]
+
+
+def test_commands_are_the_journal_s_commands_apart_from_its_events() -> None:
+    journal = [
+        {"event": "begin", "step": 0},
+        {"seq": 1, "command": {"verb": "set", "values": {"learning_rate": 1e-4}},
+         "status": "applied", "step": 25},
+        {"seq": 2, "command": {"verb": "stop"}, "status": "refused", "reason": "..."},
+    ]  # fmt: skip
+    assert commands(journal) == [
+        {"step": 25, "verb": "set", "arguments": {"values": {"learning_rate": 1e-4}},
+         "status": "applied"},
+        {"step": None, "verb": "stop", "arguments": {}, "status": "refused"},
+    ]  # fmt: skip
+    assert steering_lines([], commands(journal)) == [
+        "commands (steering journal): 2",
+        "  set learning_rate=0.0001 (applied, step 25)",
+        "  stop  (refused, not applied)",
+    ]
+
+
 def _steps(scale: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """A cosine schedule over ``len(scale)`` steps, and the learning rate ``scale`` times it."""
     step = np.arange(len(scale), dtype=float)
     schedule = 0.1 * 0.5 * (1 + np.cos(np.pi * step / len(scale))) + 1e-3
     learning_rate = (schedule * scale).astype(np.float32).astype(float)  # as logged
     return {"step": step, "learning_rate": learning_rate}, schedule
-
-
-def test_each_drop_of_the_plateaus_scale_is_one_reduction() -> None:
-    scale = np.ones(20)
-    scale[8:] = 0.5  # reduced after epoch 2 (4 steps an epoch)
-    scale[16:] = 0.25  # then after epoch 4
-    steps, schedule = _steps(scale)
-    found = plateau_reductions(steps, schedule, steps_per_epoch=4)
-    assert [r["step"] for r in found] == [8, 16]
-    assert [r["after_epoch"] for r in found] == [2, 4]
-    assert [r["scale"] for r in found] == [0.5, 0.25]
-    assert [r["learning_rate"] for r in found] == [
-        steps["learning_rate"][8],
-        steps["learning_rate"][16],
-    ]
-    assert all(type(r["step"]) is int and type(r["scale"]) is float for r in found)
-
-
-def test_a_falling_schedule_alone_or_a_rising_scale_is_no_reduction() -> None:
-    steps, schedule = _steps(np.ones(12))  # the learning rate falls, its scale does not
-    assert plateau_reductions(steps, schedule, steps_per_epoch=3) == []
-    rising = np.ones(12)
-    rising[6:] = 2.0
-    steps, schedule = _steps(rising)
-    assert plateau_reductions(steps, schedule, steps_per_epoch=3) == []
-
-
-def test_float32_rounding_of_the_logged_rate_is_no_reduction() -> None:
-    steps, schedule = _steps(np.ones(50))
-    ratio = steps["learning_rate"] / schedule
-    assert np.any(ratio[1:] < ratio[:-1])  # float32 logging: the raw ratio does wobble
-    assert plateau_reductions(steps, schedule, steps_per_epoch=5) == []
 
 
 def _run(epochs: int, steps_per_epoch: int) -> tuple[dict, dict, np.ndarray]:
@@ -101,10 +143,13 @@ def test_write_report_draws_a_1500_by_860_png_and_makes_its_folder(tmp_path: Pat
     from matplotlib.image import imread
 
     history, steps, schedule = _run(epochs=8, steps_per_epoch=5)
-    reductions = plateau_reductions(steps, schedule, 5)
-    assert len(reductions) == 1
+    reductions = [{"epoch": 3, "step": 15, "scale_before": 1.0, "scale": 0.5, "held": None}]
     path = tmp_path / "new" / "folder" / "report.png"
-    returned = write_report(path, history, steps, schedule, reductions, 5, notes=["a note"])
+    held = [{"name": "learning_rate", "value": 1e-4, "from_step": 7, "to_step": 12}]
+    steering = [{"step": 7, "verb": "set", "arguments": {}, "status": "applied"}]
+    returned = write_report(
+        path, history, steps, schedule, reductions, 5, ["a note"], held=held, steering=steering
+    )
     assert returned == path
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pixels = imread(path)

@@ -95,7 +95,8 @@ def test_per_step_csv_has_one_column_per_moving_hyperparameter_matching_the_sche
 ) -> None:
     out, _ = finished
     header, rows = read_rows(out / "hyperparameters.csv")
-    assert header == ["step", "epoch", *HYPERPARAMETERS]
+    assert header == ["step", "epoch", *(c for n in HYPERPARAMETERS for c in (n, f"{n}/override"))]
+    assert all(r[f"{n}/override"] == "" for r in rows for n in HYPERPARAMETERS)  # none set
     step = np.array([int(r["step"]) for r in rows])
     np.testing.assert_array_equal(step, np.arange(STEPS))
     assert [int(r["epoch"]) for r in rows] == list(step // SPE)
@@ -111,7 +112,9 @@ def test_metrics_csv_has_keras_metrics_temperature_and_hyperparameters_per_epoch
     out, _ = finished
     header, rows = read_rows(out / "metrics.csv")
     expected = {"epoch", "accuracy", "loss", "val_accuracy", "val_loss", "temperature"}
-    assert set(header) == expected | set(HYPERPARAMETERS)
+    plateau = {"plateau_reductions", "learning_rate_scale", "learning_rate_override"}
+    assert set(header) == expected | plateau | set(HYPERPARAMETERS)
+    assert all(r["learning_rate_override"] == "nan" for r in rows)  # no override was set
     assert [int(r["epoch"]) for r in rows] == list(range(EPOCHS))
     ends = closed_forms(np.arange(1, EPOCHS + 1) * SPE)  # the value the next update uses
     for name in ("learning_rate", "weight_decay", "temperature/learning_rate"):

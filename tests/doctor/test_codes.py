@@ -144,7 +144,7 @@ def test_variables_in_untracked_containers_are_untracked_with_their_container_pa
     )
     what = {f.path: f.what for f in diagnosis.findings}
     assert "list attribute `scales`" in what["s/h/scales/0"]
-    assert "inside an object Keras does not track" in what["s/h/module/offset"]
+    assert "an object Keras does not look inside" in what["s/h/module/offset"]
 
 
 # --- stale-in-optimizer --------------------------------------------------------------

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib
 import importlib.util
+import math
 import os
 import re
 import sys
@@ -21,10 +23,90 @@ LOSS_HELP = (
     "a Keras loss name (e.g. mse, sparse_categorical_crossentropy, binary_crossentropy) for "
     "a model FUNCTION returns uncompiled; it is compiled with this loss"
 )
+#: the names ``keras.losses.get`` takes (checked before Keras is imported; a test compares
+#: them with the installed Keras)
+LOSSES = (
+    "binary_crossentropy", "binary_focal_crossentropy", "categorical_crossentropy",
+    "categorical_focal_crossentropy", "categorical_hinge", "circle", "cosine_similarity",
+    "ctc", "dice", "hinge", "huber", "kl_divergence", "log_cosh", "mean_absolute_error",
+    "mean_absolute_percentage_error", "mean_squared_error", "mean_squared_logarithmic_error",
+    "poisson", "sparse_categorical_crossentropy", "squared_hinge", "tversky",
+    "bce", "kld", "mae", "mape", "mse", "msle", "BCE", "KLD", "MAE", "MAPE", "MSE", "MSLE",
+    "BinaryCrossentropy", "BinaryFocalCrossentropy", "CTC", "CategoricalCrossentropy",
+    "CategoricalFocalCrossentropy", "CategoricalHinge", "Circle", "CosineSimilarity", "Dice",
+    "Hinge", "Huber", "KLDivergence", "LogCosh", "MeanAbsoluteError",
+    "MeanAbsolutePercentageError", "MeanSquaredError", "MeanSquaredLogarithmicError",
+    "Poisson", "SparseCategoricalCrossentropy", "SquaredHinge", "Tversky",
+)  # fmt: skip
+#: the names ``keras.optimizers.get`` takes (any case), checked the same way
+OPTIMIZERS = (
+    "adadelta", "adafactor", "adagrad", "adam", "adamax", "adamw", "ftrl", "lion", "muon",
+    "nadam", "rmsprop", "schedulefreeadamw", "sgd",
+)  # fmt: skip
 
 
 class UsageError(Exception):
     """A problem with what the user typed or with what their function returned."""
+
+
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that ends each option that has a default with ``(default: VALUE)``, one way
+    for every command (a hand-written ``(default ...)`` at the end is replaced by it; flags
+    and options without a default say nothing)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = _HAND_WRITTEN_DEFAULT.sub("", action.help or "")
+        if action.default is None or action.default is False or action.default == argparse.SUPPRESS:
+            return action.help
+        return f"{text} (default: %(default)s)"
+
+
+#: a default written into an option's help by hand, at its end
+_HAND_WRITTEN_DEFAULT = re.compile(r"\s*\(default:? [^()]*\)$")
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr, exit status 2, and
+    whose help shows defaults one way (its subcommands' parsers are of this class too)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> Any:  # argparse's is `NoReturn`; so is this
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def check_name(flag: str, name: str | None, names: tuple[str, ...], what: str) -> None:
+    """Raise UsageError unless ``name`` is one of ``names`` (``None`` passes), with the
+    closest name as "did you mean"; optimizer names compare in any case, as Keras's do.
+
+    Example:
+        >>> try:
+        ...     check_name("--loss", "msee", LOSSES, "a Keras loss such as mse")
+        ... except UsageError as error:
+        ...     print(str(error).split("; ")[1])
+        did you mean mse? Received: --loss msee
+    """
+    if name is None:
+        return
+    fold = names is OPTIMIZERS
+    if (name.lower() if fold else name) in names:
+        return
+    close = difflib.get_close_matches(name.lower() if fold else name, names, n=1)
+    hint = f"; did you mean {close[0]}?" if close else "."
+    raise UsageError(f"{flag} must name {what}{hint} Received: {flag} {name}")
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
 
 
 def positive_int(text: str) -> int:
@@ -110,35 +192,45 @@ def call_target(function: Callable[[], Any], target: str) -> Any:
         raise UsageError(f"{target} raised {_describe(error)}") from None
 
 
-def compile_with_loss(model: Any, loss: str | None, optimizer_name: str = "sgd") -> Any:
+def check_loss_names(loss: str | None, optimizer: str | None = None) -> None:
+    """Raise UsageError unless ``--loss`` and ``--optimizer`` name what Keras has (or are
+    not given): before anything is imported."""
+    check_name(
+        "--loss", loss, LOSSES, "a Keras loss such as mse or sparse_categorical_crossentropy"
+    )
+    check_name("--optimizer", optimizer, OPTIMIZERS, "a Keras optimizer such as sgd, adam or adamw")
+
+
+def check_targets(data: Any, target: str) -> None:
+    """Raise UsageError if ``data`` is arrays without targets (``(model, x)``)."""
+    if hasattr(data, "shape") and hasattr(data, "dtype"):
+        raise UsageError(
+            f"{target} returned (model, x) with arrays and no targets; return "
+            "(model, (x, y)), or a dataset or generator of (x, y) batches"
+        )
+
+
+def compile_with_loss(
+    model: Any, loss: str | None, target: str, optimizer_name: str = "sgd", needs_loss: bool = True
+) -> Any:
     """Compile ``model`` with the Keras loss named ``loss`` (keeping its optimizer, if any,
     else the Keras optimizer ``optimizer_name``); return it. Behind ``--loss`` of ``doctor``
-    and ``lr-find``; ``None`` changes nothing. Raises UsageError if ``loss`` is not a Keras
-    loss name, ``optimizer_name`` not a Keras optimizer name or ``model`` not a Keras model.
+    and ``lr-find``; ``None`` changes nothing. Raises UsageError if ``model`` is not a Keras
+    model, or (``needs_loss``) is not compiled and no ``--loss`` was given.
     """
     if loss is None:
+        if needs_loss and not getattr(model, "compiled", False):
+            raise UsageError(
+                f"{target} returned a model that is not compiled; pass --loss NAME (e.g. --loss "
+                "mse) to compile it, or compile it in FUNCTION"
+            )
         return model
     import keras
 
     if not isinstance(model, keras.Model):
-        raise UsageError(f"--loss needs a Keras model; FUNCTION returned a {type(model).__name__}")
-    try:
-        function = keras.losses.get(loss)
-    except (ValueError, TypeError):
-        raise UsageError(
-            f"--loss must name a Keras loss such as mse or sparse_categorical_crossentropy. "
-            f"Received: --loss {loss}"
-        ) from None
+        raise UsageError(f"--loss needs a Keras model; {target} returned a {type(model).__name__}")
     optimizer = getattr(model, "optimizer", None) if getattr(model, "compiled", False) else None
-    if optimizer is None:
-        try:
-            optimizer = keras.optimizers.get(optimizer_name)
-        except (ValueError, TypeError):
-            raise UsageError(
-                "--optimizer must name a Keras optimizer such as sgd, adam or adamw. "
-                f"Received: --optimizer {optimizer_name}"
-            ) from None
-    model.compile(optimizer=optimizer, loss=function)
+    model.compile(optimizer=optimizer or optimizer_name, loss=keras.losses.get(loss))
     return model
 
 

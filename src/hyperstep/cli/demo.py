@@ -33,14 +33,14 @@ def register(subparsers: Any) -> None:
         "metrics.csv, hyperparameters.csv, TensorBoard events, report.png and summary.json. "
         "Interrupted (Ctrl-C or kill), the same command resumes where it stopped.",
     )
-    parser.add_argument("--out", default="runs/demo", help="run directory (default runs/demo)")
+    parser.add_argument("--out", default="runs/demo", help="run directory")
     parser.add_argument(
         "--epochs",
         type=positive_int,
         default=DEFAULT_EPOCHS,
-        help=f"epochs (default {DEFAULT_EPOCHS})",
+        help="epochs",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
     parser.add_argument(
         "--fresh",
         action="store_true",
@@ -99,19 +99,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
+    from hyperstep.demo.report import reduction_lines, steering_lines
+
     accuracy, target = summary["val_accuracy"], summary["target_accuracy"]
     met = "target met" if accuracy >= target else "BELOW TARGET"
     resumed = summary.get("resumed_from")
     session = f" (this session, resumed after epoch {resumed['epoch']})" if resumed else ""
-    reductions = summary["plateau_reductions"]
-    steps = ", ".join(str(r["step"]) for r in reductions)
     print(
         f"validation accuracy {accuracy:.1%} ({met}: >= {target:.0%}) after "
         f"{summary['epochs']} epochs ({summary['steps']} steps) in {summary['seconds']} s"
-        f"{session}; temperature {summary['temperature']:.3f}; ReduceOnPlateau lowered the "
-        f"learning rate {len(reductions)} time{'s' * (len(reductions) != 1)}"
-        + (f" (from steps {steps})" if reductions else "")
+        f"{session}; temperature {summary['temperature']:.3f}"
     )
+    for line in reduction_lines(summary["plateau_reductions"]) + steering_lines(
+        summary.get("overrides", []), summary.get("commands", [])
+    ):
+        print(line)
     doctor = "no findings" if summary["doctor"]["ok"] else "FINDINGS (see summary.json)"
     print(f"pre-flight doctor: {doctor}")
     width = max(len(role) for role in summary["files"])

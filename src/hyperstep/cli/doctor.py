@@ -23,6 +23,8 @@ from hyperstep.cli.arguments import (
     LOSS_HELP,
     UsageError,
     call_target,
+    check_loss_names,
+    check_targets,
     compile_with_loss,
     load_target,
     quiet_stderr,
@@ -94,12 +96,18 @@ def run(args: argparse.Namespace) -> int:
     from hyperstep.errors import HyperstepError
 
     try:
+        check_loss_names(args.loss)
         with quiet_stderr():
             function = load_target(args.target)
             kwargs = arguments(call_target(function, args.target), args.target)
             from hyperstep.diagnosis.diagnose import doctor
 
-            model = compile_with_loss(kwargs.pop("model"), args.loss)
+            custom = "loss_fn" in kwargs  # loss_fn(model, batch) takes any batch
+            if not custom:
+                check_targets(kwargs["data"], args.target)
+            model = compile_with_loss(
+                kwargs.pop("model"), args.loss, args.target, needs_loss=not custom
+            )
             diagnosis = doctor(model, kwargs.pop("data"), **kwargs)
     except (UsageError, HyperstepError) as error:
         print(f"hyperstep doctor: error: {error}", file=sys.stderr)

@@ -24,8 +24,11 @@ from hyperstep.cli.arguments import (
     LOSS_HELP,
     UsageError,
     call_target,
+    check_loss_names,
+    check_targets,
     compile_with_loss,
     load_target,
+    positive_float,
     positive_int,
     quiet_stderr,
 )
@@ -47,14 +50,13 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         f"against learning rate. FUNCTION takes no arguments and returns {_SHAPE} (a model "
         "compiled with an optimizer, or uncompiled with --loss). Exit status: 0 done, 2 usage "
         "error.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
         "target", metavar="MODULE:FUNCTION", help="e.g. mypkg.models:make or train.py:setup"
     )
-    parser.add_argument("--min-lr", type=float, default=1e-8, help="first learning rate")
-    parser.add_argument("--max-lr", type=float, default=1.0, help="last learning rate")
-    parser.add_argument("--steps", type=positive_int, default=100, help="batches (learning rates)")
+    parser.add_argument("--min-lr", type=positive_float, default=1e-8, help="first learning rate")
+    parser.add_argument("--max-lr", type=positive_float, default=1.0, help="last learning rate")
+    parser.add_argument("--steps", type=ramp_steps, default=100, help="batches (learning rates)")
     parser.add_argument(
         "--mode", choices=("exponential", "linear"), default="exponential", help="the ramp"
     )
@@ -71,6 +73,28 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.set_defaults(func=run)
     return parser
+
+
+def ramp_steps(text: str) -> int:
+    """An argparse type: the range test's steps, an integer >= 2 (one per learning rate)."""
+    steps = positive_int(text)
+    if steps < 2:
+        raise argparse.ArgumentTypeError(
+            f"the range test needs at least 2 steps (one per learning rate; 100 is usual), "
+            f"got {text!r}"
+        )
+    return steps
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Raise UsageError for what the parser alone cannot see; nothing is imported."""
+    if not args.max_lr > args.min_lr:
+        raise UsageError(
+            "--max-lr must be larger than --min-lr. Received: "
+            f"--min-lr {args.min_lr:g} --max-lr {args.max_lr:g}"
+        )
+    check_loss_names(args.loss, args.optimizer)
+    check_out(args.out)
 
 
 def model_and_data(returned: Any, target: str) -> tuple[Any, Any, Any]:
@@ -96,10 +120,10 @@ def run(args: argparse.Namespace) -> int:
     from hyperstep.errors import HyperstepError
 
     try:
-        check_out(args.out)
+        check_arguments(args)
         returned = call_target(load_target(args.target), args.target)
         model, x, y = model_and_data(returned, args.target)
-        model = compile_with_loss(model, args.loss, args.optimizer)
+        model = compile_with_loss(model, args.loss, args.target, args.optimizer)
         check_data(model, x, y, args.target)
         with quiet_stderr():
             from hyperstep.tune.lr_find import find_lr
@@ -149,11 +173,8 @@ def check_out(out: str) -> None:
 def check_data(model: Any, x: Any, y: Any, target: str) -> None:
     """Raise UsageError for arrays without targets, or arrays whose shape the model's
     input does not take (when the model knows its input shape)."""
-    if y is None and hasattr(x, "shape") and hasattr(x, "dtype"):
-        raise UsageError(
-            f"{target} returned (model, x) with arrays and no targets; return "
-            "(model, (x, y)), or a dataset or generator of (x, y) batches"
-        )
+    if y is None:
+        check_targets(x, target)
     if not hasattr(x, "shape") or not getattr(model, "built", False):
         return
     try:

@@ -1,10 +1,11 @@
-"""The ``hyperstep`` command line: ``hyperstep plot``, ``hyperstep doctor``, ``hyperstep demo``,
+"""The ``hyperstep`` command line: ``hyperstep plot``, ``doctor``, ``lr-find``, ``demo``,
 and the verbs that steer a running job (``set``, ..., ``show``).
 
 Each subcommand lives in its own module exposing ``register(subparsers)``, which adds the
 subcommand's parser and sets ``func`` (``args -> exit status``) as its default (a module
 that registers several, such as ``steer``, lists them in ``NAMES``). Parsing
-imports no backend: a command imports Keras only when it runs and needs it.
+imports no backend, and a command checks every argument before it imports Keras (only
+when it runs and needs it); a usage error is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import argparse
 import sys
 
 from hyperstep.cli import demo, doctor, lr_find, plot, show, steer
+from hyperstep.cli.arguments import Parser
 
 #: the subcommand modules, in the order ``--help`` lists them
 COMMANDS = (plot, doctor, lr_find, demo, steer, show)
@@ -22,10 +24,14 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand registered."""
     from hyperstep import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="hyperstep",
-        description="The training step, first-class in Keras 3: plot schedules, check why "
-        "variables do not train, run the demo.",
+        description="The training step, first-class in Keras 3: plot schedules (plot), "
+        "explain why variables do not train (doctor), find a learning rate with a range test "
+        "(lr-find), run the demo (demo), and steer a running job from another shell (set, "
+        "scale, clear, schedule, cooldown, stop; show to look). `hyperstep COMMAND --help` "
+        "describes each. Exit status: 0 done, 1 findings (doctor), 2 a usage error (one line "
+        "on stderr).",
     )
     parser.add_argument("--version", action="version", version=f"hyperstep {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
@@ -61,7 +67,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if code is None else 2
     func = getattr(args, "func", None)
     if func is None:
-        parser.print_usage(sys.stderr)
         names = [name for c in COMMANDS for name in command_names(c)]
         print(f"hyperstep: error: choose a command: {', '.join(names)}", file=sys.stderr)
         return 2

@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
         help="plot steps 0 .. N-1 (default: the schedules' natural length, if they have one)",
         metavar="N",
     )
-    parser.add_argument("--out", default=None, help=f"PNG file to write (default {DEFAULT_OUT})")
+    parser.add_argument("--out", default=DEFAULT_OUT, help="PNG file to write")
     parser.add_argument("--log", action="store_true", help="logarithmic value axis")
     parser.add_argument("--text", action="store_true", help="print a text chart instead")
     parser.add_argument(
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if text_mode:
         print(text_chart(curves, log=args.log, width=args.width, height=args.height))
         return 0
-    out = Path(args.out or DEFAULT_OUT)
+    out = Path(args.out)
     try:
         write_png(curves, out, log=args.log, steps_per_epoch=args.steps_per_epoch)
     except OSError as error:

@@ -141,8 +141,7 @@ def build_training(
         cooldown=1,
         min_delta=plateau_min_delta,
         min_value=1e-5,
-        verbose=1,
-    )
+    )  # its reductions are printed after their epoch's line (demo.train)
     model.compile(
         optimizer=optimizer,
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),

@@ -33,33 +33,84 @@ def read_csv(path: Path) -> Table:
     }
 
 
-def plateau_reductions(
-    steps: Table, schedule: np.ndarray, steps_per_epoch: int
-) -> list[dict[str, Any]]:
-    """Return each step from which ``learning_rate / schedule`` (the plateau's scale) is
-    lower than before; ``schedule`` is the learning rate's schedule alone at ``steps``.
+def plateau_reductions(history: Table, steps_per_epoch: int) -> list[dict[str, Any]]:
+    """Return each reduction of the plateau controller, read from its own count: the
+    epochs (rows of ``metrics.csv``) where ``plateau_reductions`` grew.
 
-    Each item: ``step`` (the first update with the lower scale), ``after_epoch`` (the epoch
-    whose ``val_loss`` triggered it, counted from 1), ``scale`` and ``learning_rate``.
+    Each item: ``epoch`` (whose ``val_loss`` triggered it, counted from 1), ``step`` (the
+    first update with the lower scale), ``scale_before``, ``scale`` and ``held``: the
+    learning rate an override held at that moment (the reduction then changed the scale
+    only), else None.
 
     Example:
-        >>> steps = {"step": np.arange(4.0), "learning_rate": np.array([1.0, 1.0, 0.5, 0.5])}
-        >>> plateau_reductions(steps, np.ones(4), steps_per_epoch=2)
-        [{'step': 2, 'after_epoch': 1, 'scale': 0.5, 'learning_rate': 0.5}]
+        >>> history = {"epoch": np.arange(3.0), "plateau_reductions": np.array([0.0, 1, 1]),
+        ...            "learning_rate_scale": np.array([1.0, 0.5, 0.5]),
+        ...            "learning_rate_override": np.full(3, np.nan)}
+        >>> plateau_reductions(history, steps_per_epoch=10)
+        [{'epoch': 2, 'step': 20, 'scale_before': 1.0, 'scale': 0.5, 'held': None}]
     """
-    scale = np.round(steps["learning_rate"] / schedule, 4)  # float32 values: 1e-4 is plenty
+    count, scale = history["plateau_reductions"], history["learning_rate_scale"]
     found = []
-    for i in np.flatnonzero(scale[1:] < scale[:-1]) + 1:
-        step = int(steps["step"][i])
+    for i in np.flatnonzero(np.diff(count, prepend=0.0) > 0):
+        epoch = int(history["epoch"][i]) + 1
+        held = float(history["learning_rate_override"][i])
         found.append(
             {
-                "step": step,
-                "after_epoch": step // steps_per_epoch,
+                "epoch": epoch,
+                "step": epoch * steps_per_epoch,
+                "scale_before": float(scale[i - 1]) if i > 0 else 1.0,
                 "scale": float(scale[i]),
-                "learning_rate": float(steps["learning_rate"][i]),
+                "held": None if math.isnan(held) else held,
             }
         )
     return found
+
+
+def overrides(steps: Table) -> list[dict[str, Any]]:
+    """Return each stretch of steps over which an override held a hyperparameter, read
+    from the ``NAME/override`` columns of ``hyperparameters.csv`` (empty: none).
+
+    Each item: ``name``, ``value``, ``from_step`` and ``to_step`` (the last step it held).
+
+    Example:
+        >>> steps = {"step": np.arange(5.0),
+        ...          "learning_rate/override": np.array([np.nan, 1e-4, 1e-4, np.nan, np.nan])}
+        >>> overrides(steps)
+        [{'name': 'learning_rate', 'value': 0.0001, 'from_step': 1, 'to_step': 2}]
+    """
+    found = []
+    for column, values in steps.items():
+        if not column.endswith("/override"):
+            continue
+        changes = np.flatnonzero(
+            ~((values[1:] == values[:-1]) | (np.isnan(values[1:]) & np.isnan(values[:-1])))
+        )
+        for start, end in zip([0, *(changes + 1)], [*(changes + 1), len(values)], strict=True):
+            if not math.isnan(values[start]):
+                found.append(
+                    {
+                        "name": column.removesuffix("/override"),
+                        "value": float(values[start]),
+                        "from_step": int(steps["step"][start]),
+                        "to_step": int(steps["step"][end - 1]),
+                    }
+                )
+    return found
+
+
+def commands(journal: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return the commands of a steering journal (``hs.Remote``'s ``journal.jsonl``), each
+    ``{"step", "verb", "arguments", "status"}`` (``step``: where it applied, or None)."""
+    return [
+        {
+            "step": entry.get("step"),
+            "verb": entry["command"].get("verb"),
+            "arguments": {k: v for k, v in entry["command"].items() if k != "verb"},
+            "status": entry.get("status"),
+        }
+        for entry in journal
+        if isinstance(entry.get("command"), dict)
+    ]
 
 
 def write_report(
@@ -71,12 +122,16 @@ def write_report(
     steps_per_epoch: int,
     notes: Sequence[str] = (),
     initial_temperature: float = 1.0,
+    held: Sequence[dict[str, Any]] = (),
+    steering: Sequence[dict[str, Any]] = (),
 ) -> Path:
     """Draw the panels into ``path`` (1500 x 860 pixels); return the path.
 
     ``schedule`` is the learning rate's schedule alone at ``steps["step"]`` (drawn dashed
-    under the value the plateau made of it). A series that never changes is left out, and
-    a panel with nothing to show is not drawn.
+    under the value in force). ``reductions`` (:func:`plateau_reductions`), ``held``
+    (:func:`overrides`) and ``steering`` (:func:`commands`) are drawn and listed apart:
+    red dotted lines, shaded stretches and grey dash-dotted lines. A series that never
+    changes is left out, and a panel with nothing to show is not drawn.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -86,11 +141,12 @@ def write_report(
     grid = figure.subplots(2, 3, sharex=True)
     x = steps["step"] / steps_per_epoch  # the step axis, in epochs
     epochs = history["epoch"] + 1.0  # metrics are measured at the end of each epoch
-    marks = [r["after_epoch"] for r in reductions]
+    marks = [r["epoch"] for r in reductions]
+    applied = [c for c in steering if c["status"] == "applied"]
 
     lr = grid[0, 0]
     lr.plot(x, schedule, "--", color="tab:blue", alpha=0.6, label="learning_rate: schedule alone")
-    _series(lr, x, steps, "learning_rate", "learning_rate: schedule x plateau", "tab:blue")
+    _series(lr, x, steps, "learning_rate", "learning_rate in force", "tab:blue")
     _series(lr, x, steps, "temperature/learning_rate", "temperature group's learning_rate",
             "tab:orange")  # fmt: skip
     lr.set_yscale("log")
@@ -134,6 +190,15 @@ def write_report(
             axes.set_title("")
             continue
         _mark(axes, marks, label=axes is lr)
+        for i, stretch in enumerate(held):
+            start, end = stretch["from_step"], stretch["to_step"] + 1
+            label = "override held (hyperstep set)" if axes is lr and i == 0 else None
+            axes.axvspan(start / steps_per_epoch, end / steps_per_epoch, color="tab:green",
+                         alpha=0.12, label=label)  # fmt: skip
+        for i, command in enumerate(applied):
+            label = "steering command" if axes is lr and i == 0 else None
+            axes.axvline(command["step"] / steps_per_epoch, color="gray", linestyle="-.",
+                         linewidth=1.0, label=label)  # fmt: skip
         axes.grid(True, alpha=0.3)
         axes.legend(loc="best", fontsize="small")
         axes.tick_params(labelbottom=True)  # shared x: label every panel, not just the last row
@@ -141,15 +206,7 @@ def write_report(
 
     text = grid[1, 2]
     text.axis("off")
-    lines = [
-        f"{len(reductions)} plateau reduction{'s' * (len(reductions) != 1)}"
-        + (":" if reductions else ""),
-        *(
-            f"  after epoch {r['after_epoch']}: scale {r['scale']:.3g}, lr {r['learning_rate']:.3g}"
-            for r in reductions
-        ),
-        *notes,
-    ]
+    lines = [*reduction_lines(reductions), *steering_lines(held, steering), *notes]
     text.text(0.0, 1.0, "\n".join(lines), va="top", family="monospace", fontsize=9,
               transform=text.transAxes, wrap=True)  # fmt: skip
     figure.suptitle("hyperstep demo: one clock, scheduled hyperparameters, plateau control",
@@ -158,6 +215,61 @@ def write_report(
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, format="png")
     return path
+
+
+def reduction_lines(reductions: Sequence[dict[str, Any]]) -> list[str]:
+    """The plateau controller's reductions, one line each after a count.
+
+    Example:
+        >>> lines = reduction_lines([{"epoch": 6, "step": 60, "scale_before": 1.0, "scale": 0.5,
+        ...                           "held": None}])
+        >>> for line in lines:
+        ...     print(line)
+        ReduceOnPlateau: 1 reduction (its own count):
+          after epoch 6 (from step 60): scale 1 -> 0.5
+    """
+    plural = "s" * (len(reductions) != 1)
+    lines = [f"ReduceOnPlateau: {len(reductions)} reduction{plural} (its own count)"]
+    lines[0] += ":" if reductions else ""
+    return lines + [f"  {reduction_text(r)}" for r in reductions]
+
+
+def reduction_text(reduction: dict[str, Any]) -> str:
+    """``after epoch 6 (from step 60): scale 1 -> 0.5`` and, under an override, what it held."""
+    text = (
+        f"after epoch {reduction['epoch']} (from step {reduction['step']}): scale "
+        f"{reduction['scale_before']:.3g} -> {reduction['scale']:.3g}"
+    )
+    if reduction["held"] is not None:
+        text += f", while an override held learning_rate at {reduction['held']:.3g}"
+    return text
+
+
+def steering_lines(held: Sequence[dict[str, Any]], steering: Sequence[dict[str, Any]]) -> list[str]:
+    """The overrides that held values and the steering commands, each under its heading
+    (nothing when there were none)."""
+    lines = []
+    if held:
+        lines.append(f"overrides: {len(held)}")
+        lines += [
+            f"  {h['name']} = {h['value']:.3g} from step {h['from_step']} to {h['to_step']}"
+            for h in held
+        ]
+    if steering:
+        lines.append(f"commands (steering journal): {len(steering)}")
+        for c in steering:
+            where = f"step {c['step']}" if c["step"] is not None else "not applied"
+            lines.append(f"  {c['verb']} {_arguments(c['arguments'])} ({c['status']}, {where})")
+    return lines
+
+
+def _arguments(arguments: dict[str, Any]) -> str:
+    values = arguments.get("values")
+    if isinstance(values, dict) and len(arguments) == 1:
+        return " ".join(
+            f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items()
+        )
+    return " ".join(f"{k}={v}" for k, v in arguments.items())
 
 
 def _series(axes: Any, x: np.ndarray, steps: Table, name: str, label: str, color: str) -> None:
@@ -169,4 +281,6 @@ def _series(axes: Any, x: np.ndarray, steps: Table, name: str, label: str, color
 
 def _mark(axes: Any, marks: Sequence[float], label: bool = False) -> None:
     for i, epoch in enumerate(marks):
-        axes.axvline(epoch, **_REDUCTION, label="plateau: lr x 0.5" if label and i == 0 else None)
+        axes.axvline(
+            epoch, **_REDUCTION, label="ReduceOnPlateau reduction" if label and i == 0 else None
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -30,31 +31,56 @@ def _callbacks(
     verbose: bool,
 ) -> list[Any]:
     """The callbacks, in order: hyperparameters into the logs and per step, the plateau,
-    the temperature into the logs, CSVLogger, TensorBoard, the checkpoint, the epoch line."""
+    the epoch's record into the logs (the temperature, the plateau's own count of
+    reductions, the scale, the override) and its line, CSVLogger, TensorBoard, the
+    checkpoint."""
     import keras
 
     import hyperstep as hs
+    from hyperstep.demo import report as demo_report
 
     files = paths(out)
     optimizer = model.optimizer
     clock = optimizer.clock
+    learning_rate = optimizer.hyperparameters["learning_rate"]
 
-    class LogTemperature(keras.callbacks.Callback):
+    learning_rate = optimizer.hyperparameters["learning_rate"]
+
+    class EpochRecord(keras.callbacks.Callback):
+        """Into the logs, after the plateau decided: the temperature, the plateau's own
+        count of reductions, the scale and the override in force; then the epoch's line and,
+        after it, the line of the reduction the epoch's ``val_loss`` made, if any."""
+
+        def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+            self.started = time.perf_counter()
+            self.count, self.scale = plateau.reductions, float(learning_rate.scale.numpy())
+
         def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-            if logs is not None:
-                logs["temperature"] = float(model.get_layer("temperature").temperature.numpy())
+            logs = logs if logs is not None else {}
+            held = bool(learning_rate.is_set.numpy())
+            logs["temperature"] = float(model.get_layer("temperature").temperature.numpy())
+            logs["plateau_reductions"] = plateau.reductions
+            logs["learning_rate_scale"] = float(learning_rate.scale.numpy())
+            logs["learning_rate_override"] = (
+                float(learning_rate.value.numpy()) if held else math.nan
+            )
+            if not verbose:
+                return
+            print(epoch_line(epoch, config["epochs"], logs, self.started), flush=True)
+            if plateau.reductions > self.count:
+                reduction = {
+                    "epoch": epoch + 1,
+                    "step": int(clock.step.numpy()),
+                    "scale_before": self.scale,
+                    "scale": logs["learning_rate_scale"],
+                    "held": logs["learning_rate_override"] if held else None,
+                }
+                print(f"  ReduceOnPlateau: {demo_report.reduction_text(reduction)}", flush=True)
 
     class Checkpoint(keras.callbacks.Callback):
         def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
             step = int(clock.step.numpy())
             demo_state.save_checkpoint(model, out, epoch + 1, step, config)
-
-    class EpochLine(keras.callbacks.Callback):  # one line per epoch, at most 120 columns
-        def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-            self.started = time.perf_counter()
-
-        def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-            print(epoch_line(epoch, config["epochs"], logs or {}, self.started), flush=True)
 
     return [
         hs.callbacks.LogHyperparameters(
@@ -62,13 +88,13 @@ def _callbacks(
             csv_path=files["hyperparameters"],
             log_dir=files["tensorboard"] / "hyperparameters",
             append=resume,
+            fields=("value", "override"),
         ),
         plateau,
-        LogTemperature(),
+        EpochRecord(),
         keras.callbacks.CSVLogger(str(files["metrics"]), append=resume),
         keras.callbacks.TensorBoard(str(files["tensorboard"]), write_graph=False),
         Checkpoint(),
-        *([EpochLine()] if verbose else []),
     ]
 
 
@@ -276,7 +302,9 @@ def _train(
     steps = demo_report.read_csv(files["hyperparameters"])
     planned = optimizer.hyperparameters["learning_rate"].schedule
     schedule = sample(planned, epochs * steps_per_epoch)[1][steps["step"].astype(int)]
-    reductions = demo_report.plateau_reductions(steps, schedule, steps_per_epoch)
+    reductions = demo_report.plateau_reductions(history, steps_per_epoch)
+    held = demo_report.overrides(steps)
+    journaled = demo_report.commands(_journal(extra))
     notes = [
         "",
         f"final validation accuracy {float(val_accuracy):.1%}",
@@ -286,8 +314,9 @@ def _train(
         *(f"  {name}:\n    {expression}" for name, expression in expressions.items()),
     ]
     demo_report.write_report(
-        files["report"], history, steps, schedule, reductions, steps_per_epoch, notes
-    )
+        files["report"], history, steps, schedule, reductions, steps_per_epoch, notes,
+        held=held, steering=journaled,
+    )  # fmt: skip
     summary = {
         "status": "complete",
         **base,
@@ -300,12 +329,29 @@ def _train(
         "temperature": float(model.get_layer("temperature").temperature.numpy()),
         "learning_rate_scale": float(optimizer.hyperparameters["learning_rate"].scale.numpy()),
         "plateau_reductions": reductions,
+        "overrides": held,
+        "commands": journaled,
         "seconds": round(time.perf_counter() - started, 1),
         "files": {role: str(path) for role, path in files.items() if role != "checkpoint"},
     }
     demo_state.write_json(files["summary"], summary)
     demo_state.remove_checkpoint(out)
     return summary
+
+
+def _journal(callbacks: Sequence[Any]) -> list[dict[str, Any]]:
+    """The steering journal of this run (an ``hs.Remote`` among ``callbacks``): its entries
+    since the run began at step 0 (a resumed run's included), else none."""
+    import hyperstep as hs
+    from hyperstep.control.directory import read_journal
+
+    remotes = [c for c in callbacks if isinstance(c, hs.Remote)]
+    path = Path(remotes[0].directory) / "journal.jsonl" if remotes else None
+    if path is None or not path.exists():
+        return []
+    entries = read_journal(path)
+    starts = [i for i, e in enumerate(entries) if e.get("event") == "begin" and e.get("step") == 0]
+    return entries[starts[-1] if starts else 0 :]
 
 
 def _quiet(*args: Any, **kwargs: Any) -> None:

@@ -35,9 +35,10 @@ The op names of ``blocked`` are the backend's own: TensorFlow's graph ops (``Sto
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-from hyperstep.diagnosis.paths import PathFact
+from hyperstep.diagnosis.paths import OpFact, PathFact
 from hyperstep.diagnosis.probe import Facts, VariableFact
 from hyperstep.diagnosis.report import Finding
 from hyperstep.diagnosis.variable_checks import (
@@ -103,14 +104,47 @@ for _name in (
     _BLOCK_FIXES[_name] = _BLOCK_FIXES["Greater"]
 
 
+#: a function a fix names: its module (``tf.``, ``tf.math.``, ``keras.ops.``) and its name
+_CALL = re.compile(r"\b(tf\.math\.|tf\.|keras\.ops\.)(\w+)")
+
+
+def as_written(fix: str, op: OpFact) -> str:
+    """``fix`` with its functions spelled as the user's source line spells them: those the
+    line calls as written (``keras.ops.stop_gradient`` where TensorFlow's graph says
+    ``StopGradient``, ``x.detach()``), the others from the module the blocking op came from.
+
+    Example:
+        >>> op = OpFact("Round", "model/Round", "m.py:3: `return ops.round(x @ self.w)`")
+        >>> as_written("y = x + tf.stop_gradient(tf.round(x) - x)", op)
+        'y = x + ops.stop_gradient(ops.round(x) - x)'
+    """
+    code = re.search(r"`(.*)`$", op.source or "")
+    if code is None:
+        return fix
+    written = {name: module for module, name in re.findall(r"([\w.]*\.)(\w+)\(", code[1])}
+    if "detach" in written and "stop_gradient" not in written:
+        return fix.replace("keras.ops.stop_gradient (torch's detach)", ".detach()")
+    own = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", op.type).lower()  # StopGradient: stop_gradient
+    style = written.get(own) or written.get(op.type.lower())
+    style = None if style is None or style.startswith("tf.") else style  # tf's: as in the fix
+    for module, name in set(_CALL.findall(fix)):
+        spelled = written.get(name, style)
+        if spelled is not None and spelled != module:
+            fix = re.sub(rf"\b{re.escape(module + name)}\b", spelled + name, fix)
+    return fix
+
+
 def _blocked(fact: VariableFact, path: PathFact) -> Finding:
     if path.blockers:
         first = path.blockers[0]
         named = first.describe()
         others = [op.describe() for op in path.blockers[1:4]]
-        fix = _BLOCK_FIXES.get(
-            first.type,
-            f"route the variable to the loss through differentiable ops, not {first.type}",
+        fix = as_written(
+            _BLOCK_FIXES.get(
+                first.type,
+                f"route the variable to the loss through differentiable ops, not {first.type}",
+            ),
+            first,
         )
     else:
         named, others = "an op inside a nested function (no gradient came out of it)", []

@@ -50,11 +50,16 @@ def check_untracked(facts: Facts) -> Found:
         made = {"tf.Variable": "tf.Variable", "jax.Array": "jnp.asarray"}.get(
             kind, "torch.nn.Parameter"
         )
-        where = {
-            "attribute": f"attribute `{first}`",
-            "list": f"list attribute `{first}` (item {'/'.join(rest)})",
-            "dict": f"dict attribute `{first}` (key {'/'.join(rest)})",
-            "module": f"`{binding.attribute}` inside an object Keras does not track",
+        owner = probe.describe_owner(binding)
+        inside = type(getattr(binding.owner, first, None)).__name__
+        what = {
+            "attribute": f"{kind} in attribute `{first}` of {owner} is not tracked",
+            "list": f"{kind} in list attribute `{first}` (item {'/'.join(rest)}) of {owner} is "
+            "not tracked",
+            "dict": f"{kind} in dict attribute `{first}` (key {'/'.join(rest)}) of {owner} is "
+            "not tracked",
+            "module": f"{kind} `{binding.attribute}` of {owner} is not tracked: attribute "
+            f"`{first}` holds a {inside}, an object Keras does not look inside",
         }[binding.container]
         reads = {
             "nonzero": "The loss reads it (its gradient is non-zero), so it should be training.",
@@ -93,7 +98,7 @@ def check_untracked(facts: Facts) -> Found:
                 Finding(
                     fact.path,
                     "untracked",
-                    f"{kind} in {where} of {probe.describe_owner(binding)} is not tracked",
+                    what,
                     "Keras 3 tracks only variables made with add_weight() or keras.Variable and "
                     "held directly or in lists/dicts: this one is missing from "
                     "model.trainable_variables, so fit() and a tape over "

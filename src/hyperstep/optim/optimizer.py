@@ -48,7 +48,7 @@ from hyperstep.optim.core import (
 )
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.resolve import Update, value_and_complement
-from hyperstep.optim.rules import Values, get_rule
+from hyperstep.optim.rules import Values, deserialize_rule, get_rule
 
 #: names a rule's hyperparameters may not take (the optimizer's own arguments)
 _RESERVED = {"rule", "groups", "clock", "advance", "name", *KERAS_ARGUMENTS}
@@ -442,7 +442,7 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
     @classmethod
     def from_config(cls, config: Mapping[str, Any], custom_objects: Any = None) -> StepOptimizer:
         config = dict(config)
-        rule = keras.saving.deserialize_keras_object(config.pop("rule"), custom_objects)
+        rule = deserialize_rule(config.pop("rule"), custom_objects)
         average = config.pop("average", None)
         shared = from_hyperparameters_config(config, custom_objects)
         # (the values under their names too, for readers: `hyperparameters` has them)

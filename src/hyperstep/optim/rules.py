@@ -184,6 +184,29 @@ def register_rule(cls: Any = None, *, package: str = "Custom") -> Any:
     return decorate if cls is None else decorate(cls)
 
 
+def deserialize_rule(config: Any, custom_objects: Any = None) -> Rule:
+    """The rule a saved optimizer's config names; a custom rule this process has not
+    registered is refused in one line that says which and what to import.
+
+    Raises:
+        ValueError: For a registered name that no imported module registered.
+    """
+    name = config.get("registered_name") if isinstance(config, dict) else None
+    found = [
+        keras.saving.get_registered_object(key, custom_objects)
+        for key in (name, config.get("class_name") if name else None)
+        if key
+    ]
+    if name and not any(found):
+        raise InvalidArgumentError(
+            f"The saved optimizer's update rule {name!r} is not registered in this process: "
+            f"a rule registers with `@hs.rules.register_rule` when its module is imported, "
+            f"so import the module that defines it ({config.get('module')!r}) before loading. "
+            f"Received: rule={name!r}"
+        )
+    return keras.saving.deserialize_keras_object(config, custom_objects)  # type: ignore[no-any-return]
+
+
 def get_rule(rule: Any) -> Rule:
     """Return ``rule`` as a :class:`Rule` instance.
 
