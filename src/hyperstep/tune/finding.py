@@ -16,9 +16,9 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 MODES = ("exponential", "linear")
 #: the headline's smoothing: a centred Gaussian this many steps wide (its sigma)
-WIDTH = 2.0
+WIDTH = 2.5
 #: the headline is the rate of the centred loss's minimum divided by this
-FACTOR = 3.0
+FACTOR = 3.5
 #: a fall to the minimum under this many times the noise is too noisy to suggest from
 CONFIDENT_FALL = 2.0
 
@@ -108,16 +108,21 @@ class LRFinding:
         mode: ``"exponential"`` or ``"linear"``.
         stopped_early: Whether the smoothed loss diverged (or was not finite) and ended it.
 
+    The rules: :meth:`suggestion` (the headline), :meth:`steepest` (Lightning's) and
+    :meth:`valley` (fastai's); :attr:`warning` says when the curve is too noisy to trust.
+
     Example:
         >>> lrs = np.geomspace(1e-4, 1.0, 30)
-        >>> losses = 2.0 - np.tanh(np.log10(lrs) + 2)  # falls fastest at lr = 0.01
+        >>> x = np.log10(lrs)
+        >>> losses = 2 - np.tanh(x + 2) + 2 * np.maximum(x + 1, 0) ** 2  # diverges past 0.1
         >>> finding = LRFinding(lrs, losses, losses, steps=30)
-        >>> round(finding.suggestion(), 4), round(finding.valley(), 4)
-        (0.0085, 0.0045)
-        >>> round(finding.suggestion(compat="lightning"), 4)  # d loss / d lr: the first kept
-        0.0024
+        >>> print(f"{finding.suggestion():.3g} = {finding.suggestion() * FACTOR:.3g} / {FACTOR}")
+        0.0225 = 0.0788 / 3.5
+        >>> rules = finding.steepest(), finding.steepest(compat="lightning"), finding.valley()
+        >>> print(" ".join(f"{rate:.3g}" for rate in rules))
+        0.00853 0.0024 0.00329
         >>> finding
-        LRFinding(steps=30 of 30, suggestion=0.00853, valley=0.00452)
+        LRFinding(steps=30 of 30, suggestion=0.0225, valley=0.00329)
     """
 
     learning_rates: np.ndarray
