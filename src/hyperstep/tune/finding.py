@@ -16,9 +16,9 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 MODES = ("exponential", "linear")
 #: the headline's smoothing: a centred Gaussian this many steps wide (its sigma)
-WIDTH = 2.5
+WIDTH = 3.0
 #: the headline is the rate of the centred loss's minimum divided by this
-FACTOR = 3.5
+FACTOR = 4.0
 #: a fall to the minimum under this many times the noise is too noisy to suggest from
 CONFIDENT_FALL = 2.0
 
@@ -91,6 +91,11 @@ def check_ramp(min_lr: Any, max_lr: Any, steps: Any, mode: Any) -> None:
         )
 
 
+def _tenth(count: int) -> int:
+    """How many points the first tenth of ``count`` has: at least 3."""
+    return max(3, count // 10)
+
+
 @dataclass(eq=False)  # arrays: compare the fields yourself
 class LRFinding:
     """What a learning-rate range test measured (returned by :func:`hyperstep.find_lr`).
@@ -117,12 +122,12 @@ class LRFinding:
         >>> losses = 2 - np.tanh(x + 2) + 2 * np.maximum(x + 1, 0) ** 2  # diverges past 0.1
         >>> finding = LRFinding(lrs, losses, losses, steps=30)
         >>> print(f"{finding.suggestion():.3g} = {finding.suggestion() * FACTOR:.3g} / {FACTOR}")
-        0.0225 = 0.0788 / 3.5
+        0.0197 = 0.0788 / 4.0
         >>> rules = finding.steepest(), finding.steepest(compat="lightning"), finding.valley()
         >>> print(" ".join(f"{rate:.3g}" for rate in rules))
         0.00853 0.0024 0.00329
         >>> finding
-        LRFinding(steps=30 of 30, suggestion=0.0225, valley=0.00329)
+        LRFinding(steps=30 of 30, suggestion=0.0197, valley=0.00329)
     """
 
     learning_rates: np.ndarray
@@ -174,16 +179,26 @@ class LRFinding:
         return float(self.learning_rates[int(np.argmin(centred))]) / factor
 
     def centred(self) -> np.ndarray:
-        """The raw losses up to the first non-finite one, smoothed without lag.
+        """The raw losses up to the first non-finite one, capped and smoothed without lag.
 
-        ``centred[k] = sum_j w(k, j) raw[j] / sum_j w(k, j)``,
-        ``w(k, j) = exp(-((k - j) / WIDTH) ** 2 / 2)``.
+        ``centred[k] = sum_j w(k, j) capped[j] / sum_j w(k, j)``,
+        ``w(k, j) = exp(-((k - j) / WIDTH) ** 2 / 2)``, ``capped[j] = min(raw[j], cap)``,
+        ``cap`` the highest of the first tenth (at least 3) of those losses: how far a
+        diverging loss shoots up says nothing, and would pull its neighbours up with it.
+
+        Example:
+            >>> raw = [1.0, 4.0, 1.0, np.nan]  # ends at the nan
+            >>> LRFinding([1e-3, 1e-2, 0.1, 1.0], raw, raw, steps=4).centred().round(3)
+            array([2.033, 2.037, 2.033])
         """
         finite = np.isfinite(self.raw_losses)
         end = len(finite) if finite.all() else int(np.argmin(finite))
+        if end == 0:
+            return np.zeros(0)
+        capped = np.minimum(self.raw_losses[:end], np.max(self.raw_losses[: _tenth(end)]))
         k = np.arange(end, dtype="float64")
         weights = np.exp(-0.5 * ((k[:, None] - k[None, :]) / WIDTH) ** 2)
-        return weights @ self.raw_losses[:end] / weights.sum(axis=1)
+        return weights @ capped / weights.sum(axis=1)
 
     @property
     def warning(self) -> str | None:
@@ -193,9 +208,15 @@ class LRFinding:
         of that tenth's raw losses by less than ``CONFIDENT_FALL`` times their noise (the
         median absolute deviation of ``raw - centred``, scaled by 1.4826 to a standard
         deviation), or not at all.
+
+        Example:
+            >>> lrs = np.geomspace(1e-6, 1.0, 50)
+            >>> flat = 2 + np.random.default_rng(0).normal(0, 0.1, 50)
+            >>> print(LRFinding(lrs, flat, flat, steps=50).warning)  # doctest: +ELLIPSIS
+            the loss falls by 0.083, under 2x its noise (0.079): too noisy to suggest with ...
         """
         centred = self.centred()
-        tenth = max(3, len(centred) // 10)
+        tenth = _tenth(len(centred))
         if len(centred) <= tenth:
             return "too few finite losses to suggest a learning rate; raise --steps or steps="
         fall = float(np.median(self.raw_losses[:tenth]) - np.min(centred[tenth:]))
