@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import textwrap
@@ -31,6 +32,11 @@ TARGET = textwrap.dedent(
 
     def as_dict():
         return {"model": regression()[0], "data": (X, Y)}
+
+
+    def flat():  # with rates too small to train, the loss is the batches' noise
+        keras.utils.set_random_seed(0)  # the same draws in every run
+        return regression()[0], (X, Y + rng.normal(size=Y.shape).astype("float32"))
 
 
     def not_compiled():
@@ -79,7 +85,8 @@ def test_prints_both_suggestions_and_writes_the_plot(
     argv = ["lr-find", "lr_target.py:regression", "--min-lr", "1e-4", "--max-lr", "10"]
     assert main([*argv, "--steps", "30", "--out", "found.png"]) == 0
     out = capsys.readouterr().out
-    assert "suggestion (steepest descent): " in out and "valley: " in out
+    assert re.search(r"^suggestion: \S+ \(the centred loss's minimum / \d\)$", out, re.M)
+    assert re.search(r"^steepest: \S+, valley: \S+$", out, re.M) and "warning" not in out
     assert re.search(r"\b\d+/30\b.*learning_rate: .* loss: ", out)  # the progress bar
     assert (target.parent / "found.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -192,4 +199,33 @@ def test_output_is_plain_when_stdout_is_not_a_terminal(
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "\r" not in out and "\x1b" not in out and "━" not in out
-    assert out.splitlines()[0].startswith("suggestion (steepest descent): ")
+    assert out.splitlines()[0].startswith("suggestion: ")
+
+
+def test_json_in_a_fresh_process_has_every_rule_and_the_noisy_curve_warning(
+    target: Path,
+) -> None:
+    """A flat curve (rates from 1e-9 to 1e-8 train nothing): exit 0, every rule's rate as
+    the library gives it for the same series, and the warning line in the JSON, printed
+    and on the plot."""
+    import subprocess
+
+    import hyperstep as hs
+
+    source = str(Path(hs.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    argv = [sys.executable, "-m", "hyperstep", "lr-find", "lr_target.py:flat", "--steps", "60"]
+    argv += ["--min-lr", "1e-9", "--max-lr", "1e-8"]
+    done = subprocess.run([*argv, "--json"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    finding = hs.LRFinding(
+        found["learning_rates"], found["losses"], found["raw_losses"], steps=found["steps"]
+    )
+    assert found["suggestion"] == finding.suggestion() and found["valley"] == finding.valley()
+    assert found["steepest"] == finding.steepest() is not None
+    assert found["lightning"] == finding.steepest(compat="lightning") is not None
+    assert found["warning"] == finding.warning is not None
+    assert "too noisy to suggest with confidence" in found["warning"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and f"warning: {found['warning']}\n" in done.stdout

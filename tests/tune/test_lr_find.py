@@ -253,7 +253,7 @@ def test_progress_bar_as_fit_shows(capsys: pytest.CaptureFixture[str]) -> None:
     assert "5/5" in out and "learning_rate" in out and "loss" in out
 
 
-def test_plot_marks_both_suggestions_and_to_dict_is_json(tmp_path: Any) -> None:
+def test_plot_marks_every_rule_and_the_warning_and_to_dict_is_json(tmp_path: Any) -> None:
     lrs = np.geomspace(1e-5, 1.0, 60)
     losses = 2 - np.tanh(np.log10(lrs) + 2.5)
     losses[-3:] = [5.0, np.inf, np.nan]
@@ -261,9 +261,17 @@ def test_plot_marks_both_suggestions_and_to_dict_is_json(tmp_path: Any) -> None:
     figure = finding.plot(str(tmp_path / "lr.png"))
     assert (tmp_path / "lr.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     labels = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
-    assert any(t.startswith("suggestion") for t in labels) and any("valley" in t for t in labels)
+    assert f"suggestion: {finding.suggestion():.3g}" in labels
+    assert f"steepest: {finding.steepest():.3g}" in labels
+    assert f"valley: {finding.valley():.3g}" in labels
+    assert finding.warning is None and len(figure.axes[0].texts) == 0
     data = json.loads(json.dumps(finding.to_dict(), allow_nan=False))
     assert data["losses"][-2:] == [None, None] and data["suggestion"] == finding.suggestion()
+    flat = np.random.default_rng(0).normal(2.0, 0.1, 60)
+    noisy = hs.LRFinding(lrs, flat, flat, steps=60)
+    assert noisy.warning is not None
+    shown = " ".join(noisy.plot().axes[0].texts[0].get_text().split())
+    assert shown == noisy.warning
 
 
 def test_errors_name_the_argument_and_the_value() -> None:

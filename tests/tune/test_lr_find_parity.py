@@ -216,13 +216,13 @@ def test_suggestion_is_lightnings_on_the_same_series() -> None:
         linear = hs.LRFinding(ramp(1e-3, 1.0, n, "linear"), losses, losses, n, "linear")
         exponential = hs.LRFinding(ramp(1e-7, 1.0, n), losses, losses, n)
         expected = _lightning_suggestion("linear", linear.learning_rates, losses)
-        assert linear.suggestion() == expected
-        assert linear.suggestion(compat="lightning") == expected
+        assert linear.steepest() == expected
+        assert linear.steepest(compat="lightning") == expected
         expected = _lightning_suggestion("exponential", exponential.learning_rates, losses)
-        assert exponential.suggestion(compat="lightning") == expected
+        assert exponential.steepest(compat="lightning") == expected
         log_lrs = np.log(exponential.learning_rates)
         in_log = _lightning_suggestion("exponential", log_lrs, losses)
-        ours = exponential.suggestion()
+        ours = exponential.steepest()
         assert (ours is None) == (in_log is None)
         if ours is not None:
             assert ours == exponential.learning_rates[list(log_lrs).index(in_log)]
@@ -236,8 +236,8 @@ def test_lightning_picks_the_first_point_kept_on_an_exponential_ramp_ours_the_st
     lrs = ramp(1e-8, 1.0, 100)
     losses = 2.0 - np.tanh(np.log10(lrs) + 2.0)
     finding = hs.LRFinding(lrs, losses, losses, 100)
-    assert finding.suggestion(compat="lightning") == lrs[10]
-    assert 0.5e-2 < finding.suggestion() < 2e-2  # type: ignore[operator]
+    assert finding.steepest(compat="lightning") == lrs[10]
+    assert 0.5e-2 < finding.steepest() < 2e-2  # type: ignore[operator]
 
 
 # ---- valley: fastai -------------------------------------------------------------------
@@ -299,7 +299,5 @@ def test_find_lr_on_a_model_gives_the_rules_of_its_series() -> None:
     model.compile(optimizer=keras.optimizers.SGD(), loss="mse")
     finding = hs.find_lr(model, x, y, min_lr=1e-4, max_lr=3.0, steps=60, verbose=0)
     lrs, losses = finding.learning_rates, finding.losses
-    assert finding.suggestion(compat="lightning") == _lightning_suggestion(
-        "exponential", lrs, losses
-    )
+    assert finding.steepest(compat="lightning") == _lightning_suggestion("exponential", lrs, losses)
     assert finding.valley() == fastai_lr_find_suggestion(lrs, losses, 60)

@@ -3,7 +3,7 @@
 ``FUNCTION`` (no arguments) returns ``(model, data)`` as for ``hyperstep doctor``: a
 compiled model and what ``model.fit`` accepts, ``(x, y)`` arrays, a ``tf.data`` dataset or
 a generator (or a dict with the keys ``model`` and ``data``); an uncompiled model needs
-``--loss NAME`` (and takes ``--optimizer NAME``, default ``sgd``). Prints both suggestions
+``--loss NAME`` (and takes ``--optimizer NAME``, default ``sgd``). Prints the suggestions
 and writes the plot (``--out``, default ``lr.png``); ``--json`` prints the finding as JSON.
 A progress bar only when standard output is a terminal. Exit status: 0 done, 2 on usage
 errors, with one message on stderr: a bad ``MODULE:FUNCTION``, a function that raises or
@@ -145,12 +145,17 @@ def run(args: argparse.Namespace) -> int:
     except (UsageError, HyperstepError) as error:
         print(f"hyperstep lr-find: error: {error}", file=sys.stderr)
         return 2
+    from hyperstep.tune.finding import FACTOR
+
     plot = _plot(finding, args.out)
     if args.json:
         print(json.dumps({**finding.to_dict(), "plot": plot}, indent=2))
         return 0
-    print(f"suggestion (steepest descent): {_number(finding.suggestion())}")
-    print(f"valley: {_number(finding.valley())}")
+    rule = f"the centred loss's minimum / {FACTOR:g}"
+    print(f"suggestion: {_number(finding.suggestion())} ({rule})")
+    if finding.warning is not None:
+        print(f"warning: {finding.warning}")
+    print(f"steepest: {_number(finding.steepest())}, valley: {_number(finding.valley())}")
     taken = len(finding.learning_rates)
     ended = ", stopped early: the loss diverged" if finding.stopped_early else ""
     print(f"steps: {taken} of {finding.steps}{ended}")

@@ -6,6 +6,7 @@ Plain NumPy (and matplotlib for :meth:`LRFinding.plot`): nothing here imports Ke
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,12 @@ import numpy as np
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
 MODES = ("exponential", "linear")
+#: the headline's smoothing: a centred Gaussian this many steps wide (its sigma)
+WIDTH = 3.0
+#: the headline is the rate of the centred loss's minimum divided by this
+FACTOR = 4.0
+#: a fall to the minimum under this many times the noise is too noisy to suggest from
+CONFIDENT_FALL = 2.0
 
 
 def ramp(min_lr: float, max_lr: float, steps: int, mode: str = "exponential") -> np.ndarray:
@@ -84,6 +91,11 @@ def check_ramp(min_lr: Any, max_lr: Any, steps: Any, mode: Any) -> None:
         )
 
 
+def _tenth(count: int) -> int:
+    """How many points the first tenth of ``count`` has: at least 3."""
+    return max(3, count // 10)
+
+
 @dataclass(eq=False)  # arrays: compare the fields yourself
 class LRFinding:
     """What a learning-rate range test measured (returned by :func:`hyperstep.find_lr`).
@@ -101,16 +113,21 @@ class LRFinding:
         mode: ``"exponential"`` or ``"linear"``.
         stopped_early: Whether the smoothed loss diverged (or was not finite) and ended it.
 
+    The rules: :meth:`suggestion` (the headline), :meth:`steepest` (Lightning's) and
+    :meth:`valley` (fastai's); :attr:`warning` says when the curve is too noisy to trust.
+
     Example:
         >>> lrs = np.geomspace(1e-4, 1.0, 30)
-        >>> losses = 2.0 - np.tanh(np.log10(lrs) + 2)  # falls fastest at lr = 0.01
+        >>> x = np.log10(lrs)
+        >>> losses = 2 - np.tanh(x + 2) + 2 * np.maximum(x + 1, 0) ** 2  # diverges past 0.1
         >>> finding = LRFinding(lrs, losses, losses, steps=30)
-        >>> round(finding.suggestion(), 4), round(finding.valley(), 4)
-        (0.0085, 0.0045)
-        >>> round(finding.suggestion(compat="lightning"), 4)  # d loss / d lr: the first kept
-        0.0024
+        >>> print(f"{finding.suggestion():.3g} = {finding.suggestion() * FACTOR:.3g} / {FACTOR}")
+        0.0197 = 0.0788 / 4.0
+        >>> rules = finding.steepest(), finding.steepest(compat="lightning"), finding.valley()
+        >>> print(" ".join(f"{rate:.3g}" for rate in rules))
+        0.00853 0.0024 0.00329
         >>> finding
-        LRFinding(steps=30 of 30, suggestion=0.00853, valley=0.00452)
+        LRFinding(steps=30 of 30, suggestion=0.0197, valley=0.00329)
     """
 
     learning_rates: np.ndarray
@@ -131,7 +148,89 @@ class LRFinding:
                 f"{len(self.raw_losses)} raw losses."
             )
 
-    def suggestion(
+    def suggestion(self, factor: float = FACTOR) -> float | None:
+        """The headline learning rate: the minimum of the centred smoothed loss, / ``factor``.
+
+        ``suggestion = learning_rates[argmin(centred)] / factor``, ``centred`` the raw
+        losses up to the first non-finite one, each replaced by its Gaussian-weighted mean
+        over its neighbours, ``sigma = WIDTH`` steps (:meth:`centred`). Centred, unlike
+        :attr:`losses`, it does not lag behind the ramp, so its minimum is where training
+        stopped gaining, and a rate ``factor`` times lower trains well for longer
+        (``benchmarks/lr_find_quality.py`` chose both constants). See :attr:`warning` for
+        a curve too noisy to tell.
+
+        Args:
+            factor: What the rate of the minimum is divided by (> 0).
+
+        Returns:
+            A learning rate, or ``None`` when no loss is finite.
+
+        Raises:
+            ValueError: For a ``factor`` that is not a positive number.
+        """
+        if isinstance(factor, bool) or not (isinstance(factor, (int, float)) and factor > 0):
+            raise InvalidArgumentError(
+                "`LRFinding.suggestion(factor=...)` must be a positive number. "
+                f"{received('factor', factor)}"
+            )
+        centred = self.centred()
+        if len(centred) == 0:
+            return None
+        return float(self.learning_rates[int(np.argmin(centred))]) / factor
+
+    def centred(self) -> np.ndarray:
+        """The raw losses up to the first non-finite one, capped and smoothed without lag.
+
+        ``centred[k] = sum_j w(k, j) capped[j] / sum_j w(k, j)``,
+        ``w(k, j) = exp(-((k - j) / WIDTH) ** 2 / 2)``, ``capped[j] = min(raw[j], cap)``,
+        ``cap`` the highest of the first tenth (at least 3) of those losses: how far a
+        diverging loss shoots up says nothing, and would pull its neighbours up with it.
+
+        Example:
+            >>> raw = [1.0, 4.0, 1.0, np.nan]  # ends at the nan
+            >>> LRFinding([1e-3, 1e-2, 0.1, 1.0], raw, raw, steps=4).centred().round(3)
+            array([2.033, 2.037, 2.033])
+        """
+        finite = np.isfinite(self.raw_losses)
+        end = len(finite) if finite.all() else int(np.argmin(finite))
+        if end == 0:
+            return np.zeros(0)
+        capped = np.minimum(self.raw_losses[:end], np.max(self.raw_losses[: _tenth(end)]))
+        k = np.arange(end, dtype="float64")
+        weights = np.exp(-0.5 * ((k[:, None] - k[None, :]) / WIDTH) ** 2)
+        return weights @ capped / weights.sum(axis=1)
+
+    @property
+    def warning(self) -> str | None:
+        """One line when the curve is too noisy to suggest with confidence, else ``None``.
+
+        Noisy: after the first tenth of the steps, the centred loss falls below the median
+        of that tenth's raw losses by less than ``CONFIDENT_FALL`` times their noise (the
+        median absolute deviation of ``raw - centred``, scaled by 1.4826 to a standard
+        deviation), or not at all.
+
+        Example:
+            >>> lrs = np.geomspace(1e-6, 1.0, 50)
+            >>> flat = 2 + np.random.default_rng(0).normal(0, 0.1, 50)
+            >>> print(LRFinding(lrs, flat, flat, steps=50).warning)  # doctest: +ELLIPSIS
+            the loss falls by 0.083, under 2x its noise (0.079): too noisy to suggest with ...
+        """
+        centred = self.centred()
+        tenth = _tenth(len(centred))
+        if len(centred) <= tenth:
+            return "too few finite losses to suggest a learning rate; raise --steps or steps="
+        fall = float(np.median(self.raw_losses[:tenth]) - np.min(centred[tenth:]))
+        residuals = self.raw_losses[: len(centred)] - centred
+        noise = 1.4826 * float(np.median(np.abs(residuals - np.median(residuals))))
+        if fall > CONFIDENT_FALL * noise:
+            return None
+        return (
+            f"the loss falls by {max(fall, 0.0):.2g}, under {CONFIDENT_FALL:g}x its noise "
+            f"({noise:.2g}): too noisy to suggest with confidence (larger batches, more steps "
+            "or a wider range may help)"
+        )
+
+    def steepest(
         self, skip_begin: int = 10, skip_end: int = 1, compat: str | None = None
     ) -> float | None:
         """The learning rate where the smoothed loss falls fastest (PyTorch Lightning's rule).
@@ -162,7 +261,7 @@ class LRFinding:
         """
         if compat not in (None, "lightning"):
             raise InvalidArgumentError(
-                "`LRFinding.suggestion(compat=...)` must be None or 'lightning'. "
+                "`LRFinding.steepest(compat=...)` must be None or 'lightning'. "
                 f"{received('compat', compat)}"
             )
         log = self.mode == "exponential" and compat is None
@@ -215,7 +314,8 @@ class LRFinding:
 
     # ---- output -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: the series (non-finite values as ``None``), both suggestions, flags."""
+        """JSON-ready: the series (non-finite values as ``None``), every rule's learning
+        rate (``suggestion``, ``steepest``, ``lightning``, ``valley``), ``warning``, flags."""
 
         def clean(values: np.ndarray) -> list[float | None]:
             return [float(v) if math.isfinite(v) else None for v in values]
@@ -229,6 +329,9 @@ class LRFinding:
             "mode": self.mode,
             "stopped_early": self.stopped_early,
             "suggestion": self.suggestion(),
+            "warning": self.warning,
+            "steepest": self.steepest(),
+            "lightning": self.steepest(compat="lightning"),
             "valley": self.valley(),
         }
 
@@ -256,29 +359,43 @@ class LRFinding:
             ax = figure.add_subplot()
         else:
             figure = ax.figure
+        centred = self.centred()
         ax.plot(self.learning_rates, self.raw_losses, color="0.8", lw=0.8, label="loss (raw)")
-        ax.plot(self.learning_rates, self.losses, color="C0", lw=1.8, label="loss (smoothed)")
+        ax.plot(self.learning_rates, self.losses, color="C0", lw=1.2, label="loss (average)")
+        rates = self.learning_rates[: len(centred)]
+        ax.plot(rates, centred, color="C1", lw=1.8, label="loss (centred)")
+        suggestion = self.suggestion()
+        if suggestion is not None:
+            lowest = int(np.argmin(centred))
+            ax.plot(rates[lowest], centred[lowest], "v", color="C1", ms=7, label="minimum")
+            ax.axvline(suggestion, color="C3", lw=1.5, label=f"suggestion: {suggestion:.3g}")
         marks = (
-            (self._steepest(10, 1, self.mode == "exponential"), "C3", "o", "suggestion (steepest)"),
+            (self._steepest(10, 1, self.mode == "exponential"), "C4", "o", "steepest"),
             (self._valley(self.steps // 10, 5), "C2", "D", "valley"),
         )
         for index, color, marker, name in marks:
             if index is not None:
                 lr = self.learning_rates[index]
                 ax.plot(
-                    lr, self.losses[index], marker, color=color, ms=8, label=f"{name}: {lr:.3g}"
+                    lr, self.losses[index], marker, color=color, ms=6, label=f"{name}: {lr:.3g}"
                 )
         if self.mode == "exponential":
             ax.set_xscale("log")
         both = np.concatenate([self.losses, self.raw_losses])
         both = both[np.isfinite(both)]
-        if len(both):  # from the lowest loss to a bit over the first: divergence is clipped
-            low, first = float(both.min()), float(np.nanmax(self.losses[:1]))
+        if len(both):  # from the lowest loss to a bit over the start: divergence is clipped
+            start = centred[: int(np.argmin(centred)) + 1] if len(centred) else self.losses[:1]
+            low, first = float(both.min()), float(np.nanmax(start))
             high = max(first, low) + 0.25 * abs(first - low) + 1e-12
             ax.set_ylim(low - 0.05 * (high - low), high)
         ax.set_xlabel("learning rate")
         ax.set_ylabel("loss")
-        ax.set_title(f"learning-rate range test ({len(self.learning_rates)} steps)")
+        warning = self.warning
+        title = f"learning-rate range test ({len(self.learning_rates)} steps)"
+        ax.set_title(title, pad=28 if warning else 6)
+        if warning is not None:  # in red between the title and the axes
+            ax.text(0.5, 1.015, textwrap.fill(warning, 100), transform=ax.transAxes,
+                    ha="center", va="bottom", color="C3", fontsize="small")  # fmt: skip
         ax.grid(True, which="major", alpha=0.4)
         ax.legend(loc="best", fontsize="small")
         if path is not None:
@@ -286,12 +403,11 @@ class LRFinding:
         return figure
 
     def __repr__(self) -> str:
-        suggestion, valley = self.suggestion(), self.valley()
-        shown = [
-            f"steps={len(self.learning_rates)} of {self.steps}",
-            f"suggestion={suggestion:.3g}" if suggestion is not None else "suggestion=None",
-            f"valley={valley:.3g}" if valley is not None else "valley=None",
-        ]
+        rules = {"suggestion": self.suggestion(), "valley": self.valley()}
+        shown = [f"steps={len(self.learning_rates)} of {self.steps}"]
+        shown += [f"{k}={v:.3g}" if v is not None else f"{k}=None" for k, v in rules.items()]
         if self.stopped_early:
             shown.append("stopped_early=True")
+        if self.warning is not None:
+            shown.append("noisy=True")
         return f"LRFinding({', '.join(shown)})"
