@@ -14,7 +14,9 @@ from __future__ import annotations
 import collections
 import math
 import os
+import secrets
 import time
+import warnings
 from typing import Any
 
 import keras
@@ -38,7 +40,10 @@ from hyperstep.control.directory import (
     append_journal,
     check_command,
     check_directory,
+    command_after,
     command_path,
+    hold,
+    next_sequence,
     read_command,
     read_journal,
     write_status,
@@ -46,13 +51,22 @@ from hyperstep.control.directory import (
 from hyperstep.control.reading import collect
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule
-from hyperstep.schedules.expressions import BinaryOp, Constant, Function, Step
+from hyperstep.schedules.expressions import (
+    BinaryOp,
+    Constant,
+    Function,
+    Step,
+    bind_epochs,
+    uses_epoch,
+)
 from hyperstep.schedules.wsd import Cooldown as CooldownWord
 
 __all__ = ["Remote", "replay"]
 
 #: the state variable (on the first hyperparameter by name) holding the last command applied
 APPLIED = "remote_applied"
+#: the state variable (beside it) holding this run's id, which its journal's `begin` names
+RUN = "remote_run"
 #: how many recent journal entries the status file shows
 RECENT = 10
 #: steps per table of a replaced schedule's values (one compiled call each)
@@ -143,11 +157,17 @@ class Remote(keras.callbacks.Callback):
         #: set by a ``stop`` command (``fit`` stops by itself; a custom loop reads this)
         self.stop_requested = False
         self._applied: Any = None
+        self._run: Any = None
+        self._clock: Any = None
+        self._lock: int | None = None
         self._next: int | None = None
         self._next_path = ""
+        #: commands numbered up to this one were sent before this run began
+        self._older = 0
         self._pending: list[tuple[int, dict[str, Any]]] = []
         self._recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=RECENT)
         self._last_status = -math.inf
+        self._failing = False
         self._state = "running"
         self._place = Workers()
         self._agree: Any = None
@@ -171,6 +191,9 @@ class Remote(keras.callbacks.Callback):
         self._bind(found)
 
     def _bind(self, found: dict[str, Any]) -> None:
+        """Control ``found`` (the optimizer's) and the given hyperparameters; the steering
+        clock and the state (the last command applied, the run's id) are the first
+        optimizer hyperparameter's by name (else the first given one's)."""
         self.hyperparameters = {**found, **self._given}
         if not self.hyperparameters:
             raise InvalidArgumentError(
@@ -178,11 +201,18 @@ class Remote(keras.callbacks.Callback):
                 "hs.scheduled or hs.StepOptimizer, and none were given. Pass "
                 "`hs.Remote(directory, hyperparameters=...)`. Received: hyperparameters=None"
             )
-        owner = self.hyperparameters[min(self.hyperparameters)]
-        if APPLIED in owner.state:
-            self._applied = owner.state[APPLIED]
-        else:
-            self._applied = owner.add_state(APPLIED, 0, "int64")
+        owner = (found or self._given)[min(found or self._given)]
+        for name, variable in ((APPLIED, "_applied"), (RUN, "_run")):
+            made = getattr(self, variable)
+            if made is not None and name not in owner.state:  # made on a free one: moved
+                for hp in self._given.values():
+                    if hp.state.get(name) is made:
+                        hp._state.pop(name)
+            found_state = owner.state.get(name)
+            if found_state is None:
+                found_state = owner.add_state(name, 0, "int64")
+            setattr(self, variable, found_state)
+        self._clock = owner.clock
 
     def _sync(self) -> None:
         """On JAX, put fit's training state back into the variables (a write then reaches
@@ -190,11 +220,31 @@ class Remote(keras.callbacks.Callback):
         if getattr(self, "_model", None) is not None:
             _ = self.model
 
+    def _claim(self) -> None:
+        """Hold the directory for this run (the chief, when there are several workers)."""
+        owner = self._clock
+        self._place = workers(owner.step)
+        if self._lock is None and self._place.chief:
+            self._lock = hold(self.directory)
+
+    def close(self) -> None:
+        """Release the directory (``fit`` does at its end; a custom loop when done)."""
+        lock = getattr(self, "_lock", None)  # None: never held (or __init__ refused)
+        if lock is not None:
+            self._lock = None
+            os.close(lock)
+
+    def __del__(self) -> None:
+        self.close()
+
     # ---- polling --------------------------------------------------------------------------
     def poll(self) -> list[dict[str, Any]]:
-        """Apply the commands that arrived (and those whose ``--at`` step came); return the
-        journal entries written. Call it once per iteration, before the update (on every
-        worker, when there are several)."""
+        """Apply the commands that arrived (and those whose ``--at`` step came), at most
+        ``MAX_AGREED`` (the rest at the next poll); return the journal entries written.
+        Call it once per iteration, before the update (on every worker, when there are
+        several). Nothing in the directory raises here: a bad command is refused in the
+        journal, an I/O error is one warning (steering goes on once the directory is back).
+        """
         if self._next is None:
             self._begin()
         assert self._next is not None
@@ -205,7 +255,7 @@ class Remote(keras.callbacks.Callback):
         elif (  # between commands: one stat (and a clock read)
             not self._pending
             and not self._replaced
-            and not os.path.exists(self._next_path)
+            and not os.path.lexists(self._next_path)
             and now - self._last_status < self.status_every
         ):
             return []
@@ -213,14 +263,16 @@ class Remote(keras.callbacks.Callback):
         if self._pending:
             self._sync()
             entries += self._due()
-        taken = 0
-        if ready or (ready is None and os.path.exists(self._next_path)):
+        if ready is None and now - self._last_status >= self.status_every:
+            entries += self._gap()
+        limit = MAX_AGREED - len(entries) if ready is None else ready
+        if limit > 0 and (ready or os.path.lexists(self._next_path)):
             self._sync()
-            while (ready is None and os.path.exists(self._next_path)) or taken < (ready or 0):
+            for _ in range(limit):
+                if ready is None and not os.path.lexists(self._next_path):
+                    break
                 entries.append(self._take(self._next))
-                taken += 1
-                self._next += 1
-                self._next_path = os.fspath(command_path(self.directory, self._next))
+                self._advance(self._next + 1)
         if self._replaced:
             self._sync()
             self._drive()
@@ -230,95 +282,155 @@ class Remote(keras.callbacks.Callback):
             self.write_status()
         return entries
 
+    def _advance(self, sequence: int) -> None:
+        self._next = sequence
+        self._next_path = os.fspath(command_path(self.directory, sequence))
+
     def _readable(self) -> int:
         """How many consecutive commands from the next one this worker can read now."""
         assert self._next is not None
         count = 0
-        while count < MAX_AGREED and os.path.exists(
+        while count < MAX_AGREED and os.path.lexists(
             command_path(self.directory, self._next + count)
         ):
             count += 1
         return count
 
+    def _gap(self) -> list[dict[str, Any]]:
+        """Skip missing numbers before a later command (a file deleted), journaled."""
+        assert self._next is not None
+        if os.path.lexists(self._next_path):
+            return []
+        try:
+            found = command_after(self.directory, self._next)
+        except OSError:
+            return []
+        if found is None:
+            return []
+        first, last = self._next, found - 1
+        self._applied.assign(last)
+        self._advance(found)
+        reason = f"no command {first}..{last} in commands/ (deleted, or a link): skipped"
+        return [self._journal(first, None, "refused", None, through=last, reason=reason)]
+
     def _begin(self) -> None:
-        """First poll (after fit's callbacks restored a checkpoint): continue after the
-        last command applied; re-apply what is not in variables (replaced schedules) and
-        re-queue ``--at`` commands whose step is still ahead."""
+        """First poll (after fit's callbacks restored a checkpoint): hold the directory;
+        a run it has seen continues after the last command applied (re-applying what is
+        not in variables, replaced schedules, and re-queueing ``--at`` commands whose step
+        is not past); a run new to it starts after the commands already there (those sent
+        with ``queued`` for the next run excepted)."""
         self._sync()
-        owner = self.hyperparameters[min(self.hyperparameters)]
-        self._place = workers(owner.scale)
+        self._claim()
         self._agree = agreement(self._place)
         if not self._place.chief:
             self._journal_name = WORKER_JOURNAL.format(index=self._place.index)
+        entries = _journal(self.directory, self._journal_name)
+        run = _int(self._run)
+        known = run != 0 and any(e.get("event") == "begin" and e.get("run") == run for e in entries)
+        if not known:
+            if run == 0:
+                run = secrets.randbits(30) + 1  # int32 where JAX has no int64
+                self._run.assign(run)
+            seen = [e.get("through", e.get("seq")) for e in entries]
+            self._applied.assign(max([0, *(s for s in seen if type(s) is int)]))
+            self._older = _highest(self.directory)
         applied = _int(self._applied)
-        self._next = applied + 1
-        self._next_path = os.fspath(command_path(self.directory, self._next))
-        append_journal(
-            self.directory,
-            {
-                "event": "begin",
-                "worker": self._place.index,
-                "step": self._step(),
-                "applied": applied,
-                "pid": os.getpid(),
-                "hyperparameters": {
-                    n: {**_describe(hp), "exact": n in self._exact}
-                    for n, hp in self.hyperparameters.items()
-                },
+        self._advance(applied + 1)
+        self._journal(
+            None,
+            None,
+            None,
+            self._step(),
+            event="begin",
+            run=run,
+            resumed=known,
+            worker=self._place.index,
+            applied=applied,
+            pid=os.getpid(),
+            hyperparameters={
+                n: {**_describe(hp), "exact": n in self._exact}
+                for n, hp in self.hyperparameters.items()
             },
-            self._journal_name,
         )
-        if applied == 0:
+        if not known or applied == 0:
             return
         taken = {}
-        for entry in _journal(self.directory, self._journal_name):
+        for entry in entries:
             seq = entry.get("seq")
             if (
-                isinstance(seq, int)
+                type(seq) is int
                 and seq <= applied
                 and entry.get("status") in ("applied", "pending")
+                and isinstance(entry.get("command"), dict)
             ):
                 taken[seq] = entry
         step = self._step()
         for seq in sorted(taken):  # replacements and holds are not in variables: again
             entry, command = taken[seq], taken[seq]["command"]
-            if "at" in command and command["at"] > step:
+            if "at" in command and command["at"] >= step:  # not yet taken effect
                 self._pending.append((seq, command))
                 continue
             if entry.get("status") != "applied":
                 continue
-            for name in _names(command):
-                if name not in self.hyperparameters:
-                    continue
-                if command["verb"] == "schedule":
-                    self._replace(name, command["values"][name], int(entry["step"]))
-                elif command["verb"] == "cooldown" and name in self._replaced:
-                    self._replaced[name].cool(entry["cooldown"][name])
-                elif command["verb"] == "set":
-                    self._held.add(name)
-                elif command["verb"] == "clear":
-                    self._held.discard(name)
+            try:
+                self._restore(entry, command)
+            except Exception as error:  # a journal line the run did not write
+                _warn(f"could not re-apply journaled command {seq} ({error})")
+
+    def _restore(self, entry: dict[str, Any], command: dict[str, Any]) -> None:
+        """Re-apply what a journaled, applied ``command`` holds outside variables."""
+        from hyperstep.schedules.language import parse
+
+        for name in _names(command):
+            if name not in self.hyperparameters:
+                continue
+            if command["verb"] == "schedule":
+                self._replace(name, parse(entry["schedules"][name]), int(entry["step"]))
+            elif command["verb"] == "cooldown" and name in self._replaced:
+                self._replaced[name].cool(entry["cooldown"][name])
+            elif command["verb"] == "set":
+                self._held.add(name)
+            elif command["verb"] == "clear":
+                self._held.discard(name)
 
     def _due(self) -> list[dict[str, Any]]:
-        entries, waiting = [], []
+        """Apply the pending commands whose step came, checked again now."""
+        entries: list[dict[str, Any]] = []
+        waiting = []
+        step = self._step()
         for seq, command in self._pending:
-            if command["at"] <= self._step(command):
-                entries.append(self._apply(seq, command, resumed=False))
-            else:
+            if command["at"] > step or len(entries) >= MAX_AGREED:
                 waiting.append((seq, command))
+                continue
+            try:
+                command = self._check(command)
+                entries.append(self._apply(seq, command))
+            except Exception as error:
+                entries.append(self._journal(seq, command, "refused", None, reason=_why(error)))
         self._pending = waiting
         return entries
+
+    def _check(self, raw: Any) -> dict[str, Any]:
+        command = check_command(raw, self.hyperparameters)
+        if command["verb"] == "cooldown":
+            self._check_cooldowns(command)
+        return command
 
     def _take(self, seq: int) -> dict[str, Any]:
         raw: Any = None
         try:
-            raw = read_command(command_path(self.directory, seq))
-            command = check_command(raw, self.hyperparameters)
-            if command["verb"] == "cooldown":
-                self._check_cooldowns(command)
+            if seq <= self._older:  # read only to tell whether it was sent for this run
+                raw = self._read(seq)
+                if not (isinstance(raw, dict) and raw.get("queued") is True):
+                    raise InvalidArgumentError(
+                        f"command {seq} was sent before this run began (to an earlier run "
+                        "of this directory): not applied. Received: a fresh run"
+                    )
+            raw = self._read(seq) if raw is None else raw
+            command = self._check(raw)
             at = command.get("at")
             if at is not None:
-                now = self._step(command)
+                now = self._step()
                 if at < now:
                     raise InvalidArgumentError(
                         f"step {at} has passed: the run is at step {now}. Received: at={at}"
@@ -329,11 +441,21 @@ class Remote(keras.callbacks.Callback):
                     return self._journal(
                         seq, command, "pending", now, reason=f"waits for step {at}"
                     )
-            return self._apply(seq, command, resumed=False)
-        except (HyperstepError, OSError, ValueError, TypeError, KeyError) as error:
-            self._applied.assign(seq)
-            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-            return self._journal(seq, raw, "refused", None, reason=reason)
+            return self._apply(seq, command)
+        except Exception as error:  # anything a command file holds is refused, never raised
+            self._applied.assign(max(seq, _int(self._applied)))
+            return self._journal(seq, raw, "refused", None, reason=_why(error))
+
+    def _read(self, seq: int) -> Any:
+        """Command ``seq``, once the directory is checked again (owner, mode, parent, no
+        link in its path)."""
+        if os.path.realpath(self.directory) != os.fspath(self.directory):
+            raise InvalidArgumentError(
+                f"the control directory is no longer the directory this run holds (a link "
+                f"in its path now). Received: directory={str(self.directory)!r}"
+            )
+        check_directory(self.directory)
+        return read_command(command_path(self.directory, seq))
 
     def _check_cooldowns(self, command: dict[str, Any]) -> None:
         for name in command["names"]:
@@ -359,11 +481,11 @@ class Remote(keras.callbacks.Callback):
                         f"when it was created. Received: {key}={command[key]!r}"
                     )
 
-    def _apply(self, seq: int, command: dict[str, Any], resumed: bool) -> dict[str, Any]:
+    def _apply(self, seq: int, command: dict[str, Any]) -> dict[str, Any]:
         verb = command["verb"]
         names = list(command.get("values", command.get("names", [])))
         targets = {n: self.hyperparameters[n] for n in names}
-        step = self._step(command)
+        step = self._step()
         before = {n: _value(hp) for n, hp in targets.items()}
         extra: dict[str, Any] = {}
         if verb == "set":
@@ -378,9 +500,13 @@ class Remote(keras.callbacks.Callback):
                 hp.clear()
                 self._held.discard(name)
         elif verb == "schedule":
-            for name, text in command["values"].items():
-                self._replace(name, text, step)
-            extra["retraced"] = False  # never (kept for journals read by older code)
+            schedules = {
+                name: self._effective(name, text, step, command.get("from_now", False))
+                for name, text in command["values"].items()
+            }
+            for name, schedule in schedules.items():
+                self._replace(name, schedule, step)
+            extra["schedules"] = {name: repr(schedule) for name, schedule in schedules.items()}
             extra["driven"] = sorted(  # through the float32 override (not eager torch's)
                 n for n in command["values"] if n in self._replaced
             )
@@ -414,12 +540,40 @@ class Remote(keras.callbacks.Callback):
         after = {n: _value(hp) for n, hp in targets.items()}
         return self._journal(seq, command, "applied", step, before=before, after=after, **extra)
 
-    def _replace(self, name: str, text: str, step: int) -> None:
-        """Replace ``name``'s schedule by ``text`` from ``step`` on (see the class docstring)."""
+    def _effective(self, name: str, text: str, since: int, from_now: bool) -> Schedule:
+        """The schedule ``text`` replacing ``name``'s from step ``since``: its ``step``
+        counting from ``since`` with ``from_now``, its ``epoch`` bound to the clock's
+        ``steps_per_epoch``.
+
+        Raises:
+            InvalidArgumentError: If it reads ``epoch`` and the clock does not know its
+                epochs' length.
+        """
         from hyperstep.schedules.language import parse
 
-        hp = self.hyperparameters[name]
         new = parse(text)
+        if from_now:
+            new = new.replace(
+                lambda node: (
+                    BinaryOp("-", Step(), Constant(float(since)))
+                    if isinstance(node, Step)
+                    else None
+                )
+            )
+        if uses_epoch(new):
+            steps = self.hyperparameters[name].clock.steps_per_epoch
+            if steps is None:
+                raise InvalidArgumentError(
+                    f"{name}: the schedule reads `epoch`, but the run's clock does not know "
+                    f"how many steps an epoch has (a custom loop: `hs.Clock(steps_per_epoch="
+                    f"...)`). Received: {name}={text!r}"
+                )
+            new = bind_epochs(new, steps)
+        return new
+
+    def _replace(self, name: str, new: Schedule, step: int) -> None:
+        """Replace ``name``'s schedule by ``new`` from ``step`` on (see the class docstring)."""
+        hp = self.hyperparameters[name]
         mode = self._mode()
         old = hp._raw_schedule
         found = self._replaced.get(name)
@@ -470,17 +624,33 @@ class Remote(keras.callbacks.Callback):
                 replacement.written = value
 
     def _journal(
-        self, seq: int, command: Any, status: str, step: int | None, **fields: Any
+        self, seq: int | None, command: Any, status: str | None, step: int | None, **fields: Any
     ) -> dict[str, Any]:
         entry = {"seq": seq, "command": command, "status": status, "step": step, **fields}
-        append_journal(self.directory, entry, self._journal_name)
-        self._recent.append(entry)
+        if status is None:  # an event
+            entry = {"event": fields.pop("event"), "step": step, **fields}
+        self._write(append_journal, entry, self._journal_name)
+        if status is not None:
+            self._recent.append(entry)
         return entry
 
-    def _step(self, command: dict[str, Any] | None = None) -> int:
-        names = list((command or {}).get("values", (command or {}).get("names", [])))
-        hp = self.hyperparameters[names[0] if names else min(self.hyperparameters)]
-        return _int(hp.clock.step)
+    def _write(self, write: Any, *args: Any) -> None:
+        """``write(directory, *args)``; an ``OSError`` (the directory deleted, a full disk)
+        is one warning, and steering goes on (the next write tries again)."""
+        try:
+            write(self.directory, *args)
+            self._failing = False
+        except OSError as error:
+            if not self._failing:
+                _warn(
+                    f"cannot write into the control directory {str(self.directory)!r} ({error}):"
+                    " training goes on; steering resumes once it can be written again"
+                )
+            self._failing = True
+
+    def _step(self) -> int:
+        """The steering clock's step (the optimizer's clock under ``fit``)."""
+        return _int(self._clock.step)
 
     def _arm(self) -> None:
         """Under ``fit(steps_per_execution=k > 1)`` on a traced backend, arm every
@@ -521,8 +691,8 @@ class Remote(keras.callbacks.Callback):
             if name in self._replaced and name not in self._held:
                 found["override"] = None  # the replaced schedule's value, not a set
             hyperparameters[name] = found
-        write_status(
-            self.directory,
+        self._write(
+            write_status,
             {
                 "pid": os.getpid(),
                 "time": time.time(),
@@ -537,6 +707,8 @@ class Remote(keras.callbacks.Callback):
 
     # ---- Keras callback -------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self._state = "running"
+        self._claim()
         self._arm()
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
@@ -553,6 +725,7 @@ class Remote(keras.callbacks.Callback):
                 replacement.written = None
         self._state = "stopped" if self.stop_requested else "ended"
         self.write_status()
+        self.close()
 
     @staticmethod
     def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
@@ -679,6 +852,24 @@ def _journal(directory: Any, name: str = JOURNAL) -> list[dict[str, Any]]:
         return []
 
 
+def _highest(directory: Any) -> int:
+    """The highest command number in ``directory`` (0 when none or unreadable)."""
+    try:
+        return next_sequence(directory) - 1
+    except OSError:
+        return 0
+
+
+def _why(error: BaseException) -> str:
+    """An exception's first line, as a journal's ``reason``."""
+    text = str(error).splitlines()[0] if str(error) else ""
+    return text[:500] or type(error).__name__
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
 # ---- replay -------------------------------------------------------------------------------
 def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
     """Return, per hyperparameter, the schedule that reproduces a controlled run's values.
@@ -753,7 +944,7 @@ def _changes(entry: dict[str, Any], name: str, state: dict[str, Any], parse: Any
     elif verb == "scale":
         state["scale"] = float(np.float32(command["values"][name]))
     elif verb == "schedule":
-        state["base"] = parse(command["values"][name])
+        state["base"] = parse(entry["schedules"][name])
         state["driven"] = name in entry.get("driven", [])  # the float32 override held it
     elif verb == "cooldown":
         state["cooldown"] = entry["cooldown"][name]
