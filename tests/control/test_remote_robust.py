@@ -192,8 +192,11 @@ def test_a_schedule_reading_epoch_is_applied_under_fit_and_replays_bitwise(
         model.compile(opt, "mse")
 
         class Send(keras.callbacks.Callback):
+            updates = 0  # (JAX: fit holds the optimizer's state, not read here)
+
             def on_train_batch_end(self, batch, logs=None):
-                if remote is not None and int(keras.ops.convert_to_numpy(opt.iterations)) == 3:
+                self.updates += 1
+                if remote is not None and self.updates == 3:
                     text = "0.1 * 0.5 ** epoch"
                     submit(
                         remote.directory, {"verb": "schedule", "values": {"learning_rate": text}}
@@ -210,3 +213,23 @@ def test_a_schedule_reading_epoch_is_applied_under_fit_and_replays_bitwise(
     replayed = run(hs.Remote.replay(tmp_path / "run")["learning_rate"], None)
     for a, b in zip(controlled, replayed, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_steering_step_is_the_optimizers_whatever_free_hyperparameter_sorts_first(
+    tmp_path: Path,
+) -> None:
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(opt, "mse")
+    idle = hs.Hyperparameter(0.5, name="aaa_loss_weight")  # its own clock, never advanced
+    remote = hs.Remote(tmp_path / "run", idle)
+    submit(remote.directory, {"verb": "stop", "at": 5, "queued": True})
+    x, y = np.ones((64, 2), "float32"), np.ones((64, 1), "float32")
+    model.fit(x, y, batch_size=2, epochs=1, verbose=0, callbacks=[remote])
+    assert int(keras.ops.convert_to_numpy(opt.iterations)) == 6  # stopped after step 5
+    [entry] = [e for e in commands(remote.directory) if e["status"] == "applied"]
+    assert entry["step"] == 5
+    status = json.loads((remote.directory / "status.json").read_text())
+    assert status["step"] == 6 and status["applied"] == 1
+    assert "remote_applied" in opt.hyperparameters[min(opt.hyperparameters)].state
+    assert "remote_applied" not in idle.state
