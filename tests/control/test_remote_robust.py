@@ -160,7 +160,7 @@ def test_a_second_remote_on_a_held_directory_refuses_naming_the_process(tmp_path
 
 
 def test_a_fresh_run_never_obeys_an_earlier_runs_commands(tmp_path: Path, capsys) -> None:
-    lr, remote = make(tmp_path)
+    _, remote = make(tmp_path)
     submit(remote.directory, {"verb": "set", "values": {"learning_rate": 0.5}})
     remote.poll()
     remote.on_train_end()  # the run ends: status "ended", the directory released
@@ -233,3 +233,59 @@ def test_the_steering_step_is_the_optimizers_whatever_free_hyperparameter_sorts_
     assert status["step"] == 6 and status["applied"] == 1
     assert "remote_applied" in opt.hyperparameters[min(opt.hyperparameters)].state
     assert "remote_applied" not in idle.state
+
+
+def _steered_loop(tmp_path: Path, plan: dict[int, dict], steps: int) -> tuple[list, dict]:
+    """A custom loop: ``plan``'s commands sent before the polls of their steps; the
+    learning rate each step read, and the replayed schedules."""
+    lr, remote = make(tmp_path)
+    seen = []
+    for step in range(steps):
+        if step in plan:
+            submit(remote.directory, plan[step])
+        remote.poll()
+        seen.append(np.float32(value(lr)))
+        lr.clock.advance()
+    remote.close()
+    return seen, hs.Remote.replay(remote.directory)
+
+
+def _replayed(schedule: object, steps: int) -> list:
+    return [np.float32(keras.ops.convert_to_numpy(schedule(step))) for step in range(steps)]  # type: ignore[operator]
+
+
+def test_a_cooldown_on_an_overridden_value_cools_from_that_value(tmp_path: Path) -> None:
+    plan = {
+        2: {"verb": "set", "values": {"learning_rate": 0.02}},
+        4: {"verb": "cooldown", "names": ["learning_rate"], "steps": 4, "shape": "linear"},
+    }
+    seen, schedules = _steered_loop(tmp_path, plan, 10)
+    linear = [0.02 * (1 - k / 4) for k in range(5)]  # 0.02 down to 0 over 4 steps
+    np.testing.assert_allclose(seen[4:9], linear, rtol=1e-6, atol=1e-9)
+    assert seen[9] == 0.0
+    np.testing.assert_array_equal(_replayed(schedules["learning_rate"], 10), seen)
+
+
+def test_a_schedule_from_now_counts_its_steps_from_the_command(tmp_path: Path) -> None:
+    text = "0.1 * (1 - step / 10)"
+    plan = {5: {"verb": "schedule", "values": {"learning_rate": text}, "from_now": True}}
+    seen, schedules = _steered_loop(tmp_path, plan, 9)
+    np.testing.assert_allclose(seen[5:], [0.1 * (1 - k / 10) for k in range(4)], rtol=1e-6)
+    np.testing.assert_array_equal(_replayed(schedules["learning_rate"], 9), seen)
+
+
+def test_a_learning_rate_of_zero_or_below_is_refused_unless_forced(tmp_path: Path) -> None:
+    lr, remote = make(tmp_path)
+    for command in (
+        {"verb": "set", "values": {"learning_rate": -1}},
+        {"verb": "scale", "values": {"learning_rate": 0}},
+        {"verb": "set", "values": {"learning_rate": 0}, "force": True},
+    ):
+        submit(remote.directory, command)
+    refused_negative, refused_zero, forced = remote.poll()
+    assert refused_negative["status"] == "refused"
+    assert "would make learning_rate negative: refused unless forced" in refused_negative["reason"]
+    assert refused_zero["status"] == "refused" and "learning_rate zero" in refused_zero["reason"]
+    assert forced["status"] == "applied" and value(lr) == 0.0
+    remote.close()
+    assert cli(["set", str(remote.directory), "learning_rate=-1", "--queue"]) == 2

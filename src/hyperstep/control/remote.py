@@ -386,8 +386,12 @@ class Remote(keras.callbacks.Callback):
                 continue
             if command["verb"] == "schedule":
                 self._replace(name, parse(entry["schedules"][name]), int(entry["step"]))
-            elif command["verb"] == "cooldown" and name in self._replaced:
-                self._replaced[name].cool(entry["cooldown"][name])
+            elif command["verb"] == "cooldown":
+                if name in entry.get("schedules", {}):  # cooled from an override
+                    self._replace(name, parse(entry["schedules"][name]), int(entry["step"]))
+                    self._held.discard(name)
+                if name in self._replaced:
+                    self._replaced[name].cool(entry["cooldown"][name])
             elif command["verb"] == "set":
                 self._held.add(name)
             elif command["verb"] == "clear":
@@ -513,6 +517,14 @@ class Remote(keras.callbacks.Callback):
         elif verb == "cooldown":
             from hyperstep.control.cooldown import Cooldown
 
+            held = {n: self._from_override(n, step) for n in targets if n in self._held}
+            for name, schedule in held.items():  # cool from the value in use: the override
+                self._replace(name, schedule, step)
+                targets[name].clear()
+                self._held.discard(name)
+            if held:
+                extra["schedules"] = {name: repr(schedule) for name, schedule in held.items()}
+                extra["driven"] = sorted(n for n in held if n in self._replaced)
             cooldowns = {}
             for name, hp in targets.items():
                 cooldown = hp._cooldown
@@ -539,6 +551,22 @@ class Remote(keras.callbacks.Callback):
         self._drive(names)
         after = {n: _value(hp) for n, hp in targets.items()}
         return self._journal(seq, command, "applied", step, before=before, after=after, **extra)
+
+    def _from_override(self, name: str, step: int) -> Schedule:
+        """The constant schedule that, times ``scale``, gives ``name``'s override: a cooldown
+        started on an overridden value cools from it.
+
+        Raises:
+            InvalidArgumentError: If ``scale`` is 0 (no schedule gives the override then).
+        """
+        hp = self.hyperparameters[name]
+        scale = np.float32(_float(hp.scale))
+        if scale == 0:
+            raise InvalidArgumentError(
+                f"{name} is overridden while its scale is 0: no cooldown can start from the "
+                f"override; `scale {name}=...` first. Received: cooldown {name} at step {step}"
+            )
+        return Constant(float(np.float32(_float(hp.override)) / scale))
 
     def _effective(self, name: str, text: str, since: int, from_now: bool) -> Schedule:
         """The schedule ``text`` replacing ``name``'s from step ``since``: its ``step``
@@ -947,6 +975,9 @@ def _changes(entry: dict[str, Any], name: str, state: dict[str, Any], parse: Any
         state["base"] = parse(entry["schedules"][name])
         state["driven"] = name in entry.get("driven", [])  # the float32 override held it
     elif verb == "cooldown":
+        if name in entry.get("schedules", {}):  # cooled from an override: a schedule now
+            state["base"], state["override"] = parse(entry["schedules"][name]), None
+            state["driven"] = name in entry.get("driven", [])
         state["cooldown"] = entry["cooldown"][name]
     else:
         return False
