@@ -188,10 +188,10 @@ def _read(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
-def hold(directory: Path) -> int | None:
+def hold(directory: Path, wait: float = 1.0) -> int | None:
     """Take ``DIR/.lock`` for this process (``flock``, released when the returned fd is
-    closed or the process ends) and write its pid there; None where ``fcntl`` is missing
-    (Windows: no lock).
+    closed or the process ends) and write its pid there, trying for ``wait`` seconds; None
+    where ``fcntl`` is missing (Windows: no lock).
 
     Raises:
         InvalidArgumentError: If a live process holds it, naming that process.
@@ -201,12 +201,13 @@ def hold(directory: Path) -> int | None:
     except ImportError:  # pragma: no cover - Windows
         return None
     fd = open_file(directory / LOCK, os.O_RDWR | os.O_CREAT)
-    for attempt in range(50):  # a CLI's probe holds it for microseconds
+    deadline = time.monotonic() + wait
+    while True:  # a CLI's probe holds it for microseconds
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             break
         except BlockingIOError:
-            if attempt == 49:
+            if time.monotonic() >= deadline:
                 holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
                 os.close(fd)
                 raise InvalidArgumentError(

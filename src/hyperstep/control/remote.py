@@ -182,6 +182,10 @@ class Remote(keras.callbacks.Callback):
         self._armed: dict[str, int] = {}
         if self._given:
             self._bind({})
+        try:  # held from here (a live run to the CLI); a second run refuses at its start
+            self._lock = hold(self.directory, wait=0.0)
+        except InvalidArgumentError:  # another worker of this run, or another run
+            self._lock = None
 
     # ---- binding --------------------------------------------------------------------------
     def set_model(self, model: Any) -> None:
@@ -221,11 +225,13 @@ class Remote(keras.callbacks.Callback):
             _ = self.model
 
     def _claim(self) -> None:
-        """Hold the directory for this run (the chief, when there are several workers)."""
-        owner = self._clock
-        self._place = workers(owner.step)
-        if self._lock is None and self._place.chief:
-            self._lock = hold(self.directory)
+        """Hold the directory for this run: the chief does, when there are several workers
+        (another worker lets go of what its constructor took)."""
+        self._place = workers(self._clock.step)
+        if not self._place.chief:
+            self.close()
+        elif self._lock is None:
+            self._lock = hold(self.directory, wait=5.0)  # a worker may let go of it first
 
     def close(self) -> None:
         """Release the directory (``fit`` does at its end; a custom loop when done)."""
