@@ -289,3 +289,61 @@ def test_a_learning_rate_of_zero_or_below_is_refused_unless_forced(tmp_path: Pat
     assert forced["status"] == "applied" and value(lr) == 0.0
     remote.close()
     assert cli(["set", str(remote.directory), "learning_rate=-1", "--queue"]) == 2
+
+
+def _journal_of_a_steered_loop(tmp_path: Path) -> tuple[Path, list]:
+    plan = {
+        2: {"verb": "set", "values": {"learning_rate": 0.02}},
+        4: {"verb": "scale", "values": {"learning_rate": 0.5}},
+        6: {"verb": "clear", "names": ["learning_rate"]},
+    }
+    seen, _ = _steered_loop(tmp_path, plan, 8)
+    return tmp_path / "run" / "journal.jsonl", seen
+
+
+def test_replay_skips_undecodable_lines_with_a_warning_and_replays(tmp_path: Path) -> None:
+    path, seen = _journal_of_a_steered_loop(tmp_path)
+    with open(path, "ab") as f:
+        f.write(b'{"seq": \xff}\n[1, 2]\n')
+    with pytest.warns(RuntimeWarning, match=r"skipped 2 line\(s\)"):
+        schedules = hs.Remote.replay(path)
+    np.testing.assert_array_equal(_replayed(schedules["learning_rate"], 8), seen)
+
+
+def test_replay_refuses_a_journal_missing_a_command_naming_it(tmp_path: Path) -> None:
+    path, _ = _journal_of_a_steered_loop(tmp_path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    [second] = [i for i, line in enumerate(lines) if b'"seq": 2' in line]
+    path.write_bytes(b"".join(lines[:second] + lines[second + 1 :]))
+    with pytest.raises(hs.errors.InvalidArgumentError, match="no entry for command 2"):
+        hs.Remote.replay(path)
+    path.write_bytes(b"".join(lines[:-1]) + lines[-1][:20])  # the last line cut short
+    with pytest.raises(hs.errors.InvalidArgumentError, match="last line is cut short"):
+        hs.Remote.replay(path)
+
+
+def test_replay_skips_an_ill_shaped_entry_and_then_names_its_number(tmp_path: Path) -> None:
+    path, _ = _journal_of_a_steered_loop(tmp_path)
+    lines = path.read_text().splitlines(keepends=True)
+    [second] = [i for i, line in enumerate(lines) if '"seq": 2' in line]
+    lines[second] = '{"seq": 2, "command": "set", "status": "applied", "step": 4}\n'
+    path.write_text("".join(lines))
+    with pytest.warns(RuntimeWarning, match="ill-shaped journal entry of command 2"):
+        with pytest.raises(hs.errors.InvalidArgumentError, match="no entry for command 2"):
+            hs.Remote.replay(path)
+
+
+def test_replay_parses_only_the_hyperparameters_a_command_changed(tmp_path: Path) -> None:
+    path, seen = _journal_of_a_steered_loop(tmp_path)
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    for entry in entries:
+        if entry.get("event") == "begin":  # another, never steered, with an unreadable repr
+            entry["hyperparameters"]["beta"] = {
+                "schedule": "<keras.optimizers.schedules.ExponentialDecay object>",
+                "scale": 1.0,
+                "override": None,
+            }
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    schedules = hs.Remote.replay(path)
+    assert sorted(schedules) == ["learning_rate"]
+    np.testing.assert_array_equal(_replayed(schedules["learning_rate"], 8), seen)

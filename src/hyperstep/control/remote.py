@@ -923,8 +923,13 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
     Args:
         journal: The ``journal.jsonl`` of the controlled run (or its directory).
 
+    The journal's last run that began afresh is replayed (with its resumes); an ill-shaped
+    line is skipped with a warning, and only the hyperparameters a command changed are
+    parsed.
+
     Raises:
-        InvalidArgumentError: If the journal has no ``begin`` entry (not a Remote's journal).
+        InvalidArgumentError: If the journal has no ``begin`` entry (not a Remote's journal),
+            or no entry for a command number of that run (a line lost or cut short).
     """
     from hyperstep.schedules.language import parse
 
@@ -932,19 +937,48 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
     if os.path.isdir(path):
         path = os.path.join(path, "journal.jsonl")
     entries = read_journal(path)
-    begin = next((e for e in entries if e.get("event") == "begin"), None)
-    if begin is None:
+    with open(path, "rb") as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - 1))
+        if f.read(1) not in (b"", b"\n"):
+            raise InvalidArgumentError(
+                "the journal's last line is cut short (the run was killed while writing "
+                f"it): its command cannot be replayed. Received: journal={path!r}"
+            )
+    begins = [
+        i
+        for i, e in enumerate(entries)
+        if e.get("event") == "begin" and isinstance(e.get("hyperparameters"), dict)
+    ]
+    if not begins:
         raise InvalidArgumentError(
             "the journal has no `begin` entry: not written by hs.Remote. "
             f"Received: journal={path!r}"
         )
+    # the last run that began afresh in this directory, and its resumes
+    first = max((i for i in begins if entries[i].get("resumed") is not True), default=begins[0])
+    begin, entries = entries[first], entries[first:]
     applied: dict[int, dict[str, Any]] = {}
+    covered: list[tuple[int, int]] = []
     for entry in entries:
-        if entry.get("status") == "applied" and isinstance(entry.get("seq"), int):
-            applied[entry["seq"]] = entry  # the last time it took effect counts
+        seq, status = entry.get("seq"), entry.get("status")
+        if type(seq) is not int or status not in ("applied", "refused", "pending"):
+            continue
+        if status == "applied" and not _well_shaped(entry):
+            warnings.warn(
+                f"skipped the ill-shaped journal entry of command {seq}", RuntimeWarning, 2
+            )
+            continue
+        through = entry.get("through", seq)
+        covered.append((seq, through if type(through) is int else seq))
+        if status == "applied":
+            applied[seq] = entry  # the last time it took effect counts
+    _check_numbers(covered, begin.get("applied"), path)
     ordered = sorted(applied.values(), key=lambda e: (e["step"], e["seq"]))
+    changed = {name for entry in ordered for name in _names(entry["command"])}
     result: dict[str, Schedule] = {}
     for name, start in begin["hyperparameters"].items():
+        if name not in changed:
+            continue
         state = {
             "base": parse(start["schedule"]),
             "scale": start["scale"],
@@ -954,16 +988,45 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
         }
         exact = bool(start.get("exact", False))
         pieces: list[tuple[int, Schedule]] = [(0, _expression(state, exact))]
-        changed = False
         for entry in ordered:
-            if not _changes(entry, name, state, parse):
-                continue
-            changed = True
-            piece = (int(entry["step"]), _expression(state, exact))
-            pieces = [p for p in pieces if p[0] < piece[0]] + [piece]
-        if changed:
-            result[name] = _pieces(pieces)
+            if _changes(entry, name, state, parse):
+                piece = (int(entry["step"]), _expression(state, exact))
+                pieces = [p for p in pieces if p[0] < piece[0]] + [piece]
+        result[name] = _pieces(pieces)
     return result
+
+
+def _well_shaped(entry: dict[str, Any]) -> bool:
+    """Whether an ``applied`` journal entry has what replay reads."""
+    command, step = entry.get("command"), entry.get("step")
+    if type(step) is not int or not isinstance(command, dict):
+        return False
+    try:
+        check_command(command)
+    except InvalidArgumentError:
+        return False
+    verb = command["verb"]
+    if verb == "schedule" or "schedules" in entry:
+        found = entry.get("schedules")
+        if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+            return False
+    if verb == "cooldown":
+        found = entry.get("cooldown")
+        return isinstance(found, dict) and all(isinstance(v, dict) for v in found.values())
+    return True
+
+
+def _check_numbers(covered: list[tuple[int, int]], after: Any, path: str) -> None:
+    """Refuse a journal whose commands after ``after`` skip a number."""
+    expected = (after if type(after) is int else 0) + 1
+    for seq, through in sorted(covered):
+        if seq > expected:
+            raise InvalidArgumentError(
+                f"the journal has no entry for command {expected} (a line lost or cut "
+                f"short): the run it describes cannot be replayed exactly. "
+                f"Received: journal={path!r}"
+            )
+        expected = max(expected, through + 1)
 
 
 def _changes(entry: dict[str, Any], name: str, state: dict[str, Any], parse: Any) -> bool:
