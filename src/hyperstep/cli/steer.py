@@ -20,28 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from hyperstep.cli.arguments import MAX_STEPS
+from hyperstep.control.verbs import VERBS
 
 #: the verbs this module registers, in the order ``--help`` lists them
-NAMES = ("set", "scale", "clear", "schedule", "cooldown", "stop")
-
-_HELP = {
-    "set": ("override hyperparameters of a running job", "NAME=VALUE", "e.g. learning_rate=1e-4"),
-    "scale": ("set the factor that multiplies a schedule", "NAME=FACTOR", "e.g. learning_rate=0.5"),
-    "clear": ("remove overrides (back to the schedule)", "NAME", "e.g. learning_rate"),
-    "schedule": (
-        "replace schedules (hs.parse expressions)",
-        "NAME=EXPR",
-        'e.g. learning_rate="cosine(1e-3, steps=5000)"',
-    ),
-    "cooldown": ("start hyperparameters' cooldowns", "NAME", "default learning_rate"),
-    "stop": ("end fit cleanly after the current step", None, None),
-}
+NAMES = tuple(VERBS)
+_METAVARS = {"numbers": "NAME=VALUE", "schedules": "NAME=EXPR", "names": "NAME", None: None}
 
 
 def register(subparsers: Any) -> None:
     """Add the six steering subcommands."""
     for verb in NAMES:
-        what, metavar, example = _HELP[verb]
+        what, takes, example = VERBS[verb].help, VERBS[verb].takes, VERBS[verb].example
+        metavar = _METAVARS[takes]
+        example = (
+            f"e.g. {example}" if example else "default learning_rate" if verb == "cooldown" else ""
+        )
         parser = subparsers.add_parser(
             verb,
             help=what,

@@ -49,19 +49,18 @@ from hyperstep.control.directory import (
     write_status,
 )
 from hyperstep.control.reading import collect
+from hyperstep.control.verbs import cooled, names_of, pieces_of, replay
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.expressions import (
     BinaryOp,
     Constant,
-    Function,
     Step,
     bind_epochs,
     uses_epoch,
 )
-from hyperstep.schedules.wsd import Cooldown as CooldownWord
 
-__all__ = ["Remote", "replay"]
+__all__ = ["Remote"]
 
 #: the state variable (on the first hyperparameter by name) holding the last command applied
 APPLIED = "remote_applied"
@@ -246,7 +245,8 @@ class Remote(keras.callbacks.Callback):
     # ---- polling --------------------------------------------------------------------------
     def poll(self) -> list[dict[str, Any]]:
         """Apply the commands that arrived (and those whose ``--at`` step came), at most
-        ``MAX_AGREED`` (the rest at the next poll); return the journal entries written.
+        ``MAX_AGREED`` (the rest at the next polls: deterministic, whatever the machine's
+        load); return the journal entries written.
         Call it once per iteration, before the update (on every worker, when there are
         several). Nothing in the directory raises here: a bad command is refused in the
         journal, an I/O error is one warning (steering goes on once the directory is back).
@@ -387,7 +387,7 @@ class Remote(keras.callbacks.Callback):
         """Re-apply what a journaled, applied ``command`` holds outside variables."""
         from hyperstep.schedules.language import parse
 
-        for name in _names(command):
+        for name in names_of(command):
             if name not in self.hyperparameters:
                 continue
             if command["verb"] == "schedule":
@@ -493,7 +493,7 @@ class Remote(keras.callbacks.Callback):
 
     def _apply(self, seq: int, command: dict[str, Any]) -> dict[str, Any]:
         verb = command["verb"]
-        names = list(command.get("values", command.get("names", [])))
+        names = names_of(command)
         targets = {n: self.hyperparameters[n] for n in names}
         step = self._step()
         before = {n: _value(hp) for n, hp in targets.items()}
@@ -613,7 +613,7 @@ class Remote(keras.callbacks.Callback):
         found = self._replaced.get(name)
         if found is not None and found.since <= step:  # the pieces of the earlier one
             old = found.whole
-        whole = new if step == 0 else _pieces([(0, old), (step, new)])
+        whole = new if step == 0 else pieces_of([(0, old), (step, new)])
         hp.schedule = whole  # what eager reads, plots and a later trace see
         if mode == "schedule":  # eager torch: nothing traced, the schedule is enough
             return
@@ -763,7 +763,8 @@ class Remote(keras.callbacks.Callback):
 
     @staticmethod
     def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
-        """The schedules that reproduce the run journaled in ``journal`` (see :func:`replay`)."""
+        """The schedules that reproduce the run journaled in ``journal``
+        (:func:`hyperstep.control.verbs.replay`)."""
         return replay(journal)
 
     def __repr__(self) -> str:
@@ -791,7 +792,7 @@ class Replacement:
 
     def cool(self, cooldown: dict[str, Any]) -> None:
         """Follow ``cooldown`` (as journaled: start, steps, shape, end) from its start."""
-        self._values = traced_values(_cooled(self.schedule, cooldown), self.dtype)
+        self._values = traced_values(cooled(self.schedule, cooldown), self.dtype)
         self._table = self.written = None
 
 
@@ -820,10 +821,6 @@ def _track(model: Any, hp: Any, variables: Any) -> None:
                 if not tracker.is_in_store("variables", variable):
                     optimizer._track_variable(variable)
         optimizer = getattr(optimizer, "inner_optimizer", None)
-
-
-def _names(command: dict[str, Any]) -> list[str]:
-    return list(command.get("values", command.get("names", [])))
 
 
 def _optimizer_hyperparameters(model: Any) -> tuple[Any, dict[str, Any]]:
@@ -902,193 +899,3 @@ def _why(error: BaseException) -> str:
 
 def _warn(message: str) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=3)
-
-
-# ---- replay -------------------------------------------------------------------------------
-def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
-    """Return, per hyperparameter, the schedule that reproduces a controlled run's values.
-
-    ``value(step)`` of the returned schedule is, bit for bit, the value the controlled run's
-    updates used at ``step``: its original schedule times its scale, with every applied
-    command from the step it took effect (``where(step < s1, v0, where(step < s2, v1,
-    ...))``; an override is a constant, a scale multiplies, a cooldown is its formula, a
-    replaced schedule driven through the float32 override is ``scale * new``, rounded to
-    float32 as the override held it). Where the run handed Keras a float64 value (the
-    journal's ``exact``: TensorFlow's ``hs.scheduled`` names but ``learning_rate``) the
-    pieces are those whose float64 form (:func:`hyperstep.control.value_forms.exact_value`)
-    is that value. A fresh run built with these schedules (and the same data) ends with
-    the controlled run's weights. Only hyperparameters a command changed are returned, and a
-    command applied again after a resume counts where it took effect last.
-
-    Args:
-        journal: The ``journal.jsonl`` of the controlled run (or its directory).
-
-    The journal's last run that began afresh is replayed (with its resumes); an ill-shaped
-    line is skipped with a warning, and only the hyperparameters a command changed are
-    parsed.
-
-    Raises:
-        InvalidArgumentError: If the journal has no ``begin`` entry (not a Remote's journal),
-            or no entry for a command number of that run (a line lost or cut short).
-    """
-    from hyperstep.schedules.language import parse
-
-    path = os.fspath(journal)
-    if os.path.isdir(path):
-        path = os.path.join(path, "journal.jsonl")
-    entries = read_journal(path)
-    with open(path, "rb") as f:
-        f.seek(max(0, os.fstat(f.fileno()).st_size - 1))
-        if f.read(1) not in (b"", b"\n"):
-            raise InvalidArgumentError(
-                "the journal's last line is cut short (the run was killed while writing "
-                f"it): its command cannot be replayed. Received: journal={path!r}"
-            )
-    begins = [
-        i
-        for i, e in enumerate(entries)
-        if e.get("event") == "begin" and isinstance(e.get("hyperparameters"), dict)
-    ]
-    if not begins:
-        raise InvalidArgumentError(
-            "the journal has no `begin` entry: not written by hs.Remote. "
-            f"Received: journal={path!r}"
-        )
-    # the last run that began afresh in this directory, and its resumes
-    first = max((i for i in begins if entries[i].get("resumed") is not True), default=begins[0])
-    begin, entries = entries[first], entries[first:]
-    applied: dict[int, dict[str, Any]] = {}
-    covered: list[tuple[int, int]] = []
-    for entry in entries:
-        seq, status = entry.get("seq"), entry.get("status")
-        if type(seq) is not int or status not in ("applied", "refused", "pending"):
-            continue
-        if status == "applied" and not _well_shaped(entry):
-            warnings.warn(
-                f"skipped the ill-shaped journal entry of command {seq}", RuntimeWarning, 2
-            )
-            continue
-        through = entry.get("through", seq)
-        covered.append((seq, through if type(through) is int else seq))
-        if status == "applied":
-            applied[seq] = entry  # the last time it took effect counts
-    _check_numbers(covered, begin.get("applied"), path)
-    ordered = sorted(applied.values(), key=lambda e: (e["step"], e["seq"]))
-    changed = {name for entry in ordered for name in _names(entry["command"])}
-    result: dict[str, Schedule] = {}
-    for name, start in begin["hyperparameters"].items():
-        if name not in changed:
-            continue
-        state = {
-            "base": parse(start["schedule"]),
-            "scale": start["scale"],
-            "override": start["override"],
-            "cooldown": None,
-            "driven": False,
-        }
-        exact = bool(start.get("exact", False))
-        pieces: list[tuple[int, Schedule]] = [(0, _expression(state, exact))]
-        for entry in ordered:
-            if _changes(entry, name, state, parse):
-                piece = (int(entry["step"]), _expression(state, exact))
-                pieces = [p for p in pieces if p[0] < piece[0]] + [piece]
-        result[name] = _pieces(pieces)
-    return result
-
-
-def _well_shaped(entry: dict[str, Any]) -> bool:
-    """Whether an ``applied`` journal entry has what replay reads."""
-    command, step = entry.get("command"), entry.get("step")
-    if type(step) is not int or not isinstance(command, dict):
-        return False
-    try:
-        check_command(command)
-    except InvalidArgumentError:
-        return False
-    verb = command["verb"]
-    if verb == "schedule" or "schedules" in entry:
-        found = entry.get("schedules")
-        if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
-            return False
-    if verb == "cooldown":
-        found = entry.get("cooldown")
-        return isinstance(found, dict) and all(isinstance(v, dict) for v in found.values())
-    return True
-
-
-def _check_numbers(covered: list[tuple[int, int]], after: Any, path: str) -> None:
-    """Refuse a journal whose commands after ``after`` skip a number."""
-    expected = (after if type(after) is int else 0) + 1
-    for seq, through in sorted(covered):
-        if seq > expected:
-            raise InvalidArgumentError(
-                f"the journal has no entry for command {expected} (a line lost or cut "
-                f"short): the run it describes cannot be replayed exactly. "
-                f"Received: journal={path!r}"
-            )
-        expected = max(expected, through + 1)
-
-
-def _changes(entry: dict[str, Any], name: str, state: dict[str, Any], parse: Any) -> bool:
-    command = entry["command"]
-    verb = command["verb"]
-    if name not in command.get("values", {}) and name not in command.get("names", []):
-        return False
-    if verb == "set":
-        state["override"] = float(np.float32(command["values"][name]))
-    elif verb == "clear":
-        state["override"] = None
-    elif verb == "scale":
-        state["scale"] = float(np.float32(command["values"][name]))
-    elif verb == "schedule":
-        state["base"] = parse(entry["schedules"][name])
-        state["driven"] = name in entry.get("driven", [])  # the float32 override held it
-    elif verb == "cooldown":
-        if name in entry.get("schedules", {}):  # cooled from an override: a schedule now
-            state["base"], state["override"] = parse(entry["schedules"][name]), None
-            state["driven"] = name in entry.get("driven", [])
-        state["cooldown"] = entry["cooldown"][name]
-    else:
-        return False
-    return True
-
-
-def _expression(state: dict[str, Any], exact: bool) -> Schedule:
-    """``override if set else base(step) * scale`` as a schedule, rounded as the run rounds
-    (in float64 where ``exact``: see :func:`hyperstep.control.value_forms.exact_value`)."""
-    if state["override"] is not None:
-        return Constant(state["override"])
-    base = state["base"]
-    if state["cooldown"] is not None:
-        base = _cooled(base, state["cooldown"])
-    scale = float(np.float32(state["scale"]))
-    if isinstance(base, Constant):
-        if state["driven"] or (not exact and scale != 1.0):
-            # float32(base * scale), as the override (driven) or a float32 product holds
-            # it (a product of constants would fold in float64)
-            return Constant(float(np.float32(np.float32(base.value_) * np.float32(scale))))
-        # float64(c) * scale, as exact_at computes it
-        return base if scale == 1.0 else Constant(float(base.value_) * scale)
-    if state["driven"] and exact:  # the float32 override: a float32 product, constant left
-        return BinaryOp("*", Constant(scale), base)
-    if scale == 1.0:
-        return base
-    return BinaryOp("*", base, Constant(scale))
-
-
-def _cooled(base: Schedule, cooldown: dict[str, Any]) -> Schedule:
-    """:class:`hyperstep.Cooldown`'s values from its start ``s0`` (steps after it only): the
-    word ``cooldown(base(s0), s0, steps, shape, end)``, which computes them as the run did."""
-    s0 = float(cooldown["start"])
-    v0 = float(np.float32(ops.convert_to_numpy(base(s0))))
-    end = float(np.float32(cooldown["end"]))  # as the run's float32 `cooldown_form` holds it
-    return CooldownWord(v0, s0, float(cooldown["steps"]), cooldown["shape"], end)
-
-
-def _pieces(pieces: list[tuple[int, Schedule]]) -> Schedule:
-    expression = pieces[-1][1]
-    for index in range(len(pieces) - 2, -1, -1):
-        boundary = float(pieces[index + 1][0])
-        less = BinaryOp("<", Step(), boundary)
-        expression = Function("where", [less, pieces[index][1], expression])
-    return expression
