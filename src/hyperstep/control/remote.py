@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import math
 import os
-import secrets
 import time
 import warnings
 from typing import Any
@@ -334,8 +333,8 @@ class Remote(keras.callbacks.Callback):
         run = _int(self._run)
         known = run != 0 and any(e.get("event") == "begin" and e.get("run") == run for e in entries)
         if not known:
-            if run == 0:
-                run = secrets.randbits(30) + 1  # int32 where JAX has no int64
+            if run == 0:  # the directory's n-th fresh run: the same on every worker
+                run = 1 + sum(e.get("event") == "begin" and not e.get("resumed") for e in entries)
                 self._run.assign(run)
             seen = [e.get("through", e.get("seq")) for e in entries]
             self._applied.assign(max([0, *(s for s in seen if type(s) is int)]))
