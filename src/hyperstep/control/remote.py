@@ -337,8 +337,12 @@ class Remote(keras.callbacks.Callback):
                 run = 1 + sum(e.get("event") == "begin" and not e.get("resumed") for e in entries)
                 self._run.assign(run)
             seen = [e.get("through", e.get("seq")) for e in entries]
-            self._applied.assign(max([0, *(s for s in seen if type(s) is int)]))
-            self._older = _highest(self.directory)
+            journaled = max([0, *(s for s in seen if type(s) is int)])
+            self._applied.assign(journaled)
+            older = max(0, _highest(self.directory) - journaled)
+            if self._agree is not None:  # what every worker saw: none obeys what another refuses
+                older = self._agree(older)
+            self._older = journaled + older
         applied = _int(self._applied)
         self._advance(applied + 1)
         self._journal(
