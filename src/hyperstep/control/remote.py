@@ -105,9 +105,13 @@ class Remote(keras.callbacks.Callback):
     given as ``hyperparameters``. Every command, applied or refused, is a line of
     ``directory/journal.jsonl``; a malformed one is refused there and never stops training.
 
-    The number of the last command applied is a state variable of the first hyperparameter
-    by name (``remote_applied``), saved with it: a run resumed from its checkpoint applies
-    each command once, those after the checkpoint again.
+    The number of the last command applied is a state variable of the first optimizer
+    hyperparameter by name (``remote_applied``, beside the run's id ``remote_run``), saved
+    with it: a run resumed from its checkpoint applies each command once, those after the
+    checkpoint again. One live run holds the directory (``DIR/.lock``, from construction;
+    ``fit`` lets go at its end, a custom loop with :meth:`close`); a fresh run refuses the
+    commands written before it began, but those sent with ``--queue``. Nothing in the
+    directory raises out of :meth:`poll` (see docs/steering.md, "What is safe").
 
     Several workers (``MultiWorkerMirroredStrategy``, multi-process JAX): each worker's
     Remote counts the commands it can read at a step boundary and all take the smallest
@@ -123,8 +127,9 @@ class Remote(keras.callbacks.Callback):
         status_every: Seconds between status writes (each also after a command).
 
     Raises:
-        InvalidArgumentError: If ``directory`` is writable by its group or everyone, or
-            owned by another user.
+        InvalidArgumentError: If ``directory`` is writable by its group or everyone, owned
+            by another user, or in a parent others can write without the sticky bit; at the
+            start of training, if another live run holds it.
 
     Example:
         >>> import os, tempfile, hyperstep as hs
