@@ -96,7 +96,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def escape(text: str) -> str:
-    """``text`` with every character that is not printable (a terminal's escape sequence, a
+    r"""``text`` with every character that is not printable (a terminal's escape sequence, a
     line break, a lone surrogate) written as its Python escape: what ``show`` prints comes
     from files anyone who can write ``DIR`` wrote.
 
