@@ -80,7 +80,7 @@ def test_random_command_files_and_journal_lines_never_stop_fit_and_replay_exactl
     tmp_path: Path,
 ) -> None:
     rng = random.Random(42)
-    remote = hs.Remote(tmp_path / "run", status_every=0.0)
+    remote = hs.Remote(tmp_path / "run")
     journal = tmp_path / "run" / "journal.jsonl"
     sent = []
 

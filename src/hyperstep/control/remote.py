@@ -726,6 +726,14 @@ class Remote(keras.callbacks.Callback):
         """
         if not self._place.chief:
             return
+        try:
+            status = self._status()
+        except Exception as error:  # the status is for people: never a reason to stop
+            self._write(_refuse, error)
+            return
+        self._write(write_status, status)
+
+    def _status(self) -> dict[str, Any]:
         hyperparameters = {}
         step = self._step()
         for name, hp in self.hyperparameters.items():
@@ -733,19 +741,16 @@ class Remote(keras.callbacks.Callback):
             if name in self._replaced and name not in self._held:
                 found["override"] = None  # the replaced schedule's value, not a set
             hyperparameters[name] = found
-        self._write(
-            write_status,
-            {
-                "pid": os.getpid(),
-                "time": time.time(),
-                "state": self._state,
-                "step": step,
-                "applied": _int(self._applied),
-                "pending": [seq for seq, _ in self._pending],
-                "hyperparameters": hyperparameters,
-                "recent": list(self._recent),
-            },
-        )
+        return {
+            "pid": os.getpid(),
+            "time": time.time(),
+            "state": self._state,
+            "step": step,
+            "applied": _int(self._applied),
+            "pending": [seq for seq, _ in self._pending],
+            "hyperparameters": hyperparameters,
+            "recent": list(self._recent),
+        }
 
     # ---- Keras callback -------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
@@ -877,10 +882,15 @@ _REPRS: dict[int, tuple[Any, str]] = {}
 
 
 def _repr(schedule: Any) -> str:
-    """``repr(schedule)``, kept per schedule object (a nested schedule's repr takes a while)."""
+    """``repr(schedule)``, kept per schedule object (a nested schedule's repr takes a while;
+    one replaced hundreds of times is too deep to print, and says so)."""
     found = _REPRS.get(id(schedule))
     if found is None or found[0] is not schedule:
-        found = _REPRS[id(schedule)] = (schedule, repr(schedule))
+        try:
+            text = repr(schedule)
+        except RecursionError:
+            text = "(a schedule nested too deep to print)"
+        found = _REPRS[id(schedule)] = (schedule, text)
     return found[1]
 
 
@@ -897,6 +907,11 @@ def _highest(directory: Any) -> int:
         return next_sequence(directory) - 1
     except OSError:
         return 0
+
+
+def _refuse(directory: Any, error: BaseException) -> None:
+    """Raise ``error`` as an ``OSError`` (the status could not be written), for ``_write``."""
+    raise OSError(f"the status could not be made: {_why(error)}")
 
 
 def _why(error: BaseException) -> str:
