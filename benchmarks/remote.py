@@ -11,8 +11,11 @@ short ``fit`` of ``--steps`` steps (its first epoch not timed):
               atomic write, whose rename alone takes milliseconds on some filesystems).
 
 Prints min/median/max milliseconds per step, the median of the ratios paired within each
-repeat, and the time of one poll alone (between commands, as ``fit`` calls it) as a share
-of a step: on a loaded machine the spread between runs is larger than the cost, and that
+repeat, the time of one poll alone (between commands, as ``fit`` calls it) as a share
+of a step, and the time of each poll of a custom loop with 0 and with 1,000 commands
+queued at once (a poll applies at most ``MAX_AGREED``, so the burst spreads over steps and
+no step waits for all of it; with none queued a poll is one ``os.stat``): on a loaded
+machine the spread between runs is larger than the cost, and that
 share is the steadier figure. The target: polling costs at most 1% of a step.
 ``--quick`` runs a few short repeats (a smoke run, not a measurement).
 
@@ -36,6 +39,8 @@ import numpy as np
 from _models import mlp
 
 import hyperstep as hs
+from hyperstep.backends.steering import MAX_AGREED
+from hyperstep.control.directory import submit
 
 BATCH = 128
 
@@ -57,6 +62,25 @@ def build() -> keras.Model:
     )
     model.compile(opt, "sparse_categorical_crossentropy")
     return model
+
+
+def drain(directory: str, queued: int, polls: int = 200) -> tuple[list[float], int]:
+    """A custom loop's Remote with ``queued`` commands waiting: the milliseconds of each of
+    ``polls`` polls (a clock advance between them) and how many polls applied them all."""
+    lr = hs.Hyperparameter(0.1, name="learning_rate")
+    remote = hs.Remote(os.path.join(directory, f"queued{queued}"), lr, status_every=float("inf"))
+    remote.poll()  # the run begins: commands sent from now on are its own
+    for index in range(queued):
+        submit(remote.directory, {"verb": "set", "values": {"learning_rate": 1e-4 * (index + 1)}})
+    times, steps = [], 0
+    for _ in range(polls):
+        began = time.perf_counter()
+        applied = remote.poll()
+        times.append(1000 * (time.perf_counter() - began))
+        steps += bool(applied)
+        lr.clock.advance()
+    remote.close()
+    return times, steps
 
 
 def main() -> None:
@@ -114,6 +138,15 @@ def main() -> None:
         f"  one poll {min(polls):.2f} us (min of 5x2000), one status write {min(writes):.2f} ms "
         f"every {remote.status_every:g} s: {100 * share:.3f}% of the time of steps without it"
     )
+    for queued in (0, 1000):
+        polls_ms, steps = drain(directory, queued)
+        busy = polls_ms[:steps] or [0.0]
+        idle = polls_ms[steps:]
+        print(
+            f"  {queued:4d} commands queued: {steps} polls apply them (at most {MAX_AGREED} "
+            f"a poll), each median {statistics.median(busy):.2f} max {max(busy):.2f} ms; "
+            f"then a poll median {1000 * statistics.median(idle):.2f} us"
+        )
     paired = statistics.median(ratios)
     print(
         f"  remote / none, paired median {paired:.4f} (min {min(ratios):.4f}, max "

@@ -92,3 +92,42 @@ def test_the_table_and_the_last_commands(tmp_path: Path, capsys) -> None:
 def test_an_unsafe_or_missing_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="does not exist"):
         show.run(_parse(str(tmp_path / "none")))
+
+
+def test_what_it_did_not_check_is_escaped(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = protocol.check_directory(tmp_path / "ctl", create=True)
+    with open(path / protocol.JOURNAL, "w", encoding="utf-8") as f:
+        # a lone surrogate and a terminal escape, as a neighbour-free but careless writer left
+        f.write('{"seq": 1, "command": {"verb": "set\\udc80\\u001b[2J"}, "status": "refused",')
+        f.write(' "step": null, "reason": "bad"}\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "hyperstep", "show", str(path)],
+        capture_output=True,
+        env={**__import__("os").environ, "PYTHONIOENCODING": "utf-8:strict"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"#1 set\\udc80\\x1b[2J -> refused: bad" in done.stdout
+
+
+def test_show_is_quiet_into_a_closed_pipe(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = protocol.check_directory(tmp_path / "ctl", create=True)
+    for seq in range(1, 2001):
+        protocol.append_journal(
+            path, {"seq": seq, "command": {"verb": "stop"}, "status": "refused", "reason": "x"}
+        )
+    done = subprocess.run(
+        f"{sys.executable} -m hyperstep show {path} --last 2000 | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.startswith(str(path))
+    assert done.stderr == ""

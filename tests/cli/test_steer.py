@@ -4,7 +4,10 @@ files and the one-line descriptions (a run that applies them: tests/control/test
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,19 @@ import pytest
 from hyperstep.cli import steer
 from hyperstep.control import directory as protocol
 from hyperstep.errors import InvalidArgumentError
+
+
+def _live(path: Path) -> Iterator[None]:
+    """A live run holding ``path`` (its lock) while the block runs."""
+    fd = protocol.hold(path)
+    try:
+        yield
+    finally:
+        assert fd is not None
+        os.close(fd)
+
+
+live = contextlib.contextmanager(_live)
 
 
 def _parse(*argv: str) -> argparse.Namespace:
@@ -63,7 +79,7 @@ def test_at_must_be_a_step(at: str, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_run_queues_the_checked_command(tmp_path: Path, capsys) -> None:
     path = protocol.check_directory(tmp_path / "ctl", create=True)
-    assert steer.run(_parse("set", str(path), "lr=0.5")) == 0
+    assert steer.run(_parse("set", str(path), "lr=0.5", "--queue")) == 0
     out = capsys.readouterr().out
     assert "command 1 queued: set lr=0.5" in out and "no status" in out
     queued = json.loads(protocol.command_path(path, 1).read_text())
@@ -73,7 +89,7 @@ def test_run_queues_the_checked_command(tmp_path: Path, capsys) -> None:
 def test_run_refuses_an_unknown_name_and_journals_it(tmp_path: Path) -> None:
     path = protocol.check_directory(tmp_path / "ctl", create=True)
     protocol.write_status(path, {"hyperparameters": {"learning_rate": {}}})
-    with pytest.raises(InvalidArgumentError, match="did you mean 'learning_rate'"):
+    with live(path), pytest.raises(InvalidArgumentError, match="did you mean 'learning_rate'"):
         steer.run(_parse("clear", str(path), "learning_rat"))
     (entry,) = protocol.read_journal(path / protocol.JOURNAL)
     assert entry["status"] == "refused" and entry["by"] == "cli" and entry["seq"] is None
@@ -86,9 +102,10 @@ def test_run_wait_reads_the_run_answer(tmp_path: Path, capsys) -> None:
         path,
         {"seq": 1, "by": "remote", "command": {"verb": "stop"}, "status": "applied", "step": 7},
     )
-    assert steer.run(_parse("stop", str(path), "--wait", "1")) == 0
-    assert "#1 stop -> applied at step 7" in capsys.readouterr().out
-    assert steer.run(_parse("stop", str(path), "--wait", "0.01")) == 1
+    with live(path):
+        assert steer.run(_parse("stop", str(path), "--wait", "1")) == 0
+        assert "#1 stop -> applied at step 7" in capsys.readouterr().out
+        assert steer.run(_parse("stop", str(path), "--wait", "0.01")) == 1
     assert "command 2: not applied within 0.01 s" in capsys.readouterr().err
 
 

@@ -102,7 +102,7 @@ def compare() -> dict[str, Any]:
     fresh = run(fresh_lr, None, s2)
     return {
         "steps": steps,
-        "retraced": [e.get("retraced") for e in applied],
+        "schedule_entries": ["schedules" in e for e in applied],
         "controlled": controlled,
         "fresh": fresh,
     }

@@ -162,7 +162,8 @@ def test_journal_appends_lines_and_skips_a_broken_one(tmp_path: Path) -> None:
     with open(tmp_path / "journal.jsonl", "a", encoding="utf-8") as f:
         f.write("{broken\n")
     append_journal(tmp_path, {"step": 3}, name="journal.worker1.jsonl")
-    entries = read_journal(tmp_path / "journal.jsonl")
+    with pytest.warns(RuntimeWarning, match=r"skipped 1 line\(s\) .* \(line 3\)"):
+        entries = read_journal(tmp_path / "journal.jsonl")
     assert [e["step"] for e in entries] == [1, 2]
     assert entries[0]["loss"] is None  # strict JSON: nan as null
     (worker,) = read_journal(tmp_path / "journal.worker1.jsonl")

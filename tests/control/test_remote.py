@@ -92,7 +92,7 @@ def steer_and_replay(backend: str, tmp_path: Path) -> None:
     )
     try:
         wait_for_step(control, 40, process)
-        sent = cli("set", str(control), "learning_rate=0", "--wait", "60")
+        sent = cli("set", str(control), "learning_rate=0", "--force", "--wait", "60")
         assert sent.returncode == 0, sent.stderr
         assert "applied at step" in sent.stdout
         stdout, stderr = process.communicate(
@@ -163,7 +163,7 @@ def test_a_killed_run_resumed_from_its_backup_applies_the_command_once(tmp_path:
     )
     try:
         wait_for_step(control, 40, process)
-        sent = cli("set", str(control), "learning_rate=0", "--wait", "60")
+        sent = cli("set", str(control), "learning_rate=0", "--force", "--wait", "60")
         assert sent.returncode == 0, sent.stderr
         [applied] = [e for e in journal(control) if e.get("status") == "applied"]
         wait_for_step(control, applied["step"] + 20, process)  # past two epoch backups
@@ -202,7 +202,7 @@ def test_a_run_killed_inside_a_command_applies_it_once_when_resumed(tmp_path: Pa
     )
     try:
         wait_for_step(control, 40, process)  # past several epoch backups
-        sent = cli("set", str(control), "learning_rate=0")
+        sent = cli("set", str(control), "learning_rate=0", "--force")
         assert sent.returncode == 0, sent.stderr
         process.communicate(timeout=float(os.environ.get("HYPERSTEP_TEST_TIMEOUT", "3600")))
     finally:

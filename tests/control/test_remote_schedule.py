@@ -28,7 +28,7 @@ def check(result: dict[str, Any], backend: str) -> None:
     controlled, fresh = result["controlled"], result["fresh"]
     s1, s2, s3 = result["steps"]
     assert (s1, s2, s3) == (10, 20, 30)  # the update after each submission
-    assert result["retraced"] == [False, None, None]
+    assert result["schedule_entries"] == [True, False, False]
     rows, again = np.array(controlled["rows"]), np.array(fresh["rows"])
     lr = controlled["names"].index("learning_rate")
     wd = controlled["names"].index("weight_decay")
@@ -133,7 +133,7 @@ def test_replay_of_python_number_hyperparameters_is_bitwise_the_controlled_run(
     entries = [json.loads(line) for line in lines]
     applied = [e for e in entries if e.get("status") == "applied"]
     assert [e["step"] for e in applied] == [4, 8, 12, 16]
-    assert [e.get("retraced") for e in applied] == [None, False, False, None]
+    assert ["schedules" in e for e in applied] == [False, True, True, False]
     schedules = hs.Remote.replay(tmp_path / "run" / "journal.jsonl")
     assert sorted(schedules) == ["beta_1", "beta_2", "weight_decay"]
     schedules = {n: hs.parse(repr(s)) for n, s in schedules.items()}  # as text, read back
@@ -221,7 +221,7 @@ def test_schedule_under_steps_per_execution_retraces_nothing_and_replays_bitwise
     lines = (tmp_path / "run" / "journal.jsonl").read_text().splitlines()
     applied = [e for e in map(json.loads, lines) if e.get("status") == "applied"]
     assert [e["step"] for e in applied] == [8, 12, 16]
-    assert [e.get("retraced") for e in applied] == [False, None, False]
+    assert ["schedules" in e for e in applied] == [True, False, True]
     assert applied[0]["driven"] == ["beta_1", "learning_rate"]
     schedules = {n: hs.parse(repr(s)) for n, s in hs.Remote.replay(lines_path(tmp_path)).items()}
     assert sorted(schedules) == ["beta_1", "learning_rate", "weight_decay"]
@@ -378,7 +378,7 @@ def test_commands_under_torch_compile_reach_the_compiled_step_without_a_recompil
     lines = (tmp_path / "run" / "journal.jsonl").read_text().splitlines()
     applied = [e for e in map(json.loads, lines) if e.get("status") == "applied"]
     assert [e["step"] for e in applied] == [4, 8]
-    assert applied[0]["driven"] == ["learning_rate"] and applied[0]["retraced"] is False
+    assert applied[0]["driven"] == ["learning_rate"] and "schedules" in applied[0]
     schedules = {n: hs.parse(repr(s)) for n, s in hs.Remote.replay(lines_path(tmp_path)).items()}
     fresh, fresh_frames = _compiled_run({**given, **schedules}, {}, None, True)
     # measured: dynamo compiles one frame more than the fresh run by step 2 and one more
@@ -422,12 +422,13 @@ def test_a_remote_joining_a_later_fit_through_a_loss_scale_optimizer_drives_the_
 
     stopped = trained(1, [])  # steps 9-16
     remote = hs.Remote(tmp_path / "run")
-    submit(remote.directory, {"verb": "schedule", "values": {"learning_rate": "0"}, "at": 16})
+    command = {"verb": "schedule", "values": {"learning_rate": "0"}, "at": 16, "queued": True}
+    submit(remote.directory, command)  # sent before the run: queued for it
     steered = trained(2, [remote])  # steps 9-24, a rate of 0 from step 16's update on
     lines = (tmp_path / "run" / "journal.jsonl").read_text().splitlines()
     applied = [e for e in map(json.loads, lines) if e.get("status") == "applied"]
-    assert [(e["command"]["verb"], e["step"], e["retraced"]) for e in applied] == [
-        ("schedule", 16, False)
+    assert [(e["command"]["verb"], e["step"], "schedules" in e) for e in applied] == [
+        ("schedule", 16, True)
     ]
     np.testing.assert_array_equal(steered, stopped)
 

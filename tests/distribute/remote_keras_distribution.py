@@ -31,7 +31,7 @@ import hyperstep as hs
 from hyperstep.control.directory import submit
 
 PLAN = {
-    3: {"verb": "set", "values": {"learning_rate": 0.0}},
+    3: {"verb": "set", "values": {"learning_rate": 0.0}, "force": True},
     5: {"verb": "cooldown", "names": ["weight_decay"], "steps": 4, "shape": "linear"},
 }
 

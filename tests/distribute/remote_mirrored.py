@@ -40,7 +40,10 @@ def main() -> dict:
         def on_train_batch_end(self, batch, logs=None):
             step = int(keras.ops.convert_to_numpy(opt.iterations))
             if step == 3:
-                submit(remote.directory, {"verb": "set", "values": {"learning_rate": 0.0}})
+                submit(
+                    remote.directory,
+                    {"verb": "set", "values": {"learning_rate": 0.0}, "force": True},
+                )
             copies.append(
                 [
                     np.stack([np.asarray(c) for c in strategy.experimental_local_results(v.value)])

@@ -70,7 +70,9 @@ def main(out: str, index: int, ports: list[int], control: str, alone: bool) -> N
     for iteration in range(STEPS):
         if index == 0 and iteration == SUBMIT:
             time.sleep(DELAY)
-            submit(remote.directory, {"verb": "set", "values": {"learning_rate": 0.0}})
+            submit(
+                remote.directory, {"verb": "set", "values": {"learning_rate": 0.0}, "force": True}
+            )
         for entry in remote.poll():
             applied.append([entry["seq"], entry["status"], entry["step"]])
         train_step(tf.constant(xb), tf.constant(yb))

@@ -51,7 +51,9 @@ def main(out: str, rank: int, port: int, control: str) -> None:
     for iteration in range(STEPS):
         if rank == 0 and iteration == SUBMIT:
             time.sleep(DELAY)
-            submit(remote.directory, {"verb": "set", "values": {"learning_rate": 0.0}})
+            submit(
+                remote.directory, {"verb": "set", "values": {"learning_rate": 0.0}, "force": True}
+            )
         for entry in remote.poll():
             applied.append([entry["seq"], entry["status"], entry["step"]])
         for v in variables:

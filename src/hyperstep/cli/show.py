@@ -8,6 +8,9 @@ each took effect (from ``journal.jsonl``). Imports no Keras.
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import sys
 import time
 from typing import Any
 
@@ -34,7 +37,17 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the status and the last commands of ``args.directory``; return the exit status."""
+    """Print the status and the last commands of ``args.directory``; return the exit status
+    (0 also into a pipe closed early, as ``hyperstep show DIR | head -1``)."""
+    try:
+        return _show(args)
+    except BrokenPipeError:  # the reader is gone: nothing more to say, and no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush goes there
+        return 0
+
+
+def _show(args: argparse.Namespace) -> int:
     from hyperstep.cli.steer import outcome
     from hyperstep.control import directory as protocol
 
@@ -43,13 +56,19 @@ def run(args: argparse.Namespace) -> int:
     if status is None:
         print(f"{path}: no status yet (the run writes status.json once hs.Remote polls)")
     else:
-        age = time.time() - float(status.get("time", 0.0))
+        age = time.time() - _float(status.get("time"))
         print(
-            f"{path}: step {status.get('step')} ({status.get('state')}, pid {status.get('pid')}, "
-            f"status {age:.1f} s old), last command applied: {status.get('applied')}"
+            escape(
+                f"{path}: step {status.get('step')} ({status.get('state')}, pid "
+                f"{status.get('pid')}, status {age:.1f} s old), last command applied: "
+                f"{status.get('applied')}"
+            )
         )
         rows = [("name", "value", "schedule", "scale", "override")]
-        for name, hp in sorted(status.get("hyperparameters", {}).items()):
+        found = status.get("hyperparameters")
+        for name, hp in sorted((found if isinstance(found, dict) else {}).items()):
+            if not isinstance(hp, dict):
+                continue
             override = hp.get("override")
             rows.append(
                 (
@@ -63,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
             )
         widths = [max(len(row[i]) for row in rows) for i in range(5)]
         for row in rows:
-            print("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+            cells = (cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+            print(escape("  " + "  ".join(cells)))
     try:
         entries = protocol.read_journal(path / protocol.JOURNAL)
     except OSError:
@@ -71,9 +91,27 @@ def run(args: argparse.Namespace) -> int:
     commands = [e for e in entries if "status" in e][-args.last :]
     print("last commands:" if commands else "no commands yet")
     for entry in commands:
-        print("  " + outcome(entry))
+        print("  " + escape(outcome(entry)))
     return 0
 
 
+def escape(text: str) -> str:
+    r"""``text`` with every character that is not printable (a terminal's escape sequence, a
+    line break, a lone surrogate) written as its Python escape: what ``show`` prints comes
+    from files anyone who can write ``DIR`` wrote.
+
+    Example:
+        >>> escape("lr=0.1\x1b[2J\udc80")
+        'lr=0.1\\x1b[2J\\udc80'
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _float(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) else math.nan
+
+
 def _number(value: Any) -> str:
-    return "-" if value is None else f"{float(value):.6g}"
+    if value is None:
+        return "-"
+    return f"{value:.6g}" if isinstance(value, (int, float)) else repr(value)

@@ -4,7 +4,11 @@ Each verb checks what it can (the directory is safe, values are numbers within f
 range or ``hs.parse`` expressions, names exist in the run's last ``status.json``), then
 writes one numbered command file that the run's :class:`hyperstep.Remote` applies at its
 next step. A command refused here is journaled and exits with status 2; ``--wait`` waits
-for the run's verdict (exit 1 when it refuses). No Keras is imported: the command is quick.
+for the run's verdict (exit 1 when it refuses). When no live run holds ``DIR`` (it ended,
+stopped, or never started) a verb answers at once with one line and exit status 1, unless
+``--queue`` queues it for the next run. Commands are numbered from the larger of the
+highest command file and the run's last applied one. No Keras is imported: the command is
+quick.
 """
 
 from __future__ import annotations
@@ -16,28 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from hyperstep.cli.arguments import MAX_STEPS
+from hyperstep.control.verbs import VERBS
 
 #: the verbs this module registers, in the order ``--help`` lists them
-NAMES = ("set", "scale", "clear", "schedule", "cooldown", "stop")
-
-_HELP = {
-    "set": ("override hyperparameters of a running job", "NAME=VALUE", "e.g. learning_rate=1e-4"),
-    "scale": ("set the factor that multiplies a schedule", "NAME=FACTOR", "e.g. learning_rate=0.5"),
-    "clear": ("remove overrides (back to the schedule)", "NAME", "e.g. learning_rate"),
-    "schedule": (
-        "replace schedules (hs.parse expressions)",
-        "NAME=EXPR",
-        'e.g. learning_rate="cosine(1e-3, steps=5000)"',
-    ),
-    "cooldown": ("start hyperparameters' cooldowns", "NAME", "default learning_rate"),
-    "stop": ("end fit cleanly after the current step", None, None),
-}
+NAMES = tuple(VERBS)
+_METAVARS = {"numbers": "NAME=VALUE", "schedules": "NAME=EXPR", "names": "NAME", None: None}
 
 
 def register(subparsers: Any) -> None:
     """Add the six steering subcommands."""
     for verb in NAMES:
-        what, metavar, example = _HELP[verb]
+        what, takes, example = VERBS[verb].help, VERBS[verb].takes, VERBS[verb].example
+        metavar = _METAVARS[takes]
+        example = (
+            f"e.g. {example}" if example else "default learning_rate" if verb == "cooldown" else ""
+        )
         parser = subparsers.add_parser(
             verb,
             help=what,
@@ -56,7 +53,7 @@ def register(subparsers: Any) -> None:
         if verb == "cooldown":
             parser.add_argument(
                 "--steps",
-                type=int,
+                type=_steps,
                 default=None,
                 metavar="N",
                 help="the cooldown's length: creates the hyperparameter's cooldown if it has "
@@ -73,6 +70,24 @@ def register(subparsers: Any) -> None:
             help="take effect at this step instead of the next one",
         )
         parser.add_argument(
+            "--queue",
+            action="store_true",
+            help="when no live run holds DIR (it ended, or has not started), queue the "
+            "command for the next run of DIR instead of refusing",
+        )
+        if verb in ("set", "scale"):
+            parser.add_argument(
+                "--force",
+                action="store_true",
+                help="allow a learning_rate of zero or below (refused without it)",
+            )
+        if verb == "schedule":
+            parser.add_argument(
+                "--from-now",
+                action="store_true",
+                help="`step` in EXPR counts from the step the command takes effect",
+            )
+        parser.add_argument(
             "--wait",
             type=float,
             default=None,
@@ -86,6 +101,13 @@ def _step(text: str) -> int:
     value = int(text) if text.strip().isdigit() else -1
     if not 0 <= value <= MAX_STEPS:
         raise argparse.ArgumentTypeError(f"expected a step, an integer >= 0, got {text!r}")
+    return value
+
+
+def _steps(text: str) -> int:
+    value = _step(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of steps, got {text!r}")
     return value
 
 
@@ -114,6 +136,9 @@ def command_of(args: argparse.Namespace) -> dict[str, Any]:
                 command[key] = getattr(args, key)
     if args.at is not None:
         command["at"] = args.at
+    for flag in ("force", "from_now", "queue"):
+        if getattr(args, flag, False):
+            command["queued" if flag == "queue" else flag] = True
     return command
 
 
@@ -125,7 +150,11 @@ def run(args: argparse.Namespace) -> int:
     path = protocol.check_directory(args.directory)
     command = command_of(args)
     status = protocol.read_status(path)
-    names = None if status is None else status.get("hyperparameters")
+    live = protocol.held(path)
+    if not live and not args.queue:
+        print(f"{_not_live(path, status)}; --queue queues it for the next run", file=sys.stderr)
+        return 1
+    names = None if status is None or not live else status.get("hyperparameters")
     try:
         checked = protocol.check_command(command, names)
     except InvalidArgumentError as error:
@@ -141,13 +170,26 @@ def run(args: argparse.Namespace) -> int:
             },
         )
         raise
-    seq = protocol.submit(path, {**checked, "time": time.time()})
+    applied = status.get("applied") if status is not None else None
+    after = applied + 1 if type(applied) is int and applied >= 0 else 1
+    seq = protocol.submit(path, {**checked, "time": time.time()}, at_least=after)
     print(f"command {seq} queued: {describe(checked)}")
+    if not live:
+        print(f"note: {_not_live(path, status)}: the next run of it applies it")
+        return 0
     if args.wait is None:
-        if status is None:
-            print(f"note: no status in {path} yet: is the run started with hs.Remote?")
         return 0
     return _wait(path, seq, args.wait)
+
+
+def _not_live(path: Path, status: dict[str, Any] | None) -> str:
+    """``the run in DIR ended at step 215`` (or why no live run holds ``DIR``)."""
+    state = None if status is None else status.get("state")
+    if state in ("ended", "stopped"):
+        return f"the run in {path} {state} at step {status.get('step')}"  # type: ignore[union-attr]
+    if status is None:
+        return f"no run holds {path} (no status yet: none started there)"
+    return f"no run holds {path} (its last status: step {status.get('step')}, {state}; gone)"
 
 
 def _wait(path: Path, seq: int, seconds: float) -> int:

@@ -6,13 +6,20 @@ writes ``DIR/journal.jsonl`` (every command, accepted or refused) and ``DIR/stat
 cooldown|stop|show DIR`` commands write and read those files. This module is the protocol,
 shared by both sides; it imports neither Keras nor a backend, so the commands start fast.
 
-* Only who can write ``DIR`` controls the run (no port is opened): a directory writable by
-  its group or by everyone, or owned by another user, is refused.
+* Only the user who owns ``DIR`` steers the run (no port is opened): a directory writable
+  by its group or by everyone, owned by another user, or in a parent others can write
+  without the sticky bit, is refused; so is a command file that is not a regular file of
+  that user writable only by them.
+* Every file is opened without following a symbolic link (``O_NOFOLLOW``) and without
+  blocking (``O_NONBLOCK``: a FIFO never hangs the run), then checked with ``fstat``; files
+  the run creates are 0600, temporary files ``O_EXCL``.
 * A command is one JSON object, written to a temporary file and linked to
   ``commands/NNNNNNNN.json`` (``os.link`` fails if the name exists): names are consecutive
   sequence numbers, each written once and complete, so several writers at once each get their
   own number and the run applies them all, once, in order.
-* Values are numbers (finite, within float32's range) or ``hs.parse`` expressions, never code.
+* Values are numbers (finite, within float32's range) or ``hs.parse`` expressions, never code;
+  integers have at most 20 digits and a command is at most 64 KiB.
+* One live run holds ``DIR`` (``flock`` on ``DIR/.lock``, which names its process).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import math
 import os
 import stat
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +39,21 @@ __all__ = [
     "COMMANDS",
     "FLOAT32_MAX",
     "JOURNAL",
+    "LOCK",
     "STATUS",
     "VERBS",
     "WORKER_JOURNAL",
     "append_journal",
     "check_command",
     "check_directory",
+    "command_after",
     "command_path",
+    "held",
+    "hold",
+    "is_rate",
+    "loads",
     "next_sequence",
+    "open_file",
     "parse_number",
     "parse_schedule",
     "read_command",
@@ -51,6 +66,7 @@ __all__ = [
 COMMANDS = "commands"
 JOURNAL = "journal.jsonl"
 STATUS = "status.json"
+LOCK = ".lock"
 #: the journal of worker ``index`` other than the chief (the chief's is ``JOURNAL``)
 WORKER_JOURNAL = "journal.worker{index}.jsonl"
 #: the verbs a command may carry (``show`` only reads)
@@ -61,32 +77,58 @@ FLOAT32_MAX = 3.4028235677973362e38  # the largest float finite in float32
 SHAPES = ("1-sqrt", "linear", "cosine", "exponential", "minus_sqrt")
 #: the largest command file read (a command is a few hundred bytes)
 MAX_COMMAND_BYTES = 65536
+#: the largest step (``--at``, a cooldown's ``steps``): 2**53, exact in float64
+MAX_STEP = 2**53
+#: the most digits of an integer in a command or journal line (2**64 has 20)
+MAX_DIGITS = 20
 _DIGITS = 8
+#: the flags a command may carry (see :func:`check_command`)
+FLAGS = ("queued", "force", "from_now")
+#: opens that never follow a link nor block (0 where the platform lacks the flag)
+_SAFE_OPEN = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+_SAFE_OPEN |= getattr(os, "O_CLOEXEC", 0)
 
 
 # ---- the directory ----------------------------------------------------------------------
 def check_directory(directory: str | os.PathLike[str], *, create: bool = False) -> Path:
-    """Return ``directory`` as a Path once it is safe to steer a run through.
+    """Return ``directory`` resolved (an absolute path, no link) once it is safe to steer
+    a run through.
 
     With ``create``, a missing directory (and its ``commands/``) is created with mode 0700.
 
     Raises:
         InvalidArgumentError: If it does not exist (without ``create``), is not a directory,
-            is owned by another user, or is writable by its group or by everyone (one line
-            naming the problem and the ``chmod`` that fixes it).
+            is owned by another user, is writable by its group or by everyone, or sits in a
+            parent that others can write and that lacks the sticky bit (one line naming the
+            problem and the ``chmod`` that fixes it).
     """
-    path = Path(os.path.expanduser(os.fspath(directory)))
+    path = Path(os.path.realpath(os.path.expanduser(os.fspath(directory))))
+    _check_parent(path.parent, directory)
     for part in (path, path / COMMANDS):
-        if create and not part.exists():
+        if create and not os.path.lexists(part):
             part.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.chmod(part, 0o700)
+            os.chmod(part, 0o700, follow_symlinks=False)
         _check_safe(part, directory)  # the directory first: nothing is created in an unsafe one
     return path
 
 
+def _check_parent(parent: Path, given: Any) -> None:
+    try:
+        info = os.stat(parent)
+    except OSError:
+        return  # created with the directory (parents=True), by this user
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+        raise InvalidArgumentError(
+            f"the parent of control directory, {str(parent)!r}, is writable by others "
+            f"(mode {stat.S_IMODE(info.st_mode):o}) without the sticky bit: a neighbour "
+            f"could move the directory away and put their own in its place; run `chmod +t "
+            f"{parent}` or use a private parent. Received: directory={str(given)!r}"
+        )
+
+
 def _check_safe(path: Path, given: Any) -> None:
     try:
-        info = os.stat(path)
+        info = os.lstat(path)
     except FileNotFoundError:
         raise InvalidArgumentError(
             f"control directory {str(path)!r} does not exist: start the run with "
@@ -96,17 +138,109 @@ def _check_safe(path: Path, given: Any) -> None:
         raise InvalidArgumentError(
             f"control directory {str(path)!r} is not a directory. Received: directory={given!r}"
         )
+    _check_owner(info, f"control directory {str(path)!r}", f"directory={str(given)!r}", path)
+
+
+def _check_owner(info: os.stat_result, what: str, given: str, path: Any) -> None:
+    """Refuse ``info`` owned by another user or writable by its group or everyone."""
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
         raise InvalidArgumentError(
-            f"control directory {str(path)!r} is owned by another user (uid {info.st_uid}): "
-            f"whoever can write it steers the run. Received: directory={str(given)!r}"
+            f"{what} is owned by another user (uid {info.st_uid}): whoever can write it "
+            f"steers the run. Received: {given}"
         )
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise InvalidArgumentError(
-            f"control directory {str(path)!r} is writable by others "
-            f"(mode {stat.S_IMODE(info.st_mode):o}): anyone could steer the run; run "
-            f"`chmod go-w {path}`. Received: directory={str(given)!r}"
+            f"{what} is writable by others (mode {stat.S_IMODE(info.st_mode):o}): anyone "
+            f"could steer the run; run `chmod go-w {path}`. Received: {given}"
         )
+
+
+def open_file(path: Path, flags: int = os.O_RDONLY) -> int:
+    """``os.open(path, flags)`` never following a link nor blocking, for a regular file of
+    this user writable only by them (created 0600 with ``os.O_CREAT``); return the fd.
+
+    Raises:
+        OSError: If it cannot be opened (a link: ``ELOOP``).
+        InvalidArgumentError: If it is not such a file.
+    """
+    fd = os.open(path, flags | _SAFE_OPEN, 0o600)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidArgumentError(f"not a regular file. Received: {path.name}")
+        _check_owner(info, f"file {path.name!r}", path.name, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read(path: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of the file (see :func:`open_file`)."""
+    fd = open_file(path)
+    try:
+        chunks, size = [], 0
+        while size < limit:
+            chunk = os.read(fd, limit - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def hold(directory: Path, wait: float = 1.0) -> int | None:
+    """Take ``DIR/.lock`` for this process (``flock``, released when the returned fd is
+    closed or the process ends) and write its pid there, trying for ``wait`` seconds; None
+    where ``fcntl`` is missing (Windows: no lock).
+
+    Raises:
+        InvalidArgumentError: If a live process holds it, naming that process.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    fd = open_file(directory / LOCK, os.O_RDWR | os.O_CREAT)
+    deadline = time.monotonic() + wait
+    while True:  # a CLI's probe holds it for microseconds
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                raise InvalidArgumentError(
+                    f"control directory {str(directory)!r} is held by the live run of process "
+                    f"{holder}: one run per directory; give this run another one. "
+                    f"Received: directory={str(directory)!r}"
+                ) from None
+            time.sleep(0.02)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def held(directory: Path) -> bool:
+    """Whether a live run holds ``DIR`` (see :func:`hold`); True where it cannot tell."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return True
+    try:
+        fd = open_file(directory / LOCK)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the probe's own lock
+    return False
 
 
 def command_path(directory: Path, sequence: int) -> Path:
@@ -114,27 +248,37 @@ def command_path(directory: Path, sequence: int) -> Path:
     return directory / COMMANDS / f"{sequence:0{_DIGITS}d}.json"
 
 
-def next_sequence(directory: Path) -> int:
-    """One more than the highest command number in ``DIR/commands`` (1 when none)."""
-    highest = 0
+def _numbers(directory: Path) -> list[int]:
+    numbers = []
     with os.scandir(directory / COMMANDS) as entries:
         for entry in entries:
             stem, _, ext = entry.name.partition(".")
             if ext == "json" and len(stem) == _DIGITS and stem.isdigit():
-                highest = max(highest, int(stem))
-    return highest + 1
+                numbers.append(int(stem))
+    return numbers
 
 
-def submit(directory: Path, command: dict[str, Any]) -> int:
+def next_sequence(directory: Path, at_least: int = 1) -> int:
+    """One more than the highest command number in ``DIR/commands``, at least ``at_least``."""
+    return max([at_least - 1, *_numbers(directory)]) + 1
+
+
+def command_after(directory: Path, sequence: int) -> int | None:
+    """The lowest command number above ``sequence`` in ``DIR/commands``, or None."""
+    return min((n for n in _numbers(directory) if n > sequence), default=None)
+
+
+def submit(directory: Path, command: dict[str, Any], at_least: int = 1) -> int:
     """Write ``command`` as the next numbered command file atomically; return its number.
 
-    The JSON goes to a temporary file (flushed to disk), then ``os.link`` gives it the next
-    free number: a number already taken by a concurrent writer fails the link, and the next
-    one is tried. A reader never sees a partial command.
+    The JSON goes to a temporary file (``O_EXCL``, 0600, flushed to disk), then ``os.link``
+    gives it the next free number, at least ``at_least``: a number already taken by a
+    concurrent writer fails the link, and the next one is tried. A reader never sees a
+    partial command.
     """
     data = json.dumps(command, allow_nan=False, sort_keys=True).encode()
     tmp = directory / COMMANDS / f".tmp-{os.getpid()}-{time.monotonic_ns()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _SAFE_OPEN, 0o600)
     try:
         os.write(fd, data)
         os.fsync(fd)
@@ -142,7 +286,7 @@ def submit(directory: Path, command: dict[str, Any]) -> int:
         os.close(fd)
     try:
         for _ in range(10_000):
-            sequence = next_sequence(directory)
+            sequence = next_sequence(directory, at_least)
             try:
                 os.link(tmp, command_path(directory, sequence))
                 return sequence
@@ -155,24 +299,51 @@ def submit(directory: Path, command: dict[str, Any]) -> int:
         os.unlink(tmp)
 
 
-def read_command(path: Path) -> dict[str, Any]:
-    """The JSON object in command file ``path``.
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise InvalidArgumentError(
+            f"an integer has more than {MAX_DIGITS} digits. Received: {text[:24]}..."
+        )
+    return int(text)
+
+
+def loads(data: bytes | str) -> Any:
+    """``json.loads`` with integers of at most ``MAX_DIGITS`` digits and a bounded depth.
 
     Raises:
-        InvalidArgumentError: If it is too large, not UTF-8 JSON, or not an object.
+        InvalidArgumentError: If ``data`` is not such UTF-8 JSON.
     """
-    with open(path, "rb") as f:
-        data = f.read(MAX_COMMAND_BYTES + 1)
+    try:
+        text = data.decode() if isinstance(data, bytes) else data
+        return json.loads(text, parse_int=_bounded_int)
+    except InvalidArgumentError:
+        raise
+    except RecursionError:
+        raise InvalidArgumentError(f"JSON nested too deep. Received: {data[:40]!r}...") from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise InvalidArgumentError(
+            f"not valid JSON ({str(error)[:120]}). Received: {data[:80]!r}"
+        ) from None
+
+
+def read_command(path: Path) -> dict[str, Any]:
+    """The JSON object in command file ``path`` (a regular file of this user, writable
+    only by them, read without following a link or blocking).
+
+    Raises:
+        InvalidArgumentError: If it is not such a file, is too large, not UTF-8 JSON, or
+            not an object.
+        OSError: If it cannot be opened (a link: ``ELOOP``).
+    """
+    data = _read(path, MAX_COMMAND_BYTES + 1)
     if len(data) > MAX_COMMAND_BYTES:
         raise InvalidArgumentError(
             f"command file larger than {MAX_COMMAND_BYTES} bytes. Received: {path.name}"
         )
     try:
-        command = json.loads(data.decode())
-    except (UnicodeDecodeError, ValueError) as error:
-        raise InvalidArgumentError(
-            f"command is not valid JSON ({error}). Received: {data[:80]!r}"
-        ) from None
+        command = loads(data)
+    except InvalidArgumentError as error:
+        raise InvalidArgumentError(f"command is {error}") from None
     if not isinstance(command, dict):
         raise InvalidArgumentError(
             f"command must be a JSON object. Received: {type(command).__name__}"
@@ -189,17 +360,18 @@ def parse_number(name: str, value: Any) -> float:
         InvalidArgumentError: Otherwise, naming ``name`` and the value.
     """
     number: float | None = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):
             number = float(value.strip())
-        except ValueError:
-            number = None
+    except (ValueError, OverflowError):
+        number = None
     if number is None or not math.isfinite(number) or abs(number) > FLOAT32_MAX:
+        shown = repr(value) if len(repr(value)) < 60 else f"{repr(value)[:40]}..."
         raise InvalidArgumentError(
             f"{name} needs a finite number within float32's range (|x| <= 3.4e38), e.g. "
-            f"{name}=1e-4. Received: {name}={value!r}"
+            f"{name}=1e-4. Received: {name}={shown}"
         )
     return number
 
@@ -226,7 +398,7 @@ def parse_schedule(name: str, text: Any) -> str:
 
     try:
         return repr(parse(text))
-    except (HyperstepError, ArithmeticError, ValueError, TypeError) as error:
+    except (HyperstepError, ArithmeticError, ValueError, TypeError, RecursionError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise InvalidArgumentError(f"{name}: {reason}. Received: {name}={text!r}") from None
 
@@ -237,6 +409,9 @@ def check_command(command: Any, names: Any = None) -> dict[str, Any]:
     A command is ``{"verb": ..., ...}``: ``set``/``scale``/``schedule`` carry
     ``"values": {name: value}``, ``clear`` and ``cooldown`` ``"names": [...]``, any of them
     ``"at": step``; ``cooldown`` optional ``"steps"`` and ``"shape"``; ``stop`` nothing.
+    Flags: ``"queued"`` (sent for the next run of ``DIR``), ``"force"`` (a ``learning_rate``
+    set or scaled to zero or below), ``"from_now"`` (``schedule``: its ``step`` counts from
+    the step the command takes effect).
 
     Args:
         command: The decoded JSON object.
@@ -253,9 +428,20 @@ def check_command(command: Any, names: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {"verb": verb}
     at = command.get("at")
     if at is not None:
-        if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at < 2**53:
+        if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at <= MAX_STEP:
             raise InvalidArgumentError(f"at must be a step, an integer >= 0. Received: at={at!r}")
         out["at"] = at
+    for flag in FLAGS:
+        given_flag = command.get(flag, False)
+        if not isinstance(given_flag, bool) or (
+            given_flag and flag == "from_now" and verb != "schedule"
+        ):
+            raise InvalidArgumentError(
+                f"{flag} must be true or false (from_now: on schedule only). "
+                f"Received: {flag}={given_flag!r}"
+            )
+        if given_flag:
+            out[flag] = True
     if verb in ("set", "scale", "schedule"):
         values = command.get("values")
         if not isinstance(values, dict) or not values:
@@ -269,6 +455,11 @@ def check_command(command: Any, names: Any = None) -> dict[str, Any]:
                 checked[name] = parse_schedule(name, value)
             else:
                 checked[name] = parse_number(name, value)
+                if checked[name] <= 0 and is_rate(name) and not out.get("force"):
+                    raise InvalidArgumentError(
+                        f"{verb} would make {name} {'zero' if checked[name] == 0 else 'negative'}"
+                        f": refused unless forced (`--force`). Received: {name}={value!r}"
+                    )
         out["values"] = checked
     elif verb in ("clear", "cooldown"):
         given = command.get("names", ["learning_rate"] if verb == "cooldown" else None)
@@ -280,9 +471,12 @@ def check_command(command: Any, names: Any = None) -> dict[str, Any]:
         if verb == "cooldown":
             steps, shape = command.get("steps"), command.get("shape")
             if steps is not None:
-                if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+                if isinstance(steps, bool) or not isinstance(steps, int):
+                    steps = None
+                if steps is None or not 1 <= steps <= MAX_STEP:
                     raise InvalidArgumentError(
-                        f"cooldown steps must be a positive integer. Received: steps={steps!r}"
+                        "cooldown steps must be a positive integer, at most 2**53. "
+                        f"Received: steps={command.get('steps')!r}"
                     )
                 out["steps"] = steps
             if shape is not None:
@@ -292,6 +486,12 @@ def check_command(command: Any, names: Any = None) -> dict[str, Any]:
                     )
                 out["shape"] = shape
     return out
+
+
+def is_rate(name: str) -> bool:
+    """Whether ``name`` is a learning rate (``learning_rate``, a group's ``g/learning_rate``):
+    zero, negative and non-finite values are refused without ``force``."""
+    return name.rsplit("/", 1)[-1] == "learning_rate"
 
 
 def _check_name(name: Any, names: Any) -> None:
@@ -311,11 +511,11 @@ def _check_name(name: Any, names: Any) -> None:
 # ---- journal and status -----------------------------------------------------------------
 def append_journal(directory: Path, entry: dict[str, Any], name: str = JOURNAL) -> None:
     """Append ``entry`` as one JSON line to ``DIR/journal.jsonl`` (or ``DIR/name``: a
-    worker other than the chief keeps its own) in one ``write`` with ``O_APPEND``: lines of
-    concurrent writers never interleave."""
+    worker other than the chief keeps its own) in one ``write`` with ``O_APPEND`` (created
+    0600, never through a link): lines of concurrent writers never interleave."""
     entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **entry}
     line = (json.dumps(_finite(entry), sort_keys=False) + "\n").encode()
-    fd = os.open(directory / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = open_file(directory / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, line)
     finally:
@@ -323,33 +523,59 @@ def append_journal(directory: Path, entry: dict[str, Any], name: str = JOURNAL) 
 
 
 def read_journal(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The entries of a journal file, in order (a line that does not parse is skipped)."""
-    entries = []
-    with open(os.path.expanduser(os.fspath(path)), encoding="utf-8") as f:
-        for line in f:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict):
-                entries.append(entry)
+    """The entries of a journal file, in order; a line that is not UTF-8 JSON of an object
+    is skipped, with one warning naming how many were (an unfinished last line, written as
+    the run was killed, silently).
+
+    Raises:
+        OSError: If the file cannot be read.
+    """
+    entries, skipped = [], []
+    with open(os.path.expanduser(os.fspath(path)), "rb") as f:
+        lines = f.read().split(b"\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = loads(line)
+        except InvalidArgumentError:
+            entry = None
+        if isinstance(entry, dict):
+            entries.append(entry)
+        elif number < len(lines):  # the last piece has no newline: a line cut short
+            skipped.append(number)
+    if skipped:
+        lines_named = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
+        warnings.warn(
+            f"skipped {len(skipped)} line(s) of {os.fspath(path)!r} that are not JSON "
+            f"objects (line {lines_named})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return entries
 
 
 def write_status(directory: Path, status: dict[str, Any]) -> None:
-    """Write ``DIR/status.json`` atomically (a temporary file, then ``os.replace``)."""
-    tmp = directory / f".{STATUS}.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(_finite(status), f, indent=1)
-    os.replace(tmp, directory / STATUS)
+    """Write ``DIR/status.json`` atomically: a temporary file (``O_EXCL``, 0600), then
+    ``os.replace``."""
+    tmp = directory / f".{STATUS}.{os.getpid()}.{time.monotonic_ns()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _SAFE_OPEN, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(_finite(status), f, indent=1)
+        os.replace(tmp, directory / STATUS)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def read_status(directory: Path) -> dict[str, Any] | None:
-    """The run's last ``status.json``, or None if it has not written one."""
+    """The run's last ``status.json``, or None if it has not written one (or it is not a
+    private regular file of this user holding a JSON object)."""
     try:
-        with open(directory / STATUS, encoding="utf-8") as f:
-            status = json.load(f)
-    except (OSError, ValueError):
+        status = loads(_read(directory / STATUS, 16 * MAX_COMMAND_BYTES))
+    except (OSError, InvalidArgumentError):
         return None
     return status if isinstance(status, dict) else None
 

@@ -15,6 +15,7 @@ import collections
 import math
 import os
 import time
+import warnings
 from typing import Any
 
 import keras
@@ -38,21 +39,32 @@ from hyperstep.control.directory import (
     append_journal,
     check_command,
     check_directory,
+    command_after,
     command_path,
+    hold,
+    next_sequence,
     read_command,
     read_journal,
     write_status,
 )
 from hyperstep.control.reading import collect
+from hyperstep.control.verbs import cooled, names_of, pieces_of, replay
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule
-from hyperstep.schedules.expressions import BinaryOp, Constant, Function, Step
-from hyperstep.schedules.wsd import Cooldown as CooldownWord
+from hyperstep.schedules.expressions import (
+    BinaryOp,
+    Constant,
+    Step,
+    bind_epochs,
+    uses_epoch,
+)
 
-__all__ = ["Remote", "replay"]
+__all__ = ["Remote"]
 
 #: the state variable (on the first hyperparameter by name) holding the last command applied
 APPLIED = "remote_applied"
+#: the state variable (beside it) holding this run's id, which its journal's `begin` names
+RUN = "remote_run"
 #: how many recent journal entries the status file shows
 RECENT = 10
 #: steps per table of a replaced schedule's values (one compiled call each)
@@ -93,9 +105,13 @@ class Remote(keras.callbacks.Callback):
     given as ``hyperparameters``. Every command, applied or refused, is a line of
     ``directory/journal.jsonl``; a malformed one is refused there and never stops training.
 
-    The number of the last command applied is a state variable of the first hyperparameter
-    by name (``remote_applied``), saved with it: a run resumed from its checkpoint applies
-    each command once, those after the checkpoint again.
+    The number of the last command applied is a state variable of the first optimizer
+    hyperparameter by name (``remote_applied``, beside the run's id ``remote_run``), saved
+    with it: a run resumed from its checkpoint applies each command once, those after the
+    checkpoint again. One live run holds the directory (``DIR/.lock``, from construction;
+    ``fit`` lets go at its end, a custom loop with :meth:`close`); a fresh run refuses the
+    commands written before it began, but those sent with ``--queue``. Nothing in the
+    directory raises out of :meth:`poll` (see docs/steering.md, "What is safe").
 
     Several workers (``MultiWorkerMirroredStrategy``, multi-process JAX): each worker's
     Remote counts the commands it can read at a step boundary and all take the smallest
@@ -111,8 +127,9 @@ class Remote(keras.callbacks.Callback):
         status_every: Seconds between status writes (each also after a command).
 
     Raises:
-        InvalidArgumentError: If ``directory`` is writable by its group or everyone, or
-            owned by another user.
+        InvalidArgumentError: If ``directory`` is writable by its group or everyone, owned
+            by another user, or in a parent others can write without the sticky bit; at the
+            start of training, if another live run holds it.
 
     Example:
         >>> import os, tempfile, hyperstep as hs
@@ -143,11 +160,17 @@ class Remote(keras.callbacks.Callback):
         #: set by a ``stop`` command (``fit`` stops by itself; a custom loop reads this)
         self.stop_requested = False
         self._applied: Any = None
+        self._run: Any = None
+        self._clock: Any = None
+        self._lock: int | None = None
         self._next: int | None = None
         self._next_path = ""
+        #: commands numbered up to this one were sent before this run began
+        self._older = 0
         self._pending: list[tuple[int, dict[str, Any]]] = []
         self._recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=RECENT)
         self._last_status = -math.inf
+        self._failing = False
         self._state = "running"
         self._place = Workers()
         self._agree: Any = None
@@ -162,6 +185,10 @@ class Remote(keras.callbacks.Callback):
         self._armed: dict[str, int] = {}
         if self._given:
             self._bind({})
+        try:  # held from here (a live run to the CLI); a second run refuses at its start
+            self._lock = hold(self.directory, wait=0.0)
+        except InvalidArgumentError:  # another worker of this run, or another run
+            self._lock = None
 
     # ---- binding --------------------------------------------------------------------------
     def set_model(self, model: Any) -> None:
@@ -171,6 +198,9 @@ class Remote(keras.callbacks.Callback):
         self._bind(found)
 
     def _bind(self, found: dict[str, Any]) -> None:
+        """Control ``found`` (the optimizer's) and the given hyperparameters; the steering
+        clock and the state (the last command applied, the run's id) are the first
+        optimizer hyperparameter's by name (else the first given one's)."""
         self.hyperparameters = {**found, **self._given}
         if not self.hyperparameters:
             raise InvalidArgumentError(
@@ -178,11 +208,18 @@ class Remote(keras.callbacks.Callback):
                 "hs.scheduled or hs.StepOptimizer, and none were given. Pass "
                 "`hs.Remote(directory, hyperparameters=...)`. Received: hyperparameters=None"
             )
-        owner = self.hyperparameters[min(self.hyperparameters)]
-        if APPLIED in owner.state:
-            self._applied = owner.state[APPLIED]
-        else:
-            self._applied = owner.add_state(APPLIED, 0, "int64")
+        owner = (found or self._given)[min(found or self._given)]
+        for name, variable in ((APPLIED, "_applied"), (RUN, "_run")):
+            made = getattr(self, variable)
+            if made is not None and name not in owner.state:  # made on a free one: moved
+                for hp in self._given.values():
+                    if hp.state.get(name) is made:
+                        hp._state.pop(name)
+            found_state = owner.state.get(name)
+            if found_state is None:
+                found_state = owner.add_state(name, 0, "int64")
+            setattr(self, variable, found_state)
+        self._clock = owner.clock
 
     def _sync(self) -> None:
         """On JAX, put fit's training state back into the variables (a write then reaches
@@ -190,11 +227,34 @@ class Remote(keras.callbacks.Callback):
         if getattr(self, "_model", None) is not None:
             _ = self.model
 
+    def _claim(self) -> None:
+        """Hold the directory for this run: the chief does, when there are several workers
+        (another worker lets go of what its constructor took)."""
+        self._place = workers(self._clock.step)
+        if not self._place.chief:
+            self.close()
+        elif self._lock is None:
+            self._lock = hold(self.directory, wait=5.0)  # a worker may let go of it first
+
+    def close(self) -> None:
+        """Release the directory (``fit`` does at its end; a custom loop when done)."""
+        lock = getattr(self, "_lock", None)  # None: never held (or __init__ refused)
+        if lock is not None:
+            self._lock = None
+            os.close(lock)
+
+    def __del__(self) -> None:
+        self.close()
+
     # ---- polling --------------------------------------------------------------------------
     def poll(self) -> list[dict[str, Any]]:
-        """Apply the commands that arrived (and those whose ``--at`` step came); return the
-        journal entries written. Call it once per iteration, before the update (on every
-        worker, when there are several)."""
+        """Apply the commands that arrived (and those whose ``--at`` step came), at most
+        ``MAX_AGREED`` (the rest at the next polls: deterministic, whatever the machine's
+        load); return the journal entries written.
+        Call it once per iteration, before the update (on every worker, when there are
+        several). Nothing in the directory raises here: a bad command is refused in the
+        journal, an I/O error is one warning (steering goes on once the directory is back).
+        """
         if self._next is None:
             self._begin()
         assert self._next is not None
@@ -205,7 +265,7 @@ class Remote(keras.callbacks.Callback):
         elif (  # between commands: one stat (and a clock read)
             not self._pending
             and not self._replaced
-            and not os.path.exists(self._next_path)
+            and not os.path.lexists(self._next_path)
             and now - self._last_status < self.status_every
         ):
             return []
@@ -213,14 +273,16 @@ class Remote(keras.callbacks.Callback):
         if self._pending:
             self._sync()
             entries += self._due()
-        taken = 0
-        if ready or (ready is None and os.path.exists(self._next_path)):
+        if ready is None and now - self._last_status >= self.status_every:
+            entries += self._gap()
+        limit = MAX_AGREED - len(entries) if ready is None else ready
+        if limit > 0 and (ready or os.path.lexists(self._next_path)):
             self._sync()
-            while (ready is None and os.path.exists(self._next_path)) or taken < (ready or 0):
+            for _ in range(limit):
+                if ready is None and not os.path.lexists(self._next_path):
+                    break
                 entries.append(self._take(self._next))
-                taken += 1
-                self._next += 1
-                self._next_path = os.fspath(command_path(self.directory, self._next))
+                self._advance(self._next + 1)
         if self._replaced:
             self._sync()
             self._drive()
@@ -230,95 +292,163 @@ class Remote(keras.callbacks.Callback):
             self.write_status()
         return entries
 
+    def _advance(self, sequence: int) -> None:
+        self._next = sequence
+        self._next_path = os.fspath(command_path(self.directory, sequence))
+
     def _readable(self) -> int:
         """How many consecutive commands from the next one this worker can read now."""
         assert self._next is not None
         count = 0
-        while count < MAX_AGREED and os.path.exists(
+        while count < MAX_AGREED and os.path.lexists(
             command_path(self.directory, self._next + count)
         ):
             count += 1
         return count
 
+    def _gap(self) -> list[dict[str, Any]]:
+        """Skip missing numbers before a later command (a file deleted), journaled."""
+        assert self._next is not None
+        if os.path.lexists(self._next_path):
+            return []
+        try:
+            found = command_after(self.directory, self._next)
+        except OSError:
+            return []
+        if found is None:
+            return []
+        first, last = self._next, found - 1
+        self._applied.assign(last)
+        self._advance(found)
+        reason = f"no command {first}..{last} in commands/ (deleted, or a link): skipped"
+        return [self._journal(first, None, "refused", None, through=last, reason=reason)]
+
     def _begin(self) -> None:
-        """First poll (after fit's callbacks restored a checkpoint): continue after the
-        last command applied; re-apply what is not in variables (replaced schedules) and
-        re-queue ``--at`` commands whose step is still ahead."""
+        """First poll (after fit's callbacks restored a checkpoint): hold the directory;
+        a run it has seen continues after the last command applied (re-applying what is
+        not in variables, replaced schedules, and re-queueing ``--at`` commands whose step
+        is not past); a run new to it starts after the commands already there (those sent
+        with ``queued`` for the next run excepted)."""
         self._sync()
-        owner = self.hyperparameters[min(self.hyperparameters)]
-        self._place = workers(owner.scale)
+        self._claim()
         self._agree = agreement(self._place)
         if not self._place.chief:
             self._journal_name = WORKER_JOURNAL.format(index=self._place.index)
+        entries = _journal(self.directory, self._journal_name)
+        run = _int(self._run)
+        known = run != 0 and any(e.get("event") == "begin" and e.get("run") == run for e in entries)
+        if not known:
+            if run == 0:  # the directory's n-th fresh run: the same on every worker
+                run = 1 + sum(e.get("event") == "begin" and not e.get("resumed") for e in entries)
+                self._run.assign(run)
+            seen = [e.get("through", e.get("seq")) for e in entries]
+            journaled = max([0, *(s for s in seen if type(s) is int)])
+            self._applied.assign(journaled)
+            older = max(0, _highest(self.directory) - journaled)
+            if self._agree is not None:  # what every worker saw: none obeys what another refuses
+                older = self._agree(older)
+            self._older = journaled + older
         applied = _int(self._applied)
-        self._next = applied + 1
-        self._next_path = os.fspath(command_path(self.directory, self._next))
-        append_journal(
-            self.directory,
-            {
-                "event": "begin",
-                "worker": self._place.index,
-                "step": self._step(),
-                "applied": applied,
-                "pid": os.getpid(),
-                "hyperparameters": {
-                    n: {**_describe(hp), "exact": n in self._exact}
-                    for n, hp in self.hyperparameters.items()
-                },
+        self._advance(applied + 1)
+        self._journal(
+            None,
+            None,
+            None,
+            self._step(),
+            event="begin",
+            run=run,
+            resumed=known,
+            worker=self._place.index,
+            applied=applied,
+            pid=os.getpid(),
+            hyperparameters={
+                n: {**_describe(hp), "exact": n in self._exact}
+                for n, hp in self.hyperparameters.items()
             },
-            self._journal_name,
         )
-        if applied == 0:
+        if not known or applied == 0:
             return
         taken = {}
-        for entry in _journal(self.directory, self._journal_name):
+        for entry in entries:
             seq = entry.get("seq")
             if (
-                isinstance(seq, int)
+                type(seq) is int
                 and seq <= applied
                 and entry.get("status") in ("applied", "pending")
+                and isinstance(entry.get("command"), dict)
             ):
                 taken[seq] = entry
         step = self._step()
         for seq in sorted(taken):  # replacements and holds are not in variables: again
             entry, command = taken[seq], taken[seq]["command"]
-            if "at" in command and command["at"] > step:
+            if "at" in command and command["at"] >= step:  # not yet taken effect
                 self._pending.append((seq, command))
                 continue
             if entry.get("status") != "applied":
                 continue
-            for name in _names(command):
-                if name not in self.hyperparameters:
-                    continue
-                if command["verb"] == "schedule":
-                    self._replace(name, command["values"][name], int(entry["step"]))
-                elif command["verb"] == "cooldown" and name in self._replaced:
-                    self._replaced[name].cool(entry["cooldown"][name])
-                elif command["verb"] == "set":
-                    self._held.add(name)
-                elif command["verb"] == "clear":
+            try:
+                self._restore(entry, command)
+            except Exception as error:  # a journal line the run did not write
+                _warn(f"could not re-apply journaled command {seq} ({error})")
+
+    def _restore(self, entry: dict[str, Any], command: dict[str, Any]) -> None:
+        """Re-apply what a journaled, applied ``command`` holds outside variables."""
+        from hyperstep.schedules.language import parse
+
+        for name in names_of(command):
+            if name not in self.hyperparameters:
+                continue
+            if command["verb"] == "schedule":
+                self._replace(name, parse(entry["schedules"][name]), int(entry["step"]))
+            elif command["verb"] == "cooldown":
+                if name in entry.get("schedules", {}):  # cooled from an override
+                    self._replace(name, parse(entry["schedules"][name]), int(entry["step"]))
                     self._held.discard(name)
+                if name in self._replaced:
+                    self._replaced[name].cool(entry["cooldown"][name])
+            elif command["verb"] == "set":
+                self._held.add(name)
+            elif command["verb"] == "clear":
+                self._held.discard(name)
 
     def _due(self) -> list[dict[str, Any]]:
-        entries, waiting = [], []
+        """Apply the pending commands whose step came, checked again now."""
+        entries: list[dict[str, Any]] = []
+        waiting = []
+        step = self._step()
         for seq, command in self._pending:
-            if command["at"] <= self._step(command):
-                entries.append(self._apply(seq, command, resumed=False))
-            else:
+            if command["at"] > step or len(entries) >= MAX_AGREED:
                 waiting.append((seq, command))
+                continue
+            try:
+                command = self._check(command)
+                entries.append(self._apply(seq, command))
+            except Exception as error:
+                entries.append(self._journal(seq, command, "refused", None, reason=_why(error)))
         self._pending = waiting
         return entries
+
+    def _check(self, raw: Any) -> dict[str, Any]:
+        command = check_command(raw, self.hyperparameters)
+        if command["verb"] == "cooldown":
+            self._check_cooldowns(command)
+        return command
 
     def _take(self, seq: int) -> dict[str, Any]:
         raw: Any = None
         try:
-            raw = read_command(command_path(self.directory, seq))
-            command = check_command(raw, self.hyperparameters)
-            if command["verb"] == "cooldown":
-                self._check_cooldowns(command)
+            if seq <= self._older:  # read only to tell whether it was sent for this run
+                raw = self._read(seq)
+                if not (isinstance(raw, dict) and raw.get("queued") is True):
+                    raise InvalidArgumentError(
+                        f"command {seq} was sent before this run began (to an earlier run "
+                        "of this directory): not applied. Received: a fresh run"
+                    )
+            raw = self._read(seq) if raw is None else raw
+            command = self._check(raw)
             at = command.get("at")
             if at is not None:
-                now = self._step(command)
+                now = self._step()
                 if at < now:
                     raise InvalidArgumentError(
                         f"step {at} has passed: the run is at step {now}. Received: at={at}"
@@ -329,11 +459,21 @@ class Remote(keras.callbacks.Callback):
                     return self._journal(
                         seq, command, "pending", now, reason=f"waits for step {at}"
                     )
-            return self._apply(seq, command, resumed=False)
-        except (HyperstepError, OSError, ValueError, TypeError, KeyError) as error:
-            self._applied.assign(seq)
-            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-            return self._journal(seq, raw, "refused", None, reason=reason)
+            return self._apply(seq, command)
+        except Exception as error:  # anything a command file holds is refused, never raised
+            self._applied.assign(max(seq, _int(self._applied)))
+            return self._journal(seq, raw, "refused", None, reason=_why(error))
+
+    def _read(self, seq: int) -> Any:
+        """Command ``seq``, once the directory is checked again (owner, mode, parent, no
+        link in its path)."""
+        if os.path.realpath(self.directory) != os.fspath(self.directory):
+            raise InvalidArgumentError(
+                f"the control directory is no longer the directory this run holds (a link "
+                f"in its path now). Received: directory={str(self.directory)!r}"
+            )
+        check_directory(self.directory)
+        return read_command(command_path(self.directory, seq))
 
     def _check_cooldowns(self, command: dict[str, Any]) -> None:
         for name in command["names"]:
@@ -359,11 +499,11 @@ class Remote(keras.callbacks.Callback):
                         f"when it was created. Received: {key}={command[key]!r}"
                     )
 
-    def _apply(self, seq: int, command: dict[str, Any], resumed: bool) -> dict[str, Any]:
+    def _apply(self, seq: int, command: dict[str, Any]) -> dict[str, Any]:
         verb = command["verb"]
-        names = list(command.get("values", command.get("names", [])))
+        names = names_of(command)
         targets = {n: self.hyperparameters[n] for n in names}
-        step = self._step(command)
+        step = self._step()
         before = {n: _value(hp) for n, hp in targets.items()}
         extra: dict[str, Any] = {}
         if verb == "set":
@@ -378,15 +518,27 @@ class Remote(keras.callbacks.Callback):
                 hp.clear()
                 self._held.discard(name)
         elif verb == "schedule":
-            for name, text in command["values"].items():
-                self._replace(name, text, step)
-            extra["retraced"] = False  # never (kept for journals read by older code)
+            schedules = {
+                name: self._effective(name, text, step, command.get("from_now", False))
+                for name, text in command["values"].items()
+            }
+            for name, schedule in schedules.items():
+                self._replace(name, schedule, step)
+            extra["schedules"] = {name: repr(schedule) for name, schedule in schedules.items()}
             extra["driven"] = sorted(  # through the float32 override (not eager torch's)
                 n for n in command["values"] if n in self._replaced
             )
         elif verb == "cooldown":
             from hyperstep.control.cooldown import Cooldown
 
+            held = {n: self._from_override(n, step) for n in targets if n in self._held}
+            for name, schedule in held.items():  # cool from the value in use: the override
+                self._replace(name, schedule, step)
+                targets[name].clear()
+                self._held.discard(name)
+            if held:
+                extra["schedules"] = {name: repr(schedule) for name, schedule in held.items()}
+                extra["driven"] = sorted(n for n in held if n in self._replaced)
             cooldowns = {}
             for name, hp in targets.items():
                 cooldown = hp._cooldown
@@ -414,18 +566,62 @@ class Remote(keras.callbacks.Callback):
         after = {n: _value(hp) for n, hp in targets.items()}
         return self._journal(seq, command, "applied", step, before=before, after=after, **extra)
 
-    def _replace(self, name: str, text: str, step: int) -> None:
-        """Replace ``name``'s schedule by ``text`` from ``step`` on (see the class docstring)."""
+    def _from_override(self, name: str, step: int) -> Schedule:
+        """The constant schedule that, times ``scale``, gives ``name``'s override: a cooldown
+        started on an overridden value cools from it.
+
+        Raises:
+            InvalidArgumentError: If ``scale`` is 0 (no schedule gives the override then).
+        """
+        hp = self.hyperparameters[name]
+        scale = np.float32(_float(hp.scale))
+        if scale == 0:
+            raise InvalidArgumentError(
+                f"{name} is overridden while its scale is 0: no cooldown can start from the "
+                f"override; `scale {name}=...` first. Received: cooldown {name} at step {step}"
+            )
+        return Constant(float(np.float32(_float(hp.override)) / scale))
+
+    def _effective(self, name: str, text: str, since: int, from_now: bool) -> Schedule:
+        """The schedule ``text`` replacing ``name``'s from step ``since``: its ``step``
+        counting from ``since`` with ``from_now``, its ``epoch`` bound to the clock's
+        ``steps_per_epoch``.
+
+        Raises:
+            InvalidArgumentError: If it reads ``epoch`` and the clock does not know its
+                epochs' length.
+        """
         from hyperstep.schedules.language import parse
 
-        hp = self.hyperparameters[name]
         new = parse(text)
+        if from_now:
+            new = new.replace(
+                lambda node: (
+                    BinaryOp("-", Step(), Constant(float(since)))
+                    if isinstance(node, Step)
+                    else None
+                )
+            )
+        if uses_epoch(new):
+            steps = self.hyperparameters[name].clock.steps_per_epoch
+            if steps is None:
+                raise InvalidArgumentError(
+                    f"{name}: the schedule reads `epoch`, but the run's clock does not know "
+                    f"how many steps an epoch has (a custom loop: `hs.Clock(steps_per_epoch="
+                    f"...)`). Received: {name}={text!r}"
+                )
+            new = bind_epochs(new, steps)
+        return new
+
+    def _replace(self, name: str, new: Schedule, step: int) -> None:
+        """Replace ``name``'s schedule by ``new`` from ``step`` on (see the class docstring)."""
+        hp = self.hyperparameters[name]
         mode = self._mode()
         old = hp._raw_schedule
         found = self._replaced.get(name)
         if found is not None and found.since <= step:  # the pieces of the earlier one
             old = found.whole
-        whole = new if step == 0 else _pieces([(0, old), (step, new)])
+        whole = new if step == 0 else pieces_of([(0, old), (step, new)])
         hp.schedule = whole  # what eager reads, plots and a later trace see
         if mode == "schedule":  # eager torch: nothing traced, the schedule is enough
             return
@@ -470,17 +666,33 @@ class Remote(keras.callbacks.Callback):
                 replacement.written = value
 
     def _journal(
-        self, seq: int, command: Any, status: str, step: int | None, **fields: Any
+        self, seq: int | None, command: Any, status: str | None, step: int | None, **fields: Any
     ) -> dict[str, Any]:
         entry = {"seq": seq, "command": command, "status": status, "step": step, **fields}
-        append_journal(self.directory, entry, self._journal_name)
-        self._recent.append(entry)
+        if status is None:  # an event
+            entry = {"event": fields.pop("event"), "step": step, **fields}
+        self._write(append_journal, entry, self._journal_name)
+        if status is not None:
+            self._recent.append(entry)
         return entry
 
-    def _step(self, command: dict[str, Any] | None = None) -> int:
-        names = list((command or {}).get("values", (command or {}).get("names", [])))
-        hp = self.hyperparameters[names[0] if names else min(self.hyperparameters)]
-        return _int(hp.clock.step)
+    def _write(self, write: Any, *args: Any) -> None:
+        """``write(directory, *args)``; an ``OSError`` (the directory deleted, a full disk)
+        is one warning, and steering goes on (the next write tries again)."""
+        try:
+            write(self.directory, *args)
+            self._failing = False
+        except OSError as error:
+            if not self._failing:
+                _warn(
+                    f"cannot write into the control directory {str(self.directory)!r} ({error}):"
+                    " training goes on; steering resumes once it can be written again"
+                )
+            self._failing = True
+
+    def _step(self) -> int:
+        """The steering clock's step (the optimizer's clock under ``fit``)."""
+        return _int(self._clock.step)
 
     def _arm(self) -> None:
         """Under ``fit(steps_per_execution=k > 1)`` on a traced backend, arm every
@@ -514,6 +726,14 @@ class Remote(keras.callbacks.Callback):
         """
         if not self._place.chief:
             return
+        try:
+            status = self._status()
+        except Exception as error:  # the status is for people: never a reason to stop
+            self._write(_refuse, error)
+            return
+        self._write(write_status, status)
+
+    def _status(self) -> dict[str, Any]:
         hyperparameters = {}
         step = self._step()
         for name, hp in self.hyperparameters.items():
@@ -521,22 +741,21 @@ class Remote(keras.callbacks.Callback):
             if name in self._replaced and name not in self._held:
                 found["override"] = None  # the replaced schedule's value, not a set
             hyperparameters[name] = found
-        write_status(
-            self.directory,
-            {
-                "pid": os.getpid(),
-                "time": time.time(),
-                "state": self._state,
-                "step": step,
-                "applied": _int(self._applied),
-                "pending": [seq for seq, _ in self._pending],
-                "hyperparameters": hyperparameters,
-                "recent": list(self._recent),
-            },
-        )
+        return {
+            "pid": os.getpid(),
+            "time": time.time(),
+            "state": self._state,
+            "step": step,
+            "applied": _int(self._applied),
+            "pending": [seq for seq, _ in self._pending],
+            "hyperparameters": hyperparameters,
+            "recent": list(self._recent),
+        }
 
     # ---- Keras callback -------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self._state = "running"
+        self._claim()
         self._arm()
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
@@ -553,10 +772,12 @@ class Remote(keras.callbacks.Callback):
                 replacement.written = None
         self._state = "stopped" if self.stop_requested else "ended"
         self.write_status()
+        self.close()
 
     @staticmethod
     def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
-        """The schedules that reproduce the run journaled in ``journal`` (see :func:`replay`)."""
+        """The schedules that reproduce the run journaled in ``journal``
+        (:func:`hyperstep.control.verbs.replay`)."""
         return replay(journal)
 
     def __repr__(self) -> str:
@@ -584,7 +805,7 @@ class Replacement:
 
     def cool(self, cooldown: dict[str, Any]) -> None:
         """Follow ``cooldown`` (as journaled: start, steps, shape, end) from its start."""
-        self._values = traced_values(_cooled(self.schedule, cooldown), self.dtype)
+        self._values = traced_values(cooled(self.schedule, cooldown), self.dtype)
         self._table = self.written = None
 
 
@@ -613,10 +834,6 @@ def _track(model: Any, hp: Any, variables: Any) -> None:
                 if not tracker.is_in_store("variables", variable):
                     optimizer._track_variable(variable)
         optimizer = getattr(optimizer, "inner_optimizer", None)
-
-
-def _names(command: dict[str, Any]) -> list[str]:
-    return list(command.get("values", command.get("names", [])))
 
 
 def _optimizer_hyperparameters(model: Any) -> tuple[Any, dict[str, Any]]:
@@ -665,10 +882,15 @@ _REPRS: dict[int, tuple[Any, str]] = {}
 
 
 def _repr(schedule: Any) -> str:
-    """``repr(schedule)``, kept per schedule object (a nested schedule's repr takes a while)."""
+    """``repr(schedule)``, kept per schedule object (a nested schedule's repr takes a while;
+    one replaced hundreds of times is too deep to print, and says so)."""
     found = _REPRS.get(id(schedule))
     if found is None or found[0] is not schedule:
-        found = _REPRS[id(schedule)] = (schedule, repr(schedule))
+        try:
+            text = repr(schedule)
+        except RecursionError:
+            text = "(a schedule nested too deep to print)"
+        found = _REPRS[id(schedule)] = (schedule, text)
     return found[1]
 
 
@@ -679,125 +901,24 @@ def _journal(directory: Any, name: str = JOURNAL) -> list[dict[str, Any]]:
         return []
 
 
-# ---- replay -------------------------------------------------------------------------------
-def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
-    """Return, per hyperparameter, the schedule that reproduces a controlled run's values.
-
-    ``value(step)`` of the returned schedule is, bit for bit, the value the controlled run's
-    updates used at ``step``: its original schedule times its scale, with every applied
-    command from the step it took effect (``where(step < s1, v0, where(step < s2, v1,
-    ...))``; an override is a constant, a scale multiplies, a cooldown is its formula, a
-    replaced schedule driven through the float32 override is ``scale * new``, rounded to
-    float32 as the override held it). Where the run handed Keras a float64 value (the
-    journal's ``exact``: TensorFlow's ``hs.scheduled`` names but ``learning_rate``) the
-    pieces are those whose float64 form (:func:`hyperstep.control.value_forms.exact_value`)
-    is that value. A fresh run built with these schedules (and the same data) ends with
-    the controlled run's weights. Only hyperparameters a command changed are returned, and a
-    command applied again after a resume counts where it took effect last.
-
-    Args:
-        journal: The ``journal.jsonl`` of the controlled run (or its directory).
-
-    Raises:
-        InvalidArgumentError: If the journal has no ``begin`` entry (not a Remote's journal).
-    """
-    from hyperstep.schedules.language import parse
-
-    path = os.fspath(journal)
-    if os.path.isdir(path):
-        path = os.path.join(path, "journal.jsonl")
-    entries = read_journal(path)
-    begin = next((e for e in entries if e.get("event") == "begin"), None)
-    if begin is None:
-        raise InvalidArgumentError(
-            "the journal has no `begin` entry: not written by hs.Remote. "
-            f"Received: journal={path!r}"
-        )
-    applied: dict[int, dict[str, Any]] = {}
-    for entry in entries:
-        if entry.get("status") == "applied" and isinstance(entry.get("seq"), int):
-            applied[entry["seq"]] = entry  # the last time it took effect counts
-    ordered = sorted(applied.values(), key=lambda e: (e["step"], e["seq"]))
-    result: dict[str, Schedule] = {}
-    for name, start in begin["hyperparameters"].items():
-        state = {
-            "base": parse(start["schedule"]),
-            "scale": start["scale"],
-            "override": start["override"],
-            "cooldown": None,
-            "driven": False,
-        }
-        exact = bool(start.get("exact", False))
-        pieces: list[tuple[int, Schedule]] = [(0, _expression(state, exact))]
-        changed = False
-        for entry in ordered:
-            if not _changes(entry, name, state, parse):
-                continue
-            changed = True
-            piece = (int(entry["step"]), _expression(state, exact))
-            pieces = [p for p in pieces if p[0] < piece[0]] + [piece]
-        if changed:
-            result[name] = _pieces(pieces)
-    return result
+def _highest(directory: Any) -> int:
+    """The highest command number in ``directory`` (0 when none or unreadable)."""
+    try:
+        return next_sequence(directory) - 1
+    except OSError:
+        return 0
 
 
-def _changes(entry: dict[str, Any], name: str, state: dict[str, Any], parse: Any) -> bool:
-    command = entry["command"]
-    verb = command["verb"]
-    if name not in command.get("values", {}) and name not in command.get("names", []):
-        return False
-    if verb == "set":
-        state["override"] = float(np.float32(command["values"][name]))
-    elif verb == "clear":
-        state["override"] = None
-    elif verb == "scale":
-        state["scale"] = float(np.float32(command["values"][name]))
-    elif verb == "schedule":
-        state["base"] = parse(command["values"][name])
-        state["driven"] = name in entry.get("driven", [])  # the float32 override held it
-    elif verb == "cooldown":
-        state["cooldown"] = entry["cooldown"][name]
-    else:
-        return False
-    return True
+def _refuse(directory: Any, error: BaseException) -> None:
+    """Raise ``error`` as an ``OSError`` (the status could not be written), for ``_write``."""
+    raise OSError(f"the status could not be made: {_why(error)}")
 
 
-def _expression(state: dict[str, Any], exact: bool) -> Schedule:
-    """``override if set else base(step) * scale`` as a schedule, rounded as the run rounds
-    (in float64 where ``exact``: see :func:`hyperstep.control.value_forms.exact_value`)."""
-    if state["override"] is not None:
-        return Constant(state["override"])
-    base = state["base"]
-    if state["cooldown"] is not None:
-        base = _cooled(base, state["cooldown"])
-    scale = float(np.float32(state["scale"]))
-    if isinstance(base, Constant):
-        if state["driven"] or (not exact and scale != 1.0):
-            # float32(base * scale), as the override (driven) or a float32 product holds
-            # it (a product of constants would fold in float64)
-            return Constant(float(np.float32(np.float32(base.value_) * np.float32(scale))))
-        # float64(c) * scale, as exact_at computes it
-        return base if scale == 1.0 else Constant(float(base.value_) * scale)
-    if state["driven"] and exact:  # the float32 override: a float32 product, constant left
-        return BinaryOp("*", Constant(scale), base)
-    if scale == 1.0:
-        return base
-    return BinaryOp("*", base, Constant(scale))
+def _why(error: BaseException) -> str:
+    """An exception's first line, as a journal's ``reason``."""
+    text = str(error).splitlines()[0] if str(error) else ""
+    return text[:500] or type(error).__name__
 
 
-def _cooled(base: Schedule, cooldown: dict[str, Any]) -> Schedule:
-    """:class:`hyperstep.Cooldown`'s values from its start ``s0`` (steps after it only): the
-    word ``cooldown(base(s0), s0, steps, shape, end)``, which computes them as the run did."""
-    s0 = float(cooldown["start"])
-    v0 = float(np.float32(ops.convert_to_numpy(base(s0))))
-    end = float(np.float32(cooldown["end"]))  # as the run's float32 `cooldown_form` holds it
-    return CooldownWord(v0, s0, float(cooldown["steps"]), cooldown["shape"], end)
-
-
-def _pieces(pieces: list[tuple[int, Schedule]]) -> Schedule:
-    expression = pieces[-1][1]
-    for index in range(len(pieces) - 2, -1, -1):
-        boundary = float(pieces[index + 1][0])
-        less = BinaryOp("<", Step(), boundary)
-        expression = Function("where", [less, pieces[index][1], expression])
-    return expression
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=3)

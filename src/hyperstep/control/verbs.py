@@ -1,0 +1,275 @@
+"""The steering verbs, one row each: what the CLI says of it, what it takes, and what it
+does to a hyperparameter's state.
+
+``state' = fold(state, command, name, entry)`` is the new :class:`Track` of hyperparameter
+``name`` once ``command`` (journaled as ``entry``) took effect: ``set`` holds an override,
+``scale`` multiplies, ``clear`` drops the override, ``schedule`` replaces the schedule,
+``cooldown`` cools (from the override it held, if any), ``stop`` changes nothing. The value a
+step reads is ``override if set else cooled(base)(step) * scale``; :func:`replay` folds the
+journal's applied commands through this table into one schedule per hyperparameter. The
+table imports no Keras (the CLI reads its help).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from hyperstep.control.directory import check_command, read_journal
+from hyperstep.errors import InvalidArgumentError
+
+__all__ = ["VERBS", "Track", "Verb", "replay"]
+
+
+class Track(NamedTuple):
+    """One hyperparameter's steered state: ``override if set else cooled(base)(step) *
+    scale`` (``driven``: a replaced schedule reached the step through the float32
+    override)."""
+
+    base: Any
+    scale: float
+    override: float | None
+    cooldown: dict[str, Any] | None
+    driven: bool
+
+
+class Verb(NamedTuple):
+    """A row of :data:`VERBS`: its help line, its operands (``"numbers"``: NAME=VALUE,
+    ``"schedules"``: NAME=EXPR, ``"names"``: NAME, None) with their example, and its fold."""
+
+    help: str
+    takes: str | None
+    example: str | None
+    fold: Callable[[Track, dict[str, Any], str, dict[str, Any]], Track]
+
+
+def _parse(text: str) -> Any:
+    from hyperstep.schedules.language import parse
+
+    return parse(text)
+
+
+def _set(state: Track, command: dict[str, Any], name: str, entry: dict[str, Any]) -> Track:
+    return state._replace(override=float(np.float32(command["values"][name])))
+
+
+def _scale(state: Track, command: dict[str, Any], name: str, entry: dict[str, Any]) -> Track:
+    return state._replace(scale=float(np.float32(command["values"][name])))
+
+
+def _clear(state: Track, command: dict[str, Any], name: str, entry: dict[str, Any]) -> Track:
+    return state._replace(override=None)
+
+
+def _schedule(state: Track, command: dict[str, Any], name: str, entry: dict[str, Any]) -> Track:
+    # the schedule in effect, as journaled (its `epoch` bound, `step` shifted by --from-now)
+    driven = name in entry.get("driven", [])  # the float32 override held it
+    return state._replace(base=_parse(entry["schedules"][name]), driven=driven)
+
+
+def _cooldown(state: Track, command: dict[str, Any], name: str, entry: dict[str, Any]) -> Track:
+    if name in entry.get("schedules", {}):  # cooled from an override: a schedule now
+        state = _schedule(state, command, name, entry)._replace(override=None)
+    return state._replace(cooldown=entry["cooldown"][name])
+
+
+def _stop(state: Track, command: dict[str, Any], name: str, entry: dict[str, Any]) -> Track:
+    return state
+
+
+#: verb -> its row, in the order ``hyperstep --help`` lists them
+VERBS: dict[str, Verb] = {
+    "set": Verb("override hyperparameters of a running job", "numbers", "learning_rate=1e-4", _set),
+    "scale": Verb(
+        "set the factor that multiplies a schedule", "numbers", "learning_rate=0.5", _scale
+    ),
+    "clear": Verb("remove overrides (back to the schedule)", "names", "learning_rate", _clear),
+    "schedule": Verb(
+        "replace schedules (hs.parse expressions)",
+        "schedules",
+        'learning_rate="cosine(1e-3, steps=5000)"',
+        _schedule,
+    ),
+    "cooldown": Verb("start hyperparameters' cooldowns", "names", None, _cooldown),
+    "stop": Verb("end fit cleanly after the current step", None, None, _stop),
+}
+
+
+def names_of(command: dict[str, Any]) -> list[str]:
+    """The hyperparameter names a command acts on."""
+    return list(command.get("values", command.get("names", [])))
+
+
+def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
+    """Return, per hyperparameter, the schedule that reproduces a controlled run's values.
+
+    ``value(step)`` of the returned schedule is, bit for bit, the value the controlled run's
+    updates used at ``step``: its original schedule times its scale, with every applied
+    command from the step it took effect (``where(step < s1, v0, where(step < s2, v1,
+    ...))``; an override is a constant, a scale multiplies, a cooldown is its formula, a
+    replaced schedule driven through the float32 override is ``scale * new``, rounded to
+    float32 as the override held it). Where the run handed Keras a float64 value (the
+    journal's ``exact``: TensorFlow's ``hs.scheduled`` names but ``learning_rate``) the
+    pieces are those whose float64 form (:func:`hyperstep.control.value_forms.exact_value`)
+    is that value. A fresh run built with these schedules (and the same data) ends with
+    the controlled run's weights. Only hyperparameters a command changed are returned, and a
+    command applied again after a resume counts where it took effect last.
+
+    Args:
+        journal: The ``journal.jsonl`` of the controlled run (or its directory).
+
+    The journal's last run that began afresh is replayed (with its resumes); an ill-shaped
+    line is skipped with a warning, and only the hyperparameters a command changed are
+    parsed.
+
+    Raises:
+        InvalidArgumentError: If the journal has no ``begin`` entry (not a Remote's journal),
+            or no entry for a command number of that run (a line lost or cut short).
+    """
+    from hyperstep.schedules.language import parse
+
+    path = os.fspath(journal)
+    if os.path.isdir(path):
+        path = os.path.join(path, "journal.jsonl")
+    entries = read_journal(path)
+    with open(path, "rb") as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - 1))
+        if f.read(1) not in (b"", b"\n"):
+            raise InvalidArgumentError(
+                "the journal's last line is cut short (the run was killed while writing "
+                f"it): its command cannot be replayed. Received: journal={path!r}"
+            )
+    begins = [
+        i
+        for i, e in enumerate(entries)
+        if e.get("event") == "begin" and isinstance(e.get("hyperparameters"), dict)
+    ]
+    if not begins:
+        raise InvalidArgumentError(
+            "the journal has no `begin` entry: not written by hs.Remote. "
+            f"Received: journal={path!r}"
+        )
+    # the last run that began afresh in this directory, and its resumes
+    first = max((i for i in begins if entries[i].get("resumed") is not True), default=begins[0])
+    begin, entries = entries[first], entries[first:]
+    applied: dict[int, dict[str, Any]] = {}
+    covered: list[tuple[int, int]] = []
+    for entry in entries:
+        seq, status = entry.get("seq"), entry.get("status")
+        if type(seq) is not int or status not in ("applied", "refused", "pending"):
+            continue
+        if status == "applied" and not _well_shaped(entry):
+            warnings.warn(
+                f"skipped the ill-shaped journal entry of command {seq}", RuntimeWarning, 2
+            )
+            continue
+        through = entry.get("through", seq)
+        covered.append((seq, through if type(through) is int else seq))
+        if status == "applied":
+            applied[seq] = entry  # the last time it took effect counts
+    _check_numbers(covered, begin.get("applied"), path)
+    ordered = sorted(applied.values(), key=lambda e: (e["step"], e["seq"]))
+    changed = {name for entry in ordered for name in names_of(entry["command"])}
+    result: dict[str, Any] = {}
+    for name, start in begin["hyperparameters"].items():
+        if name not in changed:
+            continue
+        state = Track(parse(start["schedule"]), start["scale"], start["override"], None, False)
+        exact = bool(start.get("exact", False))
+        pieces: list[tuple[int, Any]] = [(0, expression(state, exact))]
+        for entry in ordered:
+            command = entry["command"]
+            if name in names_of(command):
+                state = VERBS[command["verb"]].fold(state, command, name, entry)
+                piece = (int(entry["step"]), expression(state, exact))
+                pieces = [p for p in pieces if p[0] < piece[0]] + [piece]
+        result[name] = pieces_of(pieces)
+    return result
+
+
+def _well_shaped(entry: dict[str, Any]) -> bool:
+    """Whether an ``applied`` journal entry has what replay reads."""
+    command, step = entry.get("command"), entry.get("step")
+    if type(step) is not int or not isinstance(command, dict):
+        return False
+    try:
+        check_command(command)
+    except InvalidArgumentError:
+        return False
+    verb = command["verb"]
+    if verb == "schedule" or "schedules" in entry:
+        found = entry.get("schedules")
+        if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+            return False
+    if verb == "cooldown":
+        found = entry.get("cooldown")
+        return isinstance(found, dict) and all(isinstance(v, dict) for v in found.values())
+    return True
+
+
+def _check_numbers(covered: list[tuple[int, int]], after: Any, path: str) -> None:
+    """Refuse a journal whose commands after ``after`` skip a number."""
+    expected = (after if type(after) is int else 0) + 1
+    for seq, through in sorted(covered):
+        if seq > expected:
+            raise InvalidArgumentError(
+                f"the journal has no entry for command {expected} (a line lost or cut "
+                f"short): the run it describes cannot be replayed exactly. "
+                f"Received: journal={path!r}"
+            )
+        expected = max(expected, through + 1)
+
+
+def expression(state: Track, exact: bool) -> Any:
+    """``override if set else cooled(base)(step) * scale`` as a schedule, rounded as the run
+    rounds (in float64 where ``exact``: see
+    :func:`hyperstep.control.value_forms.exact_value`)."""
+    from hyperstep.schedules.expressions import BinaryOp, Constant
+
+    if state.override is not None:
+        return Constant(state.override)
+    base = state.base
+    if state.cooldown is not None:
+        base = cooled(base, state.cooldown)
+    scale = float(np.float32(state.scale))
+    if isinstance(base, Constant):
+        if state.driven or (not exact and scale != 1.0):
+            # float32(base * scale), as the override (driven) or a float32 product holds
+            # it (a product of constants would fold in float64)
+            return Constant(float(np.float32(np.float32(base.value_) * np.float32(scale))))
+        # float64(c) * scale, as exact_at computes it
+        return base if scale == 1.0 else Constant(float(base.value_) * scale)
+    if state.driven and exact:  # the float32 override: a float32 product, constant left
+        return BinaryOp("*", Constant(scale), base)
+    if scale == 1.0:
+        return base
+    return BinaryOp("*", base, Constant(scale))
+
+
+def cooled(base: Any, cooldown: dict[str, Any]) -> Any:
+    """:class:`hyperstep.Cooldown`'s values from its start ``s0`` (steps after it only): the
+    word ``cooldown(base(s0), s0, steps, shape, end)``, which computes them as the run did."""
+    from keras import ops
+
+    from hyperstep.schedules.wsd import Cooldown as CooldownWord
+
+    s0 = float(cooldown["start"])
+    v0 = float(np.float32(ops.convert_to_numpy(base(s0))))
+    end = float(np.float32(cooldown["end"]))  # as the run's float32 `cooldown_form` holds it
+    return CooldownWord(v0, s0, float(cooldown["steps"]), cooldown["shape"], end)
+
+
+def pieces_of(pieces: list[tuple[int, Any]]) -> Any:
+    """``where(step < s1, p0, where(step < s2, p1, ...))`` of ``[(0, p0), (s1, p1), ...]``."""
+    from hyperstep.schedules.expressions import BinaryOp, Function, Step
+
+    expression = pieces[-1][1]
+    for index in range(len(pieces) - 2, -1, -1):
+        boundary = float(pieces[index + 1][0])
+        less = BinaryOp("<", Step(), boundary)
+        expression = Function("where", [less, pieces[index][1], expression])
+    return expression
