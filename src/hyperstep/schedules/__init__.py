@@ -23,11 +23,25 @@ from hyperstep.schedules.combinators import join, warmup
 from hyperstep.schedules.cycles import cyclic, one_cycle
 from hyperstep.schedules.decays import exponential, inverse_time, linear, polynomial
 from hyperstep.schedules.expressions import Constant as constant
-from hyperstep.schedules.expressions import as_schedule, bind_epochs, clip, maximum, minimum
+from hyperstep.schedules.expressions import (
+    Step,
+    Total,
+    as_schedule,
+    bind_epochs,
+    bind_total,
+    clip,
+    maximum,
+    minimum,
+)
 from hyperstep.schedules.families import cosine, cosine_restarts, piecewise
 from hyperstep.schedules.hf import from_hf
 from hyperstep.schedules.sample import sample
 from hyperstep.schedules.wsd import cooldown, inverse_sqrt, wsd
+
+#: the run's length (``clock.total``) and the fraction of it done, for Python schedules:
+#: ``cosine(3e-4, steps=total)``, ``1e-3 * (1 - progress) ** 2``
+total = Total()
+progress = Step() / total
 
 # every module that defines words of the vocabulary or a reader of as_schedule is imported
 # here, which registers them (schedules.base.CLASSES and READERS); Keras's
@@ -42,6 +56,7 @@ __all__ = [
     "Schedule",
     "as_schedule",
     "bind_epochs",
+    "bind_total",
     "clip",
     "constant",
     "cooldown",
@@ -60,7 +75,9 @@ __all__ = [
     "one_cycle",
     "piecewise",
     "polynomial",
+    "progress",
     "sample",
+    "total",
     "warmup",
     "wsd",
 ]
