@@ -48,13 +48,21 @@ CASES = {
         f"one_cycle(1.0, steps={n}, compat='optax')"
     ),
     "min(1.0, step / (0.1 * total))": lambda n: f"min(1.0, step / {0.1 * n!r})",
+    "warmup(cosine(1e-3, steps=9 * total / 10), steps=total / 10)": lambda n: (
+        f"warmup(cosine(1e-3, steps={9 * n / 10!r}), steps={n / 10!r})"
+    ),
+    "wsd(1e-3, total / 10, 7 * total / 10, total / 5)": lambda n: (
+        f"wsd(1e-3, {n / 10!r}, {7 * n / 10!r}, {n / 5!r})"
+    ),
     "where(step < floor(0.3 * total), 1.0, 0.5)": lambda n: (
         f"where(step < {float(int(0.3 * n))!r}, 1.0, 0.5)"
     ),
 }
-#: the lengths JAX without x64 computes exactly (float32 arithmetic on them is exact for
-#: these totals): there, a product such as ``0.9 * total`` rounds in float32
+#: the lengths JAX without x64 computes exactly: float32 numbers and one rounded operation
+#: (rounding twice, to float64 then float32, is innocuous for one + - * /); there a
+#: product by a number float32 cannot hold, such as ``0.9 * total``, rounds in float32
 FLOAT32_EXACT = [
+    "warmup(cosine(1e-3, steps=9 * total / 10), steps=total / 10)",
     "cosine(3e-4, steps=total, end=3e-5)",
     "1e-3 * (1 - progress) ** 2",
     "linear(1.0, 0.1, steps=total - 200)",

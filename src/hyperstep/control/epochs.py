@@ -129,8 +129,8 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
                 clock.epoch_length.assign(steps)
         clock.follows_fit = True
     epochs = (params or {}).get("epochs")
-    known = steps > 0 and isinstance(epochs, int) and not isinstance(epochs, bool)
-    bind_length(model, clocks_of(model, extra), steps * epochs if known else None, params)
+    length = steps * epochs if steps > 0 and isinstance(epochs, int) else None
+    bind_length(model, clocks_of(model, extra), length, params)
 
 
 def bind_length(

@@ -23,8 +23,8 @@ from hyperstep.schedules.checks import (
     float32,
 )
 from hyperstep.schedules.exact import (
-    clipped,
     as_float32,
+    clipped,
     exact_ceil,
     exact_floor,
     exact_maximum,
