@@ -171,3 +171,26 @@ def test_changing_total_changes_the_values_read_without_a_new_schedule() -> None
     clock.total = 200
     assert before == float(hs.parse("cosine(1.0, steps=100)")(50))
     assert float(hp.at(50)) == float(hs.parse("cosine(1.0, steps=200)")(50))
+
+
+HF = [
+    ("linear", {}),
+    ("cosine", {}),
+    ("polynomial", {"power": 2.0}),
+    ("cosine_with_min_lr", {"min_lr_rate": 0.1}),
+    ("cosine_warmup_with_min_lr", {"min_lr_rate": 0.1}),
+    ("warmup_stable_decay", {"num_decay_steps": 300}),
+]
+
+
+@pytest.mark.parametrize(("name", "kwargs"), HF)
+def test_from_hf_without_num_training_steps_reads_total(name, kwargs) -> None:
+    if not _wide_is_float64():
+        pytest.skip("JAX without x64 rounds a product of total in float32 (see docs)")
+    n = 1237
+    given = hs.schedules.from_hf(name, 1e-3, num_warmup_steps=50, num_training_steps=n, **kwargs)
+    read = hs.Hyperparameter(
+        hs.schedules.from_hf(name, 1e-3, num_warmup_steps=50, **kwargs), clock=hs.Clock(total=n)
+    )
+    steps = _steps(n)
+    np.testing.assert_array_equal(_bits(read.at(steps)), _bits(given(steps)))
