@@ -1,4 +1,4 @@
-"""``hyperstep plot EXPR [EXPR ...] --steps N [--total N]``: draw schedules as a PNG or a text chart.
+"""``hyperstep plot EXPR [EXPR ...] --steps N [--total N]``: draw schedules as PNG or text.
 
 Runs without Keras: the schedules evaluate with NumPy (the same float32 values), so the
 command starts in a fraction of a second. Bad expressions exit with status 2 and the
