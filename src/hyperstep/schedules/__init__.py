@@ -38,10 +38,10 @@ from hyperstep.schedules.hf import from_hf
 from hyperstep.schedules.sample import sample
 from hyperstep.schedules.wsd import cooldown, inverse_sqrt, wsd
 
-#: the run's length (``clock.total``) and the fraction of it done, for Python schedules:
-#: ``cosine(3e-4, steps=total)``, ``1e-3 * (1 - progress) ** 2``
 total = Total()
+"""The run's length, ``clock.total``: ``cosine(3e-4, steps=total)`` (see :class:`Total`)."""
 progress = Step() / total
+"""The fraction of the run done, ``step / total``: ``1e-3 * (1 - progress) ** 2``."""
 
 # every module that defines words of the vocabulary or a reader of as_schedule is imported
 # here, which registers them (schedules.base.CLASSES and READERS); Keras's
