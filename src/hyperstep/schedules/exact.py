@@ -49,17 +49,16 @@ def rounded_once(value: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
 def with_lengths(word: Any) -> Any:
     """``word``, or a copy whose length arguments (``steps=total``) are their ``WIDE`` values
-    (:func:`~hyperstep.schedules.expressions.length_value`); the wrapped ``schedule`` of a
-    combinator stays a schedule."""
-    from hyperstep.schedules.expressions import is_length, length_value
-
+    (``length_value()`` of :class:`~hyperstep.schedules.expressions.LengthNode`); the wrapped
+    ``schedule`` of a combinator stays a schedule."""
     keys = vars(word).get("_length_keys")
     if keys is None:  # found once per word
-        keys = [k for k, v in vars(word).items() if k != "schedule" and is_length(v)]
+        found = vars(word).items()
+        keys = [k for k, v in found if k != "schedule" and getattr(v, "length_expression", False)]
         word._length_keys = keys
     if not keys:
         return word
-    lengths = {key: length_value(vars(word)[key]) for key in keys}
+    lengths = {key: vars(word)[key].length_value() for key in keys}
     copy = object.__new__(type(word))
     vars(copy).update({**vars(word), **lengths})
     return copy

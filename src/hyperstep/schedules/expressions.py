@@ -30,6 +30,19 @@ from hyperstep.schedules.base import (
     is_scalar_number,
     register,
 )
+from hyperstep.schedules.exact import exact_ceil, exact_floor, exact_maximum, exact_minimum
+
+
+class LengthNode:
+    """A node that may be a length (an expression of ``total`` without the step): the words
+    compute with :meth:`length_value` (:func:`hyperstep.schedules.exact.rounded_once`)."""
+
+    #: whether this node is a length (set by each node from :func:`is_length`)
+    length_expression: bool = False
+
+    def length_value(self) -> Any:
+        """This length as a ``WIDE`` scalar tensor (:func:`length_value`)."""
+        return length_value(self)  # type: ignore[arg-type]
 
 
 # ---- leaves ----------------------------------------------------------------------------
@@ -155,7 +168,7 @@ def uses_epoch(schedule: Schedule) -> bool:
 
 
 @register
-class Total(Schedule):
+class Total(LengthNode, Schedule):
     """The run's length, ``clock.total`` (the number of training iterations in the run).
 
     ``value(step) = total``; ``progress`` is ``step / total``. It goes wherever a number goes,
@@ -179,6 +192,7 @@ class Total(Schedule):
     """
 
     keyword = "total"
+    length_expression = True
 
     def __init__(self, clock: Any = None) -> None:
         self.clock = clock
@@ -274,8 +288,6 @@ def check_length(owner: str, name: str, value: Schedule) -> Schedule:
 def length_value(schedule: Schedule) -> Any:
     """The length ``schedule`` as a ``WIDE`` scalar tensor, each operation rounded as Python
     rounds it in float64 (exactly: ``+ - * /`` are IEEE's; float32 on JAX without x64)."""
-    from hyperstep.schedules.exact import exact_ceil, exact_floor, exact_maximum, exact_minimum
-
     if isinstance(schedule, Total):
         return schedule.length()
     if isinstance(schedule, Constant):
@@ -393,7 +405,7 @@ def _fold_with(
 
 
 @register
-class BinaryOp(Schedule):
+class BinaryOp(LengthNode, Schedule):
     """``left OP right`` for OP in ``+ - * / // % **`` and the comparisons (1.0 true, 0.0 false).
 
     ``//`` and ``%`` follow Python (``-7 % 3 == 2``, ``-7 // 3 == -3``). A constant
@@ -423,12 +435,12 @@ class BinaryOp(Schedule):
             [self.left, self.right],
             lambda: repr(self),
         )
-        self._length = is_length(self)
+        self.length_expression = is_length(self)
 
     def value(self, step: Any) -> Any:
         if self._fold is not None:
             return _constant(self._fold).value(step)
-        if self._length:  # `0.9 * total`: as Python folds the number
+        if self.length_expression:  # `0.9 * total`: as Python folds the number
             return _length_at(self, step)
         return _BINARY[self.op][1](self.left.value(step), self.right.value(step))
 
@@ -496,7 +508,7 @@ class Chain(Schedule):
 
 
 @register
-class Negate(Schedule):
+class Negate(LengthNode, Schedule):
     """``-operand``.
 
     Example:
@@ -511,12 +523,12 @@ class Negate(Schedule):
     def __init__(self, operand: ScheduleLike) -> None:
         self.operand = as_schedule(operand, name="operand")
         self._fold = _fold_with(lambda a: -a, [self.operand])
-        self._length = is_length(self)
+        self.length_expression = is_length(self)
 
     def value(self, step: Any) -> Any:
         if self._fold is not None:
             return _constant(self._fold).value(step)
-        if self._length:
+        if self.length_expression:
             return _length_at(self, step)
         return ops.negative(self.operand.value(step))
 
@@ -563,7 +575,7 @@ _PYTHON_FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 
 @register
-class Function(Schedule):
+class Function(LengthNode, Schedule):
     """``name(*args)`` of schedules: ``min, max, floor, ceil, exp, log, sqrt, cos, sin, abs``.
 
     Also ``where(cond, a, b)`` (``a`` where ``cond != 0``) and ``clip(x, low, high)``.
@@ -596,12 +608,12 @@ class Function(Schedule):
             self.args,
             lambda: repr(self),
         )
-        self._length = is_length(self)
+        self.length_expression = is_length(self)
 
     def value(self, step: Any) -> Any:
         if self._fold is not None:
             return _constant(self._fold).value(step)
-        if self._length:
+        if self.length_expression:
             return _length_at(self, step)
         return FUNCTIONS[self.name][1](*(a.value(step) for a in self.args))
 
