@@ -23,7 +23,7 @@ def test_step_variable_is_int64_non_trainable_first_replica_only():
     assert clock.step.dtype == "int64"
     assert not clock.step.trainable
     assert clock.step.aggregation == "only_first_replica"
-    assert clock.variables == [clock.step, *clock.epoch_variables]
+    assert clock.variables == [clock.step, *clock.epoch_variables, clock.total_steps]
     assert clock.epoch_variables == [clock.epoch_index, clock.epoch_start, clock.epoch_length]
     for variable in clock.epoch_variables:
         assert (variable.dtype, variable.trainable) == ("int64", False)

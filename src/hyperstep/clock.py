@@ -17,6 +17,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends import integer_dtype
+from hyperstep.backends.fit import write_through
 from hyperstep.backends.jax import stateless_copy
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import Iteration, training_iteration
@@ -93,7 +94,11 @@ class Clock(keras.layers.Layer):
     """
 
     def __init__(
-        self, steps_per_epoch: int | None = None, name: str = "clock", **kwargs: Any
+        self,
+        steps_per_epoch: int | None = None,
+        name: str = "clock",
+        total: int | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(name=name, **kwargs)
         self._steps_per_epoch: int | None = None
@@ -111,6 +116,12 @@ class Clock(keras.layers.Layer):
         self.epoch_index = self._counter("epoch_index")
         self.epoch_start = self._counter("epoch_start")
         self.epoch_length = self._counter("epoch_length")
+        #: the run's length (training iterations), 0 while unknown: see :attr:`total`
+        self.total_steps = self._counter("total")
+        #: whether ``total`` was set by the user (``fit`` keeps it) or bound by a ``fit``
+        self.total_given = False
+        if total is not None:
+            self.total = total
         self.built = True
         #: set by hyperstep's fit hook and callbacks: fit gives the epoch (see begin_epoch)
         self.follows_fit = False
@@ -213,6 +224,42 @@ class Clock(keras.layers.Layer):
         ``step``."""
         return [self.epoch_index, self.epoch_start, self.epoch_length]
 
+    # ---- the run's length ---------------------------------------------------------------
+    @property
+    def total(self) -> int | None:
+        """The number of training iterations in the run, or ``None`` while unknown.
+
+        Schedules read it as ``total`` (``cosine(3e-4, steps=total)``, ``progress = step /
+        total``) from the variable ``total_steps``, saved with the clock: setting it is an
+        ``assign``, so a traced step reads the new length without retracing. ``model.fit``
+        binds it at its start to ``epochs`` x steps per epoch unless it was set
+        (``clock.total = n``, ``hs.Clock(total=n)``); a length a ``fit`` bound, or a
+        checkpoint restored, that differs from a later ``fit``'s is refused, naming both.
+
+        Example:
+            >>> clock = Clock(total=1000)
+            >>> clock.total
+            1000
+            >>> clock.total = 1500  # no retrace: an assign
+            >>> int(clock.total_steps.value)
+            1500
+        """
+        value = self.total_steps.value
+        if not backends.concrete(value):
+            return None
+        number = int(self.total_steps.numpy())
+        return number if number > 0 else None
+
+    @total.setter
+    def total(self, value: int | None) -> None:
+        self.bind_total(value, given=True)
+
+    def bind_total(self, value: int | None, given: bool = False) -> None:
+        """Set :attr:`total` (``None``: unknown); ``given``: the user's, which ``fit`` keeps."""
+        number = 0 if value is None else _positive_int(value, "total")
+        write_through(self.total_steps, ops.cast(number, self.total_steps.dtype))
+        self.total_given = given and value is not None
+
     # ---- advancing ----------------------------------------------------------------------
     def advance(self) -> Any:
         """Add one to ``step`` (``step.assign_add(1)``) and return the variable's new value."""
@@ -313,7 +360,8 @@ class Clock(keras.layers.Layer):
         return config
 
     def __repr__(self) -> str:
-        return f"Clock(steps_per_epoch={self._steps_per_epoch!r}, name={self.name!r})"
+        total = f", total={self.total!r}" if self.total is not None else ""
+        return f"Clock(steps_per_epoch={self._steps_per_epoch!r}{total}, name={self.name!r})"
 
 
 def _positive(variable: Any) -> bool:
@@ -329,11 +377,9 @@ def _not_after(since: Any) -> bool:
     return bool((ops.convert_to_numpy(since) <= 0).all())
 
 
-def _positive_int(value: Any) -> int:
-    """Return ``value`` as an int > 0, or raise naming ``steps_per_epoch``."""
-    message = "`Clock(steps_per_epoch=...)` must be a positive integer. " + received(
-        "steps_per_epoch", value
-    )
+def _positive_int(value: Any, name: str = "steps_per_epoch") -> int:
+    """Return ``value`` as an int > 0, or raise naming ``name``."""
+    message = f"`Clock({name}=...)` must be a positive integer. " + received(name, value)
     if isinstance(value, bool) or not hasattr(value, "__float__"):
         raise InvalidTypeError(message)
     number = float(value)

@@ -157,6 +157,31 @@ def test_epoch_needs_steps_per_epoch(capsys: pytest.CaptureFixture[str]) -> None
     assert "uses `epoch`; pass --steps-per-epoch K" in capsys.readouterr().err
 
 
+def test_total_needs_total_and_plots_the_schedule_written_with_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["plot", "1 - progress", "--steps", "10", "--text"]) == 2
+    assert "uses `total`, the run's length; pass --total N" in capsys.readouterr().err
+    size = ["--text", "--width", "20", "--height", "5"]
+    assert (
+        main(
+            [
+                "plot",
+                "warmup(cosine(1.0, steps=0.9 * total), steps=0.1 * total)",
+                "--total",
+                "200",
+                *size,
+            ]
+        )
+        == 0
+    )
+    with_total = capsys.readouterr().out.splitlines()
+    assert main(["plot", "warmup(cosine(1.0, steps=180), steps=20)", *size]) == 0
+    by_hand = capsys.readouterr().out.splitlines()
+    assert with_total[:7] == by_hand[:7]  # the same chart, over its natural length
+    assert with_total[6].rstrip().endswith("199 step")
+
+
 @pytest.mark.parametrize("steps", ["0", "-5", "ten"])
 def test_bad_steps_is_a_usage_error(steps: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plot", "step", "--steps", steps]) == 2

@@ -147,6 +147,7 @@ def test_tensorboard_event_files_hold_per_step_scalars(tmp_path: Path) -> None:
         [found["beta_1"][s] for s in range(2 * SPE)], 0.9 - 0.001 * np.arange(2 * SPE), rtol=1e-6
     )
     np.testing.assert_allclose(found["learning_rate"][SPE], 0.005, rtol=1e-6)
+    assert found["total"] == {0: 2 * SPE}  # the run's length, once: epochs x steps per epoch
 
 
 def test_shared_clock_in_a_custom_loop_records_rows(tmp_path: Path) -> None:

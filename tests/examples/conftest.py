@@ -36,3 +36,8 @@ def seed001() -> ModuleType:
 @pytest.fixture(scope="session")
 def seed002() -> ModuleType:
     return _load("seed002_learning_rate_decay")
+
+
+@pytest.fixture(scope="session")
+def keras_io_total_steps() -> ModuleType:
+    return _load("keras_io_total_steps")

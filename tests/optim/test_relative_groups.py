@@ -66,7 +66,9 @@ def test_repr_reads_back_and_errors_name_the_known_names_and_the_cycle():
             keras.optimizers.SGD(),
             groups=[hs.Group("head", match="*", learning_rate="10 * lerning_rate")],
         )
-    with pytest.raises(ScheduleSyntaxError, match=r"names: step, epoch, pi, e, learning_rate"):
+    with pytest.raises(
+        ScheduleSyntaxError, match=r"names: step, epoch, total, progress, pi, e, learning_rate"
+    ):
         hs.scheduled(keras.optimizers.SGD(), groups=[hs.Group("h", match="*", momentum="lr")])
     with pytest.raises(InvalidArgumentError, match=r"cycle: learning_rate -> learning_rate"):
         hs.scheduled(keras.optimizers.SGD(), learning_rate="0.5 * learning_rate")
@@ -201,6 +203,7 @@ def test_parse_takes_extra_names():
     schedule = hs.parse("2 * x + step", names={"x": three})
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(schedule([0, 5])), [6.0, 11.0])
     with pytest.raises(
-        ScheduleSyntaxError, match=r"unknown name 'y' \(names: step, epoch, pi, e, x\)"
+        ScheduleSyntaxError,
+        match=r"unknown name 'y' \(names: step, epoch, total, progress, pi, e, x\)",
     ):
         hs.parse("2 * y", names={"x": three})

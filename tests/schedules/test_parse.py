@@ -314,9 +314,14 @@ def test_repr_round_trips_for_random_expression_trees(schedule: base.Schedule) -
 
 # ---- errors ------------------------------------------------------------------------------
 BAD = [
-    ("stpe / 1000", r"unknown name 'stpe'; did you mean 'step'\? \(names: step, epoch, pi, e\)", 0),
+    (
+        "stpe / 1000",
+        r"unknown name 'stpe'; did you mean 'step'\? "
+        r"\(names: step, epoch, total, progress, pi, e\)",
+        0,
+    ),
     ("0.1 * epohc", r"unknown name 'epohc'; did you mean 'epoch'\?", 6),
-    ("x + 1", r"unknown name 'x' \(names: step, epoch, pi, e\)", 0),
+    ("x + 1", r"unknown name 'x' \(names: step, epoch, total, progress, pi, e\)", 0),
     (
         "cosine(1e-3, stpes=100)",
         r"cosine\(\) got an unexpected keyword 'stpes'; did you mean 'steps'\? "

@@ -318,3 +318,15 @@ def test_errors_name_the_argument_and_the_value() -> None:
     with pytest.raises(ValueError, match=r"Received: logs with keys \['other'\]"):
         hs.find_lr(silent, x, y, steps=3, verbose=0)
     assert all(np.array_equal(a, b) for a, b in zip(before, silent.get_weights(), strict=True))
+
+
+def test_the_range_test_keeps_the_run_s_length() -> None:
+    x, y = _data()
+    optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate="cosine(0.1, steps=total)")
+    model = _model(optimizer)
+    model.fit(x, y, batch_size=BATCH, epochs=2, verbose=0)  # binds total: 2 x 7 batches
+    finding = hs.find_lr(model, x, y, batch_size=BATCH, steps=20, verbose=0)  # a 4-epoch fit
+    assert len(finding.learning_rates) == 20
+    assert optimizer.clock.total == 14 and not optimizer.clock.total_given
+    with pytest.raises(ValueError, match=r"runs a length of 21 steps.*total` is 14"):
+        model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0)  # still the run's, not the test's

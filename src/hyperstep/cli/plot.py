@@ -1,4 +1,4 @@
-"""``hyperstep plot EXPR [EXPR ...] --steps N``: draw schedules as a PNG or a text chart.
+"""``hyperstep plot EXPR [EXPR ...] --steps N [--total N]``: draw schedules as PNG or text.
 
 Runs without Keras: the schedules evaluate with NumPy (the same float32 values), so the
 command starts in a fraction of a second. Bad expressions exit with status 2 and the
@@ -50,6 +50,13 @@ def register(subparsers: Any) -> None:
         metavar="K",
         help="steps in an epoch, for expressions that use `epoch`",
     )
+    parser.add_argument(
+        "--total",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="the run's length, for expressions that use `total` or `progress`",
+    )
     parser.add_argument("--width", type=positive_int, default=72, help="text chart columns")
     parser.add_argument("--height", type=positive_int, default=16, help="text chart rows")
     parser.set_defaults(func=run)
@@ -64,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
     from hyperstep.errors import HyperstepError
     from hyperstep.schedules.chart import have_matplotlib, text_chart, write_png
-    from hyperstep.schedules.expressions import uses_epoch
+    from hyperstep.schedules.expressions import bind_total, uses_epoch, uses_total
     from hyperstep.schedules.language import parse
     from hyperstep.schedules.sample import sample
 
@@ -76,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
             schedule = parse(text, steps_per_epoch=args.steps_per_epoch)
             if uses_epoch(schedule):
                 raise HyperstepError(f"{text!r} uses `epoch`; pass --steps-per-epoch K")
+            if uses_total(schedule):
+                if args.total is None:
+                    raise HyperstepError(f"{text!r} uses `total`, the run's length; pass --total N")
+                schedule = bind_total(schedule, args.total)
         except (HyperstepError, ArithmeticError, ValueError) as error:
             print(f"hyperstep plot: error: {error}", file=sys.stderr)
             return 2

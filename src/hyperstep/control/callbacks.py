@@ -60,7 +60,8 @@ class LogHyperparameters(keras.callbacks.Callback):
     from the shared clock), ``epoch``, and for each hyperparameter ``name`` (the effective
     value), plus with ``fields=("value", "schedule", "scale", "override")`` the columns
     ``name/schedule``, ``name/scale`` and ``name/override`` (empty when not set); and a
-    TensorBoard scalar ``name`` at that step (TensorBoard needs the TensorFlow backend).
+    TensorBoard scalar ``name`` at that step (TensorBoard needs the TensorFlow backend); the
+    run's length ``total`` (``clock.total``) once per ``fit``, at its first step.
     The CSV is written anew by the first ``fit`` (with ``append=True``: appended to,
     without a second header, if it exists, e.g. when resuming an interrupted run; then
     its header decides the columns) and appended to by later ones. In a custom loop call
@@ -169,6 +170,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         self._epoch: int | None = None
         self._read: Any = None
         self._selected = False
+        self.total: int | None = None
 
     # ---- custom loops -------------------------------------------------------------------------
     def record(self, epoch: int | None = None) -> dict[str, float]:
@@ -256,6 +258,17 @@ class LogHyperparameters(keras.callbacks.Callback):
         self._batches = 0
         fit_began(self.model, self.params, [hp.clock for hp in self._all.values()])
         self._select()
+        #: the run's length (``clock.total``, which ``fit`` binds): logged once per ``fit``,
+        #: to TensorBoard as the scalar ``total`` at the fit's first step
+        self.total = self.clock.total
+        if self.total is not None and self.log_dir is not None:
+            import tensorflow as tf
+
+            if self._tf_writer is None:
+                self._tf_writer = tf.summary.create_file_writer(os.fspath(self.log_dir))
+            with self._tf_writer.as_default():
+                step = int(ops.convert_to_numpy(self.clock.step))
+                tf.summary.scalar("total", self.total, step=step)
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch = epoch

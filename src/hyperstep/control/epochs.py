@@ -25,7 +25,7 @@ import keras
 from hyperstep.backends.fit import follow_fit, layers_of
 from hyperstep.clock import Clock
 from hyperstep.control.wrapped import hyperstep_optimizers
-from hyperstep.errors import InvalidTypeError, received
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claimed
 from hyperstep.schedules.expressions import Constant
 
@@ -48,6 +48,7 @@ class FitFollower:
     clock: Clock
     follows_optimizer: bool
     schedule: Any
+    _uses_total: bool
 
     def unread_state(self) -> list[str]:
         """The names of saved state loaded that no object reads yet (none by default)."""
@@ -128,6 +129,52 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
             if int(clock.epoch_length.numpy()) != steps:
                 clock.epoch_length.assign(steps)
         clock.follows_fit = True
+    epochs = (params or {}).get("epochs")
+    length = steps * epochs if steps > 0 and isinstance(epochs, int) else None
+    bind_length(model, clocks_of(model, extra), length, params)
+
+
+def bind_length(
+    model: Any, clocks: Iterable[Clock], length: int | None, params: Mapping[str, Any] | None
+) -> None:
+    """At ``fit``'s start: each clock's ``total`` becomes fit's ``length`` (``epochs`` x steps
+    per epoch) unless the user set it; refused where a schedule reads ``total`` and the length
+    is unknown, or differs from one an earlier ``fit`` bound (or a checkpoint restored)."""
+    readers = {id(hp.clock) for hp in _hyperparameters(model) if hp._uses_total}
+    figures = f"epochs={(params or {}).get('epochs')}, steps={(params or {}).get('steps')}"
+    for clock in clocks:
+        bound, reads = clock.total, id(clock) in readers
+        if length is None:
+            if reads and bound is None:
+                raise InvalidArgumentError(
+                    f"A schedule on `Clock(name={clock.name!r})` reads `total`, the run's "
+                    "length, but `model.fit` cannot tell it: the data has no known length. "
+                    "Pass `steps_per_epoch=` to `fit`, or set `clock.total = n` (the number "
+                    f"of training steps in the run) before it. Received: {figures}"
+                )
+        elif bound is None or (bound != length and not clock.total_given and not reads):
+            clock.bind_total(length)
+        elif bound != length and not clock.total_given:
+            raise InvalidArgumentError(
+                f"`model.fit` runs a length of {length} steps ({figures}), but "
+                f"`Clock(name={clock.name!r}).total` is {bound}, bound by an earlier `fit` or "
+                "restored with the clock; the schedules that read `total` would change at "
+                f"every step. Set `clock.total = {length}` before `fit` to re-bind them to "
+                f"this fit's length, or `clock.total = {bound}` to keep the run's length. "
+                f"Received: total={bound}, {figures}"
+            )
+
+
+def _hyperparameters(model: Any) -> list[Any]:
+    """The hyperparameters ``model`` reads: its optimizers' and its layers'."""
+    found: dict[int, Any] = {}
+    for optimizer in hyperstep_optimizers(getattr(model, "optimizer", None)):
+        for hp in optimizer.hyperparameters.values():
+            found.setdefault(id(hp), hp)
+    for layer in layers_of(model) if model is not None else []:
+        if isinstance(layer, FitFollower):
+            found.setdefault(id(layer), layer)
+    return list(found.values())
 
 
 def warn_unread(model: Any) -> None:

@@ -30,7 +30,13 @@ from hyperstep.control.value_forms import ValueForms
 from hyperstep.control.wrapped import hyperstep_optimizer, hyperstep_optimizers
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import Schedule, ScheduleLike, check_number
-from hyperstep.schedules.expressions import Constant, as_schedule, bind_epochs, uses_epoch
+from hyperstep.schedules.expressions import (
+    Constant,
+    as_schedule,
+    bind_epochs,
+    uses_epoch,
+    uses_total,
+)
 
 _BUILTIN_STATE = ("scale", "override", cooling.START, cooling.FORM)
 
@@ -100,6 +106,7 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
             )
         self._raw_schedule: Schedule = as_schedule(value, name="value")
         self._uses_epoch = uses_epoch(self._raw_schedule)
+        self._uses_total = uses_total(self._raw_schedule)
         self._bound_schedule: Schedule | None = None
         self._bound_steps: int | None = None
         self._clocked_schedule: tuple[Schedule, Clock, Schedule] | None = None
@@ -147,6 +154,7 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
     def schedule(self, value: ScheduleLike) -> None:
         self._raw_schedule = as_schedule(value, name="schedule")
         self._uses_epoch = uses_epoch(self._raw_schedule)
+        self._uses_total = uses_total(self._raw_schedule)
         self._bound_schedule = self._bound_steps = self._table = None
 
     # ---- values -------------------------------------------------------------------------
@@ -397,10 +405,12 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
         return [*self._clock_variables(), *self._own_variables()]
 
     def _clock_variables(self) -> list[Any]:
-        """The clock's ``step``, and its epoch's variables when the schedule reads ``epoch``."""
+        """The clock's ``step``, its epoch's variables when the schedule reads ``epoch``, and
+        ``total_steps`` when it reads ``total``."""
+        length = [self.clock.total_steps] if self._uses_total else []
         if self._uses_epoch:
-            return [self.clock.step, *self.clock.epoch_variables]
-        return [self.clock.step]
+            return [self.clock.step, *self.clock.epoch_variables, *length]
+        return [self.clock.step, *length]
 
     def _own_variables(self) -> list[Any]:
         return [*self._step_state(), *self._state.values()]

@@ -19,7 +19,7 @@ from hyperstep.clock import Clock
 from hyperstep.control.relative import references
 from hyperstep.errors import FrozenValueError
 from hyperstep.schedules.base import Schedule
-from hyperstep.schedules.expressions import BinaryOp, Constant, Epoch, Function
+from hyperstep.schedules.expressions import BinaryOp, Constant, Epoch, Function, Total
 
 __all__ = ["ClockEpoch", "ValueForms", "constant_pieces", "exact_value", "host_values"]
 
@@ -33,6 +33,7 @@ class ValueForms:
     ``clock``, ``_cooldown`` and schedule state."""
 
     _uses_epoch: bool
+    _uses_total: bool
     _raw_schedule: Schedule
     _clocked_schedule: Any
     _relative: tuple[Any, bool]
@@ -64,13 +65,15 @@ class ValueForms:
     def _clocked(self) -> Schedule:
         """The schedule this hyperparameter evaluates: each unbound ``epoch`` read from the
         clock (:meth:`hyperstep.Clock.epoch_at`: fit's epoch inside ``fit``)."""
-        if not self._uses_epoch:
+        if not self._uses_epoch and not self._uses_total:
             return self._raw_schedule
         found = self._clocked_schedule
         if found is None or found[0] is not self._raw_schedule or found[1] is not self.clock:
             clock = self.clock
 
             def read_clock(node: Schedule) -> Schedule | None:
+                if isinstance(node, Total):  # the run's length: clock.total
+                    return Total(clock)
                 return (
                     ClockEpoch(clock)
                     if isinstance(node, Epoch) and node.steps_per_epoch is None
@@ -169,13 +172,13 @@ class ValueForms:
 
     def _epoch_key(self) -> tuple[Any, ...] | None:
         """Where fit's current epoch sits on the clock, as Python numbers (host tables)."""
-        if not self._uses_epoch:
+        if not self._uses_epoch and not self._uses_total:
             return None
         clock = self.clock
         return (
             clock.steps_per_epoch,
             clock.follows_fit,
-            *(int(raw(v)) for v in clock.epoch_variables),  # eager torch (host_float)
+            *(int(raw(v)) for v in [*clock.epoch_variables, clock.total_steps]),  # eager torch
         )
 
 

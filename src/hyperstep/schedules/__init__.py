@@ -22,11 +22,25 @@ from hyperstep.schedules.combinators import join, warmup
 from hyperstep.schedules.cycles import cyclic, one_cycle
 from hyperstep.schedules.decays import exponential, inverse_time, linear, polynomial
 from hyperstep.schedules.expressions import Constant as constant
-from hyperstep.schedules.expressions import as_schedule, bind_epochs, clip, maximum, minimum
+from hyperstep.schedules.expressions import (
+    Step,
+    Total,
+    as_schedule,
+    bind_epochs,
+    bind_total,
+    clip,
+    maximum,
+    minimum,
+)
 from hyperstep.schedules.families import cosine, cosine_restarts, piecewise
 from hyperstep.schedules.hf import from_hf
 from hyperstep.schedules.sample import sample
 from hyperstep.schedules.wsd import cooldown, inverse_sqrt, wsd
+
+total = Total()
+"""The run's length, ``clock.total``: ``cosine(3e-4, steps=total)`` (see :class:`Total`)."""
+progress = Step() / total
+"""The fraction of the run done, ``step / total``: ``1e-3 * (1 - progress) ** 2``."""
 
 # every module that defines words of the vocabulary or a reader of as_schedule is imported
 # here, which registers them (schedules.base.CLASSES and READERS); Keras's
@@ -41,6 +55,7 @@ __all__ = [
     "Schedule",
     "as_schedule",
     "bind_epochs",
+    "bind_total",
     "clip",
     "constant",
     "cooldown",
@@ -59,7 +74,9 @@ __all__ = [
     "one_cycle",
     "piecewise",
     "polynomial",
+    "progress",
     "sample",
+    "total",
     "warmup",
     "wsd",
 ]

@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules.base import FLOAT32_MAX, as_float, check_number, is_scalar_number
+from hyperstep.schedules.base import (
+    FLOAT32_MAX,
+    Schedule,
+    as_float,
+    check_number,
+    is_scalar_number,
+)
+from hyperstep.schedules.expressions import check_length, folded
 
 
 def _is_number(value: Any) -> bool:
@@ -25,11 +32,18 @@ def _is_number(value: Any) -> bool:
     )
 
 
-def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) -> int | float:
+def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) -> Any:
     """Return a positive (or, with ``allow_zero``, non-negative) finite number of steps.
 
-    Integral values come back as ``int`` so that ``repr`` writes ``steps=100``.
+    Integral values come back as ``int`` so that ``repr`` writes ``steps=100``. A length
+    (an expression of ``total`` such as ``0.9 * total``) comes back as it is: the word
+    computes with its value (:func:`~hyperstep.schedules.expressions.length_value`).
     """
+    if isinstance(value, Schedule):
+        number = folded(value)
+        if number is None:
+            return check_length(owner, name, value)
+        value = number
     what = "a non-negative number of steps" if allow_zero else "a positive number of steps"
     if not _is_number(value):
         raise InvalidTypeError(f"`{owner}({name}=...)` must be {what}. {received(name, value)}")

@@ -15,6 +15,7 @@ from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
 from hyperstep.schedules.checks import check_choice, check_factor, check_flag, check_steps
 from hyperstep.schedules.exact import cosine_weight, exact_floor, power_of, rounded_once, widened
+from hyperstep.schedules.expressions import is_length
 
 
 @register
@@ -175,15 +176,20 @@ class OneCycle(Schedule):
         self.compat = check_choice("one_cycle", "compat", compat, ("torch", "optax"))
         self.start = None if start is None else check_number("one_cycle", "start", start)
         self.end = None if end is None else check_number("one_cycle", "end", end)
-        self._phases = self._make_phases()
+        # a length (steps=total) gives its phases when read, checked where it is bound
+        self._phases = self._make_phases(self.steps) if not is_length(self.steps) else None
 
-    def _make_phases(self) -> list[tuple[float, float, float, float]]:
-        """Return ``(start_step, end_step, start_value, end_value)`` for each phase."""
-        rise = self.pct_start * self.steps
+    def _make_phases(self, steps: Any) -> list[tuple[Any, Any, float, float]]:
+        """Return ``(start_step, end_step, start_value, end_value)`` for each phase (of
+        ``steps`` steps: a number, checked, or a length's tensor)."""
+        rise = self.pct_start * steps
+        number = isinstance(steps, (int, float))
         if self.compat == "torch":
-            ends = [rise - 1, 2 * rise - 2, self.steps - 1]
-        else:
-            ends = [float(int(rise)), float(2 * int(rise)), float(self.steps)]
+            ends = [rise - 1, 2 * rise - 2, steps - 1]
+        elif number:
+            ends = [float(int(rise)), float(2 * int(rise)), float(steps)]
+        else:  # int(rise) of a positive length
+            ends = [exact_floor(rise), 2 * exact_floor(rise), steps]
         first = self.peak / self.div_factor if self.start is None else self.start
         last = first / self.final_div_factor if self.end is None else self.end
         if self.three_phase:
@@ -196,7 +202,7 @@ class OneCycle(Schedule):
             points = [(ends[0], first, self.peak), (ends[2], self.peak, last)]
         phases, begin = [], 0.0
         for end_step, a, b in points:
-            if end_step <= begin:
+            if number and end_step <= begin:
                 raise InvalidArgumentError(
                     f"`one_cycle(...)` has an empty phase: with steps={self.steps!r}, "
                     f"pct_start={self.pct_start!r}, three_phase={self.three_phase}, "
@@ -211,8 +217,9 @@ class OneCycle(Schedule):
     @rounded_once
     def value(self, step: Any) -> Any:
         # pick each step's phase first (cheap selects of constants), then anneal once
-        begin, end, a, b = (widened(x) for x in self._phases[-1])
-        for phase in reversed(self._phases[:-1]):
+        phases = self._phases if self._phases is not None else self._make_phases(self.steps)
+        begin, end, a, b = (widened(x) for x in phases[-1])
+        for phase in reversed(phases[:-1]):
             inside = step <= phase[1]
             begin, end, a, b = (
                 ops.where(inside, widened(x), y)

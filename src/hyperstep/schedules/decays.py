@@ -24,6 +24,7 @@ from hyperstep.schedules.checks import (
 )
 from hyperstep.schedules.exact import (
     as_float32,
+    clipped,
     exact_ceil,
     exact_floor,
     exact_maximum,
@@ -69,7 +70,7 @@ class Linear(Schedule):
 
     @rounded_once
     def value(self, step: Any) -> Any:
-        s = ops.clip(step - self.begin, 0.0, self.steps)
+        s = clipped(step - self.begin, 0.0, self.steps)
         # both weights exact for integer steps: accurate at either end of the ramp
         return self.start * ((self.steps - s) / self.steps) + self.end * (s / self.steps)
 
@@ -275,7 +276,7 @@ class Polynomial(Schedule):
             cycles = ops.where(s <= (cycles - 1.0) * self.steps, cycles - 1.0, cycles)
             horizon = self.steps * exact_maximum(cycles, 1.0)
         else:
-            s = ops.clip(step - self.begin, 0.0, self.steps)
+            s = clipped(step - self.begin, 0.0, self.steps)
             horizon = self.steps
         left = (horizon - s) / horizon
         if self.power != 1.0:

@@ -35,13 +35,45 @@ def rounded_once(value: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     the correctly rounded float32 quotient), a vector of steps (whose float32 ``sin`` and
     ``exp`` kernels differ from the scalar ones) and NumPy (the command line's plots). On
     JAX without x64 (``WIDE`` is float32) the value is computed in float32 as written.
+
+    A length argument (``steps=0.9 * total``) is computed first, in ``WIDE`` as Python
+    folds the number, and the word computes with it as with that number.
     """
 
     @functools.wraps(value)
     def computed(self: Any, step: Any) -> Any:
-        return ops.cast(value(self, ops.cast(step, WIDE)), "float32")
+        return ops.cast(value(with_lengths(self), ops.cast(step, WIDE)), "float32")
 
     return computed
+
+
+def with_lengths(word: Any) -> Any:
+    """``word``, or a copy whose length arguments (``steps=total``) are their ``WIDE`` values
+    (``length_value()`` of :class:`~hyperstep.schedules.expressions.LengthNode`); the wrapped
+    ``schedule`` of a combinator stays a schedule."""
+    keys = vars(word).get("_length_keys")
+    if keys is None:  # found once per word
+        found = vars(word).items()
+        keys = [k for k, v in found if k != "schedule" and getattr(v, "length_expression", False)]
+        word._length_keys = keys
+    if not keys:
+        return word
+    lengths = {key: vars(word)[key].length_value() for key in keys}
+    copy = object.__new__(type(word))
+    vars(copy).update({**vars(word), **lengths})
+    return copy
+
+
+def larger(a: Any, b: Any) -> Any:
+    """``max(a, b)`` of two numbers of steps: Python's for numbers, else a ``WIDE`` tensor."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return max(a, b)
+    return exact_maximum(ops.convert_to_tensor(a, WIDE), b)
+
+
+def clipped(x: Any, low: Any, high: Any) -> Any:
+    """``clip(x, low, high)`` in ``x``'s dtype, bounds exact (see :func:`exact_minimum`)."""
+    return exact_minimum(exact_maximum(x, low), high)
 
 
 def exact_minimum(a: Any, b: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The expression nodes: the leaves ``constant``, ``step`` and ``epoch``, arithmetic
+"""The expression nodes: the leaves ``constant``, ``step``, ``epoch`` and ``total``, arithmetic
 (``BinaryOp``, ``Chain``, ``Negate``) and the functions (``Function``) of schedules.
 
 ``Step() / 1000 + 0.01`` is ``BinaryOp("+", BinaryOp("/", Step(), 1000.0), 0.01)``: a tree
@@ -18,7 +18,7 @@ from typing import Any
 
 from hyperstep import backends
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules._ops import NUMPY, ops
+from hyperstep.schedules._ops import NUMPY, WIDE, ops
 from hyperstep.schedules.base import (
     READERS,
     Number,
@@ -30,6 +30,19 @@ from hyperstep.schedules.base import (
     is_scalar_number,
     register,
 )
+from hyperstep.schedules.exact import exact_ceil, exact_floor, exact_maximum, exact_minimum
+
+
+class LengthNode:
+    """A node that may be a length (an expression of ``total`` without the step): the words
+    compute with :meth:`length_value` (:func:`hyperstep.schedules.exact.rounded_once`)."""
+
+    #: whether this node is a length (set by each node from :func:`is_length`)
+    length_expression: bool = False
+
+    def length_value(self) -> Any:
+        """This length as a ``WIDE`` scalar tensor (:func:`length_value`)."""
+        return length_value(self)  # type: ignore[arg-type]
 
 
 # ---- leaves ----------------------------------------------------------------------------
@@ -154,6 +167,152 @@ def uses_epoch(schedule: Schedule) -> bool:
     return any(uses_epoch(child) for child in schedule.children())
 
 
+@register
+class Total(LengthNode, Schedule):
+    """The run's length, ``clock.total`` (the number of training iterations in the run).
+
+    ``value(step) = total``; ``progress`` is ``step / total``. It goes wherever a number goes,
+    in expressions and as a length argument of every word (``cosine(3e-4, steps=total)``,
+    ``warmup(cosine(1e-3, steps=0.9 * total), steps=0.1 * total)``). A schedule keeps the
+    symbol (``repr`` and ``get_config``), so a saved one follows the run it is loaded into.
+
+    A :class:`hyperstep.Hyperparameter` reads it from its clock (``model.fit`` binds
+    ``clock.total`` to ``epochs`` x steps per epoch); :func:`bind_total` gives the schedule
+    written with a number. Read without either, it raises an error that says how to bind it.
+
+    Args:
+        clock: The :class:`hyperstep.Clock` to read ``total`` from (set by a hyperparameter;
+            ``None`` for the symbol).
+
+    Example:
+        >>> from hyperstep.schedules import cosine
+        >>> s = bind_total(cosine(1.0, steps=Total()), 100)
+        >>> s, [round(float(v), 6) for v in s([0, 50, 100])]
+        (cosine(1.0, steps=100), [1.0, 0.5, 0.0])
+    """
+
+    keyword = "total"
+    length_expression = True
+
+    def __init__(self, clock: Any = None) -> None:
+        self.clock = clock
+
+    def value(self, step: Any) -> Any:
+        return ops.cast(self.length(), "float32") + ops.zeros_like(step)
+
+    def length(self) -> Any:
+        """``total`` as a ``WIDE`` scalar tensor (float64, float32 on JAX without x64)."""
+        variable = None if self.clock is None else self.clock.total_steps
+        if variable is None or (backends.concrete(variable.value) and int(variable.numpy()) <= 0):
+            raise InvalidArgumentError(UNBOUND_TOTAL + received("total", None))
+        return ops.cast(variable.value, WIDE)
+
+    def arguments(self) -> dict[str, Any]:
+        return {}
+
+    def __repr__(self) -> str:
+        return "total"
+
+
+#: the refusal of a schedule that reads ``total`` where no length is known
+UNBOUND_TOTAL = (
+    "This schedule reads `total`, the run's length, but no length is known. `model.fit` "
+    "binds it from `epochs` and the steps per epoch: pass `steps_per_epoch=` to fit where "
+    "the data has no known length; in a custom loop set `clock.total = n` (or "
+    "`hs.Clock(total=n)`); for a pure schedule use `hs.schedules.bind_total(schedule, n)`. "
+)
+
+#: the operators and functions a length (an expression of ``total`` without the step) may
+#: use: those IEEE 754 rounds exactly, so it equals the number Python folds for a given total
+_LENGTH_OPS = frozenset({"+", "-", "*", "/"})
+_LENGTH_FUNCTIONS = frozenset({"min", "max", "floor", "ceil", "abs"})
+
+
+def uses_total(schedule: Schedule) -> bool:
+    """Return whether ``schedule`` reads ``total`` (in an expression or an argument)."""
+    if isinstance(schedule, Total):
+        return True
+    return any(uses_total(child) for child in schedule.children())
+
+
+def bind_total(schedule: Schedule, total: int) -> Schedule:
+    """Return ``schedule`` written with ``total`` steps: every ``total`` becomes the number.
+
+    Each length (``0.9 * total``) is folded in float64 as Python computes it, so the result
+    is the schedule written by hand with that number (its ``repr`` shows it).
+
+    Example:
+        >>> from hyperstep.schedules import cosine, warmup
+        >>> bind_total(warmup(cosine(1e-3, steps=0.9 * Total()), steps=0.1 * Total()), 1000)
+        warmup(cosine(0.001, steps=900), steps=100)
+    """
+    total = check_positive_int("bind_total", "total", total)
+
+    def bind(node: Schedule) -> Schedule | None:
+        return Constant(float(total)) if isinstance(node, Total) else None
+
+    return schedule.replace(bind)
+
+
+def is_length(schedule: Any) -> bool:
+    """Whether ``schedule`` is a length: an expression of ``total`` and numbers only."""
+    if not isinstance(schedule, Schedule) or folded(schedule) is not None:
+        return False
+    return uses_total(schedule) and _length_nodes(schedule)
+
+
+def _length_nodes(schedule: Schedule) -> bool:
+    if isinstance(schedule, (Total, Constant)):
+        return True
+    if isinstance(schedule, BinaryOp) and schedule.op in _LENGTH_OPS:
+        return _length_nodes(schedule.left) and _length_nodes(schedule.right)
+    if isinstance(schedule, Negate):
+        return _length_nodes(schedule.operand)
+    if isinstance(schedule, Function) and schedule.name in _LENGTH_FUNCTIONS:
+        return all(_length_nodes(a) for a in schedule.args)
+    return False
+
+
+def check_length(owner: str, name: str, value: Schedule) -> Schedule:
+    """Return the length ``value``, or raise naming ``owner(name=...)``: a number of steps may
+    be an expression of ``total`` with ``+ - * /`` and ``min, max, floor, ceil, abs``."""
+    if not is_length(value):
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` must be a number of steps: a number, or an expression of "
+            "`total` with numbers, + - * / and min, max, floor, ceil, abs (computed exactly, "
+            f"as Python computes the number), such as `0.9 * total`. {received(name, value)}"
+        )
+    return value
+
+
+def length_value(schedule: Schedule) -> Any:
+    """The length ``schedule`` as a ``WIDE`` scalar tensor, each operation rounded as Python
+    rounds it in float64 (exactly: ``+ - * /`` are IEEE's; float32 on JAX without x64)."""
+    if isinstance(schedule, Total):
+        return schedule.length()
+    if isinstance(schedule, Constant):
+        return ops.convert_to_tensor(schedule.value_, WIDE)
+    if isinstance(schedule, Negate):
+        return ops.negative(length_value(schedule.operand))
+    if isinstance(schedule, BinaryOp):
+        left, right = length_value(schedule.left), length_value(schedule.right)
+        return _BINARY[schedule.op][1](left, right)
+    args = [length_value(a) for a in schedule.args]
+    functions: dict[str, Callable[..., Any]] = {
+        "min": exact_minimum,
+        "max": exact_maximum,
+        "floor": exact_floor,
+        "ceil": exact_ceil,
+        "abs": lambda x: ops.where(ops.less(x, 0.0), -x, x),
+    }
+    return functions[schedule.name](*args)
+
+
+def _length_at(schedule: Schedule, step: Any) -> Any:
+    """A length evaluated as a schedule: its exact value, rounded once to float32."""
+    return ops.cast(length_value(schedule), "float32") + ops.zeros_like(step)
+
+
 # ---- arithmetic nodes ------------------------------------------------------------------
 _BINARY: dict[str, tuple[int, Callable[[Any, Any], Any]]] = {
     "<": (10, lambda a, b: ops.cast(ops.less(a, b), "float32")),
@@ -246,7 +405,7 @@ def _fold_with(
 
 
 @register
-class BinaryOp(Schedule):
+class BinaryOp(LengthNode, Schedule):
     """``left OP right`` for OP in ``+ - * / // % **`` and the comparisons (1.0 true, 0.0 false).
 
     ``//`` and ``%`` follow Python (``-7 % 3 == 2``, ``-7 // 3 == -3``). A constant
@@ -276,10 +435,13 @@ class BinaryOp(Schedule):
             [self.left, self.right],
             lambda: repr(self),
         )
+        self.length_expression = is_length(self)
 
     def value(self, step: Any) -> Any:
         if self._fold is not None:
             return _constant(self._fold).value(step)
+        if self.length_expression:  # `0.9 * total`: as Python folds the number
+            return _length_at(self, step)
         return _BINARY[self.op][1](self.left.value(step), self.right.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -346,7 +508,7 @@ class Chain(Schedule):
 
 
 @register
-class Negate(Schedule):
+class Negate(LengthNode, Schedule):
     """``-operand``.
 
     Example:
@@ -361,10 +523,13 @@ class Negate(Schedule):
     def __init__(self, operand: ScheduleLike) -> None:
         self.operand = as_schedule(operand, name="operand")
         self._fold = _fold_with(lambda a: -a, [self.operand])
+        self.length_expression = is_length(self)
 
     def value(self, step: Any) -> Any:
         if self._fold is not None:
             return _constant(self._fold).value(step)
+        if self.length_expression:
+            return _length_at(self, step)
         return ops.negative(self.operand.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -410,7 +575,7 @@ _PYTHON_FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 
 @register
-class Function(Schedule):
+class Function(LengthNode, Schedule):
     """``name(*args)`` of schedules: ``min, max, floor, ceil, exp, log, sqrt, cos, sin, abs``.
 
     Also ``where(cond, a, b)`` (``a`` where ``cond != 0``) and ``clip(x, low, high)``.
@@ -443,10 +608,13 @@ class Function(Schedule):
             self.args,
             lambda: repr(self),
         )
+        self.length_expression = is_length(self)
 
     def value(self, step: Any) -> Any:
         if self._fold is not None:
             return _constant(self._fold).value(step)
+        if self.length_expression:
+            return _length_at(self, step)
         return FUNCTIONS[self.name][1](*(a.value(step) for a in self.args))
 
     def arguments(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import Schedule, check_number
 from hyperstep.schedules.combinators import join, warmup
 from hyperstep.schedules.decays import linear, polynomial
-from hyperstep.schedules.expressions import BinaryOp, Constant, Function, Step
+from hyperstep.schedules.expressions import BinaryOp, Constant, Function, Step, Total
 from hyperstep.schedules.families import cosine, cosine_restarts
 from hyperstep.schedules.wsd import inverse_sqrt, wsd
 
@@ -93,7 +93,9 @@ def from_hf(
         name: A ``transformers.SchedulerType`` value such as ``"cosine"``.
         peak: The optimizer's learning rate (``lr`` of the torch optimizer).
         num_warmup_steps: ``W`` (not needed for ``constant``).
-        num_training_steps: ``N``, warmup included (needed for the decaying names).
+        num_training_steps: ``N``, warmup included; left out, the run's length ``total``
+            (``clock.total``, which ``fit`` binds), as Hugging Face's ``Trainer`` computes
+            it (``cosine_with_restarts``, whose last restart is a boundary, needs it).
         **scheduler_specific_kwargs: Hugging Face's ``scheduler_specific_kwargs`` (e.g.
             ``num_cycles``, ``min_lr_rate``, ``lr_end``, ``power``, ``num_decay_steps``).
 
@@ -107,6 +109,8 @@ def from_hf(
         warmup(linear(0.001, 0.0, steps=100), steps=10)
         >>> [round(float(v), 6) for v in s([0, 5, 10, 60, 110, 200])]
         [0.0, 0.0005, 0.001, 0.0005, 0.0, 0.0]
+        >>> from_hf("cosine", 1e-3, num_warmup_steps=10)  # in the run's length
+        warmup(cosine(0.001, steps=(total - 10.0) / 1.0, past_end='periodic'), steps=10)
     """
     if name in _NOT_PURE:
         raise InvalidArgumentError(
@@ -137,8 +141,11 @@ def from_hf(
         return inverse_sqrt(peak, w, timescale=kw["timescale"])
     if name == "warmup_stable_decay":
         return _wsd(peak, w, num_training_steps, kw)
-    n = _count("num_training_steps", num_training_steps, name)
-    if n <= w:
+    if num_training_steps is None and name != "cosine_with_restarts":
+        n: Any = Total()  # the run's length, as Hugging Face's Trainer computes it
+    else:
+        n = _count("num_training_steps", num_training_steps, name)
+    if isinstance(n, int) and n <= w:
         raise InvalidArgumentError(
             f"`from_hf({name!r}, num_training_steps=...)` must be more than num_warmup_steps="
             f"{w} (it counts the warmup). {received('num_training_steps', num_training_steps)}"
@@ -219,6 +226,8 @@ def _warmup_with_min_lr(peak: float, w: int, wave: Schedule, rate: Any) -> Sched
 
 
 def _wsd(peak: float, w: int, total: int | None, kw: dict[str, Any]) -> Schedule:
+    """``warmup_stable_decay``: the stable phase is what the warmup and decay leave of
+    ``total`` (the run's length when not given)."""
     decay = kw["num_decay_steps"]
     if decay is None:
         raise InvalidArgumentError(
@@ -227,13 +236,8 @@ def _wsd(peak: float, w: int, total: int | None, kw: dict[str, Any]) -> Schedule
         )
     stable = kw["num_stable_steps"]
     if stable is None:
-        if total is None:
-            raise InvalidArgumentError(
-                "`from_hf('warmup_stable_decay', ...)` needs `num_training_steps=` or "
-                "`num_stable_steps=`. Received: num_training_steps=None, num_stable_steps=None"
-            )
-        stable = total - w - decay
-        if stable < 0:
+        stable = (Total() if total is None else total) - w - decay
+        if isinstance(stable, int) and stable < 0:
             raise InvalidArgumentError(
                 f"`from_hf('warmup_stable_decay', num_training_steps=...)` must be at least "
                 f"num_warmup_steps + num_decay_steps = {w + decay}. "

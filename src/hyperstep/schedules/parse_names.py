@@ -27,7 +27,7 @@ MAX_LENGTH = 10_000
 MAX_DEPTH = 100
 
 
-NAMES = ("step", "epoch", "pi", "e")
+NAMES = ("step", "epoch", "total", "progress", "pi", "e")
 
 
 #: named numbers
@@ -37,7 +37,7 @@ NUMBERS = {"pi": math.pi, "e": math.e, "inf": math.inf}
 #: keywords of registered classes that are not words of the language: the expression nodes,
 #: written as syntax, and the Keras wrapper, which has no expression
 _SYNTAX_NODES = frozenset(
-    {"step", "epoch", "binary", "chain", "negate", "function", "keras_schedule"}
+    {"step", "epoch", "total", "binary", "chain", "negate", "function", "keras_schedule"}
 )
 
 

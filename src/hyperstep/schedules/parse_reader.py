@@ -24,6 +24,7 @@ from hyperstep.schedules.expressions import (
     Function,
     Negate,
     Step,
+    Total,
 )
 from hyperstep.schedules.parse_names import (
     BINOPS,
@@ -137,6 +138,10 @@ class Reader:
             return Step()
         if node.id == "epoch":
             return Epoch(self.steps_per_epoch)
+        if node.id == "total":
+            return Total()
+        if node.id == "progress":  # step / total
+            return BinaryOp("/", Step(), Total())
         if node.id in NUMBERS:
             return NUMBERS[node.id]
         if node.id in self.names:

@@ -18,9 +18,11 @@ from hyperstep.schedules.base import Schedule, check_number, register
 from hyperstep.schedules.checks import check_choice, check_steps
 from hyperstep.schedules.exact import (
     HALF_PI,
+    clipped,
     cosine_weight,
     exact_maximum,
     exact_minimum,
+    larger,
     rounded_once,
     widened,
 )
@@ -136,9 +138,9 @@ class WarmupStableDecay(Schedule):
     @rounded_once
     def value(self, step: Any) -> Any:
         w, s, d = self.warmup, self.stable, self.decay
-        up = _warmup_factor(self.warmup_type, ops.clip(step, 0.0, max(w, 1)), max(w, 1))
-        done = ops.clip(step - (w + s), 0.0, max(d, 1))
-        down = decay_factor(self.decay_type, done, max(d, 1), self.num_cycles)
+        up = _warmup_factor(self.warmup_type, clipped(step, 0.0, larger(w, 1)), larger(w, 1))
+        done = clipped(step - (w + s), 0.0, larger(d, 1))
+        down = decay_factor(self.decay_type, done, larger(d, 1), self.num_cycles)
         factor = ops.where(step < w, up, ops.where(step < w + s, 1.0, down))
         factor = ops.where(step < w + s + d, exact_maximum(factor, 0.0), 0.0)
         m = self.min_ratio
@@ -195,8 +197,9 @@ class InverseSqrt(Schedule):
     @rounded_once
     def value(self, step: Any) -> Any:
         w = self.warmup
-        scale = self.timescale if self.timescale is not None else (w or 10_000)
-        ramp = step / max(w, 1)
+        given = self.timescale
+        scale = given if given is not None else w if not isinstance(w, int) or w else 10_000
+        ramp = step / larger(w, 1)
         after = 1.0 / ops.sqrt((exact_maximum(step, w) + (scale - w)) / scale)
         return self.peak * ops.where(step < w, ramp, after)
 
@@ -280,8 +283,8 @@ class Cooldown(Schedule):
 
     @rounded_once
     def value(self, step: Any) -> Any:
-        steps = widened(float(self.steps))
-        done = exact_minimum(exact_maximum(step - widened(float(self.start)), 0.0), steps)
+        steps = widened(self.steps)  # a number of steps: an int, a float or a length
+        done = exact_minimum(exact_maximum(step - widened(self.start), 0.0), steps)
         return cooled_value(
             widened(float(self.value_)), widened(float(self.end)), done, steps, self.shape
         )

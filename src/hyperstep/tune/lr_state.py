@@ -24,7 +24,11 @@ class Snapshot:
     def __init__(self, model: Any, setter: Any) -> None:
         self.model, self.setter = model, setter
         self.random = random_state.capture()
-        self.clocks = [(c, c._steps_per_epoch, c.follows_fit) for c in _clocks(model, setter)]
+        self.clocks = [
+            (c, c._steps_per_epoch, c.follows_fit, c.total_given) for c in _clocks(model, setter)
+        ]
+        for clock, *_ in self.clocks:  # the run's length stays: the test's fit keeps it
+            clock.total_given = clock.total_given or clock.total is not None
         self.saved: list[tuple[Any, np.ndarray]] = []
         self.copy_variables()
 
@@ -37,7 +41,7 @@ class Snapshot:
             if wrapped.is_hyperstep_optimizer(optimizer):
                 for hyperparameter in optimizer.hyperparameters.values():
                     found.extend(hyperparameter.variables)
-        for clock, _, _ in self.clocks:
+        for clock, *_ in self.clocks:
             found.extend(clock.variables)
         seen: set[int] = set()
         unique = []
@@ -59,9 +63,10 @@ class Snapshot:
         """Write every copy back (variables only if they were copied)."""
         for variable, value in self.saved:
             variable.assign(value)
-        for clock, steps_per_epoch, follows_fit in self.clocks:
+        for clock, steps_per_epoch, follows_fit, total_given in self.clocks:
             clock._steps_per_epoch = steps_per_epoch
             clock.follows_fit = follows_fit
+            clock.total_given = total_given
         random_state.restore(self.random)
 
 
