@@ -61,8 +61,6 @@ class Cooldown:
         shape: ``"1-sqrt"`` (default), ``"linear"``, ``"cosine"``, ``"exponential"`` or
             ``"minus_sqrt"``.
         end: The value at the end, in the units of the schedule (``scale`` multiplies it).
-        name: Kept for compatibility: a start saved before 0.1.0 under ``<name>_start``
-            is read back from it.
 
     Raises:
         InvalidArgumentError: On a bad ``steps``, ``shape`` or ``end``, or a hyperparameter
@@ -83,14 +81,11 @@ class Cooldown:
         steps: float,
         shape: str = "1-sqrt",
         end: float = 0.0,
-        *,
-        name: str = "cooldown",
     ) -> None:
         self.target = controlled_hyperparameter(hyperparameter, "Cooldown(hyperparameter=...)")
         self.steps = check_steps("Cooldown", "steps", steps)
         self.shape = check_choice("Cooldown", "shape", shape, DECAY_TYPES)
         self.end = check_number("Cooldown", "end", end)
-        self.name = name
         if self.target._cooldown is not None:
             raise InvalidArgumentError(
                 f"Hyperparameter {self.target.name!r} already has a cooldown; one is enough "
@@ -99,9 +94,6 @@ class Cooldown:
         self._start = self.target.cooldown_start
         self._form = self.target.cooldown_form
         write_through(self._form, cooling.form_of(self.steps, self.end, self.shape))
-        legacy = self.target._pending.pop(f"{name}_start", None)  # an older file's start
-        if legacy is not None and int(legacy) >= 0 and not self.started:
-            self._start.assign(int(legacy))
         object.__setattr__(self.target, "_cooldown", self)  # not tracked as a sublayer
 
     # ---- run time -------------------------------------------------------------------------

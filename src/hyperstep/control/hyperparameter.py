@@ -432,8 +432,6 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
                 by_name[key].assign(value)
             else:  # state a controller adds later (see add_state)
                 self._pending[key] = value[()] if hasattr(value, "shape") else value
-        if not bool(self._pending.pop("is_set", True)):  # saved before 0.1.0 kept a flag
-            self.override.assign(math.nan)
 
     def unread_state(self) -> list[str]:
         """The names of saved state that was loaded but that no object has created yet
