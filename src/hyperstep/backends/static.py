@@ -45,13 +45,6 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-#: Keras optimizer class -> the hyperparameters its code hands a JAX function that takes
-#: arrays only (a :class:`StaticScalar` there fails: JAX no longer converts an object
-#: through ``__jax_array__`` while abstracting arguments); on JAX these reach Keras as float32
-#: arrays. Ftrl: ``ops.clip(linear, -l1, l1)``. Every Keras 3.15 optimizer runs in
-#: ``tests/backends/test_jax_optimizers.py``, so a new one fails there, by name.
-ARRAYS_ONLY: dict[str, frozenset[str]] = {"Ftrl": frozenset({"l1_regularization_strength"})}
-
 
 class StaticNumber:
     """Truth and comparisons with numbers answered by ``static``; arithmetic by ``_binary``.
