@@ -71,8 +71,13 @@ def test_each_row_hands_keras_its_values_bitwise_as_its_python_floats(name: str)
 @pytest.mark.backend("torch")
 @pytest.mark.parametrize(
     ("name", "key"),
-    [("Adam", "beta_2"), ("AdamW", "beta_2"), ("Muon", "adam_beta_2"), ("Nadam", "beta_2")]
-    + [("RMSprop", "rho")],
+    [
+        ("Adam", "beta_2"),
+        ("AdamW", "beta_2"),
+        ("Muon", "adam_beta_2"),
+        ("Nadam", "beta_2"),
+        ("RMSprop", "rho"),
+    ],
 )
 def test_a_torch_row_name_is_needed(name: str, key: str, monkeypatch) -> None:
     # without it, `1 - beta_2` is float32's 1 - 0.99900001 = 0.00099998713, not 0.001

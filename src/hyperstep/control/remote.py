@@ -338,7 +338,7 @@ class Remote(keras.callbacks.Callback):
     def _check_cooldowns(self, command: dict[str, Any]) -> None:
         for name in command["names"]:
             hp = self.hyperparameters[name]
-            cooldown = hp._cooldown
+            cooldown = hp.cooldown
             if cooldown is None:
                 if _int(hp.cooldown_start) >= 0:
                     raise InvalidArgumentError(
@@ -389,7 +389,7 @@ class Remote(keras.callbacks.Callback):
 
             cooldowns = {}
             for name, hp in targets.items():
-                cooldown = hp._cooldown
+                cooldown = hp.cooldown
                 if cooldown is None:  # the hyperparameter's dormant cooldown, formed now
                     shape = command.get("shape", "1-sqrt")
                     cooldown = Cooldown(hp, steps=command["steps"], shape=shape)
@@ -421,7 +421,7 @@ class Remote(keras.callbacks.Callback):
         hp = self.hyperparameters[name]
         new = parse(text)
         mode = self._mode()
-        old = hp._raw_schedule
+        old = hp.value_state.schedule
         found = self._replaced.get(name)
         if found is not None and found.since <= step:  # the pieces of the earlier one
             old = found.whole
@@ -495,9 +495,9 @@ class Remote(keras.callbacks.Callback):
         for name, hp in self.hyperparameters.items():
             if self._armed.get(name, 0) >= span:
                 continue
-            before = hp._armed
+            before = hp.value_state.table
             variables = hp.arm(span)
-            fresh = fresh or variables is not before
+            fresh = fresh or variables[0] is not before
             self._armed[name] = span
             _track(model, hp, variables)
         if fresh:
@@ -654,7 +654,7 @@ def _describe(hp: Any) -> dict[str, Any]:
     override = _float(hp.override)
     start = _int(hp.cooldown_start)  # also a restored one, with no hs.Cooldown built
     return {
-        "schedule": _repr(hp._raw_schedule),
+        "schedule": _repr(hp.value_state.schedule),
         "scale": _float(hp.scale),
         "override": None if math.isnan(override) else override,
         "cooldown": None if start is None or start < 0 else start,
