@@ -3,27 +3,11 @@
 Every update builds ``values = {key: keras_number(Request(...))}`` once, the step read once
 (:func:`hyperstep.optim.resolve.keras_value`); Keras's own casts then round each value to
 the variable's dtype as they round its Python float. One function per backend
-(:data:`FORMS`), each over one :class:`Request`, and one :class:`Row` per Keras optimizer
-class (:data:`ROWS`; a class takes the row of its nearest ``keras.optimizers`` base,
-else none):
-
-- TensorFlow (eager, graph, XLA, ``tf.distribute``), :func:`tensorflow_number`: the
-  learning rate a :class:`~hyperstep.backends.tensorflow.KerasRate` (float32 with Keras's
-  ops as operators, as Keras's own float32 variable); every other value an
-  :class:`~hyperstep.backends.tensorflow.ExactScalar` (float64, constants exact, rounded
-  once to the dtype it meets, ``if``s answered by the constant).
-- JAX (eager, ``jit``, ``fit``), :func:`jax_number`: the learning rate a float32 array; a
-  name of the row's ``jax_arrays`` a weakly typed float32 array; every other value a
-  :class:`~hyperstep.backends.static.StaticScalar` (``if``s answered by the constant, a
-  schedule: +inf; a constant's arithmetic with numbers rounds like its Python float).
-- torch, :func:`torch_number`: eagerly on the CPU Python floats from the host table (the
-  learning rate a float32 0-dim tensor); under ``torch.compile``, in
-  ``keras.StatelessScope`` or with the clock on a GPU, a name of the row's
-  ``torch_numbers`` a float64 0-dim tensor with constants exact
-  (:meth:`hyperstep.Hyperparameter.exact_at`), every other value a float32 0-dim tensor.
-
-Adding a Keras optimizer is one row; adding a backend, one function. ``hs.StepOptimizer``
-hands its rule tensors on every backend (a rule is hyperstep's code, not Keras's).
+(:data:`FORMS`: :func:`tensorflow_number`, :func:`jax_number`, :func:`torch_number`), each
+over one :class:`Request`, and one :class:`Row` per Keras optimizer class (:data:`ROWS`; a
+class takes the row of its nearest ``keras.optimizers`` base, else none). Adding a Keras
+optimizer is one row; adding a backend, one function. (``hs.StepOptimizer`` hands its rule
+tensors on every backend: a rule is hyperstep's code, not Keras's.)
 """
 
 from __future__ import annotations
@@ -52,13 +36,10 @@ __all__ = [
 class Row(NamedTuple):
     """What one Keras optimizer class's code does with its hyperparameters, by name."""
 
-    #: combined with numbers in Python (``1 - self.beta_2``) or passed as torch's
-    #: ``alpha=`` (read back as a number) by Keras's torch code: where they cannot be Python
-    #: floats, float64 tensors with constants exact, so that ``1 - beta_2`` is the Python
-    #: float's ``1 - 0.999`` (float32 gives ``1 - float32(0.999)``)
+    #: used as Python numbers by Keras's torch code (``1 - self.beta_2``, ``alpha=``): so
+    #: ``1 - beta_2`` must be the Python float's ``1 - 0.999``, not ``1 - float32(0.999)``
     torch_numbers: frozenset[str] = frozenset()
-    #: handed to a JAX function that takes arrays only (a StaticScalar fails there: JAX no
-    #: longer converts it through ``__jax_array__`` while abstracting arguments)
+    #: handed to a JAX function that takes arrays only (no ``__jax_array__`` conversion)
     jax_arrays: frozenset[str] = frozenset()
 
 
@@ -125,7 +106,10 @@ class Request(NamedTuple):
 
 
 def tensorflow_number(request: Request) -> Any:
-    """TensorFlow: a ``KerasRate`` for the learning rate, else an ``ExactScalar``."""
+    """TensorFlow (eager, graph, XLA, ``tf.distribute``): the learning rate a
+    :class:`~hyperstep.backends.tensorflow.KerasRate` (float32, Keras's ops as operators, as
+    Keras's own variable); else an :class:`~hyperstep.backends.tensorflow.ExactScalar`
+    (float64, constants exact, rounded once to the dtype it meets, ``if``s see the constant)."""
     from hyperstep.backends.tensorflow import ExactScalar, KerasRate
 
     if request.name == "learning_rate":
@@ -134,9 +118,10 @@ def tensorflow_number(request: Request) -> Any:
 
 
 def jax_number(request: Request) -> Any:
-    """JAX: the float32 array for the learning rate and the row's ``jax_arrays`` (weakly
-    typed: promoted as a Python float, to the other operand's dtype), else a
-    ``StaticScalar``."""
+    """JAX (eager, ``jit``, ``fit``): a float32 array for the learning rate and the row's
+    ``jax_arrays`` (weakly typed: promoted as a Python float is), else a
+    :class:`~hyperstep.backends.static.StaticScalar` (``if``s see the constant, a schedule
+    +inf; a constant's arithmetic with numbers rounds like its Python float)."""
     from hyperstep.backends.static import StaticScalar, weak
 
     if request.name == "learning_rate":
@@ -147,8 +132,10 @@ def jax_number(request: Request) -> Any:
 
 
 def torch_number(request: Request) -> Any:
-    """torch: eagerly on the CPU the host table's Python float; elsewhere float64 for the
-    row's ``torch_numbers`` (float32 where Keras's device has none: MPS), else float32."""
+    """torch: eagerly on the CPU the host table's Python float (the learning rate a float32
+    tensor); under ``torch.compile``, in ``StatelessScope`` or with the clock on a GPU a
+    float64 0-dim tensor, constants exact, for the row's ``torch_numbers`` (float32 where
+    Keras's device has no float64: MPS), else float32."""
     if request.host:
         number = request.hyperparameter.host_float(request.step)
         if number is not None:

@@ -182,7 +182,7 @@ class StaticScalar(StaticNumber):
 
     def _binary(self, other: Any, name: str, swap: bool) -> Any:
         python_op = _OPS[name]
-        theirs = _unwrap(other)
+        theirs = other.value if isinstance(other, StaticScalar) else other
         mine = weak(self.value)  # promoted as a Python float is: to the other's dtype
         checks = self._traced_checks() if self._exact else []
         if not checks or not isinstance(other, (int, float)) or isinstance(other, bool):
@@ -276,7 +276,3 @@ def _register_weak() -> None:
 
 
 _WEAK_TYPES = "jax._src.dtypes.register_weak_scalar_type"
-
-
-def _unwrap(value: Any) -> Any:
-    return value.value if isinstance(value, StaticScalar) else value

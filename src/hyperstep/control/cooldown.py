@@ -217,11 +217,9 @@ class StartCooldown(keras.callbacks.Callback):
                 "when_file=. Received: none of them"
             )
         for key, value in (("at_step", at_step), ("at_epoch", at_epoch)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise InvalidArgumentError(
-                    f"`StartCooldown({key}=...)` must be an integer >= 0. {received(key, value)}"
-                )
-            if value is not None and value < 0:
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
                 raise InvalidArgumentError(
                     f"`StartCooldown({key}=...)` must be an integer >= 0. {received(key, value)}"
                 )

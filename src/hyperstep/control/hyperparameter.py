@@ -200,25 +200,18 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
 
     def exact_at(self, step: Any) -> Any:
         """Like :meth:`at` for a scalar step, in float64, with constants kept exact
-        (:func:`hyperstep.control.value_forms.exact_at`): ``Constant(0.9)`` gives float64
-        ``0.9``, so a Keras optimizer's ``1 - beta_1`` from it matches Python-float arithmetic
-        bit for bit."""
+        (:func:`hyperstep.control.value_forms.exact_at`)."""
         return value_forms.exact_at(self._evaluated, step)
 
     def host_float(self, step: int) -> float | None:
-        """The effective value at integer ``step`` as a Python float, computed on the host.
+        """The effective value at integer ``step`` as a Python float, computed on the host
+        (eager torch: eagerly, outside ``keras.StatelessScope``), :meth:`at`'s number.
 
-        :func:`~hyperstep.control.value_forms.host_value` of the state read as Python numbers
-        and the schedule looked up in a table of its values for 1,024 steps from ``step``
-        (one vectorized evaluation, refilled when the step leaves it;
-        :func:`~hyperstep.control.value_forms.host_values`: a constant piece's Python number
-        exact). The number is :meth:`at`'s (to the last bit for elementwise schedule
-        arithmetic; a vectorized ``pow`` may round one bit differently from a scalar one).
-        ``None`` where the general path is needed: a started cooldown, an armed table, a
-        schedule whose vectorized value is not a float32 vector (a wrapped Keras schedule) or
-        that names another hyperparameter (``"10 * learning_rate"``). Used by
-        ``hs.scheduled`` on eager torch; reads the variables' own tensors
-        (``backends.raw``), so only eagerly and outside ``keras.StatelessScope``.
+        :func:`~hyperstep.control.value_forms.host_value` of the state read as numbers and
+        of the schedule looked up in a table of its values for 1,024 steps from ``step``
+        (:func:`~hyperstep.control.value_forms.host_values`, refilled when the step leaves
+        it). ``None`` where the general path is needed: a started cooldown, an armed table,
+        a wrapped Keras schedule or one naming another hyperparameter.
         """
         override = float(raw(self.override))
         if override == override:  # not nan: an override is set

@@ -88,7 +88,7 @@ class Remote(keras.callbacks.Callback):
     each hyperparameter at ``on_train_begin``, before the step is traced
     (:meth:`hyperstep.Hyperparameter.arm`): the step then reads the override from a table
     of ``k`` values, which the Remote writes at each execution boundary with the next
-    ``k`` values it would have written one by one (:mod:`hyperstep.control.driven`).
+    ``k`` values it would have written one by one (:mod:`hyperstep.control.value_forms`).
     Names are the optimizer's hyperparameter keys (a group's as ``group/name``) and those
     given as ``hyperparameters``. Every command, applied or refused, is a line of
     ``directory/journal.jsonl``; a malformed one is refused there and never stops training.
