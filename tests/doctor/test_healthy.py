@@ -206,9 +206,11 @@ def test_zero_gradient_from_batch_normalization_invariance_is_not_a_finding():
     x = np.random.default_rng(0).normal(size=(2, 3)).astype("float32")
     y = np.ones((2, 1), "float32")
     beta = model.get_layer("bn1").beta
-    zero = not np.any(gradient(model, x, y, beta))  # the premise, by the backend's autodiff
-    # JAX's batch_normalization is x * inv + (beta - mean * inv): its rounding leaves ~1e-8
-    assert zero is (BACKEND != "jax")
+    # the premise, by the backend's autodiff: exactly 0, or a rounding residue (JAX's
+    # batch_normalization is x * inv + (beta - mean * inv)); which one depends on the backend
+    # and on the CPU's vector kernels, so the doctor must be quiet for both
+    residue = np.max(np.abs(gradient(model, x, y, beta)))
+    assert residue < 1e-5
     assert hs.doctor(model, (x, y)).ok
 
 
