@@ -1,5 +1,5 @@
 """Units of hyperstep.backends.torch that stay whatever moves around them: ``kernels``,
-``applies``, ``python_numbers`` and the per-variable paths torch never takes (the fused
+``applies`` and the per-variable paths torch never takes (the fused
 update itself against torch's and Keras's: tests/backends/test_torch_fused.py)."""
 
 from __future__ import annotations
@@ -32,26 +32,6 @@ def test_applies_to_dense_gradients_of_the_variable_dtype_and_device() -> None:
     assert not backend.applies([None], [variable])
     with keras.StatelessScope():
         assert not backend.applies([good], [variable])
-
-
-def test_python_numbers_by_nearest_keras_base_class() -> None:
-    backend = _backend()
-
-    class MyAdam(keras.optimizers.Adam):
-        pass
-
-    class Plain(keras.optimizers.Optimizer):
-        pass
-
-    assert backend.python_numbers(keras.optimizers.Adam) == {"beta_1", "beta_2"}
-    assert backend.python_numbers(MyAdam) == {"beta_1", "beta_2"}
-    assert backend.python_numbers(keras.optimizers.SGD) == {"momentum"}
-    assert backend.python_numbers(Plain) == frozenset()
-    for name in backend.PYTHON_NUMBERS:
-        cls = getattr(keras.optimizers, name, None)
-        if cls is not None:  # each listed name a real Keras class with those attributes
-            optimizer = cls()
-            assert all(hasattr(optimizer, attr) for attr in backend.PYTHON_NUMBERS[name]), name
 
 
 def test_the_per_variable_paths_are_never_torch() -> None:

@@ -39,7 +39,7 @@ each step, the first one compiling).
 
 The worker also checks, eagerly, that ``hs.scheduled``'s torch evaluation of a value (torch
 calls instead of ``keras.ops``, ``Hyperparameter._torch_at``) gives the bits of the general
-``keras.ops`` path (``Hyperparameter._at_ops``).
+``keras.ops`` form (:func:`hyperstep.control.value_forms.at`).
 """
 
 from __future__ import annotations
@@ -250,6 +250,7 @@ def _fast_path_mismatches() -> list[str]:
     from keras import ops
 
     import hyperstep as hs
+    from hyperstep.control import value_forms
 
     sys.path.insert(0, str(Path(__file__).parent))
     from worker import EXPRESSIONS, GRID
@@ -266,7 +267,7 @@ def _fast_path_mismatches() -> list[str]:
                 hp.set(0.123)
             for step in GRID:
                 t = ops.cast(ops.convert_to_tensor(step), "float32")
-                got, expected = hp.at(t), hp._at_ops(t)
+                got, expected = hp.at(t), value_forms.at(hp._evaluated, t)
                 if got.dtype != expected.dtype or not torch.equal(got, expected):
                     found.append(f"{value!r} {change} step={step}: {got} != {expected}")
     return found

@@ -1,5 +1,5 @@
-"""Units of hyperstep.backends.updates: the form each backend hands Keras's optimizer code
-(``keras_number``), ``keras_base_name``, ``in_dtype``, ``scalar_tensor`` and ``after``."""
+"""Units of hyperstep.backends.updates: ``keras_base_name``, ``trains_statelessly`` and
+``after`` (the form of a value: test_keras_forms.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,7 @@ from keras import ops
 
 from hyperstep.backends.fast_paths import native_variable
 from hyperstep.backends.optimizer_classes import keras_base_name
-from hyperstep.backends.updates import (
-    after,
-    in_dtype,
-    keras_number,
-    scalar_tensor,
-    trains_statelessly,
-)
+from hyperstep.backends.updates import after, trains_statelessly
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 
@@ -35,55 +29,6 @@ def test_keras_base_name_is_the_nearest_keras_optimizer() -> None:
 
 def test_trains_statelessly_only_on_jax() -> None:
     assert trains_statelessly() is (keras.backend.backend() == "jax")
-
-
-def _number(name: str, cls: type, value: float, static: float | None):
-    return keras_number(
-        name,
-        cls,
-        lambda: ops.convert_to_tensor(value, "float32"),
-        lambda: ops.convert_to_tensor(value, "float64"),
-        static,
-    )
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_a_constant_rounds_once_to_the_dtype_it_meets(dtype: str) -> None:
-    beta = _number("beta_2", keras.optimizers.Adam, 0.999, 0.999)
-    assert scalar_tensor(beta) is not None
-    got = ops.convert_to_numpy(in_dtype(beta, dtype))
-    if keras.backend.backend() == "jax":  # the float32 value, rounded again
-        expected = np.asarray(np.float32(0.999), dtype)
-    else:  # the float64 constant, rounded once
-        expected = np.asarray(0.999, dtype)
-    assert got.dtype == np.dtype(dtype) and got == expected
-
-
-def test_python_checks_see_the_static_number() -> None:
-    momentum = _number("momentum", keras.optimizers.SGD, 0.0, 0.0)
-    if keras.backend.backend() == "torch":  # eager on the CPU: torch reads tensors
-        assert float(ops.convert_to_numpy(momentum)) == 0.0
-    else:
-        assert not bool(momentum != 0)
-        assert bool(_number("momentum", keras.optimizers.SGD, 0.5, None) != 0)  # a schedule
-
-
-def test_the_learning_rate_is_the_float32_value() -> None:
-    rate = keras_number(
-        "learning_rate",
-        keras.optimizers.Adam,
-        lambda: ops.convert_to_tensor(0.1, "float32"),
-        None,
-        None,
-    )
-    tensor = ops.convert_to_numpy(scalar_tensor(rate))
-    assert tensor.dtype == np.float32 and tensor == np.float32(0.1)
-
-
-def test_in_dtype_of_python_numbers_and_tensors() -> None:
-    assert ops.convert_to_numpy(in_dtype(0.1, "float16")) == np.float16(0.1)
-    x = ops.convert_to_tensor(np.float32(0.1))
-    assert ops.convert_to_numpy(in_dtype(x, "float16")) == np.float16(np.float32(0.1))
 
 
 def test_after_and_native_variable_eagerly() -> None:

@@ -217,16 +217,6 @@ def test_free_hyperparameter_is_restored_by_tf_checkpoint(tmp_path):
     _check_restored(restored, _snapshot(model))
 
 
-def test_state_saved_with_a_separate_is_set_flag_loads_as_unset():
-    """Files written before the unset override became nan stored ``override`` 0.0 with
-    ``is_set`` False: loaded, the value follows the schedule, not 0.0."""
-    hp = hs.Hyperparameter(0.5, name="lr")
-    hp.load_own_variables({"scale": np.array(2.0), "override": np.array(0.0), "is_set": False})
-    assert not bool(hp.is_set) and float(hp.value) == 1.0
-    hp.load_own_variables({"scale": np.array(1.0), "override": np.array(0.25), "is_set": True})
-    assert bool(hp.is_set) and float(hp.value) == 0.25
-
-
 def test_constructing_a_hyperparameter_patches_nothing_in_keras(monkeypatch):
     """Keras's classes are wrapped at the import of hyperstep.backends.fit; constructing a
     Hyperparameter (and its Clock) changes no Keras class, even where the wrappers and the

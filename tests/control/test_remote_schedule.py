@@ -293,9 +293,9 @@ def test_replay_of_a_scaled_python_number_hyperparameter_on_eager_torch_is_bitwi
     import keras
 
     import hyperstep as hs
-    from hyperstep.backends.torch import python_numbers
+    from hyperstep.backends.keras_forms import row
 
-    assert {"beta_1", "beta_2"} <= python_numbers(keras.optimizers.AdamW)
+    assert {"beta_1", "beta_2"} <= row(keras.optimizers.AdamW).torch_numbers
     plan = {
         4: {"verb": "scale", "values": {"beta_1": 0.7, "beta_2": 0.9993}},
         12: {"verb": "scale", "values": {"beta_1": 1.05}},

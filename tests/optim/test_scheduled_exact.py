@@ -110,28 +110,6 @@ def test_traced_scheduled_values_are_bitwise_the_plain_optimizer_traced_per_step
     np.testing.assert_array_equal(v.numpy(), w.numpy())
 
 
-def test_the_torch_table_of_python_numbers_names_each_optimizers_own_hyperparameters():
-    # the explicit table that replaced reading Keras's source (torch.compile's exact values;
-    # bitwise Keras: tests/backends/test_torch_compile.py)
-    from hyperstep.backends.torch import PYTHON_NUMBERS, python_numbers
-
-    every = {
-        name
-        for name in dir(K)
-        if isinstance(getattr(K, name), type)
-        and issubclass(getattr(K, name), K.Optimizer)
-        and name not in ("Optimizer", *_introspect.WRAPPERS)
-    }
-    # every optimizer this Keras has is in the table (the table also names newer Keras's)
-    assert every <= set(PYTHON_NUMBERS)
-    for name, names in PYTHON_NUMBERS.items():
-        if name not in every:
-            continue
-        assert names <= set(_introspect.numeric_names(getattr(K, name))), name
-    assert python_numbers(type("Mine", (K.AdamW,), {})) == {"beta_1", "beta_2"}
-    assert python_numbers(K.Optimizer) == frozenset()
-
-
 def test_names_that_fix_the_update_structure_are_refused_by_their_explicit_list():
     # no source reading: `_introspect.STRUCTURAL` names them, each with its reason
     checked, classes = set(), set()

@@ -6,42 +6,12 @@ here; only this package branches on ``keras.backend.backend()`` or touches priva
 time, so ``import hyperstep`` can check the backend before Keras loads. The functions live
 in :mod:`~hyperstep.backends.scopes` (where code is running),
 :mod:`~hyperstep.backends.fast_paths` (the clock's and hyperparameters' hot paths),
+:mod:`~hyperstep.backends.keras_forms` (what Keras gets for a value),
 :mod:`~hyperstep.backends.updates` (what an optimizer's update needs) and
 :mod:`~hyperstep.backends.optimizer_classes`, and are all imported from here. The
 per-backend modules (:mod:`~hyperstep.backends.tensorflow`, :mod:`~hyperstep.backends.torch`,
 :mod:`~hyperstep.backends.jax`) import those submodules, never this package: it dispatches to
 them.
-
-What each backend hands Keras's optimizer code for an ``hs.scheduled`` hyperparameter
-(chosen once, in :func:`~hyperstep.backends.updates.keras_number`; every update computes
-``values = {key: hp.at(step)}`` first, the step read once; Keras's own casts then round the
-value to each variable's dtype as they round its Python float):
-
-==========================  ==============================  ===============================
-backend (where)             ``learning_rate``               every other numeric value
-==========================  ==============================  ===============================
-TensorFlow (eager, graph,   ``tensorflow.KerasRate``: a     ``tensorflow.ExactScalar``:
-XLA, ``tf.distribute``)     float32 tensor with Keras's     float64, a ``float`` to Keras's
-                            ops as operators (as Keras's    ops (promoted to the variable's
-                            own float32 variable)           dtype, rounded once there) and
-                                                            ``if`` answers
-JAX (eager, ``jit``,        float32 array                   ``static.StaticScalar``: an
-``fit``)                                                    ``if`` sees the constant (a
-                                                            schedule: +inf); a constant's
-                                                            arithmetic with numbers rounds
-                                                            like its Python float; weakly
-                                                            typed, as a Python float
-torch, eager on the CPU     float32 0-dim tensor            Python float (the host table)
-torch, ``torch.compile``,   float32 0-dim tensor            float64 0-dim tensor for the
-``StatelessScope``, GPU                                     names of ``torch.PYTHON_NUMBERS``
-clock                                                       (per Keras torch class; other
-                                                            classes: their nearest Keras
-                                                            base's entry, else none), else
-                                                            float32 0-dim tensor
-==========================  ==============================  ===============================
-
-``hs.StepOptimizer`` computes its rule's values once per update the same way, and hands them
-to the rule as tensors on every backend (a rule is hyperstep's code, not Keras's).
 """
 
 from __future__ import annotations
@@ -61,6 +31,7 @@ from hyperstep.backends.fast_paths import (
     raw,
     read_once,
 )
+from hyperstep.backends.keras_forms import Request, in_dtype, keras_number, scalar_tensor
 from hyperstep.backends.optimizer_classes import optimizer_class
 from hyperstep.backends.scopes import (
     building_model,
@@ -78,15 +49,13 @@ from hyperstep.backends.updates import (
     adam_pass,
     after,
     fused_updates,
-    in_dtype,
-    keras_number,
     multi_tensor_adam,
     optimizer_mixins,
-    scalar_tensor,
     trains_statelessly,
 )
 
 __all__ = [
+    "Request",
     "adam_pass",
     "add_one_in_place",
     "after",

@@ -2,9 +2,8 @@
 
 :func:`optimizer_class` is the class Keras makes for an optimizer class on this backend
 (torch maps the built-in ones to its own subclasses); :func:`keras_base_name` names a
-class's nearest ``keras.optimizers.<Name>`` base, the key of the per-class tables of
-:func:`hyperstep.backends.updates.keras_number` (:data:`hyperstep.backends.torch.PYTHON_NUMBERS`,
-:data:`hyperstep.backends.static.ARRAYS_ONLY`).
+class's nearest ``keras.optimizers.<Name>`` base, the key of
+:data:`hyperstep.backends.keras_forms.ROWS`.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ __all__ = ["keras_base_name", "optimizer_class"]
 
 def keras_base_name(cls: type) -> str | None:
     """The name of ``cls``'s nearest base class that is ``keras.optimizers.<name>`` (the key
-    of the per-class tables of :func:`keras_number`), ``None`` if it has none."""
+    of :data:`hyperstep.backends.keras_forms.ROWS`), ``None`` if it has none."""
     import keras
 
     for klass in cls.__mro__:

@@ -45,13 +45,6 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-#: Keras optimizer class -> the hyperparameters its code hands a JAX function that takes
-#: arrays only (a :class:`StaticScalar` there fails: JAX no longer converts an object
-#: through ``__jax_array__`` while abstracting arguments); on JAX these reach Keras as float32
-#: arrays. Ftrl: ``ops.clip(linear, -l1, l1)``. Every Keras 3.15 optimizer runs in
-#: ``tests/backends/test_jax_optimizers.py``, so a new one fails there, by name.
-ARRAYS_ONLY: dict[str, frozenset[str]] = {"Ftrl": frozenset({"l1_regularization_strength"})}
-
 
 class StaticNumber:
     """Truth and comparisons with numbers answered by ``static``; arithmetic by ``_binary``.
@@ -189,7 +182,7 @@ class StaticScalar(StaticNumber):
 
     def _binary(self, other: Any, name: str, swap: bool) -> Any:
         python_op = _OPS[name]
-        theirs = _unwrap(other)
+        theirs = other.value if isinstance(other, StaticScalar) else other
         mine = weak(self.value)  # promoted as a Python float is: to the other's dtype
         checks = self._traced_checks() if self._exact else []
         if not checks or not isinstance(other, (int, float)) or isinstance(other, bool):
@@ -283,7 +276,3 @@ def _register_weak() -> None:
 
 
 _WEAK_TYPES = "jax._src.dtypes.register_weak_scalar_type"
-
-
-def _unwrap(value: Any) -> Any:
-    return value.value if isinstance(value, StaticScalar) else value

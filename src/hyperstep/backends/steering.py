@@ -151,7 +151,7 @@ def _tensorflow_agreement(place: Workers) -> Callable[[int], int]:
 
 def exact_form(name: str, optimizer: Any) -> bool:
     """Whether ``optimizer``'s hyperparameter ``name`` reaches Keras in float64
-    (:meth:`hyperstep.Hyperparameter.exact_at`, :func:`hyperstep.backends.keras_number`):
+    (:meth:`hyperstep.Hyperparameter.exact_at`, :mod:`hyperstep.backends.keras_forms`):
     on TensorFlow, every name of an ``hs.scheduled`` optimizer but ``learning_rate``."""
     if current_backend() != "tensorflow" or not hasattr(optimizer, "_hs_value"):
         return False

@@ -1,6 +1,4 @@
-"""Torch: fused updates for ``hs.scheduled`` and ``hs.StepOptimizer`` with ``fused=True``,
-and the values of ``hs.scheduled``'s default path that cannot be Python floats
-(:func:`exact_scalar`).
+"""Torch: fused updates for ``hs.scheduled`` and ``hs.StepOptimizer`` with ``fused=True``.
 
 Keras's torch Adam and AdamW (``keras/src/backend/torch/optimizers/torch_adam.py``) update
 every variable with about ten ``torch._foreach_*`` calls, each a pass over all the weights
@@ -52,7 +50,6 @@ import keras
 import torch
 
 from hyperstep.backends import versions
-from hyperstep.backends.optimizer_classes import keras_base_name
 from hyperstep.backends.scopes import in_stateless_scope
 
 # Keras's torch optimizers (private): if they move, fused=True runs Keras's code
@@ -69,8 +66,9 @@ _FUSED_DEVICES: tuple[str, ...] = tuple(_devices()) if _devices else ("cuda", "c
 
 _KERNEL_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
-#: whether Keras's torch device holds float64 (not MPS), read once (at the first install)
-_KERAS_FLOAT64 = keras.backend.backend() != "torch" or keras.ops.zeros(()).device.type != "mps"
+#: whether Keras's torch device holds float64 (not MPS), read once
+#: (:func:`hyperstep.backends.keras_forms.torch_number`)
+KERAS_FLOAT64 = keras.backend.backend() != "torch" or keras.ops.zeros(()).device.type != "mps"
 
 
 def _adam_like(optimizer: Any) -> bool:
@@ -288,56 +286,6 @@ def _float64(value: Any) -> torch.Tensor:
     if isinstance(value, keras.Variable):
         value = value.value
     return torch.as_tensor(value).to(device="cpu", dtype=torch.float64).reshape(())
-
-
-#: Keras torch optimizer class -> the hyperparameters its code combines with numbers in
-#: Python (``1 - self.beta_2``) or passes as torch's ``alpha=`` (read back as a number).
-#: Read off Keras 3.15's torch optimizers (``keras/src/backend/torch/optimizers/``) and the
-#: backend-neutral classes torch runs (``keras/src/optimizers/``); a class not listed takes
-#: the entry of its nearest listed base class, else none (every value a float32 tensor).
-#: ``tests/backends/test_torch_compile.py`` checks each listed class bitwise against Keras.
-PYTHON_NUMBERS: dict[str, frozenset[str]] = {
-    "Adadelta": frozenset({"rho"}),
-    "Adafactor": frozenset(),
-    "Adagrad": frozenset(),
-    "Adam": frozenset({"beta_1", "beta_2"}),
-    "AdamW": frozenset({"beta_1", "beta_2"}),
-    "Adamax": frozenset({"beta_1"}),
-    "Ftrl": frozenset({"l2_shrinkage_regularization_strength"}),
-    "Lamb": frozenset({"beta_1", "beta_2"}),
-    "Lion": frozenset({"beta_1", "beta_2"}),
-    "Muon": frozenset({"adam_beta_1", "adam_beta_2", "momentum"}),
-    "Nadam": frozenset({"beta_1", "beta_2"}),
-    "RMSprop": frozenset({"rho"}),
-    "SGD": frozenset({"momentum"}),
-    "ScheduleFreeAdamW": frozenset(),
-}
-
-
-def python_numbers(cls: type) -> frozenset[str]:
-    """The entry of :data:`PYTHON_NUMBERS` for optimizer class ``cls``: its own, else its
-    nearest Keras base class's (``keras.optimizers.<Name>``), else none."""
-    return PYTHON_NUMBERS.get(keras_base_name(cls) or "", frozenset())
-
-
-def exact_scalar(value: Any, exact: Any) -> Any:
-    """A value Keras's torch code uses as a Python number, where it cannot be one.
-
-    Eagerly on the CPU ``hs.scheduled`` hands Keras Python floats (the host table). Under
-    ``torch.compile``, inside ``keras.StatelessScope`` or with the clock on a GPU the value
-    is a tensor; for a hyperparameter Keras combines with numbers in Python (``1 -
-    self.beta_2``) or passes as ``alpha=`` (read back with ``.item()``), this is ``exact()``:
-    float64, a constant exact (``Hyperparameter.exact_at``), so that ``1 - beta_2`` is the
-    Python float's ``1 - 0.999`` (a float32 tensor gives ``1 - float32(0.999)``,
-    0.00099998713 against 0.001) and ``.item()`` its number. Keras's other uses round it to
-    the variable's dtype once, as they do a Python float: ``ops.cast(self.beta_1, dtype)``,
-    ``torch._foreach_mul_(m, self.beta_1)`` (a 0-dim tensor does not promote a dimensioned
-    one). ``value()`` (float32) where Keras's device has no float64 (MPS). Only for the
-    values of :data:`PYTHON_NUMBERS`: one that Keras combines with a 0-dim tensor first
-    (``1 - weight_decay * lr``) stays float32, whose arithmetic with Keras's float32
-    learning rate is the plain optimizer's.
-    """
-    return exact() if _KERAS_FLOAT64 else value()
 
 
 def group_update(

@@ -3,7 +3,7 @@
 Warmup-stable-decay training (MiniCPM, arXiv 2404.06395; Hagele et al., arXiv 2405.18392)
 decides when to cool down while it runs: a budget is reached, the loss flattens, a
 checkpoint is worth branching from. Every hyperparameter carries a dormant cooldown from its
-creation (:mod:`hyperstep.control.cooling`): a :class:`Cooldown` assigns its form and
+creation (:mod:`hyperstep.control.value_forms`): a :class:`Cooldown` assigns its form and
 :meth:`Cooldown.start` its start, so a training step traced before either follows the
 cooldown from that step on without retracing, and both are saved and restored with the
 hyperparameter.
@@ -21,7 +21,7 @@ from keras import ops
 
 from hyperstep.backends import concrete
 from hyperstep.backends.fit import held_state, write_through
-from hyperstep.control import cooling
+from hyperstep.control import value_forms
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import controlled_hyperparameter
 from hyperstep.errors import InvalidArgumentError, received
@@ -37,9 +37,8 @@ class Cooldown:
 
     ``base(step) = schedule(step)`` before the start step ``s0``, then
     ``end + (schedule(s0) - end) * f(min(step - s0, steps) / steps)``, and as always
-    ``value = override if set else base(step) * scale``. ``f`` is the decay shape:
-    ``1-sqrt: 1 - sqrt(p)`` (Hagele et al.), ``linear: 1 - p``, ``cosine: (1 + cos(pi p)) / 2``,
-    Megatron's ``exponential: 2 * 0.5 ** p - 1`` and ``minus_sqrt`` (= ``1-sqrt``).
+    ``value = override if set else base(step) * scale``. ``f`` is the decay shape, as the
+    ``cooldown`` schedule word computes it (:func:`hyperstep.schedules.wsd.cooled_value`).
 
     So the value goes from the one in force at the start (the schedule there times the
     scale) to ``end * scale`` in ``steps`` steps, and stays there. ``scale`` and overrides
@@ -49,7 +48,7 @@ class Cooldown:
     Create it at any time, also after the training step was traced (``fit``, decide,
     create, start, ``fit`` again): every hyperparameter carries a dormant cooldown in two
     variables made with it (``cooldown_start``, -1 until started, and ``cooldown_form``,
-    ``[steps, end, shape]``; :mod:`hyperstep.control.cooling`), which this object assigns
+    ``[steps, end, shape]``; :mod:`hyperstep.control.value_forms`), which this object assigns
     and the step already reads, on every backend. Both are saved with the hyperparameter, so
     a run restored after the start resumes the cooldown exactly, even before a ``Cooldown``
     is built again (building the same one continues it). ``end`` is kept in float32.
@@ -61,8 +60,6 @@ class Cooldown:
         shape: ``"1-sqrt"`` (default), ``"linear"``, ``"cosine"``, ``"exponential"`` or
             ``"minus_sqrt"``.
         end: The value at the end, in the units of the schedule (``scale`` multiplies it).
-        name: Kept for compatibility: a start saved before 0.1.0 under ``<name>_start``
-            is read back from it.
 
     Raises:
         InvalidArgumentError: On a bad ``steps``, ``shape`` or ``end``, or a hyperparameter
@@ -83,25 +80,19 @@ class Cooldown:
         steps: float,
         shape: str = "1-sqrt",
         end: float = 0.0,
-        *,
-        name: str = "cooldown",
     ) -> None:
         self.target = controlled_hyperparameter(hyperparameter, "Cooldown(hyperparameter=...)")
         self.steps = check_steps("Cooldown", "steps", steps)
         self.shape = check_choice("Cooldown", "shape", shape, DECAY_TYPES)
         self.end = check_number("Cooldown", "end", end)
-        self.name = name
-        if self.target._cooldown is not None:
+        if self.target.cooldown is not None:
             raise InvalidArgumentError(
                 f"Hyperparameter {self.target.name!r} already has a cooldown; one is enough "
                 f"(start it later, or cancel it). Received: hyperparameter={self.target.name!r}"
             )
         self._start = self.target.cooldown_start
         self._form = self.target.cooldown_form
-        write_through(self._form, cooling.form_of(self.steps, self.end, self.shape))
-        legacy = self.target._pending.pop(f"{name}_start", None)  # an older file's start
-        if legacy is not None and int(legacy) >= 0 and not self.started:
-            self._start.assign(int(legacy))
+        write_through(self._form, value_forms.form_of(self.steps, self.end, self.shape))
         object.__setattr__(self.target, "_cooldown", self)  # not tracked as a sublayer
 
     # ---- run time -------------------------------------------------------------------------
@@ -157,8 +148,9 @@ class Cooldown:
 
     def apply(self, schedule: Schedule, base: Any, step: Any) -> Any:
         """``base`` (the schedule's values at ``step``) with the cooldown applied from its
-        start (:func:`hyperstep.control.cooling.cooled`)."""
-        return cooling.cooled(self._start, self._form, schedule, base, step)
+        start (:func:`hyperstep.control.value_forms.cooled`)."""
+        state = self.target.value_state._replace(schedule=schedule)
+        return value_forms.cooled(state, base, step)
 
     def __repr__(self) -> str:
         return (
@@ -225,11 +217,9 @@ class StartCooldown(keras.callbacks.Callback):
                 "when_file=. Received: none of them"
             )
         for key, value in (("at_step", at_step), ("at_epoch", at_epoch)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise InvalidArgumentError(
-                    f"`StartCooldown({key}=...)` must be an integer >= 0. {received(key, value)}"
-                )
-            if value is not None and value < 0:
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
                 raise InvalidArgumentError(
                     f"`StartCooldown({key}=...)` must be an integer >= 0. {received(key, value)}"
                 )

@@ -1,8 +1,9 @@
 """The :class:`Hyperparameter`: a schedule on a clock, with its run-time state in variables.
 
-``effective value = override if set (not nan) else schedule(step) * scale``. Setting, overriding
-and scaling are ``assign``s, so nothing retraces and everything is checkpointed with the
-model or optimizer the hyperparameter is attached to.
+``effective value = override if set (not nan) else cooled(schedule)(step) * scale``, in every
+form, over one state: :mod:`hyperstep.control.value_forms`. Setting, overriding and scaling
+are ``assign``s, so nothing retraces and everything is checkpointed with the model or
+optimizer the hyperparameter is attached to.
 """
 
 from __future__ import annotations
@@ -20,15 +21,17 @@ from hyperstep.backends import (
     distributes,
     fast_value,
     integer_dtype,
-    read_once,
+    raw,
+    unmapped_in_jit,
 )
 from hyperstep.backends.fit import held_state, write_through
 from hyperstep.clock import Clock
-from hyperstep.control import cooling, driven
+from hyperstep.control import value_forms
 from hyperstep.control.epochs import FitFollower, install
-from hyperstep.control.value_forms import ValueForms
+from hyperstep.control.relative import references
+from hyperstep.control.value_forms import ValueState, host_value, host_values, read_clock
 from hyperstep.control.wrapped import hyperstep_optimizer, hyperstep_optimizers
-from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.errors import FrozenValueError, InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import Schedule, ScheduleLike, check_number
 from hyperstep.schedules.expressions import (
     Constant,
@@ -38,17 +41,20 @@ from hyperstep.schedules.expressions import (
     uses_total,
 )
 
-_BUILTIN_STATE = ("scale", "override", cooling.START, cooling.FORM)
+_BUILTIN_STATE = ("scale", "override", value_forms.START, value_forms.FORM)
+#: steps per table of schedule values kept by :meth:`Hyperparameter.host_float`
+_TABLE_STEPS = 1024
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
-class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
+class Hyperparameter(FitFollower, keras.layers.Layer):
     """A hyperparameter whose value follows a schedule of the clock's step.
 
     ``value = override if is_set else schedule(clock.step) * scale``
 
     ``scale`` (float32, 1.0) and ``override`` (float32, nan while no override is set:
-    ``is_set = not isnan(override)``) are non-trainable variables; controllers add theirs
+    ``is_set = not isnan(override)``) are non-trainable variables, with the dormant cooldown's
+    (:attr:`value_state`, :mod:`hyperstep.control.value_forms`); controllers add theirs
     with :meth:`add_state`. ``value`` reads them, so a traced training step sees every change
     without retracing.
 
@@ -116,10 +122,10 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
         self.clock = clock if clock is not None else Clock(name=f"{self.name}_clock")
         self.scale = self._new_state("scale", 1.0, "float32")
         self.override = self._new_state("override", math.nan, "float32")
-        # a dormant cooldown, made before any step is traced (hyperstep.control.cooling)
-        self.cooldown_start = self._new_state(cooling.START, -1, "int64")
+        # a dormant cooldown, made before any step is traced (hyperstep.control.value_forms)
+        self.cooldown_start = self._new_state(value_forms.START, -1, "int64")
         self.cooldown_form = self._new_state(
-            cooling.FORM, cooling.form_of(1, 0.0, "linear"), "float32", shape=(3,)
+            value_forms.FORM, value_forms.form_of(1, 0.0, "linear"), "float32", shape=(3,)
         )
         self._state: dict[str, Any] = {}
         self._pending: dict[str, Any] = {}
@@ -127,7 +133,7 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
         self._relative: tuple[Schedule | None, bool] = (None, False)
         #: the :class:`hyperstep.Cooldown` that assigns the cooldown state (one at most)
         self._cooldown: Any = None
-        #: a Remote's table of a replaced schedule's values (:mod:`hyperstep.control.driven`)
+        #: a Remote's table of a replaced schedule's values (:meth:`arm`)
         self._armed: tuple[Any, Any] | None = None
         self.built = True
         install()  # fit's epochs reach the clocks (a handler; Keras is not patched)
@@ -188,47 +194,138 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
             with held:
                 return self.at(step)
         self._check_mapped()  # JAX only (nothing to check elsewhere)
-        if self._armed is not None or not cooling.dormant(self.cooldown_start):
-            return self._at_ops(step)  # armed, started, or in a traced step
+        if self._armed is not None or not value_forms.dormant(self.cooldown_start):
+            return value_forms.at(self._evaluated, step)  # armed, started, or traced
         # eager torch: 2-3 torch calls (each keras.ops call costs ~15 us of Python there)
         value = fast_value(self._clocked, step, self.scale, self.override)
-        return value if value is not None else self._at_ops(step)
+        return value if value is not None else value_forms.at(self._evaluated, step)
 
     def base_at(self, step: Any) -> Any:
         """``schedule(step)``, or the cooldown from its start step if one was started: the
         value ``scale`` multiplies (see :class:`hyperstep.Cooldown`)."""
+        state = self._evaluated
+        return value_forms.cooled(state, state.schedule(step), step)
+
+    def exact_at(self, step: Any) -> Any:
+        """Like :meth:`at` for a scalar step, in float64, with constants kept exact
+        (:func:`hyperstep.control.value_forms.exact_at`)."""
+        return value_forms.exact_at(self._evaluated, step)
+
+    def host_float(self, step: int) -> float | None:
+        """The effective value at integer ``step`` as a Python float, computed on the host
+        (eager torch: eagerly, outside ``keras.StatelessScope``), :meth:`at`'s number.
+
+        :func:`~hyperstep.control.value_forms.host_value` of the state read as numbers and
+        of the schedule looked up in a table of its values for 1,024 steps from ``step``
+        (:func:`~hyperstep.control.value_forms.host_values`, refilled when the step leaves
+        it). ``None`` where the general path is needed: a started cooldown, an armed table,
+        a wrapped Keras schedule or one naming another hyperparameter.
+        """
+        override = float(raw(self.override))
+        if override == override:  # not nan: an override is set
+            return override
+        if int(raw(self.cooldown_start)) >= 0 or self._armed is not None:
+            return None
         schedule = self._clocked
-        return self._cooled(schedule, schedule(step), step)
-
-    def _cooled(self, schedule: Schedule, base: Any, step: Any) -> Any:
-        """``base`` with the cooldown applied (:func:`hyperstep.control.cooling.cooled`)."""
-        return cooling.cooled(self.cooldown_start, self.cooldown_form, schedule, base, step)
-
-    def _at_ops(self, step: Any) -> Any:
-        override = self.override_at(step)  # used twice: read once
-        scaled = ops.multiply(self.base_at(step), self.scale.value)
-        return ops.where(ops.isnan(override), scaled, override)
+        if self._relative[0] is not schedule:
+            self._relative = (schedule, bool(references(schedule)))
+        if self._relative[1]:  # "10 * learning_rate": reads another's state
+            return None
+        if isinstance(schedule, Constant):
+            base = float(schedule.value_)
+        else:
+            table = self._table
+            epochs = self._epoch_key()  # the table holds one placement of fit's epochs
+            if (
+                table is None
+                or table[0] is not schedule
+                or table[3] != epochs
+                or not 0 <= step - table[1] < _TABLE_STEPS
+            ):
+                steps = np.arange(step, step + _TABLE_STEPS, dtype="float32")
+                values = host_values(schedule, steps)
+                if values is None:
+                    return None
+                table = self._table = (schedule, step, values.tolist(), epochs)
+            base = table[2][step - table[1]]
+        return host_value(base, float(raw(self.scale)), override)
 
     def override_at(self, step: Any) -> Any:
         """The override the value takes at ``step`` (nan: none), read once: ``override``,
         or where a :class:`hyperstep.Remote` armed this hyperparameter (:meth:`arm`) and
         ``override`` is nan, the entry of its table for ``step``."""
-        override = read_once(self.override)
-        if self._armed is None:
-            return override
-        return driven.override_at(override, self._armed, step)
+        return value_forms.override_at(self._evaluated, step)
+
+    @property
+    def value_state(self) -> ValueState:
+        """The state the value reads besides the step, one
+        :class:`~hyperstep.control.value_forms.ValueState`: the schedule as given, ``scale``,
+        ``override``, the cooldown's variables and, once armed (:meth:`arm`), the table's."""
+        return ValueState(self._raw_schedule, *self._step_state(), *(self._armed or ()))
+
+    @property
+    def cooldown(self) -> Any:
+        """The :class:`hyperstep.Cooldown` that writes this hyperparameter's cooldown state,
+        or ``None`` before one is made (the state may still hold a restored cooldown)."""
+        return self._cooldown
+
+    @property
+    def _evaluated(self) -> ValueState:
+        """:attr:`value_state` with the schedule evaluated (:attr:`_clocked`)."""
+        return ValueState(self._clocked, *self._step_state(), *(self._armed or ()))
+
+    @property
+    def _clocked(self) -> Schedule:
+        """The schedule this hyperparameter evaluates: each unbound ``epoch`` read from the
+        clock (:meth:`hyperstep.Clock.epoch_at`: fit's epoch inside ``fit``), and ``total``
+        from ``clock.total``."""
+        if not self._uses_epoch and not self._uses_total:
+            return self._raw_schedule
+        found = self._clocked_schedule
+        if found is None or found[0] is not self._raw_schedule or found[1] is not self.clock:
+            found = (self._raw_schedule, self.clock, read_clock(self._raw_schedule, self.clock))
+            self._clocked_schedule = found
+        return found[2]
+
+    def _epoch_key(self) -> tuple[Any, ...] | None:
+        """Where fit's current epoch sits on the clock, as Python numbers (host tables)."""
+        if not self._uses_epoch and not self._uses_total:
+            return None
+        clock = self.clock
+        return (
+            clock.steps_per_epoch,
+            clock.follows_fit,
+            *(int(raw(v)) for v in [*clock.epoch_variables, clock.total_steps]),  # eager torch
+        )
+
+    def _check_mapped(self) -> None:
+        unmapped = unmapped_in_jit(self.step_variables)
+        if not unmapped:
+            return
+        names = ", ".join(v.path for v in unmapped)
+        raise FrozenValueError(
+            f"Hyperparameter {self.name!r} is read inside `jax.jit`, but its variables "
+            f"({names}) are not in the stateless state being traced: the compiled step "
+            "would keep the values they had when it was traced. Read it where Keras maps "
+            "them: in a layer's `call` under `model.stateless_call(trainable, non_trainable, "
+            "...)` (assign the hyperparameter to the layer in `__init__`; its variables are "
+            "then in `model.non_trainable_variables`), inside an `hs.scheduled` optimizer's "
+            "`stateless_apply`, or within `keras.StatelessScope(state_mapping=list(zip("
+            "variables, values)))` where `variables` includes `hp.variables`. Or read "
+            "`float(hp.value)` outside the jitted function and pass it in as an argument."
+        )
 
     def arm(self, steps: int) -> tuple[Any, Any]:
         """Give the value a table of ``steps`` overrides, one per step from a start step
-        (:mod:`hyperstep.control.driven`), and return ``(table, start)``; the ones made
-        before if they hold at least ``steps``. :class:`hyperstep.Remote` arms a
-        hyperparameter before ``fit(steps_per_execution=k)`` traces its step and writes a
+        (:func:`hyperstep.control.value_forms.override_at`), and return ``(table, start)``;
+        the ones made before if they hold at least ``steps``. :class:`hyperstep.Remote` arms
+        a hyperparameter before ``fit(steps_per_execution=k)`` traces its step and writes a
         replaced schedule's next ``k`` values there, so the step is not traced again. A step
         traced before the call does not read the table; the variables are not saved."""
         if self._armed is not None and int(self._armed[0].shape[0]) >= steps:
             return self._armed
         with _scope_of(self.scale):
-            self._armed = driven.new_table(self, int(steps))
+            self._armed = value_forms.new_table(self, int(steps))
         return self._armed
 
     def _armed_variables(self) -> list[Any]:
@@ -442,8 +539,6 @@ class Hyperparameter(ValueForms, FitFollower, keras.layers.Layer):
                 by_name[key].assign(value)
             else:  # state a controller adds later (see add_state)
                 self._pending[key] = value[()] if hasattr(value, "shape") else value
-        if not bool(self._pending.pop("is_set", True)):  # saved before 0.1.0 kept a flag
-            self.override.assign(math.nan)
 
     def unread_state(self) -> list[str]:
         """The names of saved state that was loaded but that no object has created yet

@@ -100,7 +100,7 @@ class Remote(keras.callbacks.Callback):
     each hyperparameter at ``on_train_begin``, before the step is traced
     (:meth:`hyperstep.Hyperparameter.arm`): the step then reads the override from a table
     of ``k`` values, which the Remote writes at each execution boundary with the next
-    ``k`` values it would have written one by one (:mod:`hyperstep.control.driven`).
+    ``k`` values it would have written one by one (:mod:`hyperstep.control.value_forms`).
     Names are the optimizer's hyperparameter keys (a group's as ``group/name``) and those
     given as ``hyperparameters``. Every command, applied or refused, is a line of
     ``directory/journal.jsonl``; a malformed one is refused there and never stops training.
@@ -478,7 +478,7 @@ class Remote(keras.callbacks.Callback):
     def _check_cooldowns(self, command: dict[str, Any]) -> None:
         for name in command["names"]:
             hp = self.hyperparameters[name]
-            cooldown = hp._cooldown
+            cooldown = hp.cooldown
             if cooldown is None:
                 if _int(hp.cooldown_start) >= 0:
                     raise InvalidArgumentError(
@@ -541,7 +541,7 @@ class Remote(keras.callbacks.Callback):
                 extra["driven"] = sorted(n for n in held if n in self._replaced)
             cooldowns = {}
             for name, hp in targets.items():
-                cooldown = hp._cooldown
+                cooldown = hp.cooldown
                 if cooldown is None:  # the hyperparameter's dormant cooldown, formed now
                     shape = command.get("shape", "1-sqrt")
                     cooldown = Cooldown(hp, steps=command["steps"], shape=shape)
@@ -617,7 +617,7 @@ class Remote(keras.callbacks.Callback):
         """Replace ``name``'s schedule by ``new`` from ``step`` on (see the class docstring)."""
         hp = self.hyperparameters[name]
         mode = self._mode()
-        old = hp._raw_schedule
+        old = hp.value_state.schedule
         found = self._replaced.get(name)
         if found is not None and found.since <= step:  # the pieces of the earlier one
             old = found.whole
@@ -707,9 +707,9 @@ class Remote(keras.callbacks.Callback):
         for name, hp in self.hyperparameters.items():
             if self._armed.get(name, 0) >= span:
                 continue
-            before = hp._armed
+            before = hp.value_state.table
             variables = hp.arm(span)
-            fresh = fresh or variables is not before
+            fresh = fresh or variables[0] is not before
             self._armed[name] = span
             _track(model, hp, variables)
         if fresh:
@@ -871,7 +871,7 @@ def _describe(hp: Any) -> dict[str, Any]:
     override = _float(hp.override)
     start = _int(hp.cooldown_start)  # also a restored one, with no hs.Cooldown built
     return {
-        "schedule": _repr(hp._raw_schedule),
+        "schedule": _repr(hp.value_state.schedule),
         "scale": _float(hp.scale),
         "override": None if math.isnan(override) else override,
         "cooldown": None if start is None or start < 0 else start,

@@ -1,187 +1,222 @@
-"""A :class:`~hyperstep.Hyperparameter`'s value in the forms the backends need, beside
-:meth:`~hyperstep.Hyperparameter.at`: ``host_float(step)`` (a Python float on the host, from a
-table of the schedule's float32 values) for eager torch, ``exact_at(step)`` (float64, constants
-exact) for Keras code that does arithmetic with Python numbers, the schedule with ``epoch`` read
-from the clock (``ClockEpoch``), and the check that a jitted JAX read sees its variables.
+"""A :class:`~hyperstep.Hyperparameter`'s effective value: one formula over one state
+(:class:`ValueState`), in each form a backend needs, side by side::
 
-``effective value = override if set (not nan) else schedule(step) * scale`` in every form.
+    value(step)       = override_at(step) if not nan else cooled(step) * scale
+    override_at(step) = override if set (not nan)
+                        else table[step - table_start] if armed and 0 <= step - table_start < N
+                        else nan
+    cooled(step)      = schedule(step) while dormant (cooldown_start < 0) or step < start,
+                        else end + (schedule(start) - end) * f(min(step - start, steps) / steps)
+
+- :func:`at`: ``keras.ops``, float32 (eager, in a traced step, on a vector of steps);
+- :func:`exact_at`: float64 with constants exact (:func:`exact_value`), for Keras code that
+  does arithmetic with Python numbers;
+- :func:`host_value`: a Python float from numbers read on the host (eager torch);
+- :func:`override_at`: the armed table, through which :class:`hyperstep.Remote` drives a
+  replaced schedule into a step that runs several steps per call.
+
+The cooldown is the one :class:`hyperstep.Cooldown` writes: ``f`` is its shape (one of
+:data:`~hyperstep.schedules.wsd.DECAY_TYPES`, written once in
+:func:`~hyperstep.schedules.wsd.cooled_value`), computed in float64 and rounded to float32
+once, so that from its start it is bitwise the schedule word
+``cooldown(schedule(start), start, steps, shape, end)`` on every read path. Its state is
+made with the hyperparameter, before any step is traced: ``cooldown_start`` (-1 while
+dormant) and ``cooldown_form`` (float32 ``[steps, end, shape index]``). A dormant cooldown
+costs one comparison and one ``cond`` in a traced TensorFlow or JAX step
+(:func:`hyperstep.backends.fast_paths.lazy_where`) and one host read on eager torch.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
+import keras
 import numpy as np
 from keras import ops
 
-from hyperstep.backends import raw, unmapped_in_jit
+from hyperstep.backends import concrete, host_int, integer_dtype, read_once, wide_float_dtype
+from hyperstep.backends.fast_paths import lazy_where
 from hyperstep.clock import Clock
-from hyperstep.control.relative import references
-from hyperstep.errors import FrozenValueError
 from hyperstep.schedules.base import Schedule
+from hyperstep.schedules.checks import check_choice
+from hyperstep.schedules.exact import exact_maximum, exact_minimum
 from hyperstep.schedules.expressions import BinaryOp, Constant, Epoch, Function, Total
+from hyperstep.schedules.wsd import DECAY_TYPES, cooled_value
 
-__all__ = ["ClockEpoch", "ValueForms", "constant_pieces", "exact_value", "host_values"]
+__all__ = [
+    "ClockEpoch",
+    "ValueState",
+    "at",
+    "constant_pieces",
+    "cooled",
+    "dormant",
+    "exact_at",
+    "exact_value",
+    "form_of",
+    "host_value",
+    "host_values",
+    "new_table",
+    "override_at",
+]
 
-#: steps per table of schedule values kept by :meth:`ValueForms.host_float`
-_TABLE_STEPS = 1024
+#: the saved names of the cooldown's state (``state_<name>`` in ``tf.train.Checkpoint``)
+#: and of the armed table (not saved: the Remote writes it from its journal)
+START, FORM, TABLE, TABLE_START = "cooldown_start", "cooldown_form", "driven_table", "driven_start"
 
 
-class ValueForms:
-    """Mixin of :class:`~hyperstep.Hyperparameter`: its value's host, exact and clocked
-    forms (see the module docstring). Reads the hyperparameter's ``scale``, ``override``,
-    ``clock``, ``_cooldown`` and schedule state."""
+class ValueState(NamedTuple):
+    """What a hyperparameter's value reads besides the step: the formula's state.
 
-    _uses_epoch: bool
-    _uses_total: bool
-    _raw_schedule: Schedule
-    _clocked_schedule: Any
-    _relative: tuple[Any, bool]
-    _table: Any
-    _cooldown: Any
-    clock: Clock
+    :attr:`hyperstep.Hyperparameter.value_state` holds its variables (the schedule as
+    given); every change at run time is an ``assign`` into them.
+
+    Example:
+        >>> import hyperstep as hs
+        >>> state = hs.Hyperparameter(0.5, name="lr").value_state
+        >>> float(at(state, 3)), state.table is None
+        (0.5, True)
+    """
+
+    #: the schedule (an unbound ``epoch`` reads the hyperparameter's clock when evaluated)
+    schedule: Schedule
+    #: float32, multiplies the cooled schedule
     scale: Any
+    #: float32, nan while no override is set
     override: Any
-    name: str
-
+    #: an integer, -1 while the cooldown is dormant
     cooldown_start: Any
-
-    def _clock_variables(self) -> list[Any]:
-        raise NotImplementedError
-
-    def _step_state(self) -> list[Any]:
-        raise NotImplementedError
-
-    def _armed_variables(self) -> list[Any]:
-        raise NotImplementedError
-
-    def override_at(self, step: Any) -> Any:
-        raise NotImplementedError
-
-    def _cooled(self, schedule: Schedule, base: Any, step: Any) -> Any:
-        raise NotImplementedError
-
-    @property
-    def _clocked(self) -> Schedule:
-        """The schedule this hyperparameter evaluates: each unbound ``epoch`` read from the
-        clock (:meth:`hyperstep.Clock.epoch_at`: fit's epoch inside ``fit``)."""
-        if not self._uses_epoch and not self._uses_total:
-            return self._raw_schedule
-        found = self._clocked_schedule
-        if found is None or found[0] is not self._raw_schedule or found[1] is not self.clock:
-            clock = self.clock
-
-            def read_clock(node: Schedule) -> Schedule | None:
-                if isinstance(node, Total):  # the run's length: clock.total
-                    return Total(clock)
-                return (
-                    ClockEpoch(clock)
-                    if isinstance(node, Epoch) and node.steps_per_epoch is None
-                    else None
-                )
-
-            found = (self._raw_schedule, clock, self._raw_schedule.replace(read_clock))
-            self._clocked_schedule = found
-        return found[2]
-
-    def _check_mapped(self) -> None:
-        unmapped = unmapped_in_jit(
-            [*self._clock_variables(), *self._step_state(), *self._armed_variables()]
-        )
-        if not unmapped:
-            return
-        names = ", ".join(v.path for v in unmapped)
-        raise FrozenValueError(
-            f"Hyperparameter {self.name!r} is read inside `jax.jit`, but its variables "
-            f"({names}) are not in the stateless state being traced: the compiled step "
-            "would keep the values they had when it was traced. Read it where Keras maps "
-            "them: in a layer's `call` under `model.stateless_call(trainable, non_trainable, "
-            "...)` (assign the hyperparameter to the layer in `__init__`; its variables are "
-            "then in `model.non_trainable_variables`), inside an `hs.scheduled` optimizer's "
-            "`stateless_apply`, or within `keras.StatelessScope(state_mapping=list(zip("
-            "variables, values)))` where `variables` includes `hp.variables`. Or read "
-            "`float(hp.value)` outside the jitted function and pass it in as an argument."
-        )
-
-    def host_float(self, step: int) -> float | None:
-        """The effective value at integer ``step`` as a Python float, computed on the host.
-
-        ``override if is_set else schedule(step) * scale`` with the state read as Python
-        numbers and the schedule looked up in a table of its float32 values for
-        ``_TABLE_STEPS`` steps from ``step`` (one vectorized evaluation, refilled when the step
-        leaves it); a constant schedule gives its Python number exactly, and so does a
-        constant piece of a ``where`` where the schedule is that piece (:func:`host_values`),
-        as :meth:`exact_at` does: so a replayed constant, ``where(step < 100, 0.9, ...)``,
-        gives Keras the Python number ``0.9`` the controlled run gave. A ``scale`` other
-        than 1 multiplies in float32 (``float32(float32(base) * scale)``), so the number is
-        :meth:`at`'s (to the last bit for elementwise schedule arithmetic; a vectorized
-        ``pow`` may round one bit differently from a scalar one), which a replayed
-        ``schedule * scale`` (:func:`hyperstep.Remote.replay`) gives again. ``None`` for a
-        schedule whose vectorized value is not a float32 vector (a wrapped Keras schedule) or
-        that names another hyperparameter (``"10 * learning_rate"``). Used by
-        ``hs.scheduled`` on eager torch (where each tensor op costs Python time; see
-        docs/backends.md). Reads the variables' own tensors (``backends.raw``), so only
-        eagerly and outside ``keras.StatelessScope``: not for graphs, ``torch.compile`` or
-        stateless calls.
-        """
-        override = float(raw(self.override))
-        if override == override:  # not nan: an override is set
-            return override
-        if int(raw(self.cooldown_start)) >= 0:
-            return None  # a started cooldown: the general path reads its variable
-        schedule = self._clocked
-        if self._relative[0] is not schedule:
-            self._relative = (schedule, bool(references(schedule)))
-        if self._relative[1]:  # "10 * learning_rate": reads another's state
-            return None
-        if isinstance(schedule, Constant):
-            base = float(schedule.value_)
-        else:
-            table = self._table
-            epochs = self._epoch_key()  # the table holds one placement of fit's epochs
-            if (
-                table is None
-                or table[0] is not schedule
-                or table[3] != epochs
-                or not 0 <= step - table[1] < _TABLE_STEPS
-            ):
-                steps = np.arange(step, step + _TABLE_STEPS, dtype="float32")
-                values = host_values(schedule, steps)  # a constant piece's exact number
-                if values is None:
-                    return None
-                table = self._table = (schedule, step, values.tolist(), epochs)
-            base = table[2][step - table[1]]
-        scale = float(raw(self.scale))
-        # scaled: float32(base * scale), the float32 product `at` computes (and a replayed
-        # `schedule * scale` gives); unscaled, a constant's Python number stays exact
-        return base if scale == 1.0 else float(np.float32(np.float32(base) * np.float32(scale)))
-
-    def exact_at(self, step: Any) -> Any:
-        """Like :meth:`at` for a scalar step, in float64, with constants kept exact.
-
-        ``Constant(0.9)`` gives float64 ``0.9`` (not float32 ``0.9`` widened), so a Keras
-        optimizer that computes ``1 - beta_1`` from it matches Python-float arithmetic bit
-        for bit; so does each branch of a ``where`` and a product by a constant (as ``scale``
-        multiplies): :func:`exact_value`. Used by ``hs.scheduled`` on the TensorFlow backend.
-        """
-        schedule = self._clocked
-        base = self._cooled(schedule, exact_value(schedule, step), step)
-        override = self.override_at(step)  # used twice: read once
-        scaled = ops.multiply(base, ops.cast(self.scale.value, "float64"))
-        return ops.where(ops.isnan(override), scaled, ops.cast(override, "float64"))
-
-    def _epoch_key(self) -> tuple[Any, ...] | None:
-        """Where fit's current epoch sits on the clock, as Python numbers (host tables)."""
-        if not self._uses_epoch and not self._uses_total:
-            return None
-        clock = self.clock
-        return (
-            clock.steps_per_epoch,
-            clock.follows_fit,
-            *(int(raw(v)) for v in [*clock.epoch_variables, clock.total_steps]),  # eager torch
-        )
+    #: float32 ``[steps, end, shape index]`` (:func:`form_of`)
+    cooldown_form: Any
+    #: armed (:meth:`hyperstep.Hyperparameter.arm`): float32 overrides from ``table_start``
+    table: Any = None
+    #: armed: an integer, the step of ``table[0]`` (-1: none)
+    table_start: Any = None
 
 
+# ---- the forms -------------------------------------------------------------------------------
+def at(state: ValueState, step: Any) -> Any:
+    """``override_at(step) if not nan else cooled(step) * scale`` with ``keras.ops``."""
+    override = override_at(state, step)  # used twice: read once
+    scaled = ops.multiply(cooled(state, state.schedule(step), step), state.scale.value)
+    return ops.where(ops.isnan(override), scaled, override)
+
+
+def exact_at(state: ValueState, step: Any) -> Any:
+    """:func:`at` for a scalar step in float64, constants exact (:func:`exact_value`), so
+    that Keras's ``1 - beta_1`` from it matches Python-float arithmetic bit for bit."""
+    base = cooled(state, exact_value(state.schedule, step), step)
+    override = override_at(state, step)  # used twice: read once
+    scaled = ops.multiply(base, ops.cast(state.scale.value, "float64"))
+    return ops.where(ops.isnan(override), scaled, ops.cast(override, "float64"))
+
+
+def host_value(base: float, scale: float, override: float) -> float:
+    """:func:`at` from Python numbers (not armed, cooldown dormant): ``base`` the schedule's
+    value (a constant piece's Python number exact), ``scale`` multiplying in float32
+    (``float32(float32(base) * scale)``, the product :func:`at` computes) unless it is 1."""
+    if override == override:  # not nan: an override is set
+        return override
+    return base if scale == 1.0 else float(np.float32(np.float32(base) * np.float32(scale)))
+
+
+def override_at(state: ValueState, step: Any) -> Any:
+    """The override the value takes at ``step`` (a scalar or an array of steps), read once;
+    nan: none (see the module docstring)."""
+    override = read_once(state.override)
+    if state.table is None:
+        return override
+    values = read_once(state.table)
+    size = int(state.table.shape[0])
+    index = ops.subtract(ops.cast(step, "int32"), ops.cast(state.table_start.value, "int32"))
+    inside = ops.logical_and(ops.greater_equal(index, 0), ops.less(index, size))
+    entry = ops.where(inside, ops.take(values, ops.clip(index, 0, size - 1)), math.nan)
+    return ops.where(ops.isnan(override), entry, override)
+
+
+def cooled(state: ValueState, base: Any, step: Any) -> Any:
+    """``base`` (the schedule at ``step``, in its dtype) with the cooldown applied from its
+    start; ``base`` itself while dormant."""
+    start = state.cooldown_start
+    known = dormant(start)
+    if known:
+        return base
+    base = ops.convert_to_tensor(base)
+    start_value = start.value
+
+    def on() -> Any:
+        return _cooling(start_value, state.cooldown_form, state.schedule, base, step)
+
+    if known is not None:  # started, read eagerly
+        return on()
+    return lazy_where(ops.greater_equal(start_value, 0), on, lambda: base)
+
+
+def _cooling(start: Any, form: Any, schedule: Schedule, base: Any, step: Any) -> Any:
+    # computed wide (float64; float32 on JAX without x64) and rounded to float32 once, as
+    # the `cooldown` word is: the same bits eagerly and in a graph whose constant folding
+    # turns the word's `x / steps` into a multiply
+    wide = wide_float_dtype()
+    values = ops.cast(ops.convert_to_tensor(form.value), wide)
+    steps, end, shape = values[0], values[1], values[2]
+    step = ops.cast(ops.convert_to_tensor(step), "float32")
+    s0 = ops.maximum(ops.cast(start, "float32"), 0.0)
+    v0 = ops.cast(ops.cast(schedule(s0), "float32"), wide)
+    done = exact_minimum(exact_maximum(ops.cast(step, wide) - ops.cast(s0, wide), 0.0), steps)
+    value = ops.zeros_like(done)
+    for index, name in enumerate(DECAY_TYPES):  # the shape is a variable: select its value
+        found = cooled_value(v0, end, done, steps, name)
+        value = ops.where(ops.equal(shape, float(index)), found, value)
+    value = ops.cast(ops.cast(value, "float32"), ops.dtype(base))
+    started = ops.logical_and(ops.greater_equal(start, 0), ops.greater_equal(step, s0))
+    return ops.where(started, value, base)
+
+
+# ---- the state -------------------------------------------------------------------------------
+def form_of(steps: float, end: float, shape: str) -> list[float]:
+    """The ``cooldown_form`` value of a cooldown: ``[steps, end, index of shape]``."""
+    shape = check_choice("Cooldown", "shape", shape, DECAY_TYPES)
+    return [float(steps), float(end), float(DECAY_TYPES.index(shape))]
+
+
+def dormant(start: Any) -> bool | None:
+    """Whether the cooldown whose start variable is ``start`` is not started, where that
+    can be read on the host now (eagerly; ``None`` in a traced step)."""
+    value = host_int(start)  # eager torch: cheap
+    if value is not None:
+        return value < 0
+    if not concrete(start.value):
+        return None
+    # not through NumPy (its copy= warning on TF tensors); under tf.distribute the value is
+    # a MirroredVariable, which int() takes only once read
+    value = start.value
+    read = getattr(value, "read_value", None)
+    return int(read() if callable(read) else value) < 0
+
+
+def new_table(layer: Any, steps: int) -> tuple[Any, Any]:
+    """Create the armed table's ``(table, table_start)`` on ``layer`` (a hyperparameter):
+    ``steps`` nan entries, ``table_start = -1``."""
+    table = layer.add_weight(
+        shape=(steps,),
+        dtype="float32",
+        initializer=keras.initializers.Constant(math.nan),
+        trainable=False,
+        aggregation="only_first_replica",
+        name=TABLE,
+    )
+    start = layer.add_weight(
+        shape=(),
+        dtype=integer_dtype(),
+        initializer=keras.initializers.Constant(-1),
+        trainable=False,
+        aggregation="only_first_replica",
+        name=TABLE_START,
+    )
+    return table, start
+
+
+# ---- the schedule's exact and host values ----------------------------------------------------
 def exact_value(schedule: Schedule, step: Any) -> Any:
     """``schedule(step)`` in float64, its constants exact where they reach the value whole.
 
@@ -223,7 +258,7 @@ def constant_pieces(schedule: Schedule) -> tuple[float, ...]:
 
     On JAX their arithmetic with Python numbers rounds as their Python floats' does while the
     value is one of them (:class:`hyperstep.backends.static.StaticScalar`); on eager torch the
-    host table gives their Python numbers (:meth:`ValueForms.host_float`).
+    host table gives their Python numbers (:func:`host_values`).
 
     Example:
         >>> from hyperstep.schedules.language import parse
@@ -276,3 +311,17 @@ class ClockEpoch(Schedule):
 
     def __repr__(self) -> str:
         return "epoch"
+
+
+def read_clock(schedule: Schedule, clock: Clock) -> Schedule:
+    """``schedule`` with each unbound ``epoch`` read from ``clock`` (:class:`ClockEpoch`) and
+    each ``total`` from ``clock.total``."""
+
+    def replace(node: Schedule) -> Schedule | None:
+        if isinstance(node, Total):  # the run's length: clock.total
+            return Total(clock)
+        if isinstance(node, Epoch) and node.steps_per_epoch is None:
+            return ClockEpoch(clock)
+        return None
+
+    return schedule.replace(replace)

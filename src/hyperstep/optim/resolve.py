@@ -27,7 +27,7 @@ from typing import Any
 from keras import ops
 
 from hyperstep import backends
-from hyperstep.backends import after
+from hyperstep.backends import Request, after
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.value_forms import constant_pieces
 from hyperstep.schedules.expressions import Constant
@@ -134,30 +134,22 @@ class Update:
 def keras_value(
     update: Update, hyperparameter: Hyperparameter, name: str, cls: type, static: float | None
 ) -> Any:
-    """``hyperparameter`` (optimizer class ``cls``'s ``name``) at the update's step, in the
-    one form the backend hands Keras (:func:`hyperstep.backends.keras_number`); eagerly on
-    the CPU under torch a Python float, as Keras's own (the learning rate a float32 tensor,
-    as Keras's own variable). ``static``: the constant, ``None`` for a schedule."""
-    key = name.rsplit("/", 1)[-1]
-    learning_rate = key == "learning_rate"
-    if update.host_step is not None:  # eager torch: Python numbers, as Keras's own are
-        value = hyperparameter.host_float(update.host_step)
-        if value is not None:
-            # Keras's own learning rate is a float32 variable: a float32 tensor, so that its
-            # torch weight decay `1 - weight_decay * lr` rounds as Keras's (a Python float
-            # computes it in double: off by the last bit for ~0.2% of wd = lr = 0.1) and its
-            # in-place multiply takes torch's tensor-scalar path (a number's makes a copy)
-            return ops.convert_to_tensor(value, "float32") if learning_rate else value
-    step = update.step
-    # Keras's own learning rate is a float32 variable: no exact form needed
-    exact = None if learning_rate else lambda: hyperparameter.exact_at(step)
-
-    # a schedule's constant pieces round as a constant does (on JAX: a replayed constant,
-    # `where(step < s, 0.9, ...)`); computed only by the backend that needs them
-    def pieces() -> tuple[float, ...]:
-        return () if static is not None else constant_pieces(hyperparameter.schedule)
-
-    return backends.keras_number(key, cls, lambda: hyperparameter.at(step), exact, static, pieces)
+    """``hyperparameter`` (optimizer class ``cls``'s ``name``, a group's ``group/name``) at
+    the update's step, in the form the backend hands Keras
+    (:mod:`hyperstep.backends.keras_forms`). ``static``: the constant, ``None`` for a
+    schedule, whose constant pieces round as a constant does (on JAX: a replayed constant,
+    ``where(step < s, 0.9, ...)``)."""
+    constants = (static,) if static is not None else constant_pieces(hyperparameter.schedule)
+    request = Request(
+        name=name.rsplit("/", 1)[-1],
+        cls=cls,
+        hyperparameter=hyperparameter,
+        step=update.step,
+        host=update.host_step is not None,
+        static=static,
+        constants=constants,
+    )
+    return backends.keras_number(request)
 
 
 def value_and_complement(update: Update, hyperparameter: Hyperparameter) -> tuple[Any, Any]:

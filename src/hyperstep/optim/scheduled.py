@@ -22,7 +22,7 @@ would (on TensorFlow as :class:`~hyperstep.backends.tensorflow.ExactScalar`, whi
 Python float; on JAX a constant as :class:`~hyperstep.backends.static.StaticScalar`, whose
 arithmetic with numbers rounds like its Python float; on eager torch as Python floats), so
 the weights are bitwise those of the plain optimizer whose values are set before each step
-(under ``torch.compile`` too: :func:`hyperstep.backends.torch.exact_scalar`).
+(under ``torch.compile`` too: :mod:`hyperstep.backends.keras_forms` decides each form).
 ``fused=True`` opts into TensorFlow's one-pass updates
 (:mod:`hyperstep.backends.tensorflow`) and PyTorch's fused Adam kernel
 (:mod:`hyperstep.backends.torch`): faster, and equal to Keras's updates to float32 rounding.

@@ -1,0 +1,203 @@
+"""The one decision of what Keras's optimizer code gets for an ``hs.scheduled`` value.
+
+Every update builds ``values = {key: keras_number(Request(...))}`` once, the step read once
+(:func:`hyperstep.optim.resolve.keras_value`); Keras's own casts then round each value to
+the variable's dtype as they round its Python float. One function per backend
+(:data:`FORMS`: :func:`tensorflow_number`, :func:`jax_number`, :func:`torch_number`), each
+over one :class:`Request`, and one :class:`Row` per Keras optimizer class (:data:`ROWS`; a
+class takes the row of its nearest ``keras.optimizers`` base, else none). Adding a Keras
+optimizer is one row; adding a backend, one function. (``hs.StepOptimizer`` hands its rule
+tensors on every backend: a rule is hyperstep's code, not Keras's.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from hyperstep.backends.optimizer_classes import keras_base_name
+from hyperstep.backends.scopes import current_backend
+
+__all__ = [
+    "FORMS",
+    "ROWS",
+    "Request",
+    "Row",
+    "in_dtype",
+    "jax_number",
+    "keras_number",
+    "row",
+    "scalar_tensor",
+    "tensorflow_number",
+    "torch_number",
+]
+
+
+class Row(NamedTuple):
+    """What one Keras optimizer class's code does with its hyperparameters, by name."""
+
+    #: used as Python numbers by Keras's torch code (``1 - self.beta_2``, ``alpha=``): so
+    #: ``1 - beta_2`` must be the Python float's ``1 - 0.999``, not ``1 - float32(0.999)``
+    torch_numbers: frozenset[str] = frozenset()
+    #: handed to a JAX function that takes arrays only (no ``__jax_array__`` conversion)
+    jax_arrays: frozenset[str] = frozenset()
+
+
+#: Keras optimizer class name -> its :class:`Row`. Read off Keras 3.15's optimizers
+#: (``keras/src/optimizers/`` and the torch ones in ``keras/src/backend/torch/optimizers/``);
+#: tests/backends/test_keras_forms.py runs each row bitwise against Keras on every backend
+#: and checks that every Keras optimizer class has one.
+ROWS: dict[str, Row] = {
+    "Adadelta": Row(torch_numbers=frozenset({"rho"})),
+    "Adafactor": Row(),
+    "Adagrad": Row(),
+    "Adam": Row(torch_numbers=frozenset({"beta_1", "beta_2"})),
+    "AdamW": Row(torch_numbers=frozenset({"beta_1", "beta_2"})),
+    "Adamax": Row(torch_numbers=frozenset({"beta_1"})),
+    "Ftrl": Row(  # ops.clip(linear, -l1, l1)
+        torch_numbers=frozenset({"l2_shrinkage_regularization_strength"}),
+        jax_arrays=frozenset({"l1_regularization_strength"}),
+    ),
+    "Lamb": Row(torch_numbers=frozenset({"beta_1", "beta_2"})),
+    "Lion": Row(torch_numbers=frozenset({"beta_1", "beta_2"})),
+    "Muon": Row(torch_numbers=frozenset({"adam_beta_1", "adam_beta_2", "momentum"})),
+    "Nadam": Row(torch_numbers=frozenset({"beta_1", "beta_2"})),
+    "RMSprop": Row(torch_numbers=frozenset({"rho"})),
+    "SGD": Row(torch_numbers=frozenset({"momentum"})),
+    "ScheduleFreeAdamW": Row(),
+}
+
+
+def row(cls: type) -> Row:
+    """The :data:`ROWS` entry of optimizer class ``cls``: its own, else its nearest Keras
+    base class's (``keras.optimizers.<Name>``), else the empty row."""
+    return ROWS.get(keras_base_name(cls) or "", _NO_ROW)
+
+
+_NO_ROW = Row()
+
+
+class Request(NamedTuple):
+    """Hyperparameter ``name`` of optimizer class ``cls`` at one update's ``step``."""
+
+    #: Keras's name of the value: ``"learning_rate"``, ``"beta_1"``, ...
+    name: str
+    #: the class whose code reads it (its :func:`row`)
+    cls: type
+    #: the :class:`hyperstep.Hyperparameter`: ``at``, ``exact_at``, ``host_float``
+    hyperparameter: Any
+    #: the update's step: a float32 tensor, or a Python int where ``host``
+    step: Any
+    #: whether ``step`` is the host's Python int (eager torch on the CPU)
+    host: bool
+    #: the constant the hyperparameter was built from, ``None`` for a schedule
+    static: float | None
+    #: the constants the value takes whole: ``static``'s, or a schedule's constant ``where``
+    #: pieces (:func:`hyperstep.control.value_forms.constant_pieces`)
+    constants: tuple[float, ...]
+
+    def value(self) -> Any:
+        """The float32 value (``Hyperparameter.at``)."""
+        return self.hyperparameter.at(self.step)
+
+    def exact(self) -> Any:
+        """The float64 value, constants exact (``Hyperparameter.exact_at``)."""
+        return self.hyperparameter.exact_at(self.step)
+
+
+def tensorflow_number(request: Request) -> Any:
+    """TensorFlow (eager, graph, XLA, ``tf.distribute``): the learning rate a
+    :class:`~hyperstep.backends.tensorflow.KerasRate` (float32, Keras's ops as operators, as
+    Keras's own variable); else an :class:`~hyperstep.backends.tensorflow.ExactScalar`
+    (float64, constants exact, rounded once to the dtype it meets, ``if``s see the constant)."""
+    from hyperstep.backends.tensorflow import ExactScalar, KerasRate
+
+    if request.name == "learning_rate":
+        return KerasRate(request.value())
+    return ExactScalar(request.exact(), request.static)
+
+
+def jax_number(request: Request) -> Any:
+    """JAX (eager, ``jit``, ``fit``): a float32 array for the learning rate and the row's
+    ``jax_arrays`` (weakly typed: promoted as a Python float is), else a
+    :class:`~hyperstep.backends.static.StaticScalar` (``if``s see the constant, a schedule
+    +inf; a constant's arithmetic with numbers rounds like its Python float)."""
+    from hyperstep.backends.static import StaticScalar, weak
+
+    if request.name == "learning_rate":
+        return request.value()
+    if request.name in row(request.cls).jax_arrays:
+        return weak(request.value())
+    return StaticScalar(request.value(), request.static, exact=request.constants)
+
+
+def torch_number(request: Request) -> Any:
+    """torch: eagerly on the CPU the host table's Python float (the learning rate a float32
+    tensor); under ``torch.compile``, in ``StatelessScope`` or with the clock on a GPU a
+    float64 0-dim tensor, constants exact, for the row's ``torch_numbers`` (float32 where
+    Keras's device has no float64: MPS), else float32."""
+    if request.host:
+        number = request.hyperparameter.host_float(request.step)
+        if number is not None:
+            if request.name != "learning_rate":
+                return number
+            # Keras's own learning rate is a float32 variable: a float32 tensor, so that its
+            # torch weight decay `1 - weight_decay * lr` rounds as Keras's (a Python float
+            # computes it in double: off by the last bit for ~0.2% of wd = lr = 0.1) and its
+            # in-place multiply takes torch's tensor-scalar path (a number's makes a copy)
+            from keras import ops
+
+            return ops.convert_to_tensor(number, "float32")
+    if request.name in row(request.cls).torch_numbers:
+        from hyperstep.backends.torch import KERAS_FLOAT64
+
+        if KERAS_FLOAT64:
+            return request.exact()
+    return request.value()
+
+
+#: backend name -> the function that decides what Keras gets there
+FORMS: dict[str, Callable[[Request], Any]] = {
+    "tensorflow": tensorflow_number,
+    "jax": jax_number,
+    "torch": torch_number,
+}
+
+
+def keras_number(request: Request) -> Any:
+    """The value of ``request`` in the form this backend hands Keras's optimizer code."""
+    return FORMS[current_backend()](request)
+
+
+def scalar_tensor(value: Any) -> Any:
+    """The tensor behind a value from :func:`keras_number` (itself for a plain tensor)."""
+    from hyperstep.backends.static import StaticNumber, StaticScalar
+
+    if isinstance(value, StaticScalar):
+        return value.value
+    if isinstance(value, StaticNumber):
+        return value.tensor  # type: ignore[attr-defined]
+    if current_backend() == "tensorflow":
+        from hyperstep.backends.tensorflow import KerasRate
+
+        if isinstance(value, KerasRate):
+            return value.tensor
+    return value
+
+
+def in_dtype(value: Any, dtype: Any) -> Any:
+    """A value from :func:`keras_number` (or a Python number) as a scalar of ``dtype``,
+    rounded once: a Python float or an ExactScalar's float64 directly, like Keras's floats."""
+    from keras import ops
+
+    from hyperstep.backends.static import StaticNumber, StaticScalar
+
+    if isinstance(value, (int, float)):
+        return ops.convert_to_tensor(value, dtype)
+    if isinstance(value, StaticScalar):
+        return ops.cast(value.value, dtype)
+    if isinstance(value, StaticNumber):  # TensorFlow's ExactScalar: its conversion
+        import tensorflow as tf
+
+        return tf.convert_to_tensor(value, dtype)
+    return ops.cast(value, dtype)

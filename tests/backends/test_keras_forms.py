@@ -1,0 +1,164 @@
+"""hyperstep.backends.keras_forms: each row of the table against Keras on every backend, the
+row lookup, and the form of a value (``keras_number``, ``in_dtype``, ``scalar_tensor``)."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+import hyperstep as hs
+from hyperstep.backends import keras_forms
+from hyperstep.backends.keras_forms import (
+    ROWS,
+    Request,
+    Row,
+    in_dtype,
+    keras_number,
+    row,
+    scalar_tensor,
+)
+from hyperstep.optim import _introspect
+
+pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
+
+K = keras.optimizers
+
+#: per Keras class, arguments that put the names of its row to use (Keras's defaults else)
+ARGUMENTS: dict[str, dict[str, float]] = {
+    "Ftrl": {"l1_regularization_strength": 0.01, "l2_shrinkage_regularization_strength": 0.01},
+    "RMSprop": {"momentum": 0.5},
+    "SGD": {"momentum": 0.9},
+}
+#: a matrix (Muon's own update) and a vector (Muon's Adam), and three steps of gradients
+START = [np.linspace(-1.0, 1.0, 12, dtype="float32").reshape(4, 3), np.ones(3, "float32")]
+GRADIENTS = [
+    [np.sin(np.arange(12, dtype="float32") + i).reshape(4, 3), np.full(3, 0.5 - i, "float32")]
+    for i in range(3)
+]
+
+
+def _trained(optimizer: keras.optimizers.Optimizer) -> list[np.ndarray]:
+    """Three ``stateless_apply`` steps (on torch the values cannot be Python floats there,
+    as under ``torch.compile`` and with the clock on a GPU); on TensorFlow, which has no
+    ``stateless_apply``, three ``apply`` steps."""
+    variables = [keras.Variable(w) for w in START]
+    optimizer.build(variables)
+    if keras.backend.backend() == "tensorflow":
+        for grads in GRADIENTS:
+            optimizer.apply([ops.convert_to_tensor(g) for g in grads], variables)
+        return [ops.convert_to_numpy(v) for v in variables]
+    state = [v.value for v in optimizer.variables]
+    values = [v.value for v in variables]
+    for grads in GRADIENTS:
+        tensors = [ops.convert_to_tensor(g) for g in grads]
+        values, state = optimizer.stateless_apply(state, tensors, values)
+    return [ops.convert_to_numpy(v) for v in values]
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_each_row_hands_keras_its_values_bitwise_as_its_python_floats(name: str) -> None:
+    cls = getattr(K, name)
+    arguments = ARGUMENTS.get(name, {})
+    expected = _trained(cls(**arguments))
+    got = _trained(hs.scheduled(cls(**arguments)))
+    for want, found in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(found, want)
+    assert max(float(np.max(np.abs(w - s))) for w, s in zip(expected, START, strict=True)) > 0
+
+
+@pytest.mark.backend("torch")
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("Adam", "beta_2"),
+        ("AdamW", "beta_2"),
+        ("Muon", "adam_beta_2"),
+        ("Nadam", "beta_2"),
+        ("RMSprop", "rho"),
+    ],
+)
+def test_a_torch_row_name_is_needed(name: str, key: str, monkeypatch) -> None:
+    # without it, `1 - beta_2` is float32's 1 - 0.99900001 = 0.00099998713, not 0.001
+    cls = getattr(K, name)
+    expected = _trained(cls(**ARGUMENTS.get(name, {})))
+    less = ROWS[name]._replace(torch_numbers=ROWS[name].torch_numbers - {key})
+    monkeypatch.setitem(ROWS, name, less)
+    got = _trained(hs.scheduled(cls(**ARGUMENTS.get(name, {}))))
+    assert any(not np.array_equal(w, g) for w, g in zip(expected, got, strict=True))
+
+
+def test_every_keras_optimizer_class_has_a_row_of_its_own_names() -> None:
+    every = {
+        name
+        for name in dir(K)
+        if isinstance(getattr(K, name), type)
+        and issubclass(getattr(K, name), K.Optimizer)
+        and name not in ("Optimizer", *_introspect.WRAPPERS)
+    }
+    assert every == set(ROWS)
+    for name, found in ROWS.items():
+        names = set(_introspect.numeric_names(getattr(K, name)))
+        assert found.torch_numbers | found.jax_arrays <= names, name
+
+
+def test_a_class_takes_the_row_of_its_nearest_keras_base() -> None:
+    class MyAdam(K.AdamW):
+        pass
+
+    assert row(MyAdam) == ROWS["AdamW"] == Row(torch_numbers=frozenset({"beta_1", "beta_2"}))
+    assert row(K.Optimizer) == Row()
+    assert set(keras_forms.FORMS) == {"tensorflow", "jax", "torch"}
+
+
+def _number(name: str, cls: type, value: float, constant: bool) -> object:
+    hyperparameter = hs.Hyperparameter(value if constant else f"{value} + 0 * step", name=name)
+    static = value if constant else None
+    request = Request(
+        name, cls, hyperparameter, ops.convert_to_tensor(0.0), False, static, (value,)
+    )
+    return keras_number(request)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_a_constant_rounds_once_to_the_dtype_it_meets(dtype: str) -> None:
+    beta = _number("beta_2", K.Adam, 0.999, True)
+    assert scalar_tensor(beta) is not None
+    got = ops.convert_to_numpy(in_dtype(beta, dtype))
+    if keras.backend.backend() == "jax":  # the float32 value, rounded again
+        expected = np.asarray(np.float32(0.999), dtype)
+    else:  # the float64 constant, rounded once
+        expected = np.asarray(0.999, dtype)
+    assert got.dtype == np.dtype(dtype) and got == expected
+
+
+def test_python_checks_see_the_static_number() -> None:
+    momentum = _number("momentum", K.SGD, 0.0, True)
+    if keras.backend.backend() == "torch":  # a tensor: torch reads it
+        assert float(ops.convert_to_numpy(momentum)) == 0.0
+    else:
+        assert not bool(momentum != 0)
+        assert bool(_number("momentum", K.SGD, 0.5, False) != 0)  # a schedule
+
+
+def test_the_learning_rate_is_the_float32_value() -> None:
+    rate = _number("learning_rate", K.Adam, 0.1, True)
+    tensor = ops.convert_to_numpy(scalar_tensor(rate))
+    assert tensor.dtype == np.float32 and tensor == np.float32(0.1)
+
+
+@pytest.mark.backend("torch")
+def test_on_the_host_torch_gets_python_floats_and_a_float32_learning_rate() -> None:
+    hyperparameter = hs.Hyperparameter(0.999, name="beta_2")
+    request = Request("beta_2", K.Adam, hyperparameter, 0, True, 0.999, (0.999,))
+    got = keras_forms.torch_number(request)
+    assert isinstance(got, float) and got == 0.999
+    rate = keras_forms.torch_number(request._replace(name="learning_rate"))
+    assert ops.convert_to_numpy(rate).dtype == np.float32
+
+
+def test_in_dtype_of_python_numbers_and_tensors() -> None:
+    assert ops.convert_to_numpy(in_dtype(0.1, "float16")) == np.float16(0.1)
+    x = ops.convert_to_tensor(np.float32(0.1))
+    assert ops.convert_to_numpy(in_dtype(x, "float16")) == np.float16(np.float32(0.1))
