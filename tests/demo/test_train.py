@@ -135,6 +135,7 @@ def test_tensorboard_has_every_hyperparameter_as_a_per_step_scalar(
     for event in tf.compat.v1.train.summary_iterator(str(events)):
         for value in event.summary.value:
             seen.setdefault(value.tag, []).append(event.step)
+    assert seen.pop("total") == [0]  # the run's length, once, at the fit's first step
     assert sorted(seen) == sorted(HYPERPARAMETERS)
     assert all(steps == list(range(STEPS)) for steps in seen.values())
     assert list((out / "tensorboard" / "train").glob("events.out.tfevents.*"))

@@ -379,7 +379,15 @@ class Remote(keras.callbacks.Callback):
             ):
                 taken[seq] = entry
         step = self._step()
-        for seq in sorted(taken):  # replacements and holds are not in variables: again
+
+        def applied_when(seq: int) -> tuple[int, int]:  # the order the run applied them in
+            entry = taken[seq]
+            when = entry.get("step") if entry.get("status") == "applied" else None
+            if type(when) is not int:
+                when = entry["command"].get("at")
+            return (when if type(when) is int else 0, seq)
+
+        for seq in sorted(taken, key=applied_when):  # replacements, holds: not in variables
             entry, command = taken[seq], taken[seq]["command"]
             if "at" in command and command["at"] >= step:  # not yet taken effect
                 self._pending.append((seq, command))
