@@ -106,7 +106,7 @@ def _case(name: str) -> dict[str, Any]:
         if name.endswith("group"):
             groups = [hs.Group("half", match=variables[2], learning_rate="0.5 * learning_rate")]
         opt = hs.StepOptimizer(
-            getattr(hs.rules, keras_name)(),
+            getattr(hs.rules, f"{keras_name}Rule")(),
             learning_rate=hs.parse(f"cosine(2e-2, steps={STEPS})"),
             groups=groups,
             fused=fused,
