@@ -158,6 +158,19 @@ def _find_compiling_probe() -> Any:
     return probe
 
 
+def xla_compiling(value: Any) -> bool:
+    """Whether ``value`` is computed by code XLA compiles: traced inside ``jax.jit`` (JAX),
+    or inside ``tf.function(jit_compile=True)`` or Keras's ``jit_compile`` (TensorFlow)."""
+    backend = current_backend()
+    if backend == "jax":
+        return not concrete(value)
+    if backend == "tensorflow":
+        from hyperstep.backends.tensorflow import under_xla
+
+        return under_xla()
+    return False
+
+
 def graph_key() -> Any:
     """The graph values are being built in (TensorFlow's default graph), else ``None``:
     values cached for one update are kept per graph."""
