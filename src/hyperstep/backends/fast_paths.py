@@ -47,10 +47,7 @@ def add_one_in_place(variable: Any) -> Any:
 
     if keras.backend.backend() != "torch" or in_stateless_scope():
         return None
-    import torch
-
-    with torch.no_grad():
-        return variable.value.add_(1)
+    return raw(variable).add_(1)  # an integer tensor: nothing for autograd to record
 
 
 def raw(variable: Any) -> Any:
