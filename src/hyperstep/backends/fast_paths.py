@@ -116,7 +116,8 @@ def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
 
 
 def lazy_where(pred: Any, on: Any, off: Any) -> Any:
-    """``on() if pred else off()`` for a scalar bool tensor ``pred``, in a traced step.
+    """``on() if pred else off()`` for a scalar bool tensor ``pred``, in a traced step (a
+    tensor or a list of tensors).
 
     TensorFlow: one functional ``If`` op (:func:`functional_cond`:
     the branch not taken costs nothing); JAX: ``keras.ops.cond`` (``lax.cond``: only the
@@ -127,7 +128,10 @@ def lazy_where(pred: Any, on: Any, off: Any) -> Any:
 
     backend = current_backend()
     if backend == "torch":
-        return ops.where(pred, on(), off())
+        found, other = on(), off()
+        if isinstance(found, list):
+            return [ops.where(pred, a, b) for a, b in zip(found, other, strict=True)]
+        return ops.where(pred, found, other)
     if backend == "tensorflow":
         return functional_cond(pred, on, off)
     return ops.cond(pred, on, off)
@@ -157,7 +161,7 @@ def functional_cond(pred: Any, on: Any, off: Any) -> Any:
     if tf.executing_eagerly():
         return out
     set_attr = reach(_LOWERING, fallback=None)
-    op = out.op
+    op = tf.nest.flatten(out)[0].op
     while op.type == "Identity" and op.inputs:  # tf.cond may return the If's outputs so
         op = op.inputs[0].op
     if set_attr is not None and op.type in ("If", "StatelessIf"):

@@ -30,6 +30,7 @@ __all__ = [
     "scalar_tensor",
     "tensorflow_number",
     "torch_number",
+    "with_tensor",
 ]
 
 
@@ -187,6 +188,26 @@ def scalar_tensor(value: Any) -> Any:
         if isinstance(value, KerasRate):
             return value.tensor
     return value
+
+
+def with_tensor(value: Any, tensor: Any) -> Any:
+    """``value`` from :func:`keras_number` with :func:`scalar_tensor` ``tensor`` instead of its
+    own (of the same dtype): the same form, its static numbers kept."""
+    from hyperstep.backends.static import StaticScalar, weak
+
+    if isinstance(value, StaticScalar):
+        return StaticScalar(tensor, value.static, exact=value._exact)
+    backend = current_backend()
+    if backend == "tensorflow":
+        from hyperstep.backends.tensorflow import ExactScalar, KerasRate
+
+        if isinstance(value, ExactScalar):
+            return ExactScalar(tensor, value.static)
+        if isinstance(value, KerasRate):
+            return KerasRate(tensor)
+    if backend == "jax" and getattr(getattr(value, "aval", None), "weak_type", False):
+        return weak(tensor)
+    return tensor
 
 
 def in_dtype(value: Any, dtype: Any) -> Any:
