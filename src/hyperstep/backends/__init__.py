@@ -31,13 +31,7 @@ from hyperstep.backends.fast_paths import (
     raw,
     read_once,
 )
-from hyperstep.backends.keras_forms import (
-    Request,
-    in_dtype,
-    keras_number,
-    scalar_tensor,
-    with_tensor,
-)
+from hyperstep.backends.keras_forms import Request, in_dtype, keras_number, scalar_tensor
 from hyperstep.backends.optimizer_classes import optimizer_class
 from hyperstep.backends.scopes import (
     building_model,
@@ -96,7 +90,6 @@ __all__ = [
     "trains_statelessly",
     "unmapped_in_jit",
     "wide_float_dtype",
-    "with_tensor",
 ]
 
 _PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}

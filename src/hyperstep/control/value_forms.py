@@ -37,16 +37,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from hyperstep.backends import (
-    concrete,
-    host_int,
-    integer_dtype,
-    read_once,
-    scalar_tensor,
-    wide_float_dtype,
-    with_tensor,
-)
+from hyperstep.backends import concrete, host_int, integer_dtype, read_once, wide_float_dtype
 from hyperstep.backends.fast_paths import lazy_where
+from hyperstep.backends.keras_forms import scalar_tensor, with_tensor
 from hyperstep.clock import Clock
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.checks import check_choice
