@@ -117,7 +117,7 @@ def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
 
 def lazy_where(pred: Any, on: Any, off: Any) -> Any:
     """``on() if pred else off()`` for a scalar bool tensor ``pred``, in a traced step (a
-    tensor or a list of tensors).
+    tensor; on TensorFlow and JAX, a list of tensors too).
 
     TensorFlow: one functional ``If`` op (:func:`functional_cond`:
     the branch not taken costs nothing); JAX: ``keras.ops.cond`` (``lax.cond``: only the
@@ -128,13 +128,15 @@ def lazy_where(pred: Any, on: Any, off: Any) -> Any:
 
     backend = current_backend()
     if backend == "torch":
-        found, other = on(), off()
-        if isinstance(found, list):
-            return [ops.where(pred, a, b) for a, b in zip(found, other, strict=True)]
-        return ops.where(pred, found, other)
+        return ops.where(pred, on(), off())
     if backend == "tensorflow":
         return functional_cond(pred, on, off)
     return ops.cond(pred, on, off)
+
+
+def branches_skip() -> bool:
+    """Whether :func:`lazy_where` runs only the branch taken (not on torch, which runs both)."""
+    return current_backend() != "torch"
 
 
 def functional_cond(pred: Any, on: Any, off: Any) -> Any:

@@ -38,7 +38,7 @@ import numpy as np
 from keras import ops
 
 from hyperstep.backends import concrete, host_int, integer_dtype, read_once, wide_float_dtype
-from hyperstep.backends.fast_paths import lazy_where
+from hyperstep.backends.fast_paths import branches_skip, lazy_where
 from hyperstep.backends.keras_forms import scalar_tensor, with_tensor
 from hyperstep.clock import Clock
 from hyperstep.schedules.base import Schedule
@@ -154,7 +154,7 @@ def cooled(state: ValueState, base: Any, step: Any) -> Any:
     if known is not None:  # started, read eagerly
         return on()
     deferred = _DEFERRED.get()
-    if deferred is not None:  # checked with the update's others (checked_once)
+    if deferred is not None and branches_skip():  # checked with the others (checked_once)
         deferred.append(start_value)
         return base
     return lazy_where(ops.greater_equal(start_value, 0), on, lambda: base)
@@ -174,7 +174,7 @@ def checked_once(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
         values = dict(compute())
     finally:
         _DEFERRED.reset(token)
-    if not starts:  # eager, or nothing to check
+    if not starts:  # eager, torch (no branch is skipped), or nothing to check
         return values
     keys = list(values)
     started = ops.any(ops.stack([ops.greater_equal(start, 0) for start in starts]))
