@@ -79,8 +79,10 @@ def test_tensorflow_graphs() -> None:
     assert found["graph"] and not found["concrete"]
     seen = {}
     for jit_compile in (False, True):  # a graph is not XLA; jit_compile=True is
-        tf.function(lambda x, j=jit_compile: seen.setdefault(j, xla_compiling(x)) and x,
-                    jit_compile=jit_compile)(tf.constant(1.0))
+        tf.function(
+            lambda x, j=jit_compile: seen.setdefault(j, xla_compiling(x)) and x,
+            jit_compile=jit_compile,
+        )(tf.constant(1.0))
     assert seen == {False: False, True: True}
 
 

@@ -161,7 +161,8 @@ def cooled(state: ValueState, base: Any, step: Any) -> Any:
 
 
 #: while :func:`checked_once` computes an update's values: the traced cooldowns' starts
-_DEFERRED: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("deferred", default=None)
+_DEFERRED: contextvars.ContextVar[list[Any] | None]
+_DEFERRED = contextvars.ContextVar("deferred", default=None)
 
 
 def checked_once(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
