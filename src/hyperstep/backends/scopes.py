@@ -164,11 +164,26 @@ def xla_compiling(value: Any) -> bool:
     backend = current_backend()
     if backend == "jax":
         return not concrete(value)
-    if backend == "tensorflow":
-        from hyperstep.backends.tensorflow import under_xla
+    return backend == "tensorflow" and under_xla()
 
-        return under_xla()
-    return False
+
+def under_xla() -> bool:
+    """Whether the code being traced will be compiled by XLA (``tf.function(jit_compile=True)``,
+    Keras's ``jit_compile=True``): TensorFlow's enclosing XLA context, reached through
+    :data:`~hyperstep.backends.versions.PRIVATE_APIS` (``False`` if it moved).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> under_xla(), bool(tf.function(under_xla, jit_compile=True)())
+        (False, True)
+    """
+    from hyperstep.backends.versions import reach
+
+    context = reach(_XLA_CONTEXT, fallback=None)
+    return context is not None and context() is not None
+
+
+_XLA_CONTEXT = "tensorflow.__internal__.get_enclosing_xla_context"
 
 
 def graph_key() -> Any:
