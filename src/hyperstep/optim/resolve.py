@@ -72,7 +72,7 @@ class Update:
         if self.graph is None:  # no thread under torch.compile, which cannot trace `threading`
             # (an update started eagerly, in a frame dynamo skipped, is read by compiled ones)
             return (
-                self.thread is None or threading.get_ident() == self.thread or backends.compiling()
+                self.thread is None or backends.compiling() or threading.get_ident() == self.thread
             )
         graph = _graph_key()
         while graph is not None and graph is not self.graph:
