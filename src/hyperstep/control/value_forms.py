@@ -153,8 +153,8 @@ def cooled(state: ValueState, base: Any, step: Any) -> Any:
 
     if known is not None:  # started, read eagerly
         return on()
-    deferred = _DEFERRED.get()
-    if deferred is not None and branches_skip():  # checked with the others (checked_once)
+    deferred = _DEFERRED.get() if branches_skip() else None  # (torch.compile: no ContextVar)
+    if deferred is not None:  # checked with the update's others (checked_once)
         deferred.append(start_value)
         return base
     return lazy_where(ops.greater_equal(start_value, 0), on, lambda: base)
@@ -169,13 +169,15 @@ def checked_once(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
     """``compute()``, an update's values in the forms Keras gets, with the dormant cooldowns of
     a traced step checked by one ``cond`` for all of them rather than one each: computed as
     if none started, and again, each cooldown checked, in the branch where one has."""
+    if not branches_skip():  # torch computes both branches: nothing to check once
+        return dict(compute())
     starts: list[Any] = []
     token = _DEFERRED.set(starts)
     try:
         values = dict(compute())
     finally:
         _DEFERRED.reset(token)
-    if not starts:  # eager, torch (no branch is skipped), or nothing to check
+    if not starts:  # eager, or nothing to check
         return values
     keys = list(values)
     started = ops.any(ops.stack([ops.greater_equal(start, 0) for start in starts]))
