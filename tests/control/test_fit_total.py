@@ -134,6 +134,19 @@ def test_fit_on_a_dataset_of_unknown_length_refuses_at_train_begin() -> None:
     _assert_trained_by_hand(seen, 0, 10)
 
 
+def test_a_fit_of_no_step_binds_no_length_and_refuses_where_a_schedule_reads_total() -> None:
+    x, y = _data(40)
+    optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate=TEXT)
+    with pytest.raises(
+        ValueError, match=r"reads `total`.*it runs no step.*clock.total = n.*total=0, epochs=0"
+    ):
+        _model(optimizer).fit(x, y, batch_size=8, epochs=0, verbose=0)
+    assert optimizer.clock.total is None
+    plain = hs.scheduled(keras.optimizers.SGD(), learning_rate="cosine(1e-3, steps=10)")
+    _model(plain).fit(x, y, batch_size=8, epochs=0, verbose=0)  # as Keras: runs nothing
+    assert plain.clock.total is None and int(keras.ops.convert_to_numpy(plain.iterations)) == 0
+
+
 def test_a_schedule_without_total_trains_on_data_of_unknown_length() -> None:
     optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate="cosine(1e-3, steps=10)")
     x, y = _data(20)
