@@ -69,6 +69,7 @@ __all__ = [
     "deterministic_ops",
     "distributes",
     "fast_value",
+    "float64_scope",
     "full_float32",
     "fused_updates",
     "graph_key",
@@ -161,6 +162,17 @@ def wide_float_dtype() -> str:
     import jax
 
     return "float64" if jax.config.read("jax_enable_x64") else "float32"
+
+
+def float64_scope() -> contextlib.AbstractContextManager[Any]:
+    """A scope in which ``keras.ops`` computes in float64 where ``wide_float_dtype()`` is
+    float32: on JAX without x64, ``jax.enable_x64`` for the ops run or traced inside (a
+    ``jax.jit`` step then holds float64 ops); elsewhere nothing to do."""
+    if wide_float_dtype() == "float64":
+        return contextlib.nullcontext()
+    import jax
+
+    return jax.enable_x64(True)
 
 
 def on_claim() -> None:

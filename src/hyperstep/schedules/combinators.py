@@ -129,6 +129,8 @@ class Join(Schedule):
     def value(self, step: Any) -> Any:
         result = self.schedules[0].value(step)
         for boundary, schedule in zip(self.boundaries, self.schedules[1:], strict=True):
+            if isinstance(boundary, Schedule):  # a length (`0.5 * total`): its float32 value
+                boundary = boundary.value(step)
             local = schedule.value(ops.maximum(step - boundary, 0.0))
             result = ops.where(step < boundary, result, local)
         return result
