@@ -16,7 +16,6 @@ import pytest
 import hyperstep as hs
 from hyperstep.schedules import bind_total, cosine, progress, total, warmup
 from hyperstep.schedules.base import Schedule
-from hyperstep.schedules.expressions import Total
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 

@@ -342,14 +342,17 @@ def test_a_schedule_reading_total_reads_the_run_s_length_during_the_range_test()
     momentum, clock = optimizer.hyperparameters["momentum"], optimizer.clock
 
     class Seen(keras.callbacks.Callback):
-        found: list[tuple[int, np.float32]] = []
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list[tuple[int, np.float32]] = []
 
         def on_train_batch_begin(self, batch, logs=None) -> None:
             step = int(keras.ops.convert_to_numpy(clock.step))
             self.found.append((step, np.float32(keras.ops.convert_to_numpy(momentum.value))))
 
-    hs.find_lr(model, x, y, batch_size=BATCH, steps=20, verbose=0, callbacks=[Seen()])
+    seen = Seen()
+    hs.find_lr(model, x, y, batch_size=BATCH, steps=20, verbose=0, callbacks=[seen])
     by_hand = hs.parse("0.5 + 0.4 * (step / 14)")  # the run's length, not the test's 28
-    assert len(Seen.found) == 20
-    for step, value in Seen.found:
+    assert len(seen.found) == 20
+    for step, value in seen.found:
         assert value.view(np.uint32) == np.float32(by_hand(step)).view(np.uint32), step

@@ -1,8 +1,9 @@
 """``hyperstep show DIR``: what a run steered through ``DIR`` is doing.
 
-Prints the run's step (of its length, ``total``, where known), every hyperparameter's value, schedule, scale and override (from the
-``status.json`` its :class:`hyperstep.Remote` writes) and the last commands with the step
-each took effect (from ``journal.jsonl``). Imports no Keras.
+Prints the run's step (of its length, ``total``, where known), every hyperparameter's
+value, schedule, scale and override (from the ``status.json`` its :class:`hyperstep.Remote`
+writes) and the last commands with the step each took effect (from ``journal.jsonl``).
+Imports no Keras.
 """
 
 from __future__ import annotations
