@@ -76,14 +76,6 @@ class Group:
         self.match = _check_match(name, match)
         self.hyperparameters: dict[str, Any] = dict(hyperparameters)
 
-    def patterns(self) -> list[str]:
-        """Return the globs in ``match`` (empty for a predicate)."""
-        if isinstance(self.match, str):
-            return [self.match]
-        if isinstance(self.match, list):
-            return [m for m in self.match if isinstance(m, str)]
-        return []
-
     def select(self, variables: Sequence[Any]) -> list[int]:
         """Return the indices of ``variables`` this group matches.
 
