@@ -30,11 +30,6 @@ def as_float32(value: float) -> Any:
     return ops.cast(value, "float32")
 
 
-def _check_steps(owner: str, name: str, value: Any) -> int | float:
-    """A positive number of steps inside float32's normal range (Keras divides by it)."""
-    return check_steps(owner, name, value)
-
-
 @register
 class ExponentialDecay(Schedule):
     """Keras ``ExponentialDecay``, bitwise.
@@ -70,7 +65,7 @@ class ExponentialDecay(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.decay_steps = _check_steps(owner, "decay_steps", decay_steps)
+        self.decay_steps = check_steps(owner, "decay_steps", decay_steps)
         self.decay_rate = check_float32(owner, "decay_rate", decay_rate)
         self.staircase = check_flag(owner, "staircase", staircase)
 
@@ -130,7 +125,7 @@ class PolynomialDecay(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.decay_steps = _check_steps(owner, "decay_steps", decay_steps)
+        self.decay_steps = check_steps(owner, "decay_steps", decay_steps)
         self.end_learning_rate = check_float32(owner, "end_learning_rate", end_learning_rate)
         self.power = check_float32(owner, "power", power)
         self.cycle = check_flag(owner, "cycle", cycle)
@@ -201,7 +196,7 @@ class CosineDecay(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.decay_steps = _check_steps(owner, "decay_steps", decay_steps)
+        self.decay_steps = check_steps(owner, "decay_steps", decay_steps)
         self.alpha = check_float32(owner, "alpha", alpha)
         self.warmup_target = (
             None if warmup_target is None else check_float32(owner, "warmup_target", warmup_target)
@@ -297,7 +292,7 @@ class CosineDecayRestarts(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.first_decay_steps = _check_steps(owner, "first_decay_steps", first_decay_steps)
+        self.first_decay_steps = check_steps(owner, "first_decay_steps", first_decay_steps)
         self.t_mul = check_float32(owner, "t_mul", t_mul)
         self.m_mul = check_float32(owner, "m_mul", m_mul)
         self.alpha = check_float32(owner, "alpha", alpha)
