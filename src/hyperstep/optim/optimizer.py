@@ -4,17 +4,9 @@ At each update, for every variable ``w`` with gradient ``g`` in group ``G``::
 
     rule.update(w, g, slots(w), hp = {name: G's hyperparameter .value}, step = clock.step)
 
-then ``clock.advance()``: the update at step ``t`` uses values computed from ``t``, and the
-clock moves after it, in program order (reads and the increment touch the same variable,
-so TensorFlow orders them; there is no race as in seed 000's ``tf.group``).
-
-The hyperparameter values are computed once per update, before any variable's: in a
-TensorFlow graph the gradients wait for them, so no full-size temporary waits for a scalar
-(see ``hyperstep.backends.after``; the built-in rules then cost the same full-size ops as
-Keras's optimizers). Fixing the step, computing each value once, ordering the gradients
-after them and advancing the clock after the update are ``hs.scheduled``'s code too
-(:func:`hyperstep.optim.core.apply_update`, :class:`hyperstep.optim.resolve.Update`), as
-are group binding and the config format (:mod:`hyperstep.optim.core`).
+then ``clock.advance()``. The values are computed once per update, before any variable's,
+by the code ``hs.scheduled`` runs too (:func:`hyperstep.optim.core.apply_update`,
+:class:`hyperstep.optim.resolve.Update`).
 """
 
 from __future__ import annotations
@@ -90,19 +82,12 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
             yes unless another optimizer already does (one advance per training step; see
             :class:`hyperstep.Clock` for the GAN pattern).
         name: The optimizer's name.
-        fused: Whether the :class:`~hyperstep.rules.AdamRule` and
-            :class:`~hyperstep.rules.AdamWRule` rules update through PyTorch's fused kernel on
-            torch (``torch._fused_adamw_``, one pass per tensor, per group; equal to the
-            rule to float32 rounding; see :mod:`hyperstep.backends.torch`; eager CPU
-            torch and ``torch.compile``), and
-            :class:`~hyperstep.rules.ScheduleFreeAdamWRule` takes its ``z`` and second-moment
-            step in one ``ResourceApplyAdam`` pass on TensorFlow
-            outside XLA (a scratch buffer per variable, not saved; equal to the rule to
-            float32 rounding; under XLA, which fuses the rule's own operations, the rule's
-            update). ``None`` (default): as ``True`` for the rules that promise no bitwise
-            equality with a Keras optimizer and whose kernel is faster
-            (``Rule.fuses_by_default``: :class:`~hyperstep.rules.ScheduleFreeAdamWRule`), as
-            ``False`` for the others. Elsewhere, and for other rules, the rule's own update.
+        fused: Whether a rule takes the backend's one-pass kernel where it has one
+            (:class:`~hyperstep.rules.AdamRule` and :class:`~hyperstep.rules.AdamWRule`:
+            PyTorch's fused Adam; :class:`~hyperstep.rules.ScheduleFreeAdamWRule`:
+            TensorFlow's ``ResourceApplyAdam`` outside XLA), equal to the rule to float32
+            rounding (docs/backends.md, "Fused updates"). ``None`` (default): as
+            ``Rule.fuses_by_default`` says (``True`` for ``ScheduleFreeAdamWRule``).
         **hyperparameters: Values of the rule's hyperparameters, plus Keras's
             ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``use_ema``,
             ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor`` and
