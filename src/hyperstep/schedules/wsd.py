@@ -227,15 +227,11 @@ class Cooldown(Schedule):
     """A cooldown from ``value`` at step ``start`` to ``end`` in ``steps`` steps.
 
     ``value(step) = end + (value - end) * f(clip(step - start, 0, steps) / steps)`` with ``f``
-    the decay factor of ``shape`` (see :class:`WarmupStableDecay`; written as in
-    :func:`cooled_value`): ``value`` up to ``start``, ``end`` from ``start + steps`` on.
-    Computed in float64 and rounded to float32 once, as :class:`hyperstep.Cooldown` computes
-    a started cooldown, so this schedule is, at every step and on every read path (eager, a
-    traced step, a vector of steps), the value a hyperparameter had while cooling from
-    ``value`` (its value at ``start``): :meth:`hyperstep.Remote.replay` writes a journaled
-    ``cooldown`` command as one. (On JAX without x64 it computes in float32, and a jitted
-    step may fuse ``end + c * f`` into one multiply-add: jitted and eager values may differ
-    in the last bit where ``end`` is not 0, as for any float32 formula there.)
+    the decay shape (:func:`cooled_value`): ``value`` up to ``start``, ``end`` from
+    ``start + steps`` on. At every step and on every read path it is the value a
+    hyperparameter had while :class:`hyperstep.Cooldown` cooled it from ``value`` (its value
+    at ``start``): :meth:`hyperstep.Remote.replay` writes a journaled ``cooldown`` command
+    as one.
 
     Args:
         value: The value at ``start`` (and before it).
