@@ -14,7 +14,7 @@ import inspect
 import math
 from typing import Any
 
-from hyperstep.schedules.base import CLASSES, MAX_DEPTH, Schedule, format_value
+from hyperstep.schedules.base import CLASSES, Schedule, format_value
 from hyperstep.schedules.expressions import BinaryOp, Constant, Negate, folded
 
 #: the longest expression accepted, in characters
