@@ -19,6 +19,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends import native_variable
+from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.named_state import SavedByName
 from hyperstep.control.relative import resolve
@@ -26,7 +27,6 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claim
 from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
-from hyperstep.optim.arguments import KERAS_ARGUMENTS, check_names, pick_clock
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.average_state import restore as restore_average
 from hyperstep.optim.core import (
@@ -40,7 +40,53 @@ from hyperstep.optim.core import (
 )
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.resolve import Update, value_and_complement
-from hyperstep.optim.rules import Values, deserialize_rule, get_rule
+from hyperstep.optim.rules import Rule, Values, deserialize_rule, get_rule
+
+#: Keras optimizer arguments StepOptimizer passes through (``weight_decay`` is a rule's).
+KERAS_ARGUMENTS = (
+    "clipnorm",
+    "clipvalue",
+    "global_clipnorm",
+    "use_ema",
+    "ema_momentum",
+    "ema_overwrite_frequency",
+    "loss_scale_factor",
+    "gradient_accumulation_steps",
+)
+
+
+def check_names(rule: Rule, owner: str, given: Mapping[str, Any]) -> None:
+    """Raise for a name in ``given`` that ``rule`` does not declare (naming the valid ones)."""
+    unknown = [key for key in given if key not in rule.hyperparameters]
+    if unknown:
+        shown = ", ".join(received(key, given[key]).removeprefix("Received: ") for key in unknown)
+        raise InvalidArgumentError(
+            f"`{owner}` got hyperparameters that rule {type(rule).__name__} does not declare: "
+            f"{unknown}. Valid ones: {list(rule.hyperparameters)}"
+            + (
+                f" (and the Keras arguments {list(KERAS_ARGUMENTS)})"
+                if owner == "StepOptimizer"
+                else ""
+            )
+            + f". Received: {shown}"
+        )
+
+
+def pick_clock(clock: Any, tables: list[Mapping[str, Any]], name: str) -> Any:
+    """``clock`` (checked), else the clock of the first Hyperparameter in ``tables``, else a
+    new :class:`~hyperstep.Clock` named ``name``."""
+    if clock is not None:
+        if not isinstance(clock, Clock):
+            raise InvalidTypeError(
+                f"`StepOptimizer(clock=...)` must be an `hs.Clock`. {received('clock', clock)}"
+            )
+        return clock
+    for table in tables:
+        for value in table.values():
+            if isinstance(value, Hyperparameter):
+                return value.clock
+    return Clock(name=name)
+
 
 #: names a rule's hyperparameters may not take (the optimizer's own arguments)
 _RESERVED = {"rule", "groups", "clock", "advance", "name", *KERAS_ARGUMENTS}
