@@ -242,17 +242,7 @@ def _fused_adam_op(
     )
 
 
-@_fused_adam_op.register_fake
-def _(
-    params: list[torch.Tensor],
-    grads: list[torch.Tensor],
-    exp_avgs: list[torch.Tensor],
-    exp_avg_sqs: list[torch.Tensor],
-    max_exp_avg_sqs: list[torch.Tensor],
-    scalars: torch.Tensor,
-    amsgrad: bool,
-) -> None:
-    return None
+_fused_adam_op.register_fake(lambda *args: None)  # mutates its inputs, returns nothing
 
 
 def _float64(value: Any) -> torch.Tensor:
