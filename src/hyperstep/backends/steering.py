@@ -143,7 +143,7 @@ def _tensorflow_agreement(place: Workers) -> Callable[[int], int]:
     return agree
 
 
-def tensorflow_worker_sum(strategy: Any) -> Callable[[Any], Any]:
+def tensorflow_worker_sum(strategy: Any) -> Any:
     """A (cached) ``tf.function``: the sum over ``strategy``'s workers of each worker's
     value, every worker counted once whatever its number of replicas (every worker must
     call it, in the same order)."""
