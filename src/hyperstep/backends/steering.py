@@ -15,6 +15,7 @@ schedule's value computed as a traced step computes it.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +30,7 @@ __all__ = [
     "agreement",
     "exact_form",
     "state_grew",
+    "strategy_scope",
     "tensorflow_strategy",
     "tensorflow_worker_sum",
     "tensorflow_workers",
@@ -90,6 +92,18 @@ def tensorflow_strategy(variable: Any = None) -> Any:
         if isinstance(native, tf.distribute.DistributedValues):
             return getattr(native, "distribute_strategy", None)
     return None
+
+
+def strategy_scope(variable: Any) -> Any:
+    """The scope of the ``tf.distribute`` strategy that owns ``variable`` where none is
+    entered (state a controller made outside ``strategy.scope()`` is then distributed like
+    the hyperparameter's own); else, and off TensorFlow, a null context."""
+    if current_backend() != "tensorflow":
+        return contextlib.nullcontext()
+    import tensorflow as tf
+
+    strategy = None if tf.distribute.has_strategy() else tensorflow_strategy(variable)
+    return contextlib.nullcontext() if strategy is None else strategy.scope()
 
 
 def tensorflow_workers(strategy: Any) -> int:

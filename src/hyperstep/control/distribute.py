@@ -20,7 +20,6 @@ variable of the controller), so a custom loop that calls ``strategy.run`` withou
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from hyperstep.backends import require_tensorflow
@@ -30,6 +29,7 @@ require_tensorflow("hyperstep.control.distribute (reducing metrics under tf.dist
 
 import tensorflow as tf  # noqa: E402
 
+from hyperstep.backends.steering import strategy_scope as scope_of  # noqa: E402
 from hyperstep.backends.steering import tensorflow_strategy as strategy_of  # noqa: E402
 from hyperstep.backends.steering import tensorflow_worker_sum  # noqa: E402
 from hyperstep.backends.steering import tensorflow_workers as num_workers  # noqa: E402
@@ -56,17 +56,6 @@ def check_reduce(owner: str, reduce: Any) -> str | None:
             f"own value). {received('reduce', reduce)}"
         )
     return reduce  # type: ignore[no-any-return]
-
-
-def scope_of(variable: Any) -> Any:
-    """Return the scope of the strategy that owns ``variable`` if no scope is entered.
-
-    A controller created outside ``strategy.scope()`` (as Keras callbacks usually are) for
-    a hyperparameter created inside it creates its state variables in this scope, so they
-    are distributed like the hyperparameter's own. Otherwise a null context.
-    """
-    strategy = None if tf.distribute.has_strategy() else strategy_of(variable)
-    return contextlib.nullcontext() if strategy is None else strategy.scope()
 
 
 def reduce_metric(value: Any, reduce: str | None = "mean", variable: Any = None) -> Any:
