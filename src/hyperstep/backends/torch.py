@@ -45,19 +45,15 @@ _KERNEL_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 KERAS_FLOAT64 = keras.backend.backend() != "torch" or keras.ops.zeros(()).device.type != "mps"
 
 
-def _adam_like(optimizer: Any) -> bool:
-    """Whether ``optimizer`` runs Keras's torch Adam update (Adam, AdamW) and weight decay."""
+def decays_in_update(optimizer: Any) -> bool:
+    """Whether ``optimizer`` runs Keras's torch Adam update (Adam, AdamW) and weight decay,
+    so that :func:`group_update` replaces its weight decay."""
     base = optimizer._hs_base
     return bool(
         _KERAS_ADAM is not None
         and getattr(base, "_parallel_update_step", None) is _KERAS_ADAM
         and base._apply_weight_decay is _KERAS_DECAY
     )
-
-
-def decays_in_update(optimizer: Any) -> bool:
-    """Whether :func:`group_update` replaces ``optimizer``'s weight decay (Adam, AdamW)."""
-    return _adam_like(optimizer)
 
 
 def decay(optimizer: Any, variable: Any, learning_rate: Any) -> None:
@@ -258,7 +254,7 @@ def group_update(
     """Update ``variables`` (one group of a Keras Adam or AdamW wrapped by ``hs.scheduled``)
     with :func:`adam` (eagerly or under ``torch.compile``, where the values stay tensors);
     ``False`` (nothing done) where it does not apply."""
-    if not _adam_like(optimizer) or not applies(grads, variables):
+    if not decays_in_update(optimizer) or not applies(grads, variables):
         return False
     amsgrad = bool(optimizer.amsgrad)
     slots = []
