@@ -7,11 +7,9 @@ of ``keras/src/optimizers/schedules/learning_rate_schedule.py``, in its order, s
 give Keras's own float32 value, bit for bit, at every step and on every backend: eagerly
 against Keras eagerly, and inside a traced step against Keras traced the same way (a graph
 compiler rewrites both alike, e.g. TensorFlow's ``x / c`` into ``x * (1 / c)``).
-:func:`hyperstep.schedules.from_keras` converts those four Keras classes into them.
-
-The vocabulary words ``exponential``, ``polynomial``, ``cosine`` and ``cosine_restarts``
-compute the same functions more accurately (a few float32 ulp apart): use them for new
-code, and these where a port must reproduce a Keras run bit for bit.
+:func:`hyperstep.schedules.from_keras` converts those four Keras classes into them; the
+vocabulary's ``exponential``, ``polynomial``, ``cosine`` and ``cosine_restarts`` are a few
+ulp more accurate (docs/schedules.md, "Porting bitwise").
 """
 
 from __future__ import annotations
