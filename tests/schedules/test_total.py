@@ -98,7 +98,14 @@ def _steps(n: int) -> np.ndarray:
 
 @pytest.mark.parametrize("n", TOTALS)
 @pytest.mark.parametrize("text", list(CASES))
-def test_a_length_bound_to_n_is_the_schedule_written_with_n_bit_for_bit(text, n) -> None:
+def test_a_length_bound_to_n_is_the_schedule_written_with_n_bit_for_bit(text, n, request) -> None:
+    if not _wide_is_float64() and text.startswith("wsd"):  # an open bug, run to show it
+        reason = (
+            "JAX without x64: wsd's decay (cooled_value) forms 1 / decay and pi / 2 / decay in "
+            "float32 from a length's value, where the number written by hand folds them in "
+            "float64 (Python)"
+        )
+        request.applymarker(pytest.mark.xfail(strict=False, reason=reason))  # 1000: alike
     by_hand = hs.parse(CASES[text](n))
     clock = hs.Clock(total=n)
     read = hs.Hyperparameter(text, clock=clock)  # reads the clock's variable

@@ -160,9 +160,8 @@ def wide_float_dtype() -> str:
 
 
 def float64_scope() -> contextlib.AbstractContextManager[Any]:
-    """A scope in which ``keras.ops`` computes in float64 where ``wide_float_dtype()`` is
-    float32: on JAX without x64, ``jax.enable_x64`` for the ops run or traced inside (a
-    ``jax.jit`` step then holds float64 ops); elsewhere nothing to do."""
+    """A scope in which ``keras.ops`` computes in float64: ``jax.enable_x64`` on JAX without
+    x64 (a ``jax.jit`` step traced inside holds float64 ops)."""
     if wide_float_dtype() == "float64":
         return contextlib.nullcontext()
     import jax

@@ -65,11 +65,9 @@ def check_keras_steps(owner: str, name: str, value: Any, allow_zero: bool = Fals
     steps = check_steps(owner, name, value, allow_zero=allow_zero)
     if isinstance(steps, Schedule):
         raise InvalidArgumentError(
-            f"`{owner}({name}=...)` takes a number: Keras's float32 operations give Keras's "
-            "values bit for bit with it, in a compiled step too, where a graph compiler "
-            "rewrites a division by that constant (TensorFlow: x * (1 / n)) but not by a length "
-            "read at run time. Write the number of steps, or use a vocabulary word, exact for "
-            f"`total` on every path (`cosine(1e-3, steps=total)`). {received(name, value)}"
+            f"`{owner}({name}=...)` takes a number: a compiled step rewrites Keras's division "
+            "by it (x * (1 / n)), not by a length read at run time. Write the number, or use "
+            f"a word, exact for `total` (`cosine(1e-3, steps=total)`). {received(name, value)}"
         )
     return steps
 

@@ -287,9 +287,8 @@ def check_length(owner: str, name: str, value: Schedule) -> Schedule:
 
 
 def length_value(schedule: Schedule) -> Any:
-    """The length ``schedule`` as a ``WIDE`` scalar tensor: computed in float64, each
-    operation rounded as Python rounds it (exactly: ``+ - * /`` are IEEE's), then rounded to
-    ``WIDE`` once; on JAX without x64 too (within ``jax.enable_x64``)."""
+    """The length ``schedule`` as a ``WIDE`` scalar tensor: each operation in float64 as
+    Python rounds it (on JAX without x64 too), then rounded to ``WIDE`` once."""
     with backends.float64_scope() if WIDE == "float32" else contextlib.nullcontext():
         return ops.cast(_float64_length(schedule), WIDE)
 
