@@ -54,74 +54,65 @@ from hyperstep.diagnosis.variable_checks import (
 from hyperstep.optim.optimizer import StepOptimizer
 from hyperstep.optim.scheduled import ScheduledOptimizer
 
-_BLOCK_FIXES = {
-    "StopGradient": "remove tf.stop_gradient around it (or, if it is fixed on purpose, make "
-    "it trainable=False)",
-    "ArgMax": "argmax has no gradient: use a soft version, e.g. keras.ops.softmax(logits / t), "
-    "or a straight-through estimator: y = soft + tf.stop_gradient(hard - soft)",
-    "Round": "use a straight-through estimator: y = x + tf.stop_gradient(tf.round(x) - x)",
-    "Cast": "keep the value floating (a cast to an integer type has no gradient), or use a "
-    "straight-through estimator: y = x + tf.stop_gradient(hard(x) - x)",
-    "EagerPyFunc": "compute it with TensorFlow ops inside tf.py_function (numpy code has no "
-    "gradient), or give it one with @tf.custom_gradient",
-}
-for _name in ("ArgMin",):
-    _BLOCK_FIXES[_name] = _BLOCK_FIXES["ArgMax"]
-for _name in ("Floor", "Ceil", "Sign", "Rint"):
-    _BLOCK_FIXES[_name] = _BLOCK_FIXES["Round"].replace("tf.round", f"tf.math.{_name.lower()}")
-for _name in ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"):
-    _BLOCK_FIXES[_name] = (
-        "a comparison has no gradient: compare softly, e.g. keras.ops.sigmoid((a - b) / t)"
-    )
-for _name in ("PyFunc", "PyFuncStateless"):
-    _BLOCK_FIXES[_name] = "tf.numpy_function has no gradient: " + _BLOCK_FIXES["EagerPyFunc"]
-
-# JAX's primitives and torch's functions (keras.ops spellings: the same code runs on both)
 _STRAIGHT = "use a straight-through estimator: y = x + keras.ops.stop_gradient({}(x) - x)"
-_BLOCK_FIXES.update(
-    {
-        "stop_gradient": "remove keras.ops.stop_gradient around it (or, if it is fixed on "
-        "purpose, make it trainable=False)",
-        "detach": "remove keras.ops.stop_gradient (or .detach()) around it (or, if it is "
-        "fixed on purpose, make it trainable=False)",
-        "argmax": _BLOCK_FIXES["ArgMax"].replace("tf.stop_gradient", "keras.ops.stop_gradient"),
-        "convert_element_type": "keep the value floating (a cast to an integer type has no "
-        "gradient), or " + _STRAIGHT.format("hard"),
-        "to": "keep the value floating (a cast to an integer type has no gradient), or "
-        + _STRAIGHT.format("hard"),
-        "pure_callback": "compute it with keras.ops (a callback into Python has no gradient), "
-        "or give it one with jax.custom_vjp",
-        "numpy": "compute it with keras.ops (a value taken to NumPy has no gradient), or give "
-        "it one with a torch.autograd.Function",
-    }
+_ARGMAX = (
+    "argmax has no gradient: use a soft version, e.g. keras.ops.softmax(logits / t), or a "
+    "straight-through estimator: y = soft + keras.ops.stop_gradient(hard - soft)"
 )
-_BLOCK_FIXES["argmin"] = _BLOCK_FIXES["argmax"]
-for _name in ("item", "tolist", "__array__", "__float__"):
-    _BLOCK_FIXES[_name] = _BLOCK_FIXES["numpy"]
-for _name in ("round", "floor", "ceil", "sign", "trunc"):
-    _BLOCK_FIXES[_name] = _STRAIGHT.format(f"keras.ops.{_name}")
-for _name in (
-    *("gt", "ge", "lt", "le", "eq", "ne", "__gt__", "__ge__", "__lt__", "__le__"),
-    *("greater", "greater_equal", "less", "less_equal", "equal", "not_equal"),
-):
-    _BLOCK_FIXES[_name] = _BLOCK_FIXES["Greater"]
-
+_PY_FUNCTION = (
+    "compute it with TensorFlow ops inside tf.py_function (numpy code has no gradient), or "
+    "give it one with @tf.custom_gradient"
+)
+#: the fix for each op that stops a gradient, by the name the user calls it (:func:`_name`:
+#: TensorFlow's ``Round``, JAX's ``round`` and torch's ``round`` are all ``round``)
+_BLOCK_FIXES = {
+    "stop_gradient": "remove keras.ops.stop_gradient around it (or, if it is fixed on "
+    "purpose, make it trainable=False)",
+    "detach": "remove keras.ops.stop_gradient (or .detach()) around it (or, if it is fixed "
+    "on purpose, make it trainable=False)",
+    "argmax": _ARGMAX,
+    "argmin": _ARGMAX,
+    "cast": "keep the value floating (a cast to an integer type has no gradient), or "
+    + _STRAIGHT.format("hard"),
+    "py_function": _PY_FUNCTION,
+    "numpy_function": "tf.numpy_function has no gradient: " + _PY_FUNCTION,
+    "pure_callback": "compute it with keras.ops (a callback into Python has no gradient), "
+    "or give it one with jax.custom_vjp",
+    "numpy": "compute it with keras.ops (a value taken to NumPy has no gradient), or give "
+    "it one with a torch.autograd.Function",
+    **{name: _STRAIGHT.format(f"keras.ops.{name}") for name in ("round", "floor", "ceil",
+                                                                 "sign", "trunc")},
+    **dict.fromkeys(
+        ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal"),
+        "a comparison has no gradient: compare softly, e.g. keras.ops.sigmoid((a - b) / t)",
+    ),
+}  # fmt: skip
 
 #: a function a fix names: its module (``tf.``, ``tf.math.``, ``keras.ops.``) and its name
 _CALL = re.compile(r"\b(tf\.math\.|tf\.|keras\.ops\.)(\w+)")
 #: the name a user calls for a backend's op, where the two differ
 _CALLED = {
-    "detach": "stop_gradient",
+    "arg_max": "argmax",
+    "arg_min": "argmin",
     "convert_element_type": "cast",
     "to": "cast",
     "eager_py_func": "py_function",
     "py_func": "numpy_function",
+    "py_func_stateless": "numpy_function",
     "rint": "round",
+    **dict.fromkeys(("item", "tolist", "array", "float"), "numpy"),
     **{short: name for short, name in (("gt", "greater"), ("ge", "greater_equal"),
        ("lt", "less"), ("le", "less_equal"), ("eq", "equal"), ("ne", "not_equal"))},
 }  # fmt: skip
 _OPERATORS = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<=",
               "equal": "==", "not_equal": "!="}  # fmt: skip
+
+
+def _name(op: OpFact) -> str:
+    """The name the user calls the op by (``StopGradient``: ``stop_gradient``, ``gt``:
+    ``greater``, ``__float__``: ``numpy``)."""
+    own = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", op.type).lower().strip("_")
+    return _CALLED.get(own, own)
 
 
 def _line(op: OpFact) -> str:
@@ -136,11 +127,6 @@ def _written(op: OpFact) -> dict[str, str]:
     return {name: module for module, name in re.findall(r"([\w.]*\.)(\w+)\(", _line(op))}
 
 
-def _own(op: OpFact) -> str:
-    """The op's type in snake case (``StopGradient``: ``stop_gradient``)."""
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", op.type).lower()
-
-
 def called(op: OpFact) -> str | None:
     """The op as the user's source line writes it (``keras.ops.stop_gradient`` where
     TensorFlow's graph says ``StopGradient``, ``self.w.detach()``, ``>``), or ``None`` when
@@ -152,11 +138,11 @@ def called(op: OpFact) -> str | None:
         >>> called(OpFact("gt", "eqn 4", "m.py:3: `y = ops.where(s > 0.5, 2.0, 1.0)`"))
         '>'
     """
-    own, written = _own(op), _written(op)
-    for name in (own, op.type.lower(), _CALLED.get(own)):
-        if name in written:
-            return written[name] + name + ("()" if name == "detach" else "")
-    symbol = _OPERATORS.get(_CALLED.get(own, own))
+    name, written = _name(op), _written(op)
+    for call in (name, op.type.lower(), "stop_gradient" if name == "detach" else None):
+        if call in written:
+            return written[call] + call + ("()" if call == "detach" else "")
+    symbol = _OPERATORS.get(name)
     return symbol if symbol and f" {symbol} " in _line(op) else None
 
 
@@ -174,7 +160,7 @@ def as_written(fix: str, op: OpFact) -> str:
     if "detach" in written and "stop_gradient" not in written:
         return fix.replace("keras.ops.stop_gradient (or .detach())", ".detach()")
     fix = fix.replace(" (or .detach())", "") if "stop_gradient" in written else fix
-    style = written.get(_own(op)) or written.get(op.type.lower())
+    style = written.get(_name(op)) or written.get(op.type.lower())
     style = None if style is None or style.startswith("tf.") else style  # tf's: as in the fix
     alias = next((module for module in written.values() if module.endswith("ops.")), None)
     for module, name in set(_CALL.findall(fix)):
@@ -193,7 +179,7 @@ def _blocked(fact: VariableFact, path: PathFact) -> Finding:
         others = [op.describe(called(op)) for op in rest if op.source != first.source][:3]
         fix = as_written(
             _BLOCK_FIXES.get(
-                first.type,
+                _name(first),
                 f"route the variable to the loss through differentiable ops, not {name}",
             ),
             first,
