@@ -16,7 +16,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep.backends.fit import follow_fit
+from hyperstep.backends.fit import follow_epoch_ends, follow_fit
 from hyperstep.control import wrapped
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -169,7 +169,34 @@ def _forget_epoch_values(model: Any, _: Any) -> None:
     _EPOCH_VALUES.clear()
 
 
+def _epoch_ends(model: Any, epoch: int, logs: dict[str, Any], callbacks: list[Any]) -> None:
+    """At each epoch's end of ``fit``, before any callback: note what every hyperparameter of
+    the model's optimizers trained with, and put into ``logs`` the values that hyperstep's
+    loggers and controllers in ``callbacks`` log (their ``_logged_hyperparameters()``), so
+    a callback listed before them (Keras's ``CSVLogger``) records them too."""
+    for optimizer in wrapped.hyperstep_optimizers(getattr(model, "optimizer", None)):
+        if optimizer.hyperparameters:
+            epoch_values(optimizer, epoch)
+    for callback in callbacks:
+        logged = getattr(callback, "_logged_hyperparameters", None)
+        found = logged() if callable(logged) else None
+        for name, value in epoch_values(found, epoch).items() if found else ():
+            logs.setdefault(name, value)
+
+
+def _trained_learning_rate(optimizer: Any) -> float | None:
+    """The learning rate ``optimizer`` trained with in the epoch ending now, noted at its
+    end (what Keras's ``TensorBoard`` then logs), or None."""
+    hyperparameters = getattr(wrapped.hyperstep_optimizer(optimizer), "hyperparameters", {})
+    hyperparameter = hyperparameters.get("learning_rate")
+    if hyperparameter is None or hyperparameter not in _EPOCH_VALUES:
+        return None
+    _, step, value = _EPOCH_VALUES[hyperparameter]
+    return value if step == int(ops.convert_to_numpy(hyperparameter.clock.step)) else None
+
+
 follow_fit(_forget_epoch_values, _forget_epoch_values)
+follow_epoch_ends(_epoch_ends, _trained_learning_rate)
 
 
 def _is_hyperparameter(value: Any) -> bool:
