@@ -97,9 +97,6 @@ def test_tensorboard_logs_the_learning_rate_the_handlers_give(epoch_ends, tmp_pa
     model.compile(keras.optimizers.SGD(learning_rate=0.25), "mse")
     board = keras.callbacks.TensorBoard(str(tmp_path))
     board.set_model(model)
-    # the private behaviour relied on: Keras's own reads optimizer.learning_rate into the logs
-    keras_collect = keras.callbacks.TensorBoard._collect_learning_rate.__wrapped__
-    assert keras_collect(board, {"loss": 1.0}) == {"loss": 1.0, "learning_rate": 0.25}
     assert board._collect_learning_rate({}) == {"learning_rate": 0.25}  # no value given
     rates[model.optimizer] = 0.5
     assert board._collect_learning_rate({}) == {"learning_rate": 0.5}

@@ -20,6 +20,8 @@ from typing import Any
 
 import keras
 
+from hyperstep.backends.versions import reach
+
 #: (fit started, epoch began) handlers, called with the CallbackList's model
 _HANDLERS: list[tuple[Callable[..., None], Callable[..., None]]] = []
 #: (epoch ends, trained learning rate) handlers (:func:`follow_epoch_ends`)
@@ -128,7 +130,7 @@ def _follow_tensorboard() -> None:
     ``MultiOptimizer``), after a change a callback before it made there; the handlers of
     :func:`follow_epoch_ends` give the value the epoch trained with instead."""
     cls = keras.callbacks.TensorBoard
-    keras_collect = getattr(cls, "_collect_learning_rate", None)
+    keras_collect = reach("keras.callbacks.TensorBoard._collect_learning_rate", fallback=None)
     if keras_collect is None or getattr(keras_collect, "_hyperstep", False):
         return  # pragma: no cover - other Keras versions
 

@@ -20,12 +20,9 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hyperstep.errors import InvalidArgumentError
-
 __all__ = [
     "hyperstep_variables",
     "load_by_name",
-    "load_by_position",
     "load_numbered",
     "save_by_name",
 ]
@@ -53,16 +50,11 @@ def save_by_name(store: Any, hyperparameters: Mapping[str, Any]) -> None:
             store[_entry(key, variable.name)] = variable.numpy()
 
 
-def load_numbered(store: Any, own: list[Any], every: list[Any], owner: str) -> None:
+def load_numbered(store: Any, own: list[Any], owner: str) -> None:
     """Assign the numbered entries (``"0"``, ``"1"``, ...) to the optimizer's own variables
-    ``own``; a file that numbered ``every`` variable (hyperstep's too, written on JAX before
-    0.1.0) is read by position into them. Otherwise Keras's warning, and nothing assigned."""
+    ``own``; another count gets Keras's warning, and nothing assigned."""
     numbered = [key for key in store.keys() if key.isdigit()]
-    if len(numbered) == len(own):
-        targets = own
-    elif len(numbered) == len(every):
-        targets = every
-    else:
+    if len(numbered) != len(own):
         message = (
             f"Skipping variable loading for optimizer '{owner}', because it has {len(own)} "
             f"variables whereas the saved optimizer has {len(numbered)} variables. "
@@ -71,7 +63,7 @@ def load_numbered(store: Any, own: list[Any], every: list[Any], owner: str) -> N
             message += "This is likely because the optimizer has not been called/built yet."
         warnings.warn(message, stacklevel=3)
         return
-    for index, variable in enumerate(targets):
+    for index, variable in enumerate(own):
         variable.assign(store[str(index)])
 
 
@@ -105,43 +97,6 @@ def load_by_name(store: Any, hyperparameters: Mapping[str, Any], owner: str) -> 
         )
 
 
-def load_by_position(store: Any, hyperparameters: Mapping[str, Any], owner: str) -> None:
-    """Read a file saved before the state was saved by name: each hyperparameter's state
-    at ``<optimizer>/hyperparameters/hyperparameter_<i>`` into the ``i``-th hyperparameter,
-    with a warning (by position: right only if the optimizer lists the same
-    hyperparameters in the same order). Nothing is read where the store does not show its
-    file (another Keras).
-
-    Raises:
-        InvalidArgumentError: If the file has state for another number of hyperparameters.
-    """
-    from hyperstep.backends.internals import positional_state
-
-    found = positional_state(store)
-    if not found:  # none saved by position (a plain Keras optimizer's file), or not shown
-        return
-    keys = list(hyperparameters)
-    if len(found) == len(keys):
-        for key, values in zip(keys, found, strict=True):
-            hyperparameters[key]._load_named(values)
-        warnings.warn(
-            f"Optimizer {owner!r}: this file keeps the hyperparameters' state by position "
-            "(`optimizer/hyperparameters/hyperparameter_<i>`, saved before hyperstep saved "
-            f"it by name); it was read in the optimizer's order: {keys}. Check that order, "
-            "then save again to keep it by name.",
-            UserWarning,
-            stacklevel=3,
-        )
-        return
-    raise InvalidArgumentError(
-        f"Optimizer {owner!r}: this file keeps the state of {len(found)} hyperparameters by "
-        "position (`optimizer/hyperparameters/hyperparameter_<i>`, saved before hyperstep "
-        f"saved it by name), but the optimizer has {len(keys)} ({keys}): which state belongs "
-        "to which cannot be told. Build the optimizer with the hyperparameters it had when "
-        "saved (same groups, same order), load, then save again."
-    )
-
-
 class SavedByName:
     """Mixin of a hyperstep optimizer: ``save_own_variables``/``load_own_variables`` with its
     own variables numbered (as Keras's) and its hyperparameters' state by name; the
@@ -172,7 +127,5 @@ class SavedByName:
         save_by_name(store, self._hs_named())
 
     def load_own_variables(self, store: Any) -> None:
-        load_numbered(store, self._hs_keras_variables(), list(self.variables), self.name)
-        if not any(_SEPARATOR in key for key in store.keys()):
-            load_by_position(store, self._hs_named(), self.name)
+        load_numbered(store, self._hs_keras_variables(), self.name)
         load_by_name(store, self._hs_named(), self.name)
