@@ -345,14 +345,6 @@ class Clock(keras.layers.Layer):
         """
         return stateless_copy(self, source, target)
 
-    # ---- saving -------------------------------------------------------------------------
-    def load_own_variables(self, store: Any) -> None:
-        """Load ``step`` and the epoch's variables; a clock saved before the epoch's
-        variables existed (``step`` alone) loads its step and starts epochs at 0."""
-        for index, variable in enumerate(self.weights):
-            if str(index) in store:
-                variable.assign(store[str(index)])
-
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()

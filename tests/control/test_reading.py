@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-from types import SimpleNamespace
 
 import keras
 import numpy as np
@@ -13,7 +12,6 @@ import hyperstep as hs
 from hyperstep.control.reading import (
     collect,
     epoch_values,
-    infer_steps_per_epoch,
     read_all,
     savers_before,
 )
@@ -65,23 +63,6 @@ def test_read_all_gives_the_effective_float32_values() -> None:
 def test_read_all_error_names_read_all() -> None:
     with pytest.raises(InvalidTypeError, match=r"`read_all\(hyperparameters=...\)`"):
         read_all("lr")
-
-
-@pytest.mark.parametrize(
-    ("known", "params", "expected"),
-    [
-        (None, {"steps": 7}, 7),
-        (3, {"steps": 7}, 3),
-        (None, {"steps": None}, None),
-        (None, {"steps": 0}, None),
-        (None, None, None),
-        (None, {"steps": 2.0}, None),
-    ],
-)
-def test_infer_steps_per_epoch_fills_only_an_unknown_count(known, params, expected) -> None:
-    clock = SimpleNamespace(steps_per_epoch=known)
-    infer_steps_per_epoch(clock, params)
-    assert clock.steps_per_epoch == expected
 
 
 class _Probe(keras.callbacks.Callback):

@@ -126,9 +126,8 @@ def _jax_batch_hooks(cls: Any) -> list[tuple[Any, Any]]:
 def _follow_tensorboard() -> None:
     """Wrap ``keras.callbacks.TensorBoard._collect_learning_rate`` (private; once, at
     import): it puts ``optimizer.learning_rate``, read at its own epoch end, into the epoch's
-    logs as ``learning_rate`` (``learning_rate_<name>`` per optimizer of a
-    ``MultiOptimizer``), after a change a callback before it made there; the handlers of
-    :func:`follow_epoch_ends` give the value the epoch trained with instead."""
+    logs as ``learning_rate``, after a change a callback before it made there; the handlers
+    of :func:`follow_epoch_ends` give the value the epoch trained with instead."""
     cls = keras.callbacks.TensorBoard
     keras_collect = reach("keras.callbacks.TensorBoard._collect_learning_rate", fallback=None)
     if keras_collect is None or getattr(keras_collect, "_hyperstep", False):
@@ -136,14 +135,9 @@ def _follow_tensorboard() -> None:
 
     def _collect_learning_rate(self: Any, logs: Any) -> Any:
         logs = keras_collect(self, logs)
-        optimizer = self.model.optimizer
-        optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # as Keras unwraps it
-        many = getattr(optimizer, "optimizers", None) or []
-        named = {f"learning_rate_{each.name}": each for each in many}
-        for key, each in (named or {"learning_rate": optimizer}).items():
-            values = [trained(each) for _, trained in _EPOCH_ENDS] if key in logs else []
-            for value in values:
-                logs[key] = logs[key] if value is None else value
+        for _, trained in _EPOCH_ENDS if "learning_rate" in logs else ():
+            value = trained(self.model.optimizer)
+            logs["learning_rate"] = logs["learning_rate"] if value is None else value
         return logs
 
     _collect_learning_rate.__wrapped__ = keras_collect  # type: ignore[attr-defined]

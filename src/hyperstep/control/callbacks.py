@@ -21,22 +21,10 @@ from hyperstep import backends
 from hyperstep.backends import require_tensorflow
 from hyperstep.control import wrapped
 from hyperstep.control.epochs import epoch_began, fit_began
-from hyperstep.control.reading import (
-    collect,
-    epoch_values,
-    infer_steps_per_epoch,
-    read_all,
-    savers_before,
-)
+from hyperstep.control.reading import collect, epoch_values, read_all
 from hyperstep.errors import BackendError, InvalidArgumentError, received
 
-__all__ = [
-    "LogHyperparameters",
-    "collect",
-    "infer_steps_per_epoch",
-    "read_all",
-    "savers_before",
-]
+__all__ = ["LogHyperparameters", "read_all"]
 
 FIELDS = ("value", "schedule", "scale", "override")
 

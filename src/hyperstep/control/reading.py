@@ -2,8 +2,8 @@
 
 ``collect(x)`` -> ``{name: hyperparameter}`` from one, a list, a dict or a scheduled optimizer;
 ``read_all(x)`` -> ``{name: float}``; ``epoch_values(x)``: the values the epoch ending now
-trained with, the one convention of every log. Also the ``fit`` helpers callbacks share
-(``infer_steps_per_epoch``, ``savers_before``).
+trained with, the one convention of every log. Also ``savers_before``, for controllers
+that decide at an epoch's end.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hyperstep.control import wrapped
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
-__all__ = ["collect", "epoch_values", "infer_steps_per_epoch", "read_all", "savers_before"]
+__all__ = ["collect", "epoch_values", "read_all", "savers_before"]
 
 #: hyperparameter -> (epoch, step, value) noted by the first read at an epoch's end
 #: (:func:`epoch_values`); forgotten when a ``fit`` or one of its epochs begins
@@ -71,15 +71,6 @@ def collect(hyperparameters: Any, owner: str = "LogHyperparameters") -> dict[str
             f"{received('hyperparameters', hyperparameters)}"
         )
     return found
-
-
-def infer_steps_per_epoch(clock: Any, params: Mapping[str, Any] | None) -> None:
-    """Set ``clock.steps_per_epoch`` from ``fit``'s ``params["steps"]`` if it is not known
-    (:func:`hyperstep.control.epochs.fit_began` does this and more for every clock of a
-    model)."""
-    steps = (params or {}).get("steps")
-    if getattr(clock, "steps_per_epoch", 0) is None and isinstance(steps, int) and steps > 0:
-        clock.steps_per_epoch = steps
 
 
 def savers_before(callback: Any) -> list[str]:
