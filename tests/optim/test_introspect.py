@@ -1,6 +1,6 @@
 """The units of hyperstep.optim._introspect: which constructor arguments of Keras's
-optimizers are numeric hyperparameters (against their documented signatures) and the
-refusal wording of ``check_names``."""
+optimizers are numeric hyperparameters (against their documented signatures), and the refusal
+wording of ``check_names``."""
 
 import keras
 import pytest

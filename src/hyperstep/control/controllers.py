@@ -38,23 +38,28 @@ class ReduceOnPlateau(keras.callbacks.Callback):
     """Multiply a hyperparameter's ``scale`` by ``factor`` when a metric stops improving.
 
     ``effective = schedule(step) * scale``; a reduction does ``scale.assign(scale * factor)``.
-    The default rule (``compat=None``, :func:`~hyperstep.control.plateau.default_rule`), in
-    ``min`` mode (``max`` mirrors it): an update improves when
-    ``value < best - min_delta - rtol * |best|`` (``best`` starts at ``+inf``); after
-    ``patience`` updates without improvement, outside ``cooldown``, the scale is reduced,
-    never taking the value at the current step below ``min_value`` nor the scale below
-    ``min_scale``, and ``cooldown`` updates of rest follow. NaN or +-inf metrics count as
-    "no improvement" and never become ``best`` (a warning when the value is concrete). While
-    an override is set (``target.set(v)``) reductions still multiply the scale; they show
-    once the override is cleared.
+    Default rule (``compat=None``), in ``min`` mode (``max`` mirrors it):
 
-    ``compat`` reproduces a peer's rule exactly: ``"keras"``
-    (``keras.callbacks.ReduceLROnPlateau``), ``"torch"``
-    (``torch.optim.lr_scheduler.ReduceLROnPlateau``; ``rtol`` is its ``threshold`` with
-    ``threshold_mode="rel"``, ``min_delta`` with ``"abs"``) or ``"optax"``
-    (``optax.contrib.reduce_on_plateau``, ``min`` mode only, its floor on the scale:
-    ``min_value`` must stay 0); each rule, read from the peer's source, is written out in
-    :mod:`hyperstep.control.plateau`.
+    * improvement: ``value < best - min_delta - rtol * |best|``; ``best`` starts at ``+inf``,
+      so the first finite value improves.
+    * an update that does not improve, outside cooldown, does ``wait += 1``; when
+      ``wait >= patience`` the scale is reduced, ``wait = 0`` and ``cooldown`` starts.
+    * the ``cooldown`` updates after a reduction are not counted (``wait`` stays 0) but a
+      better value still becomes ``best``.
+    * floor: ``scale = min(scale, max(scale * factor, min_value / schedule(step), min_scale))``
+      -- the value at the current step never goes below ``min_value`` through a
+      reduction (the schedule itself may later go lower) and the scale never rises.
+    * NaN or +-inf metrics count as "no improvement" and never become ``best`` (a warning
+      when the value is concrete); the state stays finite.
+    * while an override is set (``target.set(v)``) reductions still multiply the scale;
+      they show once the override is cleared (floors use ``schedule * scale``).
+
+    ``compat`` picks a peer's rule exactly, one function of
+    :mod:`hyperstep.control.plateau` each: ``"keras"`` (``keras.callbacks.ReduceLROnPlateau``,
+    :func:`~hyperstep.control.plateau.keras_rule`), ``"torch"``
+    (:func:`~hyperstep.control.plateau.torch_rule`; ``rtol`` is torch's ``threshold`` with
+    ``threshold_mode="rel"``, ``min_delta`` with ``"abs"``) and ``"optax"``
+    (:func:`~hyperstep.control.plateau.optax_rule`; ``min`` mode only, ``min_value`` 0).
 
     ``min_delta``/``rtol`` left as ``None`` take the rule's own default: ``min_delta=1e-4``
     (absolute) for the default and Keras rules, ``rtol=1e-4`` (relative) for torch and optax

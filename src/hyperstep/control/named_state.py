@@ -1,17 +1,9 @@
 """An optimizer's hyperstep state saved by the hyperparameter's name, never by position.
 
 A ``.keras`` file or ``save_weights`` keeps an optimizer's own variables as ``"0"``, ``"1"``,
-... (Keras checks their count on load) and, here, each hyperparameter's state under
-``"<key>/<state>"`` with ``/`` written ``:`` (HDF5 reads ``/`` as a folder):
-``body:learning_rate:scale``, ``learning_rate:plateau_best``. So reordering groups, or adding
-or removing a hyperparameter or a group between save and load, restores each named state to
-its owner; a saved state with no owner is reported in one warning naming it. The count
-Keras checks covers only the optimizer's own variables: which hyperparameters, controllers
-and cooldowns exist never changes it (on JAX the step's hyperstep variables are optimizer
-variables too; they are left out of the count and saved by name).
-
-``tf.train.Checkpoint`` names the same state itself: each hyperparameter is the optimizer's
-dependency ``hyperparameter_<key>`` (``/`` as ``.``), each state its ``state_<name>``.
+... (the count Keras checks on load) and each hyperparameter's state under
+``"<key>/<state>"`` with ``/`` written ``:`` (HDF5 reads ``/`` as a folder), so reordered
+or added groups and hyperparameters restore by name (docs/backends.md, "Saving").
 """
 
 from __future__ import annotations
@@ -52,7 +44,7 @@ def save_by_name(store: Any, hyperparameters: Mapping[str, Any]) -> None:
 
 def load_numbered(store: Any, own: list[Any], owner: str) -> None:
     """Assign the numbered entries (``"0"``, ``"1"``, ...) to the optimizer's own variables
-    ``own``; another count gets Keras's warning, and nothing assigned."""
+    ``own``; for another count, Keras's warning, and nothing assigned."""
     numbered = [key for key in store.keys() if key.isdigit()]
     if len(numbered) != len(own):
         message = (

@@ -65,6 +65,7 @@ def numeric_names(cls: type) -> list[str]:
     """Return the names of the numeric hyperparameters of optimizer class ``cls``.
 
     Example:
+        >>> import keras
         >>> numeric_names(keras.optimizers.SGD)[:4]
         ['learning_rate', 'momentum', 'weight_decay', 'clipnorm']
     """
