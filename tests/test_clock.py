@@ -1,6 +1,7 @@
 """Tests for hs.Clock: the step variable, epochs, saving and the stateless copy."""
 
 import json
+import re
 
 import keras
 import numpy as np
@@ -80,6 +81,27 @@ def test_invalid_steps_per_epoch_is_rejected_at_construction(bad):
         hs.Clock(steps_per_epoch=bad)
 
 
+@pytest.mark.parametrize("bad", [0, -3, 2.5, float("inf"), float("nan"), np.float64(-1.0)])
+def test_a_length_that_is_not_a_positive_integer_is_refused_naming_total(bad):
+    message = (
+        rf"`Clock\(total=...\)` must be a positive integer. Received: total={re.escape(repr(bad))}"
+    )
+    with pytest.raises(ValueError, match=message):
+        hs.Clock(total=bad)
+    clock = hs.Clock(total=10)
+    with pytest.raises(ValueError, match=message):
+        clock.total = bad
+    assert clock.total == 10 and int(clock.total_steps.numpy()) == 10  # left as it was
+
+
+@pytest.mark.parametrize("bad", ["100", True, [100]])
+def test_a_length_that_is_not_a_number_is_refused_naming_total(bad):
+    with pytest.raises(
+        TypeError, match=rf"positive integer. Received: total={re.escape(repr(bad))}"
+    ):
+        hs.Clock(total=bad)
+
+
 def test_steps_per_epoch_can_be_set_once():
     clock = hs.Clock()
     clock.steps_per_epoch = 10
@@ -146,14 +168,6 @@ def test_clock_attached_to_a_model_is_saved_by_tf_checkpoint(tmp_path):
     other = _model_with_clock_at(0)
     tf.train.Checkpoint(model=other).restore(path).assert_existing_objects_matched()
     assert _clock_state(other.clock) == [41, 3, 41, 0]
-
-
-def test_clock_saved_with_its_step_alone_still_loads():
-    # a clock saved before the epoch's variables existed stored one variable, "0"
-    clock = hs.Clock(steps_per_epoch=5)
-    clock.load_own_variables({"0": np.array(23)})
-    assert _clock_state(clock) == [23, 0, 0, 0]
-    assert int(clock.epoch) == 4
 
 
 def test_stateless_copy_hands_on_the_epoch_variables_both_states_hold():

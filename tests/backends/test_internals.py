@@ -183,27 +183,35 @@ def test_tensorflow_enclosing_xla_context_marks_jit_compiled_traces() -> None:
         assert set(seen) == {(jit_compile, jit_compile)}
 
 
-def test_keras_h5_store_shows_its_file_and_entry_path(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # a file saved by position (backends.internals.positional_state): load_own_variables
-    # receives Keras's H5IOStore, whose file and entry path show the layout around it
+def test_keras_load_model_loads_a_keras_file_in_saving_lib_load_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # backends.internals.loading_file: a from_config that load_model runs finds the file in
+    # the frame of keras.src.saving.saving_lib.load_model, its `filepath`
+    from hyperstep.backends.internals import loading_file
+
     seen = []
 
     class Probe(keras.layers.Layer):
-        def build(self, shape):  # type: ignore[no-untyped-def]
-            self.w = self.add_weight(shape=(1,))
+        @classmethod
+        def from_config(cls, config):  # type: ignore[no-untyped-def]
+            seen.append(loading_file())
+            return super().from_config(config)
 
-        def call(self, x):  # type: ignore[no-untyped-def]
-            return x
+    path = tmp_path / "m.keras"
+    keras.Sequential([keras.Input((1,)), Probe(name="probe")]).save(path)
+    keras.models.load_model(path, custom_objects={"Probe": Probe})
+    keras.saving.load_model(str(path), custom_objects={"Probe": Probe})
+    assert seen == [str(path), str(path)] and loading_file() is None
 
-        def load_own_variables(self, store):  # type: ignore[no-untyped-def]
-            seen.append((store._h5_entry_path, store.h5_file[store._h5_entry_path].name))
-            super().load_own_variables(store)
 
-    model = keras.Sequential([keras.Input((1,)), Probe(name="probe")])
-    path = tmp_path / "m.weights.h5"
-    model.save_weights(path)
-    model.load_weights(path)
-    assert seen == [("layers/probe", "/layers/probe")]
+def test_keras_tensorboard_collects_the_optimizers_learning_rate_into_its_logs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # backends.fit wraps TensorBoard._collect_learning_rate: Keras's own reads the optimizer
+    # (the one a LossScaleOptimizer wraps) at its epoch end into `learning_rate`
+    keras_collect = keras.callbacks.TensorBoard._collect_learning_rate.__wrapped__
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile(K.LossScaleOptimizer(K.SGD(learning_rate=0.25)), "mse")
+    board = keras.callbacks.TensorBoard(str(tmp_path))
+    board.set_model(model)
+    assert keras_collect(board, {"loss": 1.0}) == {"loss": 1.0, "learning_rate": 0.25}
 
 
 def test_tensorflow_cond_kept_functional_by_its_lowering_attribute() -> None:
@@ -323,8 +331,11 @@ PINNED = {
     "keras.Model._compile_loss/_compile_metrics": _FIND_LR,
     "tensorflow.python.eager.context.context()._rng": _TF_SEEDS,
     "tensorflow.python.ops.stateful_random_ops.global_generator": _TF_SEEDS,
-    "keras.src.saving.saving_lib.H5IOStore.h5_file/_h5_entry_path": (
-        test_keras_h5_store_shows_its_file_and_entry_path
+    "keras.src.saving.saving_lib.load_model": (
+        test_keras_load_model_loads_a_keras_file_in_saving_lib_load_model
+    ),
+    "keras.callbacks.TensorBoard._collect_learning_rate": (
+        test_keras_tensorboard_collects_the_optimizers_learning_rate_into_its_logs
     ),
     "tensorflow.Operation._set_attr": (
         test_tensorflow_cond_kept_functional_by_its_lowering_attribute

@@ -165,10 +165,17 @@ def _apis() -> dict[str, PrivateAPI]:
             optional=True,
         ),
         PrivateAPI(
-            "keras.src.saving.saving_lib.H5IOStore.h5_file/_h5_entry_path",
+            "keras.src.saving.saving_lib.load_model",
             "keras",
-            "reading hyperparameter state a file saved by position (before names)",
-            lambda: _import("keras.src.saving.saving_lib", "H5IOStore", "get"),
+            "a damaged number in a .keras file's config is refused naming the file",
+            lambda: _import("keras.src.saving.saving_lib", "load_model"),
+            optional=True,
+        ),
+        PrivateAPI(
+            "keras.callbacks.TensorBoard._collect_learning_rate",
+            "keras",
+            "TensorBoard's epoch_learning_rate is the value the epoch trained with",
+            lambda: _import("keras", "callbacks", "TensorBoard", "_collect_learning_rate"),
             optional=True,
         ),
         PrivateAPI(

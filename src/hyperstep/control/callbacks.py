@@ -21,22 +21,10 @@ from hyperstep import backends
 from hyperstep.backends import require_tensorflow
 from hyperstep.control import wrapped
 from hyperstep.control.epochs import epoch_began, fit_began
-from hyperstep.control.reading import (
-    collect,
-    epoch_values,
-    infer_steps_per_epoch,
-    read_all,
-    savers_before,
-)
+from hyperstep.control.reading import collect, epoch_values, read_all
 from hyperstep.errors import BackendError, InvalidArgumentError, received
 
-__all__ = [
-    "LogHyperparameters",
-    "collect",
-    "infer_steps_per_epoch",
-    "read_all",
-    "savers_before",
-]
+__all__ = ["LogHyperparameters", "read_all"]
 
 FIELDS = ("value", "schedule", "scale", "override")
 
@@ -48,7 +36,7 @@ class LogHyperparameters(keras.callbacks.Callback):
     epoch trained with, read before any controller changes it at that epoch's end, whatever
     the callback order (:func:`~hyperstep.control.reading.epoch_values`; a value already
     in the logs, as Keras's ``ReduceLROnPlateau`` writes it, is kept). History, CSVLogger
-    and TensorBoard record it: place this callback before those two in the list.
+    and TensorBoard record it, in any order (``fit`` puts it into the logs first).
 
     Which are logged: given an optimizer, only the hyperparameters that can move (a
     schedule that is not a constant, a controller such as ``ReduceOnPlateau``, or a scale
@@ -179,7 +167,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         row: dict[str, float] = {"step": int(ops.convert_to_numpy(self.clock.step))}
         if self._read is None:  # built at first use, once fit has set steps_per_epoch
             self._select()
-            self._read = _compile(self._read_fields)
+            self._read = backends.compile_reads(self._read_fields)  # reads only: traced once
         read = self._read() if self.hyperparameters else []
         values = iter(float(v) for v in ops.convert_to_numpy(read))
         for name in self.hyperparameters:
@@ -282,9 +270,13 @@ class LogHyperparameters(keras.callbacks.Callback):
             self.record()
         self._batches += 1
 
-    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+    def _logged_hyperparameters(self) -> dict[str, Any]:
+        """What ``on_epoch_end`` logs (``fit`` puts it into the logs before any callback)."""
         self._select()
-        if logs is not None and self.hyperparameters:
+        return self.hyperparameters
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        if logs is not None and self._logged_hyperparameters():
             for name, value in epoch_values(self.hyperparameters, epoch).items():
                 logs.setdefault(name, value)  # as Keras's ReduceLROnPlateau logged it already
         if self._file is not None:
@@ -298,12 +290,6 @@ class LogHyperparameters(keras.callbacks.Callback):
             f"LogHyperparameters({list(self._all)}, csv_path={self.csv_path!r}, "
             f"log_dir={self.log_dir!r}, every={self.every})"
         )
-
-
-def _compile(function: Any) -> Any:
-    """``function`` compiled where the backend compiles (it reads variables only, so it
-    traces once)."""
-    return backends.compile_reads(function)
 
 
 def _cell(value: float) -> str:

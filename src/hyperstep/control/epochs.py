@@ -1,17 +1,10 @@
 """Fit's epochs on hyperstep clocks: ``epoch`` is the index ``model.fit`` gives its callbacks.
 
-At the start of ``fit`` every clock the model reads (its optimizer's, its hyperparameters')
-takes fit's epoch length (``params["steps"]``: ``epoch_length``, and ``steps_per_epoch`` if
-unset) and learns that fit gives the epoch; a hyperparameter created without a clock moves
-onto the optimizer's clock. At
-each epoch's start the clock records fit's index and the step
-(:meth:`hyperstep.Clock.begin_epoch`). hyperstep does this in every ``fit`` by itself (see
-:mod:`hyperstep.backends.fit`); :class:`FollowEpochs` and every hyperstep callback do the
-same explicitly.
-
-A layer fit's start may move onto the optimizer's clock is a :class:`FitFollower` (a
-:class:`~hyperstep.Hyperparameter` is one): this module sits below the hyperparameter, whose
-constructor calls :func:`install`.
+What every ``fit`` does by itself (:mod:`hyperstep.backends.fit`), and every hyperstep
+callback explicitly: :func:`fit_began` and :func:`epoch_began`, as :class:`FollowEpochs`
+describes. A layer fit's start may move onto the optimizer's clock is a
+:class:`FitFollower` (a :class:`~hyperstep.Hyperparameter` is one): this module sits below
+the hyperparameter, whose constructor calls :func:`install`.
 """
 
 from __future__ import annotations
@@ -144,13 +137,15 @@ def bind_length(
     figures = f"epochs={(params or {}).get('epochs')}, steps={(params or {}).get('steps')}"
     for clock in clocks:
         bound, reads = clock.total, id(clock) in readers
-        if length is None:
+        if length is None or length <= 0:  # unknown, or no step to run (epochs=0)
             if reads and bound is None:
+                why = "the data has no known length" if length is None else "it runs no step"
                 raise InvalidArgumentError(
                     f"A schedule on `Clock(name={clock.name!r})` reads `total`, the run's "
-                    "length, but `model.fit` cannot tell it: the data has no known length. "
-                    "Pass `steps_per_epoch=` to `fit`, or set `clock.total = n` (the number "
-                    f"of training steps in the run) before it. Received: {figures}"
+                    f"length, but `model.fit` cannot tell it: {why}. Pass "
+                    "`steps_per_epoch=` and `epochs=` (>= 1) to `fit`, or set `clock.total = "
+                    f"n` (the number of training steps in the run) before it. "
+                    f"Received: total={length}, {figures}"
                 )
         elif bound is None or (bound != length and not clock.total_given and not reads):
             clock.bind_total(length)

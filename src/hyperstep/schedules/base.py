@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hyperstep.backends.internals import naming_loaded_file
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules._ops import NUMPY, ops
 
@@ -36,7 +37,7 @@ if not NUMPY:
     _Base = keras.optimizers.schedules.LearningRateSchedule
 
 PACKAGE = "hyperstep"
-#: the deepest nesting of schedules a config may hold (``hs.parse``'s limit)
+#: the deepest nesting of schedules a config or an expression (``hs.parse``) may hold
 MAX_DEPTH = 100
 Number = int | float
 ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an expression string
@@ -115,6 +116,7 @@ class Schedule(_Base):  # type: ignore[misc]
         return {key: _serialize(value) for key, value in self.arguments().items()}
 
     @classmethod
+    @naming_loaded_file()
     def from_config(cls, config: Mapping[str, Any]) -> Schedule:
         valid = list(_defaults(cls)) + [
             p.name

@@ -36,30 +36,18 @@ DECAY_TYPES = ("linear", "cosine", "1-sqrt", "exponential", "minus_sqrt")
 
 
 def decay_factor(shape: str, done: Any, steps: float, cycles: float = 0.5) -> Any:
-    """The factor of a decay from 1 to 0 after ``done`` of ``steps`` steps (``p = done / steps``).
-
-    ``linear: 1 - p``, ``cosine: (1 + cos(2 pi cycles p)) / 2``, ``1-sqrt`` and
-    ``minus_sqrt: 1 - sqrt(p)``, ``exponential: 2 * 0.5 ** p - 1`` (Megatron). ``done`` is a
-    float32 tensor in ``[0, steps]``; ``1 - p`` is computed as ``(steps - done) / steps``,
-    exact for integer steps.
+    """The factor of a decay from 1 to 0 after ``done`` of ``steps`` steps: the shape of
+    :func:`cooled_value` from 1 to 0, or for ``cosine`` with other ``cycles``
+    ``(1 + cos(2 pi cycles p)) / 2``, ``p = done / steps``.
 
     Example:
         >>> [round(float(v), 4) for v in decay_factor("1-sqrt", ops.convert_to_tensor(
         ...     [0.0, 25.0, 100.0]), 100)]
         [1.0, 0.5, 0.0]
     """
-    left = (steps - done) / steps
-    if shape == "linear":
-        return left
-    if shape == "cosine":
-        if cycles == 0.5:
-            return cosine_weight(left)
+    if shape == "cosine" and cycles != 0.5:
         return ops.square(ops.cos(math.pi * cycles * (done / steps)))
-    if shape in ("1-sqrt", "minus_sqrt"):
-        return 1.0 - ops.sqrt(done / steps)
-    if shape == "exponential":
-        return 2.0 * ops.power(0.5, done / steps) - 1.0
-    raise ValueError(f"unknown decay shape {shape!r}")  # pragma: no cover - validated before
+    return cooled_value(1.0, 0.0, done, steps, shape)
 
 
 def _warmup_factor(shape: str, step: Any, steps: float) -> Any:
@@ -127,6 +115,9 @@ class WarmupStableDecay(Schedule):
         self.warmup = check_steps("wsd", "warmup", warmup, allow_zero=True)
         self.stable = check_steps("wsd", "stable", stable, allow_zero=True)
         self.decay = check_steps("wsd", "decay", decay, allow_zero=True)
+        # where the decay starts and ends, added as Python adds numbers (lengths too, exactly)
+        self._decay_start = self.warmup + self.stable
+        self._end = self._decay_start + self.decay
         self.warmup_type = check_choice("wsd", "warmup_type", warmup_type, WARMUP_TYPES)
         self.decay_type = check_choice("wsd", "decay_type", decay_type, DECAY_TYPES)
         self.min_ratio = check_number("wsd", "min_ratio", min_ratio)
@@ -134,16 +125,16 @@ class WarmupStableDecay(Schedule):
 
     @property
     def natural_steps(self) -> int | float | None:
-        return self.warmup + self.stable + self.decay
+        return self._end
 
     @rounded_once
     def value(self, step: Any) -> Any:
-        w, s, d = self.warmup, self.stable, self.decay
+        w, d, decay_start = self.warmup, self.decay, self._decay_start
         up = _warmup_factor(self.warmup_type, clipped(step, 0.0, larger(w, 1)), larger(w, 1))
-        done = clipped(step - (w + s), 0.0, larger(d, 1))
+        done = clipped(step - decay_start, 0.0, larger(d, 1))
         down = decay_factor(self.decay_type, done, larger(d, 1), self.num_cycles)
-        factor = ops.where(step < w, up, ops.where(step < w + s, 1.0, down))
-        factor = ops.where(step < w + s + d, exact_maximum(factor, 0.0), 0.0)
+        factor = ops.where(step < w, up, ops.where(step < decay_start, 1.0, down))
+        factor = ops.where(step < self._end, exact_maximum(factor, 0.0), 0.0)
         m = self.min_ratio
         return self.peak * exact_maximum(m + (1.0 - m) * factor, 0.0)
 
@@ -194,14 +185,15 @@ class InverseSqrt(Schedule):
         self.timescale = (
             None if timescale is None else check_steps("inverse_sqrt", "timescale", timescale)
         )
+        w, given = self.warmup, self.timescale
+        self._scale = given if given is not None else w if not isinstance(w, int) or w else 10_000
+        self._shift = self._scale - w  # as Python subtracts numbers (lengths too, exactly)
 
     @rounded_once
     def value(self, step: Any) -> Any:
         w = self.warmup
-        given = self.timescale
-        scale = given if given is not None else w if not isinstance(w, int) or w else 10_000
         ramp = step / larger(w, 1)
-        after = 1.0 / ops.sqrt((exact_maximum(step, w) + (scale - w)) / scale)
+        after = 1.0 / ops.sqrt((exact_maximum(step, w) + self._shift) / self._scale)
         return self.peak * ops.where(step < w, ramp, after)
 
     def arguments(self) -> dict[str, Any]:
@@ -240,15 +232,11 @@ class Cooldown(Schedule):
     """A cooldown from ``value`` at step ``start`` to ``end`` in ``steps`` steps.
 
     ``value(step) = end + (value - end) * f(clip(step - start, 0, steps) / steps)`` with ``f``
-    the decay factor of ``shape`` (see :class:`WarmupStableDecay`; written as in
-    :func:`cooled_value`): ``value`` up to ``start``, ``end`` from ``start + steps`` on.
-    Computed in float64 and rounded to float32 once, as :class:`hyperstep.Cooldown` computes
-    a started cooldown, so this schedule is, at every step and on every read path (eager, a
-    traced step, a vector of steps), the value a hyperparameter had while cooling from
-    ``value`` (its value at ``start``): :meth:`hyperstep.Remote.replay` writes a journaled
-    ``cooldown`` command as one. (On JAX without x64 it computes in float32, and a jitted
-    step may fuse ``end + c * f`` into one multiply-add: jitted and eager values may differ
-    in the last bit where ``end`` is not 0, as for any float32 formula there.)
+    the decay shape (:func:`cooled_value`): ``value`` up to ``start``, ``end`` from
+    ``start + steps`` on. At every step and on every read path it is the value a
+    hyperparameter had while :class:`hyperstep.Cooldown` cooled it from ``value`` (its value
+    at ``start``): :meth:`hyperstep.Remote.replay` writes a journaled ``cooldown`` command
+    as one.
 
     Args:
         value: The value at ``start`` (and before it).
