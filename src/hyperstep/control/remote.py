@@ -512,8 +512,12 @@ class Remote(keras.callbacks.Callback):
         names = names_of(command)
         targets = {n: self.hyperparameters[n] for n in names}
         step = self._step()
-        before = {n: _value(hp) for n, hp in targets.items()}
+        before = {n: _host_value(hp, step) for n, hp in targets.items()}
         extra: dict[str, Any] = {}
+        if verb in ("set", "clear"):  # the override a replacement drives: written again
+            for name in names:
+                if name in self._replaced:
+                    self._replaced[name].written = None
         if verb == "set":
             for name, value in command["values"].items():
                 targets[name].set(value)
@@ -571,7 +575,7 @@ class Remote(keras.callbacks.Callback):
                 model.stop_training = True
         self._applied.assign(max(seq, _int(self._applied)))
         self._drive(names)
-        after = {n: _value(hp) for n, hp in targets.items()}
+        after = {n: _host_value(hp, step) for n, hp in targets.items()}
         return self._journal(seq, command, "applied", step, before=before, after=after, **extra)
 
     def _from_override(self, name: str, step: int) -> Schedule:
