@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from hyperstep.backends import fit
-from hyperstep.backends.fit import follow_fit, held_state, layers_of, write_through
+from hyperstep.backends.fit import (
+    follow_fit,
+    held_state,
+    layers_of,
+    readable_in_fit,
+    write_through,
+)
 
 
 @pytest.fixture
@@ -59,6 +65,8 @@ def test_write_through_and_held_state_off_jax() -> None:
     write_through(variable, 4.0)
     assert float(variable.numpy()) == 4.0
     assert held_state([variable]) is None
+    readable_in_fit([variable])  # nothing to do where no fit purges a variable
+    assert variable._initializer is None
 
 
 def test_layers_of_is_the_model_and_every_nested_layer() -> None:
