@@ -291,6 +291,32 @@ def test_a_learning_rate_of_zero_or_below_is_refused_unless_forced(tmp_path: Pat
     assert cli(["set", str(remote.directory), "learning_rate=-1", "--queue"]) == 2
 
 
+def test_a_schedule_making_the_learning_rate_zero_below_or_infinite_is_refused_unless_forced(
+    tmp_path: Path, capsys
+) -> None:
+    lr, remote = make(tmp_path)  # at step 0, status written
+    directory = str(remote.directory)
+    # the CLI evaluates the schedule at the run's step (from its status) and refuses
+    assert cli(["schedule", directory, "learning_rate=step - 1"]) == 2
+    assert "would make learning_rate negative at step 0" in capsys.readouterr().err
+    assert cli(["schedule", directory, "learning_rate=0.1 * (1 - step / 10)", "--at", "20"]) == 2
+    assert "negative at step 20" in capsys.readouterr().err
+    assert cli(["schedule", directory, "learning_rate=log(step)"]) == 2
+    assert "would make learning_rate -inf at step 0" in capsys.readouterr().err
+    # what the CLI could not check (sent raw), the run checks where it takes effect
+    submit(remote.directory, {"verb": "schedule", "values": {"learning_rate": "step"}})
+    submit(remote.directory, {"verb": "schedule", "values": {"learning_rate": "1 / step"}})
+    [zero, infinite] = remote.poll()
+    assert zero["status"] == "refused" and "learning_rate zero at step 0" in zero["reason"]
+    assert infinite["status"] == "refused" and "learning_rate inf at step 0" in infinite["reason"]
+    assert value(lr) == pytest.approx(0.1)  # untouched
+    # counting from the command (--from-now), or forced: applied
+    assert cli(["schedule", directory, "learning_rate=0.2 - step", "--from-now"]) == 0
+    assert cli(["schedule", directory, "learning_rate=step", "--force"]) == 0
+    from_now, forced = remote.poll()
+    assert from_now["status"] == forced["status"] == "applied" and value(lr) == 0.0
+
+
 def _journal_of_a_steered_loop(tmp_path: Path) -> tuple[Path, list]:
     plan = {
         2: {"verb": "set", "values": {"learning_rate": 0.02}},

@@ -39,9 +39,11 @@ from hyperstep.control.directory import (
     append_journal,
     check_command,
     check_directory,
+    check_rate,
     command_after,
     command_path,
     hold,
+    is_rate,
     next_sequence,
     read_command,
     read_journal,
@@ -534,6 +536,10 @@ class Remote(keras.callbacks.Callback):
                 name: self._effective(name, text, step, command.get("from_now", False))
                 for name, text in command["values"].items()
             }
+            for name in filter(is_rate, schedules):  # a learning rate's value checked first
+                found = np.float32(ops.convert_to_numpy(schedules[name](step)))
+                value = float(found * np.float32(_float(targets[name].scale)))
+                check_rate(command, name, value, command["values"][name], step)
             for name, schedule in schedules.items():
                 self._replace(name, schedule, step)
             extra["schedules"] = {name: repr(schedule) for name, schedule in schedules.items()}
