@@ -24,8 +24,8 @@ from hyperstep.cli.main import main as cli
 from hyperstep.control.directory import check_directory, command_path, submit
 
 
-def make(tmp_path: Path) -> tuple:
-    lr = hs.Hyperparameter("0.1 * (1 - step / 100)", name="learning_rate")
+def make(tmp_path: Path, schedule: object = "0.1 * (1 - step / 100)") -> tuple:
+    lr = hs.Hyperparameter(schedule, name="learning_rate")
     remote = hs.Remote(tmp_path / "run", lr)
     remote.poll()
     return lr, remote
@@ -235,10 +235,12 @@ def test_the_steering_step_is_the_optimizers_whatever_free_hyperparameter_sorts_
     assert "remote_applied" not in idle.state
 
 
-def _steered_loop(tmp_path: Path, plan: dict[int, dict], steps: int) -> tuple[list, dict]:
+def _steered_loop(
+    tmp_path: Path, plan: dict[int, dict], steps: int, *schedule: object
+) -> tuple[list, dict]:
     """A custom loop: ``plan``'s commands sent before the polls of their steps; the
     learning rate each step read, and the replayed schedules."""
-    lr, remote = make(tmp_path)
+    lr, remote = make(tmp_path, *schedule)
     seen = []
     for step in range(steps):
         if step in plan:
@@ -373,3 +375,19 @@ def test_replay_parses_only_the_hyperparameters_a_command_changed(tmp_path: Path
     schedules = hs.Remote.replay(path)
     assert sorted(schedules) == ["learning_rate"]
     np.testing.assert_array_equal(_replayed(schedules["learning_rate"], 8), seen)
+
+
+def test_replay_has_no_length_limit_for_a_3000_piece_schedule(tmp_path: Path) -> None:
+    from hyperstep.schedules import piecewise
+
+    values = [0.1 - k * 1e-5 for k in range(3000)]
+    long = piecewise(list(range(1, 3000)), values)  # its repr: 43,566 characters
+    plan = {
+        3: {"verb": "scale", "values": {"learning_rate": 0.5}},
+        6: {"verb": "schedule", "values": {"learning_rate": "0.01"}},
+    }
+    seen, schedules = _steered_loop(tmp_path, plan, 9, long)
+    assert len(repr(long)) > 40_000
+    expected = [*values[:3], *(np.float32(v) * np.float32(0.5) for v in values[3:6])]
+    np.testing.assert_array_equal(seen, np.float32([*expected, 0.005, 0.005, 0.005]))
+    np.testing.assert_array_equal(_replayed(schedules["learning_rate"], 9), seen)

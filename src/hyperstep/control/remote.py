@@ -409,10 +409,14 @@ class Remote(keras.callbacks.Callback):
             if name not in self.hyperparameters:
                 continue
             if command["verb"] == "schedule":
-                self._replace(name, parse(entry["schedules"][name]), int(entry["step"]))
+                self._replace(
+                    name, parse(entry["schedules"][name], max_length=None), int(entry["step"])
+                )
             elif command["verb"] == "cooldown":
                 if name in entry.get("schedules", {}):  # cooled from an override
-                    self._replace(name, parse(entry["schedules"][name]), int(entry["step"]))
+                    self._replace(
+                        name, parse(entry["schedules"][name], max_length=None), int(entry["step"])
+                    )
                     self._held.discard(name)
                 if name in self._replaced:
                     self._replaced[name].cool(entry["cooldown"][name])

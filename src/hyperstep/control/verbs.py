@@ -48,9 +48,10 @@ class Verb(NamedTuple):
 
 
 def _parse(text: str) -> Any:
+    """A schedule's ``repr`` as the run journaled it, read back (with no length limit)."""
     from hyperstep.schedules.language import parse
 
-    return parse(text)
+    return parse(text, max_length=None)
 
 
 def _set(state: Track, command: dict[str, Any], name: str, entry: dict[str, Any]) -> Track:
@@ -130,8 +131,6 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
         InvalidArgumentError: If the journal has no ``begin`` entry (not a Remote's journal),
             or no entry for a command number of that run (a line lost or cut short).
     """
-    from hyperstep.schedules.language import parse
-
     path = os.fspath(journal)
     if os.path.isdir(path):
         path = os.path.join(path, "journal.jsonl")
@@ -178,7 +177,7 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
     for name, start in begin["hyperparameters"].items():
         if name not in changed:
             continue
-        state = Track(parse(start["schedule"]), start["scale"], start["override"], None, False)
+        state = Track(_parse(start["schedule"]), start["scale"], start["override"], None, False)
         exact = bool(start.get("exact", False))
         pieces: list[tuple[int, Any]] = [(0, expression(state, exact))]
         for entry in ordered:
