@@ -50,7 +50,7 @@ from hyperstep.control.directory import (
     write_status,
 )
 from hyperstep.control.reading import collect
-from hyperstep.control.verbs import cooled, names_of, pieces_of, replay
+from hyperstep.control.verbs import VERBS, Track, cooled, names_of, pieces_of, replay
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.expressions import (
@@ -164,6 +164,7 @@ class Remote(keras.callbacks.Callback):
         self._applied: Any = None
         self._run: Any = None
         self._clock: Any = None
+        self._owner: Any = None
         self._lock: int | None = None
         self._next: int | None = None
         self._next_path = ""
@@ -210,18 +211,17 @@ class Remote(keras.callbacks.Callback):
                 "hs.scheduled or hs.StepOptimizer, and none were given. Pass "
                 "`hs.Remote(directory, hyperparameters=...)`. Received: hyperparameters=None"
             )
-        owner = (found or self._given)[min(found or self._given)]
+        self._owner = (found or self._given)[min(found or self._given)]
+        self._clock = self._owner.clock
+
+    def _own_state(self) -> None:
+        """The state (the last command applied, the run's id) on the owner (made at the
+        first poll, once the model is known; a checkpoint loaded earlier fills it)."""
         for name, variable in ((APPLIED, "_applied"), (RUN, "_run")):
-            made = getattr(self, variable)
-            if made is not None and name not in owner.state:  # made on a free one: moved
-                for hp in self._given.values():
-                    if hp.state.get(name) is made:
-                        hp._state.pop(name)
-            found_state = owner.state.get(name)
-            if found_state is None:
-                found_state = owner.add_state(name, 0, "int64")
-            setattr(self, variable, found_state)
-        self._clock = owner.clock
+            found = self._owner.state.get(name)
+            if found is None:
+                found = self._owner.add_state(name, 0, "int64")
+            setattr(self, variable, found)
 
     def _sync(self) -> None:
         """On JAX, put fit's training state back into the variables (a write then reaches
@@ -332,6 +332,7 @@ class Remote(keras.callbacks.Callback):
         is not past); a run new to it starts after the commands already there (those sent
         with ``queued`` for the next run excepted)."""
         self._sync()
+        self._own_state()
         self._claim()
         self._agree = agreement(self._place)
         if not self._place.chief:
@@ -402,28 +403,13 @@ class Remote(keras.callbacks.Callback):
                 _warn(f"could not re-apply journaled command {seq} ({error})")
 
     def _restore(self, entry: dict[str, Any], command: dict[str, Any]) -> None:
-        """Re-apply what a journaled, applied ``command`` holds outside variables."""
-        from hyperstep.schedules.language import parse
-
+        """Re-apply what a journaled, applied ``command`` holds outside variables: its
+        verb's fold of each name's state, as replay folds it (:meth:`_enact`)."""
         for name in names_of(command):
-            if name not in self.hyperparameters:
-                continue
-            if command["verb"] == "schedule":
-                self._replace(
-                    name, parse(entry["schedules"][name], max_length=None), int(entry["step"])
-                )
-            elif command["verb"] == "cooldown":
-                if name in entry.get("schedules", {}):  # cooled from an override
-                    self._replace(
-                        name, parse(entry["schedules"][name], max_length=None), int(entry["step"])
-                    )
-                    self._held.discard(name)
-                if name in self._replaced:
-                    self._replaced[name].cool(entry["cooldown"][name])
-            elif command["verb"] == "set":
-                self._held.add(name)
-            elif command["verb"] == "clear":
-                self._held.discard(name)
+            if name in self.hyperparameters:
+                old = self._track(name)
+                new = VERBS[command["verb"]].fold(old, command, name, entry)
+                self._enact(name, old, new, int(entry["step"]), restoring=True)
 
     def _due(self) -> list[dict[str, Any]]:
         """Apply the pending commands whose step came, checked again now."""
@@ -514,79 +500,111 @@ class Remote(keras.callbacks.Callback):
                     )
 
     def _apply(self, seq: int, command: dict[str, Any]) -> dict[str, Any]:
+        """Apply ``command`` now: each name's steered state becomes the verb's fold of it
+        (:data:`hyperstep.control.verbs.VERBS`, what replay folds over the journal), and
+        what changed is written into the hyperparameter (:meth:`_enact`)."""
         verb = command["verb"]
         names = names_of(command)
-        targets = {n: self.hyperparameters[n] for n in names}
         step = self._step()
-        before = {n: _host_value(hp, step) for n, hp in targets.items()}
-        extra: dict[str, Any] = {}
-        if verb in ("set", "clear"):  # the override a replacement drives: written again
-            for name in names:
-                if name in self._replaced:
-                    self._replaced[name].written = None
-        if verb == "set":
-            for name, value in command["values"].items():
-                targets[name].set(value)
-                self._held.add(name)
-        elif verb == "scale":
-            for name, value in command["values"].items():
-                targets[name].scale.assign(np.float32(value))
-        elif verb == "clear":
-            for name, hp in targets.items():
-                hp.clear()
-                self._held.discard(name)
-        elif verb == "schedule":
-            schedules = {
-                name: self._effective(name, text, step, command.get("from_now", False))
-                for name, text in command["values"].items()
-            }
-            for name in filter(is_rate, schedules):  # a learning rate's value checked first
-                found = np.float32(ops.convert_to_numpy(schedules[name](step)))
-                value = float(found * np.float32(_float(targets[name].scale)))
-                check_rate(command, name, value, command["values"][name], step)
-            for name, schedule in schedules.items():
-                self._replace(name, schedule, step)
-            extra["schedules"] = {name: repr(schedule) for name, schedule in schedules.items()}
-            extra["driven"] = sorted(  # through the float32 override (not eager torch's)
-                n for n in command["values"] if n in self._replaced
-            )
-        elif verb == "cooldown":
-            from hyperstep.control.cooldown import Cooldown
-
-            held = {n: self._from_override(n, step) for n in targets if n in self._held}
-            for name, schedule in held.items():  # cool from the value in use: the override
-                self._replace(name, schedule, step)
-                targets[name].clear()
-                self._held.discard(name)
-            if held:
-                extra["schedules"] = {name: repr(schedule) for name, schedule in held.items()}
-                extra["driven"] = sorted(n for n in held if n in self._replaced)
-            cooldowns = {}
-            for name, hp in targets.items():
-                cooldown = hp.cooldown
-                if cooldown is None:  # the hyperparameter's dormant cooldown, formed now
-                    shape = command.get("shape", "1-sqrt")
-                    cooldown = Cooldown(hp, steps=command["steps"], shape=shape)
-                cooldown.start()
-                cooldowns[name] = {
-                    "start": cooldown.start_step,
-                    "steps": cooldown.steps,
-                    "shape": cooldown.shape,
-                    "end": cooldown.end,
-                }
-            extra["cooldown"] = cooldowns
-            for name in cooldowns:
-                if name in self._replaced:
-                    self._replaced[name].cool(cooldowns[name])
-        elif verb == "stop":
+        before = {n: _host_value(self.hyperparameters[n], step) for n in names}
+        meaning = self._meaning(command, step)  # journaled with it: what replay folds
+        states = {n: self._track(n) for n in names}
+        for name in names:
+            new = VERBS[verb].fold(states[name], command, name, meaning)
+            self._enact(name, states[name], new, step)
+        if verb == "stop":
             self.stop_requested = True
             model = getattr(self, "_model", None)
             if model is not None:
                 model.stop_training = True
         self._applied.assign(max(seq, _int(self._applied)))
         self._drive(names)
-        after = {n: _host_value(hp, step) for n, hp in targets.items()}
-        return self._journal(seq, command, "applied", step, before=before, after=after, **extra)
+        after = {n: _host_value(self.hyperparameters[n], step) for n in names}
+        return self._journal(seq, command, "applied", step, before=before, after=after, **meaning)
+
+    def _meaning(self, command: dict[str, Any], step: int) -> dict[str, Any]:
+        """What ``command`` means at ``step`` beyond its text, as journaled: the schedules
+        in effect (``schedules``: ``epoch`` bound, ``--from-now`` counted; a cooldown's from
+        an override), the names driven through the float32 override (``driven``), the
+        cooldowns (``cooldown``: start, steps, shape, end)."""
+        verb, found = command["verb"], {}
+        if verb == "schedule":
+            found = {
+                name: self._effective(name, text, step, command.get("from_now", False))
+                for name, text in command["values"].items()
+            }
+            for name in filter(is_rate, found):  # a learning rate's value checked first
+                value = np.float32(ops.convert_to_numpy(found[name](step)))
+                scale = np.float32(_float(self.hyperparameters[name].scale))
+                check_rate(command, name, float(value * scale), command["values"][name], step)
+        elif verb == "cooldown":  # cooled from the value in use: a held override
+            found = {n: self._from_override(n, step) for n in command["names"] if n in self._held}
+        meaning: dict[str, Any] = {}
+        if found:
+            meaning["schedules"] = {name: repr(schedule) for name, schedule in found.items()}
+            meaning["driven"] = sorted(found) if self._mode() == "override" else []
+        if verb == "cooldown":
+            meaning["cooldown"] = {n: self._cooldown_at(n, command) for n in command["names"]}
+        return meaning
+
+    def _cooldown_at(self, name: str, command: dict[str, Any]) -> dict[str, Any]:
+        """The cooldown a ``cooldown`` command starts on ``name`` (as journaled): its
+        ``hs.Cooldown``'s, kept where it started already, else the command's."""
+        hp = self.hyperparameters[name]
+        cooldown = hp.cooldown
+        if cooldown is None:
+            steps, shape, end = command["steps"], command.get("shape", "1-sqrt"), 0.0
+            start = _int(hp.clock.step)
+        else:
+            steps, shape, end = cooldown.steps, cooldown.shape, cooldown.end
+            start = cooldown.start_step if cooldown.started else _int(hp.clock.step)
+        return {"start": start, "steps": steps, "shape": shape, "end": end}
+
+    def _track(self, name: str) -> Track:
+        """``name``'s steered state now, read from its public state
+        (:attr:`hyperstep.Hyperparameter.value_state`) and what this Remote holds."""
+        state = self.hyperparameters[name].value_state
+        replacement = self._replaced.get(name)
+        started = _int(state.cooldown_start) >= 0  # also a restored one, with no hs.Cooldown
+        return Track(
+            replacement.schedule if replacement is not None else state.schedule,
+            float(np.float32(_float(state.scale))),
+            _float(state.override) if name in self._held else None,
+            _cooldown_of(state) if started else None,
+            replacement is not None,
+        )
+
+    def _enact(self, name: str, old: Track, new: Track, step: int, restoring: bool = False) -> None:
+        """Make ``name`` follow ``new`` (from ``old``): its replaced schedule, its override
+        (a ``set`` holds it), its scale and cooldown; ``restoring`` (a resumed run), only
+        what its checkpoint does not hold (the replacement, the hold)."""
+        hp = self.hyperparameters[name]
+        if new.base is not old.base:
+            self._replace(name, new.base, step)
+        if new.override != old.override:
+            if name in self._replaced:  # the override it drives: written again
+                self._replaced[name].written = None
+            if new.override is None:
+                self._held.discard(name)
+                if not restoring:
+                    hp.clear()
+            else:
+                self._held.add(name)
+                if not restoring:
+                    hp.set(new.override)
+        if restoring:
+            return
+        if new.scale != old.scale:
+            hp.scale.assign(np.float32(new.scale))
+        if new.cooldown is not None and new.cooldown != old.cooldown:
+            from hyperstep.control.cooldown import Cooldown
+
+            cooldown = hp.cooldown
+            if cooldown is None:  # the hyperparameter's dormant cooldown, formed now
+                cooldown = Cooldown(hp, steps=new.cooldown["steps"], shape=new.cooldown["shape"])
+            cooldown.start(at=new.cooldown["start"])
+            if name in self._replaced:
+                self._replaced[name].cool(new.cooldown)
 
     def _from_override(self, name: str, step: int) -> Schedule:
         """The constant schedule that, times ``scale``, gives ``name``'s override: a cooldown
@@ -650,7 +668,7 @@ class Remote(keras.callbacks.Callback):
         dtype = str(ops.dtype(hp.clock.step))  # the clock's: the step's own cast
         replacement = Replacement(new, step, whole, dtype)
         if _int(hp.cooldown_start) >= 0:  # cooling already: the new schedule cools from there
-            replacement.cool(_cooldown_of(hp))
+            replacement.cool(_cooldown_of(hp.value_state))
         self._replaced[name] = replacement
 
     def _mode(self) -> str:
@@ -831,13 +849,14 @@ class Replacement:
         self._table = self.written = None
 
 
-def _cooldown_of(hp: Any) -> dict[str, Any]:
-    """A started cooldown as journaled (start, steps, shape, end), read from its state."""
+def _cooldown_of(state: Any) -> dict[str, Any]:
+    """A started cooldown as journaled (start, steps, shape, end), read from its state (a
+    :class:`~hyperstep.control.value_forms.ValueState`)."""
     from hyperstep.schedules.wsd import DECAY_TYPES
 
-    steps, end, shape = (float(v) for v in ops.convert_to_numpy(hp.cooldown_form))
+    steps, end, shape = (float(v) for v in ops.convert_to_numpy(state.cooldown_form))
     return {
-        "start": _int(hp.cooldown_start),
+        "start": _int(state.cooldown_start),
         "steps": steps,
         "shape": DECAY_TYPES[int(shape)],
         "end": end,
