@@ -33,33 +33,25 @@ from hyperstep.backends.steering import (
     untraced,
     workers,
 )
+from hyperstep.control import verbs
 from hyperstep.control.directory import (
     JOURNAL,
     WORKER_JOURNAL,
     append_journal,
     check_command,
     check_directory,
-    check_rate,
     command_after,
     command_path,
     hold,
-    is_rate,
     next_sequence,
     read_command,
     read_journal,
     write_status,
 )
 from hyperstep.control.reading import collect
-from hyperstep.control.verbs import VERBS, Track, cooled, names_of, pieces_of, replay
+from hyperstep.control.verbs import Track, cooled, names_of, pieces_of, replay
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule
-from hyperstep.schedules.expressions import (
-    BinaryOp,
-    Constant,
-    Step,
-    bind_epochs,
-    uses_epoch,
-)
 
 __all__ = ["Remote"]
 
@@ -76,50 +68,28 @@ TABLE_STEPS = 256
 class Remote(keras.callbacks.Callback):
     """Apply commands written into ``directory`` by other processes, at step boundaries.
 
-    In ``fit`` the commands that arrived are applied at the start of the next batch (the
-    update of that step is the first to use them); in a custom loop call :meth:`poll` once
-    per iteration, before the update. Between commands a poll costs one ``os.stat``; every
-    ``status_every`` seconds it also writes ``directory/status.json`` (the step, every
-    hyperparameter's value, schedule, scale and override, the last commands), which
-    ``hyperstep show`` prints.
+    In ``fit`` the commands that arrived are applied at the start of the next batch; in a
+    custom loop call :meth:`poll` once per iteration, before the update. Between commands a
+    poll costs one ``os.stat``; every ``status_every`` seconds it writes
+    ``directory/status.json`` (``hyperstep show`` prints it). Each verb (``set``, ``scale``,
+    ``clear``, ``schedule``, ``cooldown``, ``stop``; any with ``--at STEP``) is a row of
+    :data:`hyperstep.control.verbs.VERBS`: the Remote applies its fold, what :meth:`replay`
+    folds over the journal, and writes what changed by ``assign`` (nothing retraces). A
+    traced step (TensorFlow, JAX) keeps the schedule it was traced with, so a replaced
+    schedule is driven: its value at each step (computed as the step computes it) times
+    ``scale`` is written into the override the step reads, or, under ``fit`` with
+    ``steps_per_execution = k > 1``, into a table of ``k`` values armed before the step is
+    traced (:meth:`hyperstep.Hyperparameter.arm`). Names are the optimizer's hyperparameter
+    keys (a group's as ``group/name``) and those given as ``hyperparameters``.
 
-    The commands (each a ``hyperstep`` verb, see docs/steering.md):
-    ``set NAME=V`` (``hp.set``), ``scale NAME=F`` (``hp.scale.assign(F)``),
-    ``clear NAME`` (``hp.clear``), ``schedule NAME=EXPR`` (replace the schedule from this
-    step on, with no retrace: see below), ``cooldown NAME [--steps N --shape S]`` (starts
-    the hyperparameter's :class:`hyperstep.Cooldown`, created with ``steps`` and ``shape``
-    if it has none), ``stop`` (``model.stop_training``: fit ends cleanly after this step,
-    its callbacks' checkpoints written); any with ``--at STEP``.
-
-    A traced step (TensorFlow, JAX) keeps the schedule it was traced with, so a replaced
-    schedule is computed here, for each step at the step boundary: the new schedule at that
-    scalar step (by a ``tf.function``/``jax.jit`` of it alone, the same kernels as in the
-    step; a table of 256 steps per call), times ``scale``, written into the override the
-    step reads. The values are those of a
-    fresh run with the new schedule from that step, and nothing retraces. On eager torch
-    the schedule itself is replaced (nothing is traced there). Under ``fit`` with
-    ``steps_per_execution = k > 1`` (callbacks between executions only) the Remote arms
-    each hyperparameter at ``on_train_begin``, before the step is traced
-    (:meth:`hyperstep.Hyperparameter.arm`): the step then reads the override from a table
-    of ``k`` values, which the Remote writes at each execution boundary with the next
-    ``k`` values it would have written one by one (:mod:`hyperstep.control.value_forms`).
-    Names are the optimizer's hyperparameter keys (a group's as ``group/name``) and those
-    given as ``hyperparameters``. Every command, applied or refused, is a line of
-    ``directory/journal.jsonl``; a malformed one is refused there and never stops training.
-
-    The number of the last command applied is a state variable of the first optimizer
-    hyperparameter by name (``remote_applied``, beside the run's id ``remote_run``), saved
-    with it: a run resumed from its checkpoint applies each command once, those after the
-    checkpoint again. One live run holds the directory (``DIR/.lock``, from construction;
-    ``fit`` lets go at its end, a custom loop with :meth:`close`); a fresh run refuses the
-    commands written before it began, but those sent with ``--queue``. Nothing in the
-    directory raises out of :meth:`poll` (see docs/steering.md, "What is safe").
-
-    Several workers (``MultiWorkerMirroredStrategy``, multi-process JAX): each worker's
-    Remote counts the commands it can read at a step boundary and all take the smallest
-    count (one collective per step), so every worker applies the same commands at the same
-    step; call :meth:`poll` on every worker. The chief writes ``journal.jsonl`` and
-    ``status.json``, worker ``k`` its own ``journal.worker<k>.jsonl``.
+    Every command, applied or refused, is a line of ``directory/journal.jsonl``; nothing in
+    the directory raises out of :meth:`poll`. The last command applied is a state variable
+    of the first optimizer hyperparameter by name (``remote_applied``, beside the run's id
+    ``remote_run``), saved with it, so a resumed run applies each command once. One live
+    run holds the directory (``DIR/.lock``); a fresh run refuses the commands written before
+    it, but those sent with ``--queue``. With several workers every worker polls, all apply
+    the same commands at the same step (one collective per step), and the chief writes the
+    journal and status. docs/steering.md has the protocol, the safety promises and costs.
 
     Args:
         directory: The control directory (created with mode 0700 if missing). One directory
@@ -408,7 +378,7 @@ class Remote(keras.callbacks.Callback):
         for name in names_of(command):
             if name in self.hyperparameters:
                 old = self._track(name)
-                new = VERBS[command["verb"]].fold(old, command, name, entry)
+                new = verbs.VERBS[command["verb"]].fold(old, command, name, entry)
                 self._enact(name, old, new, int(entry["step"]), restoring=True)
 
     def _due(self) -> list[dict[str, Any]]:
@@ -421,18 +391,12 @@ class Remote(keras.callbacks.Callback):
                 waiting.append((seq, command))
                 continue
             try:
-                command = self._check(command)
+                command = check_command(command, self.hyperparameters)
                 entries.append(self._apply(seq, command))
             except Exception as error:
                 entries.append(self._journal(seq, command, "refused", None, reason=_why(error)))
         self._pending = waiting
         return entries
-
-    def _check(self, raw: Any) -> dict[str, Any]:
-        command = check_command(raw, self.hyperparameters)
-        if command["verb"] == "cooldown":
-            self._check_cooldowns(command)
-        return command
 
     def _take(self, seq: int) -> dict[str, Any]:
         raw: Any = None
@@ -445,7 +409,7 @@ class Remote(keras.callbacks.Callback):
                         "of this directory): not applied. Received: a fresh run"
                     )
             raw = self._read(seq) if raw is None else raw
-            command = self._check(raw)
+            command = check_command(raw, self.hyperparameters)
             at = command.get("at")
             if at is not None:
                 now = self._step()
@@ -475,30 +439,6 @@ class Remote(keras.callbacks.Callback):
         check_directory(self.directory)
         return read_command(command_path(self.directory, seq))
 
-    def _check_cooldowns(self, command: dict[str, Any]) -> None:
-        for name in command["names"]:
-            hp = self.hyperparameters[name]
-            cooldown = hp.cooldown
-            if cooldown is None:
-                if _int(hp.cooldown_start) >= 0:
-                    raise InvalidArgumentError(
-                        f"{name!r} is cooling down since step {_int(hp.cooldown_start)} (a "
-                        f"restored cooldown). Received: cooldown {name}"
-                    )
-                if "steps" not in command:
-                    raise InvalidArgumentError(
-                        f"{name!r} has no hs.Cooldown yet: give its length to create one, "
-                        f"`hyperstep cooldown DIR {name} --steps N [--shape 1-sqrt]`. "
-                        f"Received: cooldown {name}"
-                    )
-                continue
-            for key in ("steps", "shape"):
-                if key in command and command[key] != getattr(cooldown, key):
-                    raise InvalidArgumentError(
-                        f"{name!r}'s cooldown has {key}={getattr(cooldown, key)!r}, fixed "
-                        f"when it was created. Received: {key}={command[key]!r}"
-                    )
-
     def _apply(self, seq: int, command: dict[str, Any]) -> dict[str, Any]:
         """Apply ``command`` now: each name's steered state becomes the verb's fold of it
         (:data:`hyperstep.control.verbs.VERBS`, what replay folds over the journal), and
@@ -507,10 +447,11 @@ class Remote(keras.callbacks.Callback):
         names = names_of(command)
         step = self._step()
         before = {n: _host_value(self.hyperparameters[n], step) for n in names}
-        meaning = self._meaning(command, step)  # journaled with it: what replay folds
+        traced = self._mode() == "override"  # a replaced schedule driven in float32
+        meaning = verbs.meaning(command, self.hyperparameters, self._held, step, traced)
         states = {n: self._track(n) for n in names}
         for name in names:
-            new = VERBS[verb].fold(states[name], command, name, meaning)
+            new = verbs.VERBS[verb].fold(states[name], command, name, meaning)
             self._enact(name, states[name], new, step)
         if verb == "stop":
             self.stop_requested = True
@@ -521,44 +462,6 @@ class Remote(keras.callbacks.Callback):
         self._drive(names)
         after = {n: _host_value(self.hyperparameters[n], step) for n in names}
         return self._journal(seq, command, "applied", step, before=before, after=after, **meaning)
-
-    def _meaning(self, command: dict[str, Any], step: int) -> dict[str, Any]:
-        """What ``command`` means at ``step`` beyond its text, as journaled: the schedules
-        in effect (``schedules``: ``epoch`` bound, ``--from-now`` counted; a cooldown's from
-        an override), the names driven through the float32 override (``driven``), the
-        cooldowns (``cooldown``: start, steps, shape, end)."""
-        verb, found = command["verb"], {}
-        if verb == "schedule":
-            found = {
-                name: self._effective(name, text, step, command.get("from_now", False))
-                for name, text in command["values"].items()
-            }
-            for name in filter(is_rate, found):  # a learning rate's value checked first
-                value = np.float32(ops.convert_to_numpy(found[name](step)))
-                scale = np.float32(_float(self.hyperparameters[name].scale))
-                check_rate(command, name, float(value * scale), command["values"][name], step)
-        elif verb == "cooldown":  # cooled from the value in use: a held override
-            found = {n: self._from_override(n, step) for n in command["names"] if n in self._held}
-        meaning: dict[str, Any] = {}
-        if found:
-            meaning["schedules"] = {name: repr(schedule) for name, schedule in found.items()}
-            meaning["driven"] = sorted(found) if self._mode() == "override" else []
-        if verb == "cooldown":
-            meaning["cooldown"] = {n: self._cooldown_at(n, command) for n in command["names"]}
-        return meaning
-
-    def _cooldown_at(self, name: str, command: dict[str, Any]) -> dict[str, Any]:
-        """The cooldown a ``cooldown`` command starts on ``name`` (as journaled): its
-        ``hs.Cooldown``'s, kept where it started already, else the command's."""
-        hp = self.hyperparameters[name]
-        cooldown = hp.cooldown
-        if cooldown is None:
-            steps, shape, end = command["steps"], command.get("shape", "1-sqrt"), 0.0
-            start = _int(hp.clock.step)
-        else:
-            steps, shape, end = cooldown.steps, cooldown.shape, cooldown.end
-            start = cooldown.start_step if cooldown.started else _int(hp.clock.step)
-        return {"start": start, "steps": steps, "shape": shape, "end": end}
 
     def _track(self, name: str) -> Track:
         """``name``'s steered state now, read from its public state
@@ -605,53 +508,6 @@ class Remote(keras.callbacks.Callback):
             cooldown.start(at=new.cooldown["start"])
             if name in self._replaced:
                 self._replaced[name].cool(new.cooldown)
-
-    def _from_override(self, name: str, step: int) -> Schedule:
-        """The constant schedule that, times ``scale``, gives ``name``'s override: a cooldown
-        started on an overridden value cools from it.
-
-        Raises:
-            InvalidArgumentError: If ``scale`` is 0 (no schedule gives the override then).
-        """
-        hp = self.hyperparameters[name]
-        scale = np.float32(_float(hp.scale))
-        if scale == 0:
-            raise InvalidArgumentError(
-                f"{name} is overridden while its scale is 0: no cooldown can start from the "
-                f"override; `scale {name}=...` first. Received: cooldown {name} at step {step}"
-            )
-        return Constant(float(np.float32(_float(hp.override)) / scale))
-
-    def _effective(self, name: str, text: str, since: int, from_now: bool) -> Schedule:
-        """The schedule ``text`` replacing ``name``'s from step ``since``: its ``step``
-        counting from ``since`` with ``from_now``, its ``epoch`` bound to the clock's
-        ``steps_per_epoch``.
-
-        Raises:
-            InvalidArgumentError: If it reads ``epoch`` and the clock does not know its
-                epochs' length.
-        """
-        from hyperstep.schedules.language import parse
-
-        new = parse(text)
-        if from_now:
-            new = new.replace(
-                lambda node: (
-                    BinaryOp("-", Step(), Constant(float(since)))
-                    if isinstance(node, Step)
-                    else None
-                )
-            )
-        if uses_epoch(new):
-            steps = self.hyperparameters[name].clock.steps_per_epoch
-            if steps is None:
-                raise InvalidArgumentError(
-                    f"{name}: the schedule reads `epoch`, but the run's clock does not know "
-                    f"how many steps an epoch has (a custom loop: `hs.Clock(steps_per_epoch="
-                    f"...)`). Received: {name}={text!r}"
-                )
-            new = bind_epochs(new, steps)
-        return new
 
     def _replace(self, name: str, new: Schedule, step: int) -> None:
         """Replace ``name``'s schedule by ``new`` from ``step`` on (see the class docstring)."""
