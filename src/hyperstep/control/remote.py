@@ -169,6 +169,7 @@ class Remote(keras.callbacks.Callback):
         optimizer, found = _optimizer_hyperparameters(model)
         self._exact = {name for name in found if exact_form(name, optimizer)}
         self._bind(found)
+        self._own_state()  # before fit reads what a checkpoint restored
 
     def _bind(self, found: dict[str, Any]) -> None:
         """Control ``found`` (the optimizer's) and the given hyperparameters; the steering
@@ -185,8 +186,9 @@ class Remote(keras.callbacks.Callback):
         self._clock = self._owner.clock
 
     def _own_state(self) -> None:
-        """The state (the last command applied, the run's id) on the owner (made at the
-        first poll, once the model is known; a checkpoint loaded earlier fills it)."""
+        """The state (the last command applied, the run's id) on the owner, made once the
+        model is known (at ``set_model``, else at the first poll; a checkpoint loaded
+        earlier fills it)."""
         for name, variable in ((APPLIED, "_applied"), (RUN, "_run")):
             found = self._owner.state.get(name)
             if found is None:
@@ -302,7 +304,8 @@ class Remote(keras.callbacks.Callback):
         is not past); a run new to it starts after the commands already there (those sent
         with ``queued`` for the next run excepted)."""
         self._sync()
-        self._own_state()
+        if self._applied is None:  # a custom loop: no model
+            self._own_state()
         self._claim()
         self._agree = agreement(self._place)
         if not self._place.chief:
