@@ -195,29 +195,6 @@ def test_tensorflow_enclosing_xla_context_marks_jit_compiled_traces() -> None:
         assert set(seen) == {(jit_compile, jit_compile)}
 
 
-def test_keras_h5_store_shows_its_file_and_entry_path(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # a file saved by position (backends.internals.positional_state): load_own_variables
-    # receives Keras's H5IOStore, whose file and entry path show the layout around it
-    seen = []
-
-    class Probe(keras.layers.Layer):
-        def build(self, shape):  # type: ignore[no-untyped-def]
-            self.w = self.add_weight(shape=(1,))
-
-        def call(self, x):  # type: ignore[no-untyped-def]
-            return x
-
-        def load_own_variables(self, store):  # type: ignore[no-untyped-def]
-            seen.append((store._h5_entry_path, store.h5_file[store._h5_entry_path].name))
-            super().load_own_variables(store)
-
-    model = keras.Sequential([keras.Input((1,)), Probe(name="probe")])
-    path = tmp_path / "m.weights.h5"
-    model.save_weights(path)
-    model.load_weights(path)
-    assert seen == [("layers/probe", "/layers/probe")]
-
-
 def test_tensorflow_cond_kept_functional_by_its_lowering_attribute() -> None:
     # a dormant cooldown's cond (backends.fast_paths.functional_cond): one If op that
     # TensorFlow does not lower to Switch/Merge, so the branch not taken never runs
@@ -335,9 +312,6 @@ PINNED = {
     "keras.Model._compile_loss/_compile_metrics": _FIND_LR,
     "tensorflow.python.eager.context.context()._rng": _TF_SEEDS,
     "tensorflow.python.ops.stateful_random_ops.global_generator": _TF_SEEDS,
-    "keras.src.saving.saving_lib.H5IOStore.h5_file/_h5_entry_path": (
-        test_keras_h5_store_shows_its_file_and_entry_path
-    ),
     "tensorflow.Operation._set_attr": (
         test_tensorflow_cond_kept_functional_by_its_lowering_attribute
     ),

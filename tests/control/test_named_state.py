@@ -3,8 +3,6 @@ Keras variable store (a dict here)."""
 
 from __future__ import annotations
 
-import warnings
-
 import keras
 import numpy as np
 import pytest
@@ -13,7 +11,6 @@ import hyperstep as hs
 from hyperstep.control.named_state import (
     hyperstep_variables,
     load_by_name,
-    load_by_position,
     load_numbered,
     save_by_name,
 )
@@ -60,15 +57,8 @@ def _vars(*values: float) -> list:
 
 def test_load_numbered_assigns_the_own_variables() -> None:
     own = _vars(0.0, 0.0)
-    load_numbered({"0": 1.5, "1": 2.5, "lr:scale": 1.0}, own, [*own, *_vars(9.0)], "opt")
+    load_numbered({"0": 1.5, "1": 2.5, "lr:scale": 1.0}, own, "opt")
     assert [float(v.numpy()) for v in own] == [1.5, 2.5]
-
-
-def test_load_numbered_reads_a_file_that_numbered_every_variable() -> None:
-    own = _vars(0.0)
-    every = [*own, *_vars(0.0)]
-    load_numbered({"0": 3.0, "1": 4.0}, own, every, "opt")
-    assert [float(v.numpy()) for v in every] == [3.0, 4.0]
 
 
 @pytest.mark.parametrize(("own", "hint"), [(1, False), (0, True)])
@@ -79,17 +69,9 @@ def test_load_numbered_another_count_warns_as_keras_and_assigns_nothing(own, hin
         match=rf"optimizer 'opt', because it has {own} variables "
         r"whereas the saved optimizer has 3",
     ) as got:
-        load_numbered({"0": 1.0, "1": 1.0, "2": 1.0}, mine, mine, "opt")
+        load_numbered({"0": 1.0, "1": 1.0, "2": 1.0}, mine, "opt")
     assert ("not been called/built" in str(got[0].message)) is hint
     assert all(float(v.numpy()) == 0.0 for v in mine)
-
-
-def test_load_by_position_of_a_plain_store_reads_nothing() -> None:
-    hp = _hp(0.1, "a")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        load_by_position({"0": 1.0}, {"a": hp}, "opt")
-    assert float(hp.scale.numpy()) == 1.0
 
 
 def test_hyperstep_variables_are_the_clocks_and_the_hyperparameters() -> None:

@@ -1,6 +1,6 @@
 """The units of hyperstep.optim._introspect: which constructor arguments of Keras's
-optimizers are numeric hyperparameters (against their documented signatures), the refusal
-wording of ``check_names`` and the values ``current_values`` reads."""
+optimizers are numeric hyperparameters (against their documented signatures), and the refusal
+wording of ``check_names``."""
 
 import keras
 import pytest
@@ -48,12 +48,3 @@ def test_check_names_words_each_kind_of_refusal() -> None:
         _introspect.check_names(K.SGD, {"momentun": 1})
     with pytest.raises(InvalidArgumentError, match=r"cannot be scheduled: it only initializes"):
         _introspect.check_names(K.Adagrad, {"initial_accumulator_value": 0.2})
-
-
-def test_current_values_reads_the_configuration() -> None:
-    values = _introspect.current_values(K.Adam(0.01, beta_1=0.8, clipnorm=2.0))
-    assert list(values) == _introspect.numeric_names(K.Adam)
-    assert values["learning_rate"] == pytest.approx(0.01) and values["beta_1"] == 0.8
-    assert values["clipnorm"] == 2.0 and values["clipvalue"] is None  # off
-    schedule = K.schedules.ExponentialDecay(0.1, 10, 0.5)
-    assert _introspect.current_values(K.SGD(schedule))["learning_rate"] is schedule

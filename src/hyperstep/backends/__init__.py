@@ -1,16 +1,11 @@
 """The backend room: every per-backend decision hyperstep makes, behind one interface.
 
 Clock, schedules, control and optim use ``keras.ops``, ``keras.Variable`` and the functions
-here; only this package branches on ``keras.backend.backend()`` or touches private APIs
-(those are in :mod:`hyperstep.backends.internals`). It imports nothing of Keras at import
-time, so ``import hyperstep`` can check the backend before Keras loads. The functions live
-in :mod:`~hyperstep.backends.scopes` (where code is running),
-:mod:`~hyperstep.backends.fast_paths` (the clock's and hyperparameters' hot paths),
-:mod:`~hyperstep.backends.keras_forms` (what Keras gets for a value),
-:mod:`~hyperstep.backends.updates` (what an optimizer's update needs) and
-:mod:`~hyperstep.backends.optimizer_classes`, and are all imported from here. The
-per-backend modules (:mod:`~hyperstep.backends.tensorflow`, :mod:`~hyperstep.backends.torch`,
-:mod:`~hyperstep.backends.jax`) import those submodules, never this package: it dispatches to
+here (imported from its submodules); only this package branches on
+``keras.backend.backend()`` or touches private APIs. It imports nothing of Keras at import
+time, so ``import hyperstep`` can check the backend before Keras loads. The per-backend
+modules (:mod:`~hyperstep.backends.tensorflow`, :mod:`~hyperstep.backends.torch`,
+:mod:`~hyperstep.backends.jax`) import the submodules, never this package: it dispatches to
 them.
 """
 

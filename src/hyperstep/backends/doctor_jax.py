@@ -234,13 +234,8 @@ class _Flattener:
                     self.centred.add(ins[0])  # jnp.var inside keras.ops.moments
             inner = _subjaxprs(eqn)
             source = outer or user_source(_frames(eqn))
-            if name in self.INLINE and len(inner) == 1:
-                outs = self.run(inner[0], [self.fresh() if i is None else i for i in ins], source)
-                for var, value in zip(eqn.outvars, outs, strict=True):
-                    env[id(var)] = value
-                continue
-            if name in self.CUSTOM and inner:
-                # the user's (or JAX's) own rule decides the gradient: pass through
+            # a custom rule (the user's or JAX's) decides the gradient: passed through too
+            if (name in self.INLINE and len(inner) == 1) or (name in self.CUSTOM and inner):
                 outs = self.run(inner[0], [self.fresh() if i is None else i for i in ins], source)
                 for var, value in zip(eqn.outvars, outs, strict=True):
                     env[id(var)] = value
@@ -310,13 +305,7 @@ def first_step_batch(model: Any, args: tuple[Any, ...], peek: Any) -> tuple[Any,
     non-trainable, optimizer, metrics) for the epoch; they are put back into the variables
     here (what ``model.jax_state_sync()`` does at the epoch's end), for the doctor to read."""
     state, iterator, *rest = args
-    owners = (
-        model.trainable_variables,
-        model.non_trainable_variables,
-        getattr(model.optimizer, "variables", []),
-        model.metrics_variables,
-    )
-    for variables, values in zip(owners, state, strict=False):
+    for variables, values in zip(_state_owners(model), state, strict=False):
         for variable, value in zip(variables, values or (), strict=False):
             variable.assign(value)
     batch, iterator = peek(iterator)
@@ -329,14 +318,8 @@ def resume_first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     Keras's JAX ``fit`` keeps them during an epoch: the step donates ``state``'s buffers,
     which a variable must not keep (a later read or assign would pass a donated buffer)."""
     state, *rest = args
-    owners = (
-        model.trainable_variables,
-        model.non_trainable_variables,
-        getattr(model.optimizer, "variables", []),
-        model.metrics_variables,
-    )
     fresh: list[Any] = []
-    for variables, values in zip(owners, state, strict=False):
+    for variables, values in zip(_state_owners(model), state, strict=False):
         if values is None:
             fresh.append(values)
             continue
@@ -344,3 +327,13 @@ def resume_first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
         for variable in variables:
             variable._value = None  # Keras's own purge (JAXTrainer._purge_model_variables)
     return (type(state)(fresh), *rest)
+
+
+def _state_owners(model: Any) -> tuple[Any, ...]:
+    """The variables of each part of Keras's JAX ``state``, in its order."""
+    return (
+        model.trainable_variables,
+        model.non_trainable_variables,
+        getattr(model.optimizer, "variables", []),
+        model.metrics_variables,
+    )

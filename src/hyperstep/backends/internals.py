@@ -71,33 +71,3 @@ def build_again_in_fit(builds: list[tuple[Any, bool]]) -> None:
     for part, built in builds:
         if not built:
             part.built = False
-
-
-def positional_state(store: Any) -> list[dict[str, Any]] | None:
-    """The hyperparameters' state a file saved by position (before hyperstep saved it by
-    name): ``<optimizer>/hyperparameters/hyperparameter[_<i>]/vars/<state>``, one dict per
-    hyperparameter in order; ``[]`` if the file has none; ``None`` where the store does not
-    show its file (another Keras, another store).
-
-    Reads the HDF5 file behind Keras's ``H5IOStore`` (``h5_file`` and the entry's
-    ``_h5_entry_path``, private), which ``load_own_variables`` receives.
-    """
-    import numpy as np
-
-    found_file = reach(_H5_STORE, lambda: (store.h5_file, store._h5_entry_path), fallback=None)
-    if found_file is None:
-        return None
-    h5_file, path = found_file
-    base = f"{path}/hyperparameters" if path else "hyperparameters"
-    found: list[dict[str, Any]] = []
-    if base not in h5_file:
-        return found
-    while True:
-        name = "hyperparameter" if not found else f"hyperparameter_{len(found)}"
-        group = h5_file.get(f"{base}/{name}/vars")
-        if group is None:
-            return found
-        found.append({key: np.array(group[key]) for key in group.keys()})
-
-
-_H5_STORE = "keras.src.saving.saving_lib.H5IOStore.h5_file/_h5_entry_path"

@@ -2,14 +2,10 @@
 and rounds a constant's arithmetic as Keras's Python float does.
 
 Keras optimizers decide some structure with Python ``if``s on hyperparameters while the
-step is traced: ``if self.momentum != 0`` (SGD), ``if self.momentum > 0`` (RMSprop). Under
-``jax.jit`` a hyperparameter read from variables is a tracer, and ``bool(tracer)`` raises
-``TracerBoolConversionError``. :class:`StaticScalar` wraps the traced value: arithmetic and
-array conversion (``__jax_array__``) use the traced value, so run-time changes reach the
-update without recompiling, while ``bool()`` and comparisons with Python numbers use
-``static``: the constant the hyperparameter was built from or, for a schedule, ``+inf`` (a
-positive number, so Keras builds the state a changing value needs). This is the JAX
-counterpart of :class:`hyperstep.backends.tensorflow.ExactScalar` on TensorFlow.
+step is traced (``if self.momentum != 0``), and under ``jax.jit`` a tracer's ``bool``
+raises. :class:`StaticScalar` answers those with ``static`` and computes with the traced
+value, so run-time changes need no recompile (JAX's counterpart of
+:class:`hyperstep.backends.tensorflow.ExactScalar`).
 
 Example:
     >>> import jax.numpy as jnp

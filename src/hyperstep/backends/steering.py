@@ -15,6 +15,8 @@ schedule's value computed as a traced step computes it.
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +30,10 @@ __all__ = [
     "agreement",
     "exact_form",
     "state_grew",
+    "strategy_scope",
+    "tensorflow_strategy",
+    "tensorflow_worker_sum",
+    "tensorflow_workers",
     "traced_values",
     "untraced",
     "workers",
@@ -52,7 +58,7 @@ def workers(variable: Any) -> Workers:
     backend = current_backend()
     if backend == "tensorflow":
         strategy = tensorflow_strategy(variable)
-        count = 1 if strategy is None else _tensorflow_workers(strategy)
+        count = 1 if strategy is None else tensorflow_workers(strategy)
         if count == 1:
             return Workers()
         resolver = getattr(strategy, "cluster_resolver", None)
@@ -74,7 +80,7 @@ def workers(variable: Any) -> Workers:
     return Workers()
 
 
-def tensorflow_strategy(variable: Any) -> Any:
+def tensorflow_strategy(variable: Any = None) -> Any:
     """The strategy in scope, else the one that owns ``variable`` (a Keras variable, whose
     ``value`` is the distributed variable, or a distributed ``tf.Variable`` itself), else
     None."""
@@ -88,7 +94,19 @@ def tensorflow_strategy(variable: Any) -> Any:
     return None
 
 
-def _tensorflow_workers(strategy: Any) -> int:
+def strategy_scope(variable: Any) -> Any:
+    """The scope of the ``tf.distribute`` strategy that owns ``variable`` where none is
+    entered (state a controller made outside ``strategy.scope()`` is then distributed like
+    the hyperparameter's own); else, and off TensorFlow, a null context."""
+    if current_backend() != "tensorflow":
+        return contextlib.nullcontext()
+    import tensorflow as tf
+
+    strategy = None if tf.distribute.has_strategy() else tensorflow_strategy(variable)
+    return contextlib.nullcontext() if strategy is None else strategy.scope()
+
+
+def tensorflow_workers(strategy: Any) -> int:
     """How many workers ``strategy`` spans (1 for ``MirroredStrategy``)."""
     try:
         local = len(strategy.extended.worker_devices)
@@ -128,17 +146,7 @@ def _tensorflow_agreement(place: Workers) -> Callable[[int], int]:
     ``k = 1 .. MAX_AGREED``; the workers agree on every ``k`` all of them reached."""
     import tensorflow as tf
 
-    strategy = place.owner
-    local = float(len(strategy.extended.worker_devices))
-
-    def share(flags: Any) -> Any:
-        context = tf.distribute.get_replica_context()
-        return context.all_reduce(tf.distribute.ReduceOp.SUM, flags / local)
-
-    @tf.function(autograph=False)
-    def total(flags: Any) -> Any:
-        return strategy.experimental_local_results(strategy.run(share, args=(flags,)))[0]
-
+    total = tensorflow_worker_sum(place.owner)
     thresholds = np.arange(1, MAX_AGREED + 1)
 
     def agree(count: int) -> int:
@@ -147,6 +155,31 @@ def _tensorflow_agreement(place: Workers) -> Callable[[int], int]:
         return int(np.sum(np.round(summed) >= place.count))
 
     return agree
+
+
+def tensorflow_worker_sum(strategy: Any) -> Any:
+    """A (cached) ``tf.function``: the sum over ``strategy``'s workers of each worker's
+    value, every worker counted once whatever its number of replicas (every worker must
+    call it, in the same order)."""
+    function = _WORKER_SUMS.get(strategy)
+    if function is None:
+        import tensorflow as tf
+
+        local = float(len(strategy.extended.worker_devices))
+
+        def share(value: Any) -> Any:
+            context = tf.distribute.get_replica_context()
+            return context.all_reduce(tf.distribute.ReduceOp.SUM, value / local)
+
+        @tf.function(autograph=False)
+        def function(value: Any) -> Any:
+            return strategy.experimental_local_results(strategy.run(share, args=(value,)))[0]
+
+        _WORKER_SUMS[strategy] = function
+    return function
+
+
+_WORKER_SUMS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def exact_form(name: str, optimizer: Any) -> bool:

@@ -1,20 +1,11 @@
 """TensorFlow: Python-float rounding in graphs (:class:`ExactScalar`) and fused updates.
 
-:class:`ExactScalar` is a scalar tensor that behaves like a Python float inside Keras
-optimizer code (it registers a tensor conversion function).
-
-Keras optimizers read hyperparameters as Python floats: ``1 - self.beta_1`` is computed
-in float64 when the step is traced, and only the result is rounded to float32. Returning
-a float32 tensor instead would round ``beta_1`` first and change the last bit of
-``1 - beta_1``, so a "scheduled" Adam with constant values would drift from Keras's.
-
-:class:`ExactScalar` keeps a float64 tensor, does arithmetic with Python numbers (and other
-ExactScalars) in float64, and is rounded to the other operand's dtype when it meets a
-tensor -- exactly what Python floats do -- so constant values give bit-identical updates.
-In Python-level checks that Keras makes when tracing (``if self.momentum != 0``,
-``if self.clipnorm and self.clipnorm > 0``) it acts as its ``static`` number: the constant
-it was built from, or, for a schedule, a positive number (``+inf``) so that Keras builds the
-state a changing value needs.
+Keras optimizers read hyperparameters as Python floats: ``1 - self.beta_1`` is computed in
+float64 when the step is traced, and only the result is rounded to float32. A float32
+tensor would round ``beta_1`` first and change the last bit of ``1 - beta_1``.
+:class:`ExactScalar` keeps a float64 tensor that rounds as a Python float does, and answers
+Keras's Python-level checks (``if self.momentum != 0``) with a static number, so constant
+values give bit-identical updates.
 """
 
 from __future__ import annotations

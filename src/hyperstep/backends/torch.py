@@ -1,38 +1,12 @@
 """Torch: fused updates for ``hs.scheduled`` and ``hs.StepOptimizer`` with ``fused=True``.
 
-Keras's torch Adam and AdamW (``keras/src/backend/torch/optimizers/torch_adam.py``) update
-every variable with about ten ``torch._foreach_*`` calls, each a pass over all the weights
-(plus a ``_foreach_mul_`` for the weight decay, and temporaries for ``g * g``, ``sqrt(v)``,
-...). With ``fused=True``, ``hs.scheduled`` hands the values it computed for this update to
-PyTorch's fused kernel (``torch._fused_adamw_``, or ``torch._fused_adam_`` without weight
-decay: the kernels of ``torch.optim.AdamW(fused=True)``), one pass per tensor, grouped by
-device, dtype and whether the variable decays (Keras's ``exclude_from_weight_decay``), once
-per :class:`~hyperstep.Group` with that group's values. The kernel computes, with
-``t = iterations + 1``:
-
-``w <- w * (1 - lr * wd)``  (decoupled weight decay, as Keras's torch optimizers do it)
-``m <- m + (1 - beta_1) * (g - m)``;  ``v <- beta_2 * v + (1 - beta_2) * g^2``
-``w <- w - lr / (1 - beta_1^t) * m / (sqrt(v) / sqrt(1 - beta_2^t) + eps')``
-
-with ``eps' = epsilon / sqrt(1 - beta_2^t)`` (computed in float64), so that the update is
-Keras's ``w -= lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) + epsilon)`` term for
-term (PyTorch's own Adam puts ``epsilon`` inside the bias-corrected denominator). It equals
-``torch.optim.AdamW(fused=True)`` whose ``lr`` and ``eps`` are set to ``lr`` and ``eps'``
-before each step, bitwise (tested); it equals Keras's update to float32 rounding (the
-kernel's scalars are float64 and it orders the arithmetic differently), not bitwise: the
-default, ``fused=False``, is bitwise the plain Keras optimizer. ``amsgrad`` uses the
-kernel's ``max_exp_avg_sqs`` (Keras's ``velocity_hats``).
-
-The kernel takes its values as Python numbers: on eager CPU torch they are
-(``Hyperparameter.host_float``); elsewhere (the clock on a GPU) each is read back once per
-update. Under ``torch.compile`` they stay tensors (so that they change without a
-recompile): the update is then one custom op, ``hyperstep::fused_adam_``, opaque to dynamo,
-which reads them back when the compiled step runs (no ``.item()`` while tracing, so no
-graph break) and calls the same kernel (:func:`adam` chooses, eagerly or compiled, for
-both optimizers). Inside ``keras.StatelessScope``, on a device
-without fused kernels (``torch.optim``'s list) or with a torch without them, the update
-falls back to Keras's own ``_foreach`` code. Other optimizers (SGD, RMSprop, ...) run
-Keras's own code.
+PyTorch's fused Adam kernel (``torch._fused_adamw_``, or ``torch._fused_adam_`` for the
+variables that do not decay) takes the values of the update, one pass per tensor, grouped
+by device, dtype and weight decay, once per :class:`~hyperstep.Group`; with ``t =
+iterations + 1``, ``eps = epsilon / sqrt(1 - beta_2^t)`` (in float64) makes it Keras's
+formula. Under ``torch.compile`` the update is one custom op, ``hyperstep::fused_adam_``,
+which reads the values back when the step runs (:func:`adam` chooses). The numerics, the
+fallbacks and the timings: docs/backends.md, "Fused updates".
 
 Private APIs used here, each pinned by ``tests/backends/test_internals.py``: Keras's torch
 ``Adam._parallel_update_step`` and ``TorchOptimizer._apply_weight_decay`` (identity checks),
@@ -71,19 +45,15 @@ _KERNEL_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 KERAS_FLOAT64 = keras.backend.backend() != "torch" or keras.ops.zeros(()).device.type != "mps"
 
 
-def _adam_like(optimizer: Any) -> bool:
-    """Whether ``optimizer`` runs Keras's torch Adam update (Adam, AdamW) and weight decay."""
+def decays_in_update(optimizer: Any) -> bool:
+    """Whether ``optimizer`` runs Keras's torch Adam update (Adam, AdamW) and weight decay,
+    so that :func:`group_update` replaces its weight decay."""
     base = optimizer._hs_base
     return bool(
         _KERAS_ADAM is not None
         and getattr(base, "_parallel_update_step", None) is _KERAS_ADAM
         and base._apply_weight_decay is _KERAS_DECAY
     )
-
-
-def decays_in_update(optimizer: Any) -> bool:
-    """Whether :func:`group_update` replaces ``optimizer``'s weight decay (Adam, AdamW)."""
-    return _adam_like(optimizer)
 
 
 def decay(optimizer: Any, variable: Any, learning_rate: Any) -> None:
@@ -268,17 +238,7 @@ def _fused_adam_op(
     )
 
 
-@_fused_adam_op.register_fake
-def _(
-    params: list[torch.Tensor],
-    grads: list[torch.Tensor],
-    exp_avgs: list[torch.Tensor],
-    exp_avg_sqs: list[torch.Tensor],
-    max_exp_avg_sqs: list[torch.Tensor],
-    scalars: torch.Tensor,
-    amsgrad: bool,
-) -> None:
-    return None
+_fused_adam_op.register_fake(lambda *args: None)  # mutates its inputs, returns nothing
 
 
 def _float64(value: Any) -> torch.Tensor:
@@ -294,7 +254,7 @@ def group_update(
     """Update ``variables`` (one group of a Keras Adam or AdamW wrapped by ``hs.scheduled``)
     with :func:`adam` (eagerly or under ``torch.compile``, where the values stay tensors);
     ``False`` (nothing done) where it does not apply."""
-    if not _adam_like(optimizer) or not applies(grads, variables):
+    if not decays_in_update(optimizer) or not applies(grads, variables):
         return False
     amsgrad = bool(optimizer.amsgrad)
     slots = []

@@ -165,13 +165,6 @@ def _apis() -> dict[str, PrivateAPI]:
             optional=True,
         ),
         PrivateAPI(
-            "keras.src.saving.saving_lib.H5IOStore.h5_file/_h5_entry_path",
-            "keras",
-            "reading hyperparameter state a file saved by position (before names)",
-            lambda: _import("keras.src.saving.saving_lib", "H5IOStore", "get"),
-            optional=True,
-        ),
-        PrivateAPI(
             "tensorflow.Operation._set_attr",
             "tensorflow",
             "a dormant cooldown's cond kept one functional If op (_lower_using_switch_merge)",

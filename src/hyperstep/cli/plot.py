@@ -121,14 +121,3 @@ def run(args: argparse.Namespace) -> int:
         f"steps 0..{args.steps - 1})"
     )
     return 0
-
-
-def __getattr__(name: str) -> Any:
-    # the charts moved to hyperstep.schedules.chart; loaded on use (NumPy, no backend)
-    if name in ("text_chart", "write_png", "have_matplotlib"):
-        from hyperstep.schedules import chart
-
-        return getattr(chart, name)
-    if name == "_positive_int":
-        return positive_int
-    raise AttributeError(f"module 'hyperstep.cli.plot' has no attribute {name!r}")

@@ -179,7 +179,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         row: dict[str, float] = {"step": int(ops.convert_to_numpy(self.clock.step))}
         if self._read is None:  # built at first use, once fit has set steps_per_epoch
             self._select()
-            self._read = _compile(self._read_fields)
+            self._read = backends.compile_reads(self._read_fields)  # reads only: traced once
         read = self._read() if self.hyperparameters else []
         values = iter(float(v) for v in ops.convert_to_numpy(read))
         for name in self.hyperparameters:
@@ -298,12 +298,6 @@ class LogHyperparameters(keras.callbacks.Callback):
             f"LogHyperparameters({list(self._all)}, csv_path={self.csv_path!r}, "
             f"log_dir={self.log_dir!r}, every={self.every})"
         )
-
-
-def _compile(function: Any) -> Any:
-    """``function`` compiled where the backend compiles (it reads variables only, so it
-    traces once)."""
-    return backends.compile_reads(function)
 
 
 def _cell(value: float) -> str:

@@ -54,24 +54,12 @@ class ReduceOnPlateau(keras.callbacks.Callback):
     * while an override is set (``target.set(v)``) reductions still multiply the scale;
       they show once the override is cleared (floors use ``schedule * scale``).
 
-    ``compat`` reproduces a peer's rule exactly (read from each peer's source:
-    ``keras/src/callbacks/reduce_lr_on_plateau.py``, ``torch/optim/lr_scheduler.py``,
-    ``optax/contrib/_reduce_on_plateau.py``):
-
-    * ``"keras"``: ``keras.callbacks.ReduceLROnPlateau``: improvement
-      ``value + min_delta < best``; cooldown decrements first and zeroes ``wait``, and the
-      update that ends it already counts; reduce when ``wait >= patience`` and the value
-      is above ``min_value``, to ``max(value * factor, min_value)``; a reduction that cannot
-      happen (at the floor) keeps ``wait`` and starts no cooldown.
-    * ``"torch"``: ``torch.optim.lr_scheduler.ReduceLROnPlateau``: ``rtol`` is torch's
-      ``threshold`` with ``threshold_mode="rel"``, ``min_delta`` with ``"abs"``; reduce when
-      ``num_bad > patience`` (one update later than Keras); the new value
-      ``max(value * factor, min_value)`` applies only if it lowers the value by more than
-      ``eps``; cooldown zeroes the bad count.
-    * ``"optax"``: ``optax.contrib.reduce_on_plateau`` (``accumulation_size=1``):
-      improvement ``value < (1 - rtol) * best - min_delta``; reduce when the plateau count
-      equals ``patience``; ``scale = max(scale * factor, min_scale)`` (optax's floor is on the
-      scale: ``min_value`` must stay 0); ``min`` mode only.
+    ``compat`` picks a peer's rule exactly, one function of
+    :mod:`hyperstep.control.plateau` each: ``"keras"`` (``keras.callbacks.ReduceLROnPlateau``,
+    :func:`~hyperstep.control.plateau.keras_rule`), ``"torch"``
+    (:func:`~hyperstep.control.plateau.torch_rule`; ``rtol`` is torch's ``threshold`` with
+    ``threshold_mode="rel"``, ``min_delta`` with ``"abs"``) and ``"optax"``
+    (:func:`~hyperstep.control.plateau.optax_rule`; ``min`` mode only, ``min_value`` 0).
 
     ``min_delta``/``rtol`` left as ``None`` take the rule's own default: ``min_delta=1e-4``
     (absolute) for the default and Keras rules, ``rtol=1e-4`` (relative) for torch and optax

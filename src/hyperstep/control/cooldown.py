@@ -2,11 +2,7 @@
 
 Warmup-stable-decay training (MiniCPM, arXiv 2404.06395; Hagele et al., arXiv 2405.18392)
 decides when to cool down while it runs: a budget is reached, the loss flattens, a
-checkpoint is worth branching from. Every hyperparameter carries a dormant cooldown from its
-creation (:mod:`hyperstep.control.value_forms`): a :class:`Cooldown` assigns its form and
-:meth:`Cooldown.start` its start, so a training step traced before either follows the
-cooldown from that step on without retracing, and both are saved and restored with the
-hyperparameter.
+checkpoint is worth branching from: a :class:`Cooldown` starts then, without retracing.
 """
 
 from __future__ import annotations
@@ -46,12 +42,9 @@ class Cooldown:
     multiplies it, and an override still wins. Before :meth:`start` nothing changes.
 
     Create it at any time, also after the training step was traced (``fit``, decide,
-    create, start, ``fit`` again): every hyperparameter carries a dormant cooldown in two
-    variables made with it (``cooldown_start``, -1 until started, and ``cooldown_form``,
-    ``[steps, end, shape]``; :mod:`hyperstep.control.value_forms`), which this object assigns
-    and the step already reads, on every backend. Both are saved with the hyperparameter, so
-    a run restored after the start resumes the cooldown exactly, even before a ``Cooldown``
-    is built again (building the same one continues it). ``end`` is kept in float32.
+    create, start, ``fit`` again): it assigns the dormant cooldown every hyperparameter
+    carries (:mod:`hyperstep.control.value_forms`), which the step already reads and which
+    is saved with the hyperparameter, so a restored run resumes the cooldown exactly.
 
     Args:
         hyperparameter: The :class:`hyperstep.Hyperparameter` to cool down (or a scheduled

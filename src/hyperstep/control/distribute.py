@@ -20,8 +20,6 @@ variable of the controller), so a custom loop that calls ``strategy.run`` withou
 
 from __future__ import annotations
 
-import contextlib
-import weakref
 from typing import Any
 
 from hyperstep.backends import require_tensorflow
@@ -31,7 +29,10 @@ require_tensorflow("hyperstep.control.distribute (reducing metrics under tf.dist
 
 import tensorflow as tf  # noqa: E402
 
-from hyperstep.backends.steering import tensorflow_strategy  # noqa: E402
+from hyperstep.backends.steering import strategy_scope as scope_of  # noqa: E402
+from hyperstep.backends.steering import tensorflow_strategy as strategy_of  # noqa: E402
+from hyperstep.backends.steering import tensorflow_worker_sum  # noqa: E402
+from hyperstep.backends.steering import tensorflow_workers as num_workers  # noqa: E402
 
 __all__ = [
     "REDUCTIONS",
@@ -45,7 +46,6 @@ __all__ = [
 #: The accepted ``reduce`` arguments; ``None`` keeps each replica's own value.
 REDUCTIONS = ("mean", "sum", None)
 _OPS = {"mean": tf.distribute.ReduceOp.MEAN, "sum": tf.distribute.ReduceOp.SUM}
-_ACROSS_WORKERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def check_reduce(owner: str, reduce: Any) -> str | None:
@@ -56,31 +56,6 @@ def check_reduce(owner: str, reduce: Any) -> str | None:
             f"own value). {received('reduce', reduce)}"
         )
     return reduce  # type: ignore[no-any-return]
-
-
-def strategy_of(variable: Any = None) -> Any:
-    """Return the strategy in scope, else the one that owns ``variable``, else None."""
-    return tensorflow_strategy(variable)
-
-
-def scope_of(variable: Any) -> Any:
-    """Return the scope of the strategy that owns ``variable`` if no scope is entered.
-
-    A controller created outside ``strategy.scope()`` (as Keras callbacks usually are) for
-    a hyperparameter created inside it creates its state variables in this scope, so they
-    are distributed like the hyperparameter's own. Otherwise a null context.
-    """
-    strategy = None if tf.distribute.has_strategy() else strategy_of(variable)
-    return contextlib.nullcontext() if strategy is None else strategy.scope()
-
-
-def num_workers(strategy: Any) -> int:
-    """Return how many workers ``strategy`` spans (1 for ``MirroredStrategy``)."""
-    try:
-        local = len(strategy.extended.worker_devices)
-    except (AttributeError, NotImplementedError, RuntimeError, ValueError):
-        return 1
-    return max(1, int(strategy.num_replicas_in_sync) // max(1, local))
 
 
 def reduce_metric(value: Any, reduce: str | None = "mean", variable: Any = None) -> Any:
@@ -136,28 +111,9 @@ def reduce_metric(value: Any, reduce: str | None = "mean", variable: Any = None)
         return strategy.reduce(op, value, axis=None)
     if strategy is None or num_workers(strategy) == 1:
         return value
-    total = _across_workers(strategy)(_scalar(value))
+    total = tensorflow_worker_sum(strategy)(_scalar(value))
     return total / float(num_workers(strategy)) if reduce == "mean" else total
 
 
 def _scalar(value: Any) -> Any:
     return tf.reshape(tf.cast(tf.convert_to_tensor(value), tf.float32), ())
-
-
-def _across_workers(strategy: Any) -> Any:
-    """Return a (cached) tf.function: the sum over workers of each worker's value."""
-    function = _ACROSS_WORKERS.get(strategy)
-    if function is None:
-        local = float(len(strategy.extended.worker_devices))
-
-        def share(value: Any) -> Any:
-            context = tf.distribute.get_replica_context()
-            return context.all_reduce(tf.distribute.ReduceOp.SUM, value / local)
-
-        @tf.function(autograph=False)
-        def function(value: Any) -> Any:
-            results = strategy.run(share, args=(value,))
-            return strategy.experimental_local_results(results)[0]
-
-        _ACROSS_WORKERS[strategy] = function
-    return function

@@ -1,17 +1,10 @@
 """Fit's epochs on hyperstep clocks: ``epoch`` is the index ``model.fit`` gives its callbacks.
 
-At the start of ``fit`` every clock the model reads (its optimizer's, its hyperparameters')
-takes fit's epoch length (``params["steps"]``: ``epoch_length``, and ``steps_per_epoch`` if
-unset) and learns that fit gives the epoch; a hyperparameter created without a clock moves
-onto the optimizer's clock. At
-each epoch's start the clock records fit's index and the step
-(:meth:`hyperstep.Clock.begin_epoch`). hyperstep does this in every ``fit`` by itself (see
-:mod:`hyperstep.backends.fit`); :class:`FollowEpochs` and every hyperstep callback do the
-same explicitly.
-
-A layer fit's start may move onto the optimizer's clock is a :class:`FitFollower` (a
-:class:`~hyperstep.Hyperparameter` is one): this module sits below the hyperparameter, whose
-constructor calls :func:`install`.
+What every ``fit`` does by itself (:mod:`hyperstep.backends.fit`), and every hyperstep
+callback explicitly: :func:`fit_began` and :func:`epoch_began`, as :class:`FollowEpochs`
+describes. A layer fit's start may move onto the optimizer's clock is a
+:class:`FitFollower` (a :class:`~hyperstep.Hyperparameter` is one): this module sits below
+the hyperparameter, whose constructor calls :func:`install`.
 """
 
 from __future__ import annotations

@@ -18,13 +18,13 @@ from keras import ops
 
 from hyperstep.backends import (
     concrete,
-    distributes,
     fast_value,
     integer_dtype,
     raw,
     unmapped_in_jit,
 )
 from hyperstep.backends.fit import held_state, write_through
+from hyperstep.backends.steering import strategy_scope
 from hyperstep.clock import Clock
 from hyperstep.control import value_forms
 from hyperstep.control.epochs import FitFollower, install
@@ -324,7 +324,7 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
         traced before the call does not read the table; the variables are not saved."""
         if self._armed is not None and int(self._armed[0].shape[0]) >= steps:
             return self._armed
-        with _scope_of(self.scale):
+        with strategy_scope(self.scale):
             self._armed = value_forms.new_table(self, int(steps))
         return self._armed
 
@@ -459,7 +459,7 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
                 f"unique per hyperparameter. Taken: {sorted([*_BUILTIN_STATE, *self._state])}. "
                 f"{received('name', name)}"
             )
-        with _scope_of(self.scale):
+        with strategy_scope(self.scale):
             variable = self._new_state(name, initial, dtype)
         if name in self._pending:
             variable.assign(self._pending.pop(name))
@@ -592,15 +592,6 @@ def _exact_scale(base: np.float32, value: float) -> np.float32:
             if np.float32(base * candidate) == target:
                 return np.float32(candidate)
         return scale
-
-
-def _scope_of(variable: Any) -> Any:
-    """The tf.distribute scope ``variable`` was created in, if none is entered (TensorFlow)."""
-    if not distributes():
-        return contextlib.nullcontext()
-    from hyperstep.control.distribute import scope_of
-
-    return scope_of(variable)
 
 
 def controlled_hyperparameter(

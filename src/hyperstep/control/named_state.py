@@ -1,17 +1,9 @@
 """An optimizer's hyperstep state saved by the hyperparameter's name, never by position.
 
 A ``.keras`` file or ``save_weights`` keeps an optimizer's own variables as ``"0"``, ``"1"``,
-... (Keras checks their count on load) and, here, each hyperparameter's state under
-``"<key>/<state>"`` with ``/`` written ``:`` (HDF5 reads ``/`` as a folder):
-``body:learning_rate:scale``, ``learning_rate:plateau_best``. So reordering groups, or adding
-or removing a hyperparameter or a group between save and load, restores each named state to
-its owner; a saved state with no owner is reported in one warning naming it. The count
-Keras checks covers only the optimizer's own variables: which hyperparameters, controllers
-and cooldowns exist never changes it (on JAX the step's hyperstep variables are optimizer
-variables too; they are left out of the count and saved by name).
-
-``tf.train.Checkpoint`` names the same state itself: each hyperparameter is the optimizer's
-dependency ``hyperparameter_<key>`` (``/`` as ``.``), each state its ``state_<name>``.
+... (the count Keras checks on load) and each hyperparameter's state under
+``"<key>/<state>"`` with ``/`` written ``:`` (HDF5 reads ``/`` as a folder), so reordered
+or added groups and hyperparameters restore by name (docs/backends.md, "Saving").
 """
 
 from __future__ import annotations
@@ -20,12 +12,9 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hyperstep.errors import InvalidArgumentError
-
 __all__ = [
     "hyperstep_variables",
     "load_by_name",
-    "load_by_position",
     "load_numbered",
     "save_by_name",
 ]
@@ -53,16 +42,11 @@ def save_by_name(store: Any, hyperparameters: Mapping[str, Any]) -> None:
             store[_entry(key, variable.name)] = variable.numpy()
 
 
-def load_numbered(store: Any, own: list[Any], every: list[Any], owner: str) -> None:
+def load_numbered(store: Any, own: list[Any], owner: str) -> None:
     """Assign the numbered entries (``"0"``, ``"1"``, ...) to the optimizer's own variables
-    ``own``; a file that numbered ``every`` variable (hyperstep's too, written on JAX before
-    0.1.0) is read by position into them. Otherwise Keras's warning, and nothing assigned."""
+    ``own``; for another count, Keras's warning, and nothing assigned."""
     numbered = [key for key in store.keys() if key.isdigit()]
-    if len(numbered) == len(own):
-        targets = own
-    elif len(numbered) == len(every):
-        targets = every
-    else:
+    if len(numbered) != len(own):
         message = (
             f"Skipping variable loading for optimizer '{owner}', because it has {len(own)} "
             f"variables whereas the saved optimizer has {len(numbered)} variables. "
@@ -71,7 +55,7 @@ def load_numbered(store: Any, own: list[Any], every: list[Any], owner: str) -> N
             message += "This is likely because the optimizer has not been called/built yet."
         warnings.warn(message, stacklevel=3)
         return
-    for index, variable in enumerate(targets):
+    for index, variable in enumerate(own):
         variable.assign(store[str(index)])
 
 
@@ -105,43 +89,6 @@ def load_by_name(store: Any, hyperparameters: Mapping[str, Any], owner: str) -> 
         )
 
 
-def load_by_position(store: Any, hyperparameters: Mapping[str, Any], owner: str) -> None:
-    """Read a file saved before the state was saved by name: each hyperparameter's state
-    at ``<optimizer>/hyperparameters/hyperparameter_<i>`` into the ``i``-th hyperparameter,
-    with a warning (by position: right only if the optimizer lists the same
-    hyperparameters in the same order). Nothing is read where the store does not show its
-    file (another Keras).
-
-    Raises:
-        InvalidArgumentError: If the file has state for another number of hyperparameters.
-    """
-    from hyperstep.backends.internals import positional_state
-
-    found = positional_state(store)
-    if not found:  # none saved by position (a plain Keras optimizer's file), or not shown
-        return
-    keys = list(hyperparameters)
-    if len(found) == len(keys):
-        for key, values in zip(keys, found, strict=True):
-            hyperparameters[key]._load_named(values)
-        warnings.warn(
-            f"Optimizer {owner!r}: this file keeps the hyperparameters' state by position "
-            "(`optimizer/hyperparameters/hyperparameter_<i>`, saved before hyperstep saved "
-            f"it by name); it was read in the optimizer's order: {keys}. Check that order, "
-            "then save again to keep it by name.",
-            UserWarning,
-            stacklevel=3,
-        )
-        return
-    raise InvalidArgumentError(
-        f"Optimizer {owner!r}: this file keeps the state of {len(found)} hyperparameters by "
-        "position (`optimizer/hyperparameters/hyperparameter_<i>`, saved before hyperstep "
-        f"saved it by name), but the optimizer has {len(keys)} ({keys}): which state belongs "
-        "to which cannot be told. Build the optimizer with the hyperparameters it had when "
-        "saved (same groups, same order), load, then save again."
-    )
-
-
 class SavedByName:
     """Mixin of a hyperstep optimizer: ``save_own_variables``/``load_own_variables`` with its
     own variables numbered (as Keras's) and its hyperparameters' state by name; the
@@ -172,7 +119,5 @@ class SavedByName:
         save_by_name(store, self._hs_named())
 
     def load_own_variables(self, store: Any) -> None:
-        load_numbered(store, self._hs_keras_variables(), list(self.variables), self.name)
-        if not any(_SEPARATOR in key for key in store.keys()):
-            load_by_position(store, self._hs_named(), self.name)
+        load_numbered(store, self._hs_keras_variables(), self.name)
         load_by_name(store, self._hs_named(), self.name)

@@ -6,12 +6,9 @@ signed for minimisation (``sign * metric``, float32). :class:`hyperstep.ReduceOn
 reads its variables into a state, calls the rule its ``compat`` chose once (:data:`RULES`),
 and assigns the result.
 
-Default rule (:func:`default_rule`): improved iff
-``value < best - min_delta - rtol * |best|``; after ``patience`` updates without
-improvement ``scale <- min(scale, max(scale * factor, min_value / base, min_scale))``, then
-``cooldown`` updates of rest. :func:`keras_rule`, :func:`torch_rule` and :func:`optax_rule`
-follow those libraries' rules exactly. No rule branches on a tensor: each runs eagerly,
-inside ``tf.function``, ``jax.jit`` or ``torch.compile``.
+hyperstep's rule is :func:`default_rule`; :func:`keras_rule`, :func:`torch_rule` and
+:func:`optax_rule` follow those libraries' rules exactly. No rule branches on a tensor: each
+runs eagerly, inside ``tf.function``, ``jax.jit`` or ``torch.compile``.
 """
 
 from __future__ import annotations

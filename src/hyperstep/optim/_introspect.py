@@ -13,8 +13,6 @@ import difflib
 import inspect
 from typing import Any
 
-import keras
-
 from hyperstep.errors import InvalidArgumentError, received
 
 #: numeric arguments that fix the structure of the update; never scheduled
@@ -67,6 +65,7 @@ def numeric_names(cls: type) -> list[str]:
     """Return the names of the numeric hyperparameters of optimizer class ``cls``.
 
     Example:
+        >>> import keras
         >>> numeric_names(keras.optimizers.SGD)[:4]
         ['learning_rate', 'momentum', 'weight_decay', 'clipnorm']
     """
@@ -103,23 +102,3 @@ def check_names(cls: type, given: dict[str, Any], where: str = "hs.scheduled") -
             hint = f" Did you mean '{close[0]}'?" if close else ""
             reason = f"{cls.__name__} has no hyperparameter {name!r}.{hint}"
         raise InvalidArgumentError(f"{title}: {reason} {listing} {received(name, value)}")
-
-
-def current_values(optimizer: keras.optimizers.Optimizer) -> dict[str, Any]:
-    """Return ``{name: value}`` of ``optimizer``'s numeric hyperparameters as configured.
-
-    ``learning_rate`` is a float or the optimizer's schedule; optional ones that are off
-    are ``None``.
-    """
-    config = optimizer.get_config()
-    values: dict[str, Any] = {}
-    for name in numeric_names(type(optimizer)):
-        if name == "learning_rate":
-            learning_rate = getattr(optimizer, "_learning_rate", None)
-            if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
-                values[name] = learning_rate
-            else:
-                values[name] = config.get("learning_rate")
-        else:
-            values[name] = config.get(name, getattr(optimizer, name, None))
-    return values

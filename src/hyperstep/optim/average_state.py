@@ -1,19 +1,11 @@
 """The saved state of a weight average (:class:`~hyperstep.SWA`, :class:`~hyperstep.EMA`).
 
 One Keras layer attached to the optimizer holds ``n_averaged``, ``swapped``, one average
-per trained variable and EMA's ``decay`` (a :class:`~hyperstep.Hyperparameter`), so the
-average is saved and restored with the optimizer (stored as ``n_averaged``, ``swapped``, then
-the averages: also when the averages are a teacher network's variables,
-:meth:`hyperstep.EMA.network`):
-
-- ``.keras``: the optimizer's config holds the average's (``kind``, ``start``, ``every``,
-  ``decay``) and ``from_config`` attaches it again; its variables are stored under the
-  optimizer (not in ``opt.variables``, whose count Keras checks on load);
-- ``save_weights``/``load_weights``: the same variables, once the average exists again
-  (construct the same ``hs.SWA``/``hs.EMA`` before loading);
-- ``tf.train.Checkpoint``: a dependency of the optimizer, restored when created later too.
-
-The averages exist once the optimizer is built (created at the first update, save or load).
+per trained variable (a teacher network's variables too, :meth:`hyperstep.EMA.network`)
+and EMA's ``decay`` (a :class:`~hyperstep.Hyperparameter`), so the average is saved and
+restored with the optimizer: by ``.keras`` (its config in the optimizer's), ``save_weights``
+and ``tf.train.Checkpoint`` (docs/backends.md, "Saving"). The averages exist once the
+optimizer is built (created at the first update, save or load).
 """
 
 from __future__ import annotations

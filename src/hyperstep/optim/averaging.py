@@ -1,21 +1,10 @@
 """Weights to evaluate: schedule-free's ``x``, SWA's equal average, an EMA on a schedule.
 
-Training updates one sequence of weights; evaluation and checkpoints often want another:
-
-- a schedule-free rule (:mod:`hyperstep.optim.schedule_free`) trains at ``y`` and keeps the
-  average ``x`` in a slot;
-- :class:`SWA` keeps ``avg = avg + (w - avg) / (n + 1)`` over the weights after every
-  ``every``-th update from step ``start`` (``torch.optim.swa_utils.AveragedModel``);
-- :class:`EMA` keeps ``avg = avg + (w - avg) * (1 - decay(step))``, ``decay`` any schedule.
-
-``with averaged_weights(source):`` exchanges the averaged weights and the model's variables
-and exchanges them back on exit (bit for bit: an exchange, not a recomputation). A flag in a
-saved variable records the exchange, so a checkpoint written inside the block resumes
-exactly. :class:`AveragedWeights` does the same around ``evaluate``, ``predict`` and the
-end of each epoch (where ``ModelCheckpoint`` saves) inside ``fit``;
-:func:`refresh_batch_norm` recomputes BatchNorm statistics at the averaged weights. An
-average is saved with its optimizer (:mod:`hyperstep.optim.average_state`); the exchange is
-:mod:`hyperstep.optim.average_exchange`.
+Training updates one sequence of weights; evaluation and checkpoints often want another.
+:class:`SWA` and :class:`EMA` keep one (saved with the optimizer,
+:mod:`hyperstep.optim.average_state`); ``with averaged_weights(source):`` and the callback
+:class:`AveragedWeights` exchange it with the model's variables, bit for bit
+(:mod:`hyperstep.optim.average_exchange`). Usage: docs/recipes.md, "Weight averaging".
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """What ``hs.scheduled`` and ``hs.StepOptimizer`` share: one definition of each step of an
 update's life around the optimizer's own arithmetic.
 
-* :func:`schedule_of`: a value given for a hyperparameter, as a schedule (a Keras
-  ``LearningRateSchedule`` keeps its own code);
-* :func:`assign_attribute`: ``opt.<name> = value`` as Keras's callbacks do it (a schedule
-  replaces the hyperparameter's schedule, a number rescales it), and :func:`live_value`:
-  ``opt.<name>`` read eagerly, whose ``assign`` is that assignment;
-* :func:`apply_update`: one update in order: the step fixed and the values computed
-  (:mod:`hyperstep.optim.resolve`), the optimizer's arithmetic, then the clock's advance
-  (:func:`advance_after_update`: counting applied updates under gradient accumulation);
-* :func:`bind_groups`: ``hs.Group`` specs (or their configs) bound to Hyperparameters on the
-  optimizer's clock, a group's expressions naming the optimizer's own hyperparameters;
-* :func:`hyperparameters_config` and :func:`from_hyperparameters_config`: the one config
-  format of both, ``{"hyperparameters": {name: value}, "clock": ..., "advance": ...,
-  "fused": ..., "groups": [{"name", "match", "hyperparameters"}]}`` where a value is a
-  number (a constant), an expression's text (one naming other hyperparameters) or a
-  serialized schedule. Scales, overrides and controller state are variables, saved with
-  the weights.
+:func:`hyperparameters_config` and :func:`from_hyperparameters_config` write and read the
+one config format of both, ``{"hyperparameters": {name: value}, "clock": ..., "advance": ...,
+"fused": ..., "groups": [{"name", "match", "hyperparameters"}]}`` where a value is a number
+(a constant), an expression's text (one naming other hyperparameters) or a serialized
+schedule. Scales, overrides and controller state are variables, saved with the weights.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Parameter groups: a set of variables with its own hyperparameters, on the optimizer's clock.
 
-``hs.Group(name, match=..., **hyperparameters)`` selects variables by a glob on
-``variable.path`` (``fnmatch``), a list of variables (patterns may be mixed in), or a
-predicate ``variable -> bool``. :func:`assign_groups` resolves groups against an
-optimizer's variables at build time: every variable belongs to exactly one group (unmatched
-ones to the default group, whose hyperparameters are the optimizer's own); a group that
-matches nothing, or a variable matched by two groups, is an error naming the groups, the
-patterns and the variable paths.
+:func:`assign_groups` resolves :class:`Group` objects against an optimizer's variables at
+build time: every variable belongs to exactly one group (unmatched ones to the default
+group, whose hyperparameters are the optimizer's own); a group that matches nothing, or a
+variable matched by two groups, is an error naming the groups, the patterns and the paths.
 """
 
 from __future__ import annotations
@@ -75,14 +72,6 @@ class Group:
         self.name = name
         self.match = _check_match(name, match)
         self.hyperparameters: dict[str, Any] = dict(hyperparameters)
-
-    def patterns(self) -> list[str]:
-        """Return the globs in ``match`` (empty for a predicate)."""
-        if isinstance(self.match, str):
-            return [self.match]
-        if isinstance(self.match, list):
-            return [m for m in self.match if isinstance(m, str)]
-        return []
 
     def select(self, variables: Sequence[Any]) -> list[int]:
         """Return the indices of ``variables`` this group matches.

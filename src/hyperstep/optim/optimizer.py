@@ -4,17 +4,9 @@ At each update, for every variable ``w`` with gradient ``g`` in group ``G``::
 
     rule.update(w, g, slots(w), hp = {name: G's hyperparameter .value}, step = clock.step)
 
-then ``clock.advance()``: the update at step ``t`` uses values computed from ``t``, and the
-clock moves after it, in program order (reads and the increment touch the same variable,
-so TensorFlow orders them; there is no race as in seed 000's ``tf.group``).
-
-The hyperparameter values are computed once per update, before any variable's: in a
-TensorFlow graph the gradients wait for them, so no full-size temporary waits for a scalar
-(see ``hyperstep.backends.after``; the built-in rules then cost the same full-size ops as
-Keras's optimizers). Fixing the step, computing each value once, ordering the gradients
-after them and advancing the clock after the update are ``hs.scheduled``'s code too
-(:func:`hyperstep.optim.core.apply_update`, :class:`hyperstep.optim.resolve.Update`), as
-are group binding and the config format (:mod:`hyperstep.optim.core`).
+then ``clock.advance()``. The values are computed once per update, before any variable's,
+by the code ``hs.scheduled`` runs too (:func:`hyperstep.optim.core.apply_update`,
+:class:`hyperstep.optim.resolve.Update`).
 """
 
 from __future__ import annotations
@@ -27,6 +19,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends import native_variable
+from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.named_state import SavedByName
 from hyperstep.control.relative import resolve
@@ -34,7 +27,6 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claim
 from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
-from hyperstep.optim.arguments import KERAS_ARGUMENTS, check_names, pick_clock
 from hyperstep.optim.average_state import config_of as average_config
 from hyperstep.optim.average_state import restore as restore_average
 from hyperstep.optim.core import (
@@ -48,7 +40,53 @@ from hyperstep.optim.core import (
 )
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.resolve import Update, value_and_complement
-from hyperstep.optim.rules import Values, deserialize_rule, get_rule
+from hyperstep.optim.rules import Rule, Values, deserialize_rule, get_rule
+
+#: Keras optimizer arguments StepOptimizer passes through (``weight_decay`` is a rule's).
+KERAS_ARGUMENTS = (
+    "clipnorm",
+    "clipvalue",
+    "global_clipnorm",
+    "use_ema",
+    "ema_momentum",
+    "ema_overwrite_frequency",
+    "loss_scale_factor",
+    "gradient_accumulation_steps",
+)
+
+
+def check_names(rule: Rule, owner: str, given: Mapping[str, Any]) -> None:
+    """Raise for a name in ``given`` that ``rule`` does not declare (naming the valid ones)."""
+    unknown = [key for key in given if key not in rule.hyperparameters]
+    if unknown:
+        shown = ", ".join(received(key, given[key]).removeprefix("Received: ") for key in unknown)
+        raise InvalidArgumentError(
+            f"`{owner}` got hyperparameters that rule {type(rule).__name__} does not declare: "
+            f"{unknown}. Valid ones: {list(rule.hyperparameters)}"
+            + (
+                f" (and the Keras arguments {list(KERAS_ARGUMENTS)})"
+                if owner == "StepOptimizer"
+                else ""
+            )
+            + f". Received: {shown}"
+        )
+
+
+def pick_clock(clock: Any, tables: list[Mapping[str, Any]], name: str) -> Any:
+    """``clock`` (checked), else the clock of the first Hyperparameter in ``tables``, else a
+    new :class:`~hyperstep.Clock` named ``name``."""
+    if clock is not None:
+        if not isinstance(clock, Clock):
+            raise InvalidTypeError(
+                f"`StepOptimizer(clock=...)` must be an `hs.Clock`. {received('clock', clock)}"
+            )
+        return clock
+    for table in tables:
+        for value in table.values():
+            if isinstance(value, Hyperparameter):
+                return value.clock
+    return Clock(name=name)
+
 
 #: names a rule's hyperparameters may not take (the optimizer's own arguments)
 _RESERVED = {"rule", "groups", "clock", "advance", "name", *KERAS_ARGUMENTS}
@@ -90,19 +128,12 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
             yes unless another optimizer already does (one advance per training step; see
             :class:`hyperstep.Clock` for the GAN pattern).
         name: The optimizer's name.
-        fused: Whether the :class:`~hyperstep.rules.AdamRule` and
-            :class:`~hyperstep.rules.AdamWRule` rules update through PyTorch's fused kernel on
-            torch (``torch._fused_adamw_``, one pass per tensor, per group; equal to the
-            rule to float32 rounding; see :mod:`hyperstep.backends.torch`; eager CPU
-            torch and ``torch.compile``), and
-            :class:`~hyperstep.rules.ScheduleFreeAdamWRule` takes its ``z`` and second-moment
-            step in one ``ResourceApplyAdam`` pass on TensorFlow
-            outside XLA (a scratch buffer per variable, not saved; equal to the rule to
-            float32 rounding; under XLA, which fuses the rule's own operations, the rule's
-            update). ``None`` (default): as ``True`` for the rules that promise no bitwise
-            equality with a Keras optimizer and whose kernel is faster
-            (``Rule.fuses_by_default``: :class:`~hyperstep.rules.ScheduleFreeAdamWRule`), as
-            ``False`` for the others. Elsewhere, and for other rules, the rule's own update.
+        fused: Whether a rule takes the backend's one-pass kernel where it has one
+            (:class:`~hyperstep.rules.AdamRule` and :class:`~hyperstep.rules.AdamWRule`:
+            PyTorch's fused Adam; :class:`~hyperstep.rules.ScheduleFreeAdamWRule`:
+            TensorFlow's ``ResourceApplyAdam`` outside XLA), equal to the rule to float32
+            rounding (docs/backends.md, "Fused updates"). ``None`` (default): as
+            ``Rule.fuses_by_default`` says (``True`` for ``ScheduleFreeAdamWRule``).
         **hyperparameters: Values of the rule's hyperparameters, plus Keras's
             ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``use_ema``,
             ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor`` and

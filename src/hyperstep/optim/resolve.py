@@ -10,10 +10,7 @@ An update reads the clock once and every value it uses from that one step::
 
 :class:`Update` holds the update in progress: the step, the one dict of its values and who
 owns it (a read from elsewhere, a logger reading ``opt.learning_rate`` while ``fit``
-traces, gets the current value instead); :meth:`Update.fixed` starts one and builds the
-dict, :meth:`Update.read` looks a value up (a group's entry first, the group passed),
-:meth:`Update.gate` orders the gradients after the values, and
-:func:`hyperstep.optim.core.apply_update` runs the three steps in order.
+traces, gets the current value instead).
 """
 
 from __future__ import annotations

@@ -114,18 +114,10 @@ class Rule:
 
     hyperparameters: ClassVar[Mapping[str, float]] = {}
     slots: tuple[str, ...] = ()
-    #: Name -> initial value of per-variable float32 scalars the rule keeps (a running
-    #: weight sum, a maximum seen); in ``slots`` beside the full-size ones.
     scalar_slots: ClassVar[Mapping[str, float]] = {}
-    #: The slots that start at the variable's value instead of zeros (schedule-free's z, x).
     copied_slots: tuple[str, ...] = ()
-    #: The slot holding the weights to evaluate (schedule-free's ``x``), swapped into the
-    #: variables by :func:`hyperstep.averaged_weights`; ``None`` for most rules.
     averaged_slot: ClassVar[str | None] = None
-    #: Scratch buffers for a one-pass kernel, created only where ``StepOptimizer`` fuses and
-    #: the backend has it (schedule-free AdamW's scratch first moment on TensorFlow).
     fused_slots: ClassVar[tuple[str, ...]] = ()
-    #: Whether ``StepOptimizer(fused=None)`` fuses this rule (see ``fused_slots``).
     fuses_by_default: ClassVar[bool] = False
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:

@@ -156,13 +156,10 @@ class ScheduleFreeAdamWRule(_ScheduleFree):
     ``y = beta_1 * x + (1 - beta_1) * z`` as in the module docstring. There is no first
     moment: ``beta_1`` is the interpolation between ``x`` and ``z``.
 
-    Slots: ``z``, ``velocity``, ``x``; scalar slots ``weight_sum``, ``lr_max``. On
-    TensorFlow outside XLA, by default (``StepOptimizer(fused=None)``, see
-    ``fuses_by_default``), the ``velocity`` and ``z`` steps are one ``ResourceApplyAdam``
-    pass (first moment off) with a scratch buffer ``adam_scratch`` (not saved): fewer
-    operations for TensorFlow's executor, equal to the rule's operations to float32
-    rounding. Under XLA, which fuses the rule's own operations already, the kernel would
-    cost three passes more (the scratch's read and write), so the operations run there.
+    Slots: ``z``, ``velocity``, ``x``; scalar slots ``weight_sum``, ``lr_max``. By default
+    (``fuses_by_default``), on TensorFlow outside XLA the ``velocity`` and ``z`` steps are
+    one ``ResourceApplyAdam`` pass with a scratch buffer ``adam_scratch`` (not saved), equal
+    to the rule's operations to float32 rounding.
 
     Args:
         memory_efficient: Drop the ``x`` slot (``schedulefree.AdamWScheduleFree``'s form):

@@ -1,49 +1,14 @@
 """``hs.scheduled``: any numeric hyperparameter of any Keras optimizer on a schedule.
 
-``hs.scheduled(keras.optimizers.AdamW(), learning_rate=..., beta_1=..., weight_decay=...)``
-returns an optimizer of a subclass of ``AdamW`` (created once per class, registered for
-Keras serialization as ``hyperstep>ScheduledAdamW``) whose numeric hyperparameters are
-properties reading :class:`~hyperstep.Hyperparameter` variables at every update, so
-schedules, overrides and controllers change them without retracing.
-
-Inside ``apply``:
-
-1. the clock's step ``t`` is read once (as float32, like every schedule reads it);
-2. every hyperparameter Keras reads is evaluated at ``t`` into one dict; Keras's own
-   update runs, each attribute read a lookup in that dict (:meth:`ScheduledOptimizer.resolve`);
-3. the clock advances to ``t + 1`` if this optimizer owns it (see :class:`hyperstep.Clock`).
-
-These steps, group binding and the config format are ``hs.StepOptimizer``'s code too
-(:mod:`hyperstep.optim.core`, :mod:`hyperstep.optim.resolve`).
-
-Keras's ``iterations`` keeps counting this optimizer's own updates (Adam's bias correction
-uses it). Every update is Keras's own code, with the values reaching it as Keras's own
-would (on TensorFlow as :class:`~hyperstep.backends.tensorflow.ExactScalar`, which rounds like a
-Python float; on JAX a constant as :class:`~hyperstep.backends.static.StaticScalar`, whose
-arithmetic with numbers rounds like its Python float; on eager torch as Python floats), so
-the weights are bitwise those of the plain optimizer whose values are set before each step
-(under ``torch.compile`` too: :mod:`hyperstep.backends.keras_forms` decides each form).
-``fused=True`` opts into TensorFlow's one-pass updates
-(:mod:`hyperstep.backends.tensorflow`) and PyTorch's fused Adam kernel
-(:mod:`hyperstep.backends.torch`): faster, and equal to Keras's updates to float32 rounding.
-
-Reading ``opt.beta_1`` outside ``apply`` gives the current effective value (eagerly, a
-variable whose ``assign`` is the attribute assignment). Assigning to the attribute follows
-Keras: a schedule (hyperstep's, Keras's or an expression) replaces the hyperparameter's
-schedule and clears its override; a number rescales it (:meth:`Hyperparameter.assign`:
-``scale *= x / current``), so the value is ``x`` now and the schedule keeps running. That is
-what Keras's ``ReduceLROnPlateau`` (each reduction multiplies the schedule: the same trace as
-``hs.ReduceOnPlateau(..., compat="keras")``) and ``LearningRateScheduler`` (its value at each
-epoch's start, the schedule's shape within the epoch) do. ``Hyperparameter.set`` instead
-fixes the value until ``clear``. Keras's own ``learning_rate`` variable stays in
-``opt.variables`` but is no longer read. A callable learning rate given to the wrapped
-optimizer stays Keras's (called at each update; not in ``opt.hyperparameters``).
-
-Saving: the clock and the hyperparameters are saved with the optimizer (``.keras``,
-``save_weights``, ``tf.train.Checkpoint``; details per backend in docs/backends.md,
-"Saving"). The config is Keras's plus the format both hyperstep optimizers share
-(:func:`hyperstep.optim.core.hyperparameters_config`); ``from_config`` gives a new clock
-(sharing is not in a config).
+``hs.scheduled(keras.optimizers.AdamW(), learning_rate=..., beta_1=...)`` returns an
+optimizer of a subclass of ``AdamW`` whose numeric hyperparameters are properties reading
+:class:`~hyperstep.Hyperparameter` variables, so schedules, overrides and controllers change
+them without retracing. An update reads the step once, evaluates every hyperparameter Keras
+reads into one dict (:mod:`hyperstep.optim.resolve`), runs Keras's own update with each
+value in the form :mod:`hyperstep.backends.keras_forms` decides, and advances the clock
+(:mod:`hyperstep.optim.core`, shared with ``hs.StepOptimizer``). Assigning an attribute
+rescales the schedule (docs/runtime.md, "Assigning an attribute"); what is saved:
+docs/backends.md, "Saving".
 """
 
 from __future__ import annotations
@@ -206,17 +171,10 @@ def scheduled(
         groups: :class:`~hyperstep.Group` objects giving sets of variables their own
             hyperparameters (``opt.hyperparameters["group/name"]``); checked when the
             optimizer is built (a pattern matching nothing, a variable matched twice).
-        fused: Whether TensorFlow updates take one-pass kernels (Adam and AdamW through
-            ``ResourceApplyAdam``, SGD with momentum through
-            ``ResourceApplyKerasMomentum``, RMSprop with momentum through
-            ``ResourceApplyRMSProp``, decoupled weight decay as one multiply): faster, but
-            ``1 - beta`` is rounded in float32 (up to ~1e-5 relative per step). By
-            default (``False``) every update is Keras's own code: bitwise the plain
-            optimizer with the same values set before each step. On torch, Adam and
-            AdamW take PyTorch's fused kernel (``torch._fused_adamw_``, one pass per
-            tensor; equal to Keras's update to float32 rounding; see
-            :mod:`hyperstep.backends.torch`); other optimizers run Keras's code. No effect
-            on JAX (XLA fuses Keras's update already).
+        fused: Whether TensorFlow's and torch's updates take the backend's one-pass
+            kernels (docs/backends.md, "Fused updates"): faster, equal to Keras's update to
+            float32 rounding. By default (``False``) every update is Keras's own code:
+            bitwise the plain optimizer with the same values set before each step.
         **hyperparameters: ``name=value``, each value a number, a hyperstep schedule or
             an expression string, or a Keras ``LearningRateSchedule`` (evaluated by its
             own code; ``hs.schedules.from_keras`` converts the built-in ones to hyperstep's

@@ -36,7 +36,7 @@ if not NUMPY:
     _Base = keras.optimizers.schedules.LearningRateSchedule
 
 PACKAGE = "hyperstep"
-#: the deepest nesting of schedules a config may hold (``hs.parse``'s limit)
+#: the deepest nesting of schedules a config or an expression (``hs.parse``) may hold
 MAX_DEPTH = 100
 Number = int | float
 ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an expression string

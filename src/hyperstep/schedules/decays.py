@@ -4,7 +4,7 @@
 ``exponential = start * rate ** ((step - begin) / every)``,
 ``inverse_time = start / (1 + rate * step / every)`` and
 ``polynomial = end + (start - end) * (1 - s / steps) ** power``, each with the compat
-arguments in :mod:`hyperstep.schedules.families`, which re-exports them.
+arguments of the table in :mod:`hyperstep.schedules.families`.
 """
 
 from __future__ import annotations

@@ -21,12 +21,6 @@ polynomial cycle   off (clamped at ``end``)             ``cycle=True``: Keras's 
 Fractions such as ``1 - step / steps`` are computed as ``(steps - step) / steps``, exact
 for integer steps, and ``(1 + cos(pi * t)) / 2`` as ``sin(pi / 2 * (1 - t)) ** 2``, so
 values stay accurate to float32 rounding right up to the end of a decay.
-
-The other families live in their own modules: ``linear``, ``exponential``, ``inverse_time``
-and ``polynomial`` in :mod:`hyperstep.schedules.decays`, ``cyclic`` and ``one_cycle`` in
-:mod:`hyperstep.schedules.cycles`, ``wsd`` and ``inverse_sqrt`` in
-:mod:`hyperstep.schedules.wsd`; the argument checks in :mod:`hyperstep.schedules.checks`
-and the float32-exact ops in :mod:`hyperstep.schedules.exact`.
 """
 
 from __future__ import annotations

@@ -45,8 +45,6 @@ NAMES: dict[str, dict[str, Any]] = {
         "num_cycles": 0.5,
     },
 }
-#: names that need ``num_training_steps``
-_NEED_TOTAL = frozenset(NAMES) - {"constant", "constant_with_warmup", "inverse_sqrt"}
 _NOT_PURE = {"reduce_lr_on_plateau": "hs.ReduceOnPlateau", "greedy": "hs.ReduceOnPlateau"}
 
 

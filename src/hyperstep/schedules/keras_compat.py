@@ -1,33 +1,12 @@
 """Keras schedules as hyperstep schedules: :func:`from_keras` and :class:`KerasSchedule`.
 
-Each of Keras's six built-in schedules converts into a hyperstep schedule that gives
-Keras's own float32 value, bit for bit, at every step, on every backend (eagerly as Keras
-eagerly, traced as Keras traced):
-
-==============================================  ==========================================
-Keras                                           hyperstep
-==============================================  ==========================================
-``ExponentialDecay(lr0, ds, rate, staircase)``  ``exponential_decay(lr0, ds, rate,
-                                                staircase)``
-``PiecewiseConstantDecay(boundaries, values)``  ``piecewise(boundaries, values,
-                                                inclusive=True)``
-``PolynomialDecay(lr0, ds, end, power, cycle)``  ``polynomial_decay(lr0, ds, end, power,
-                                                cycle)``
-``InverseTimeDecay(lr0, ds, rate, staircase)``  ``inverse_time(lr0, rate, every=ds,
-                                                staircase)``
-``CosineDecay(lr0, ds, alpha, warmup_target,    ``cosine_decay(lr0, ds, alpha,
-warmup_steps)``                                 warmup_target, warmup_steps)``
-``CosineDecayRestarts(lr0, F, t_mul, m_mul,     ``cosine_decay_restarts(lr0, F, t_mul,
-alpha)``                                        m_mul, alpha)``
-==============================================  ==========================================
-
-``piecewise`` and ``inverse_time`` already compute Keras's float32 operations; the four
-``*_decay`` words (:mod:`hyperstep.schedules.keras_formulas`) repeat Keras's operation
-order, where the vocabulary's ``exponential``, ``polynomial``, ``cosine`` and
-``cosine_restarts`` are a few ulp more accurate. Any other Keras ``LearningRateSchedule``
-(including subclasses of the built-ins, which may override ``__call__``, and built-ins
-whose arguments Keras computes in another dtype, such as an integer learning rate) is
-wrapped in a :class:`KerasSchedule`, which calls it.
+Each of Keras's six built-in schedules converts (:data:`_CONVERTERS`, one row each) into a
+hyperstep schedule that gives Keras's own float32 value, bit for bit, at every step, on
+every backend: ``piecewise(..., inclusive=True)``, ``inverse_time`` and the four words of
+:mod:`hyperstep.schedules.keras_formulas` (docs/schedules.md, "Porting bitwise"). Any
+other Keras ``LearningRateSchedule`` (a subclass of a built-in, which may override
+``__call__``, or a built-in whose arguments Keras computes in another dtype, such as an
+integer learning rate) is wrapped in a :class:`KerasSchedule`, which calls it.
 """
 
 from __future__ import annotations
@@ -117,7 +96,7 @@ def from_keras(schedule: Any) -> Schedule:
     """Return a hyperstep schedule equal to a Keras ``LearningRateSchedule``.
 
     The six Keras built-ins convert into hyperstep schedules bitwise equal to Keras's
-    own float32 values (see the module table); a hyperstep schedule is returned unchanged;
+    own float32 values (see the module); a hyperstep schedule is returned unchanged;
     any other Keras schedule is wrapped in :class:`KerasSchedule`.
 
     Args:

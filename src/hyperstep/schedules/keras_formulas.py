@@ -7,11 +7,9 @@ of ``keras/src/optimizers/schedules/learning_rate_schedule.py``, in its order, s
 give Keras's own float32 value, bit for bit, at every step and on every backend: eagerly
 against Keras eagerly, and inside a traced step against Keras traced the same way (a graph
 compiler rewrites both alike, e.g. TensorFlow's ``x / c`` into ``x * (1 / c)``).
-:func:`hyperstep.schedules.from_keras` converts those four Keras classes into them.
-
-The vocabulary words ``exponential``, ``polynomial``, ``cosine`` and ``cosine_restarts``
-compute the same functions more accurately (a few float32 ulp apart): use them for new
-code, and these where a port must reproduce a Keras run bit for bit.
+:func:`hyperstep.schedules.from_keras` converts those four Keras classes into them; the
+vocabulary's ``exponential``, ``polynomial``, ``cosine`` and ``cosine_restarts`` are a few
+ulp more accurate (docs/schedules.md, "Porting bitwise").
 """
 
 from __future__ import annotations
@@ -28,11 +26,6 @@ from hyperstep.schedules.checks import check_flag, check_float32, check_steps
 def as_float32(value: float) -> Any:
     """``ops.cast(value, "float32")``: a float32 constant, as Keras casts its arguments."""
     return ops.cast(value, "float32")
-
-
-def _check_steps(owner: str, name: str, value: Any) -> int | float:
-    """A positive number of steps inside float32's normal range (Keras divides by it)."""
-    return check_steps(owner, name, value)
 
 
 @register
@@ -70,7 +63,7 @@ class ExponentialDecay(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.decay_steps = _check_steps(owner, "decay_steps", decay_steps)
+        self.decay_steps = check_steps(owner, "decay_steps", decay_steps)
         self.decay_rate = check_float32(owner, "decay_rate", decay_rate)
         self.staircase = check_flag(owner, "staircase", staircase)
 
@@ -130,7 +123,7 @@ class PolynomialDecay(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.decay_steps = _check_steps(owner, "decay_steps", decay_steps)
+        self.decay_steps = check_steps(owner, "decay_steps", decay_steps)
         self.end_learning_rate = check_float32(owner, "end_learning_rate", end_learning_rate)
         self.power = check_float32(owner, "power", power)
         self.cycle = check_flag(owner, "cycle", cycle)
@@ -201,7 +194,7 @@ class CosineDecay(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.decay_steps = _check_steps(owner, "decay_steps", decay_steps)
+        self.decay_steps = check_steps(owner, "decay_steps", decay_steps)
         self.alpha = check_float32(owner, "alpha", alpha)
         self.warmup_target = (
             None if warmup_target is None else check_float32(owner, "warmup_target", warmup_target)
@@ -297,7 +290,7 @@ class CosineDecayRestarts(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.first_decay_steps = _check_steps(owner, "first_decay_steps", first_decay_steps)
+        self.first_decay_steps = check_steps(owner, "first_decay_steps", first_decay_steps)
         self.t_mul = check_float32(owner, "t_mul", t_mul)
         self.m_mul = check_float32(owner, "m_mul", m_mul)
         self.alpha = check_float32(owner, "alpha", alpha)

@@ -34,9 +34,15 @@ import ast
 from collections.abc import Mapping
 
 from hyperstep.errors import ScheduleSyntaxError
-from hyperstep.schedules.base import FLOAT32_MAX, READERS, Schedule, check_positive_int
+from hyperstep.schedules.base import (
+    FLOAT32_MAX,
+    MAX_DEPTH,
+    READERS,
+    Schedule,
+    check_positive_int,
+)
 from hyperstep.schedules.expressions import bind_epochs, folded, uses_epoch
-from hyperstep.schedules.parse_names import MAX_DEPTH, MAX_LENGTH
+from hyperstep.schedules.parse_names import MAX_LENGTH
 from hyperstep.schedules.parse_names import vocabulary as vocabulary
 from hyperstep.schedules.parse_reader import Reader
 

@@ -12,19 +12,13 @@ import ast
 import difflib
 import inspect
 import math
-import operator
-from collections.abc import Callable
 from typing import Any
 
 from hyperstep.schedules.base import CLASSES, Schedule, format_value
-from hyperstep.schedules.expressions import BinaryOp, Constant, Negate
+from hyperstep.schedules.expressions import BinaryOp, Constant, Negate, folded
 
 #: the longest expression accepted, in characters
 MAX_LENGTH = 10_000
-
-
-#: the deepest nesting of the syntax tree accepted
-MAX_DEPTH = 100
 
 
 NAMES = ("step", "epoch", "total", "progress", "pi", "e")
@@ -59,17 +53,6 @@ COMPARE: dict[type, str] = {
     ast.GtE: ">=",
     ast.Eq: "==",
     ast.NotEq: "!=",
-}
-
-
-_FOLD: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add,
-    "-": operator.sub,
-    "*": operator.mul,
-    "/": operator.truediv,
-    "//": operator.floordiv,
-    "%": operator.mod,
-    "**": operator.pow,
 }
 
 
@@ -143,23 +126,20 @@ def is_number(value: Any) -> bool:
 
 
 def fold(node: Schedule) -> int | float | None:
-    """Return the number a tree of constants and ``+ - * / **`` computes, or None."""
-    if isinstance(node, Constant):
-        return node.value_
+    """Return the number a tree of constants and ``+ - * / // % **`` computes (as the nodes
+    fold it, :func:`~hyperstep.schedules.expressions.folded`), whole numbers as ``int`` but
+    for a quotient; None for any other tree."""
     if isinstance(node, Negate):
         inner = fold(node.operand)
         return None if inner is None else -inner
-    if isinstance(node, BinaryOp) and node.op in _FOLD:
-        left, right = fold(node.left), fold(node.right)
-        if left is None or right is None:
-            return None
-        try:
-            result = _FOLD[node.op](float(left), float(right))
-        except (ArithmeticError, ValueError):
-            return None
-        if isinstance(result, complex):
-            return None
-        if node.op != "/" and result.is_integer() and abs(result) < 2**53:
-            return int(result)
-        return result
-    return None
+    if not isinstance(node, BinaryOp):
+        return node.value_ if isinstance(node, Constant) else None
+    if node.op not in _ARITHMETIC or fold(node.left) is None or fold(node.right) is None:
+        return None
+    number = folded(node)
+    if number is not None and node.op != "/" and number.is_integer() and abs(number) < 2**53:
+        return int(number)
+    return number
+
+
+_ARITHMETIC = ("+", "-", "*", "/", "//", "%", "**")

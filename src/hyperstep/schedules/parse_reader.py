@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hyperstep.errors import ScheduleSyntaxError
-from hyperstep.schedules.base import Schedule
+from hyperstep.schedules.base import MAX_DEPTH, Schedule
 from hyperstep.schedules.expressions import (
     FUNCTIONS,
     BinaryOp,
@@ -29,7 +29,6 @@ from hyperstep.schedules.expressions import (
 from hyperstep.schedules.parse_names import (
     BINOPS,
     COMPARE,
-    MAX_DEPTH,
     NAMES,
     NUMBERS,
     REFUSED,

@@ -35,30 +35,18 @@ DECAY_TYPES = ("linear", "cosine", "1-sqrt", "exponential", "minus_sqrt")
 
 
 def decay_factor(shape: str, done: Any, steps: float, cycles: float = 0.5) -> Any:
-    """The factor of a decay from 1 to 0 after ``done`` of ``steps`` steps (``p = done / steps``).
-
-    ``linear: 1 - p``, ``cosine: (1 + cos(2 pi cycles p)) / 2``, ``1-sqrt`` and
-    ``minus_sqrt: 1 - sqrt(p)``, ``exponential: 2 * 0.5 ** p - 1`` (Megatron). ``done`` is a
-    float32 tensor in ``[0, steps]``; ``1 - p`` is computed as ``(steps - done) / steps``,
-    exact for integer steps.
+    """The factor of a decay from 1 to 0 after ``done`` of ``steps`` steps: the shape of
+    :func:`cooled_value` from 1 to 0, or for ``cosine`` with other ``cycles``
+    ``(1 + cos(2 pi cycles p)) / 2``, ``p = done / steps``.
 
     Example:
         >>> [round(float(v), 4) for v in decay_factor("1-sqrt", ops.convert_to_tensor(
         ...     [0.0, 25.0, 100.0]), 100)]
         [1.0, 0.5, 0.0]
     """
-    left = (steps - done) / steps
-    if shape == "linear":
-        return left
-    if shape == "cosine":
-        if cycles == 0.5:
-            return cosine_weight(left)
+    if shape == "cosine" and cycles != 0.5:
         return ops.square(ops.cos(math.pi * cycles * (done / steps)))
-    if shape in ("1-sqrt", "minus_sqrt"):
-        return 1.0 - ops.sqrt(done / steps)
-    if shape == "exponential":
-        return 2.0 * ops.power(0.5, done / steps) - 1.0
-    raise ValueError(f"unknown decay shape {shape!r}")  # pragma: no cover - validated before
+    return cooled_value(1.0, 0.0, done, steps, shape)
 
 
 def _warmup_factor(shape: str, step: Any, steps: float) -> Any:
@@ -239,15 +227,11 @@ class Cooldown(Schedule):
     """A cooldown from ``value`` at step ``start`` to ``end`` in ``steps`` steps.
 
     ``value(step) = end + (value - end) * f(clip(step - start, 0, steps) / steps)`` with ``f``
-    the decay factor of ``shape`` (see :class:`WarmupStableDecay`; written as in
-    :func:`cooled_value`): ``value`` up to ``start``, ``end`` from ``start + steps`` on.
-    Computed in float64 and rounded to float32 once, as :class:`hyperstep.Cooldown` computes
-    a started cooldown, so this schedule is, at every step and on every read path (eager, a
-    traced step, a vector of steps), the value a hyperparameter had while cooling from
-    ``value`` (its value at ``start``): :meth:`hyperstep.Remote.replay` writes a journaled
-    ``cooldown`` command as one. (On JAX without x64 it computes in float32, and a jitted
-    step may fuse ``end + c * f`` into one multiply-add: jitted and eager values may differ
-    in the last bit where ``end`` is not 0, as for any float32 formula there.)
+    the decay shape (:func:`cooled_value`): ``value`` up to ``start``, ``end`` from
+    ``start + steps`` on. At every step and on every read path it is the value a
+    hyperparameter had while :class:`hyperstep.Cooldown` cooled it from ``value`` (its value
+    at ``start``): :meth:`hyperstep.Remote.replay` writes a journaled ``cooldown`` command
+    as one.
 
     Args:
         value: The value at ``start`` (and before it).
