@@ -297,8 +297,11 @@ def meaning(
             name: effective(hyperparameters[name], text, step, command.get("from_now", False))
             for name, text in command["values"].items()
         }
+        from hyperstep.control.value_forms import read_clock
+
         for name in filter(is_rate, found):  # a learning rate's value checked first
-            value = _number(found[name](step)) * _number(hyperparameters[name].scale)
+            hp = hyperparameters[name]  # its `total`: the live run's
+            value = _number(read_clock(found[name], hp.clock)(step)) * _number(hp.scale)
             check_rate(command, name, float(value), command["values"][name], step)
     elif verb == "cooldown":
         cooldowns = {n: cooldown_at(hyperparameters[n], command) for n in command["names"]}
