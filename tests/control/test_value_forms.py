@@ -29,6 +29,7 @@ from hyperstep.control.value_forms import (
     host_values,
 )
 from hyperstep.errors import InvalidArgumentError
+from hyperstep.schedules.keras_compat import KerasSchedule
 from hyperstep.schedules.language import parse
 from hyperstep.schedules.wsd import DECAY_TYPES
 
@@ -423,6 +424,28 @@ def test_host_values_give_a_constant_piece_its_python_number() -> None:
     assert got[9:].tolist() == [0.7] * 3
     ramp = np.asarray(parse("0.5 + step / 10")(steps[5:9]))
     assert got[5:9].tolist() == ramp.astype(np.float64).tolist()  # the float32 values
+
+
+@EVERY_BACKEND
+def test_a_keras_piecewise_schedule_trains_under_scheduled_as_under_keras() -> None:
+    # a wrapped Keras schedule has no host table (PiecewiseConstantDecay refuses a vector of
+    # steps on torch): fit gives Keras's own weights
+    schedule = keras.optimizers.schedules.PiecewiseConstantDecay([2, 4], [0.1, 0.05, 0.01])
+    assert host_values(KerasSchedule(schedule), np.arange(4, dtype="float32")) is None
+    x = np.linspace(-1, 1, 24, dtype="float32").reshape(8, 3)
+    y = x.sum(axis=1, keepdims=True)
+    weights = []
+    for optimizer in (
+        keras.optimizers.SGD(learning_rate=schedule),
+        hs.scheduled(keras.optimizers.SGD(learning_rate=schedule)),
+    ):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.compile(optimizer, "mse")
+        model.fit(x, y, batch_size=2, epochs=2, shuffle=False, verbose=0)
+        weights.append([np.asarray(w) for w in model.get_weights()])
+    for ours, theirs in zip(weights[1], weights[0], strict=True):
+        np.testing.assert_array_equal(ours, theirs)
 
 
 def test_host_float_gives_a_where_piece_the_constant_python_number() -> None:

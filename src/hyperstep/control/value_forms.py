@@ -45,6 +45,7 @@ from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.checks import check_choice
 from hyperstep.schedules.exact import exact_maximum, exact_minimum
 from hyperstep.schedules.expressions import BinaryOp, Constant, Epoch, Function, Total
+from hyperstep.schedules.keras_compat import KerasSchedule
 from hyperstep.schedules.wsd import DECAY_TYPES, cooled_value
 
 __all__ = [
@@ -317,6 +318,8 @@ def host_values(schedule: Schedule, steps: Any) -> Any:
     steps' shape (a wrapped Keras schedule)."""
     if isinstance(schedule, Constant):
         return np.full(steps.shape, float(schedule.value_))
+    if wraps_keras(schedule):  # a Keras schedule may refuse a vector of steps
+        return None
     if isinstance(schedule, Function) and schedule.name == "where" and schedule._fold is None:
         condition, when, otherwise = schedule.args
         chosen = np.asarray(ops.convert_to_numpy(condition(steps)))
@@ -328,6 +331,11 @@ def host_values(schedule: Schedule, steps: Any) -> Any:
     if values.dtype != np.float32 or values.shape != steps.shape:
         return None
     return values.astype("float64")
+
+
+def wraps_keras(schedule: Schedule) -> bool:
+    """Whether ``schedule`` holds a wrapped Keras schedule (:class:`KerasSchedule`)."""
+    return isinstance(schedule, KerasSchedule) or any(map(wraps_keras, schedule.children()))
 
 
 class ClockEpoch(Schedule):
