@@ -29,6 +29,7 @@ from hyperstep.control.reading import (
     savers_before,
 )
 from hyperstep.errors import BackendError, InvalidArgumentError, received
+from hyperstep.schedules.base import check_positive_int
 
 __all__ = [
     "LogHyperparameters",
@@ -138,11 +139,7 @@ class LogHyperparameters(keras.callbacks.Callback):
             )
         self.include, self.fields = include, fields
         self._all = self.hyperparameters
-        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-            raise InvalidArgumentError(
-                f"`LogHyperparameters(every=...)` must be a positive integer (write a row every "
-                f"`every` batches). {received('every', every)}"
-            )
+        every = check_positive_int("LogHyperparameters", "every", every)
         if log_dir is not None:
             require_tensorflow("LogHyperparameters(log_dir=...) (TensorBoard summaries)")
             if importlib.util.find_spec("tensorboard") is None:

@@ -20,6 +20,7 @@ import keras
 
 from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules.base import check_positive_int
 from hyperstep.tune.replay import flatten
 
 #: what the config value of a hyperparameter writes: its override or its scale
@@ -93,16 +94,7 @@ def trainable(
         (2, 0.05000000074505806)
     """
     tune = _import_tune()
-    if isinstance(epochs_per_report, bool) or not isinstance(epochs_per_report, int):
-        raise InvalidTypeError(
-            f"`trainable(epochs_per_report=...)` must be a positive integer. "
-            f"{received('epochs_per_report', epochs_per_report)}"
-        )
-    if epochs_per_report < 1:
-        raise InvalidArgumentError(
-            f"`trainable(epochs_per_report=...)` must be a positive integer. "
-            f"{received('epochs_per_report', epochs_per_report)}"
-        )
+    epochs_per_report = check_positive_int("trainable", "epochs_per_report", epochs_per_report)
     if apply not in APPLY_MODES:
         raise InvalidArgumentError(
             f"`trainable(apply=...)` must be one of {list(APPLY_MODES)}: 'override' replaces "
