@@ -18,6 +18,7 @@ from typing import Any
 
 import keras
 
+from hyperstep.control.reading import read_all
 from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import check_positive_int
@@ -224,7 +225,7 @@ class Member:
     def train(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """Apply ``config``, fit one report period and return the report."""
         self.apply(config)
-        values = {name: _number(hp.value) for name, hp in self.hyperparameters.items()}
+        values = read_all(self.hyperparameters)
         arguments = dict(self._fit_arguments())
         callbacks = [*self.callbacks, *arguments.pop("callbacks", [])]
         arguments.setdefault("verbose", 0)
@@ -281,10 +282,6 @@ class Member:
         with open(os.path.join(directory, _META)) as f:
             meta = json.load(f)
         self.epoch, self.applied = int(meta["epoch"]), dict(meta["applied"])
-
-
-def _number(tensor: Any) -> float:
-    return float(keras.ops.convert_to_numpy(tensor))
 
 
 def _import_tune() -> Any:
