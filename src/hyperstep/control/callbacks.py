@@ -30,6 +30,7 @@ from hyperstep.control.reading import (
 )
 from hyperstep.errors import BackendError, InvalidArgumentError, received
 from hyperstep.schedules.base import check_positive_int
+from hyperstep.schedules.checks import check_choice
 
 __all__ = [
     "LogHyperparameters",
@@ -126,11 +127,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         if include is None:
             given = wrapped.hyperstep_optimizer(hyperparameters)
             include = "moving" if hasattr(given, "hyperparameters") else "all"
-        if include not in ("moving", "all"):
-            raise InvalidArgumentError(
-                f"`LogHyperparameters(include=...)` must be 'moving' or 'all'. "
-                f"{received('include', include)}"
-            )
+        check_choice("LogHyperparameters", "include", include, ("moving", "all"))
         fields = tuple(fields) if isinstance(fields, (tuple, list)) else (fields,)
         if not fields or fields[0] != "value" or not set(fields) <= set(FIELDS):
             raise InvalidArgumentError(

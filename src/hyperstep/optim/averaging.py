@@ -28,6 +28,7 @@ from hyperstep.optim.average_exchange import (
     given_values,
 )
 from hyperstep.schedules import combinators, decays, families
+from hyperstep.schedules.checks import check_choice
 from hyperstep.schedules.expressions import as_schedule
 
 __all__ = [
@@ -313,12 +314,8 @@ class AveragedWeights(keras.callbacks.Callback):
 
     def __init__(self, source: Any, at_end: str = "averaged") -> None:
         super().__init__()
-        if at_end not in ("averaged", "training"):
-            raise InvalidArgumentError(
-                "`AveragedWeights(at_end=...)` must be 'averaged' or 'training'. "
-                f"{received('at_end', at_end)}"
-            )
-        self.source, self.at_end = source, at_end
+        self.source = source
+        self.at_end = check_choice("AveragedWeights", "at_end", at_end, ("averaged", "training"))
         self._moved = False
 
     def _to(self, averaged: bool, warn: bool = False) -> bool:
