@@ -271,11 +271,7 @@ def _check_swa_arguments(swa_lr: Any, start: Any, anneal_steps: Any, strategy: A
     """Refuse what ``torch.optim.swa_utils.SWALR`` refuses (``anneal_strategy`` not
     ``"cos"``/``"linear"``; ``anneal_epochs`` not an ``int`` or below 0), and a ``swa_lr``
     that is not a number or a ``start`` that is not an integer >= 0."""
-    if strategy not in ("cos", "linear"):
-        raise InvalidArgumentError(
-            "`swa_learning_rate(anneal_strategy=...)` must be 'cos' or 'linear'. "
-            f"{received('anneal_strategy', strategy)}"
-        )
+    check_choice("swa_learning_rate", "anneal_strategy", strategy, ("cos", "linear"))
     if not isinstance(anneal_steps, int) or anneal_steps < 0:  # torch's check (True is 1)
         raise InvalidArgumentError(
             "`swa_learning_rate(anneal_steps=...)` must be an integer >= 0 (as SWALR's "
