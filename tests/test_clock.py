@@ -1,6 +1,7 @@
 """Tests for hs.Clock: the step variable, epochs, saving and the stateless copy."""
 
 import json
+import re
 
 import keras
 import numpy as np
@@ -78,6 +79,27 @@ def test_begin_epoch_rejects_a_bad_index():
 def test_invalid_steps_per_epoch_is_rejected_at_construction(bad):
     with pytest.raises(ValueError, match=rf"steps_per_epoch.*Received: steps_per_epoch={bad}"):
         hs.Clock(steps_per_epoch=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, float("inf"), float("nan"), np.float64(-1.0)])
+def test_a_length_that_is_not_a_positive_integer_is_refused_naming_total(bad):
+    message = (
+        rf"`Clock\(total=...\)` must be a positive integer. Received: total={re.escape(repr(bad))}"
+    )
+    with pytest.raises(ValueError, match=message):
+        hs.Clock(total=bad)
+    clock = hs.Clock(total=10)
+    with pytest.raises(ValueError, match=message):
+        clock.total = bad
+    assert clock.total == 10 and int(clock.total_steps.numpy()) == 10  # left as it was
+
+
+@pytest.mark.parametrize("bad", ["100", True, [100]])
+def test_a_length_that_is_not_a_number_is_refused_naming_total(bad):
+    with pytest.raises(
+        TypeError, match=rf"positive integer. Received: total={re.escape(repr(bad))}"
+    ):
+        hs.Clock(total=bad)
 
 
 def test_steps_per_epoch_can_be_set_once():

@@ -245,3 +245,26 @@ def test_plateau_reduction_of_the_main_rate_reaches_a_relative_group(
     np.testing.assert_allclose(main, np.float32(found["schedule"]) * halved, rtol=1e-6)
     assert found["loaded_group"] == "10.0 * learning_rate"
     assert found["loaded_value"] == np.float32(10) * np.float32(0.02)
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+def test_float64_scope_gives_float64_ops_also_in_a_compiled_jax_step() -> None:
+    # the lengths of `total` rely on it: 0.9 * 1237 as Python folds it, on JAX without x64 too
+    import keras
+
+    from hyperstep.backends import float64_scope
+
+    def length(total: Any) -> Any:
+        with float64_scope():
+            nine_tenths = keras.ops.convert_to_tensor(0.9, "float64")
+            wide = keras.ops.multiply(keras.ops.cast(total, "float64"), nine_tenths)
+            return keras.ops.cast(wide, "float32"), keras.backend.standardize_dtype(wide.dtype)
+
+    value, dtype = length(np.int32(1237))
+    assert (float(value), dtype) == (float(np.float32(0.9 * 1237)), "float64")
+    assert float(np.float32(0.9) * np.float32(1237)) != float(np.float32(0.9 * 1237))
+    if keras.backend.backend() == "jax":
+        import jax
+
+        compiled = jax.jit(lambda t: length(t)[0])(np.int32(1237))
+        assert float(compiled) == float(np.float32(0.9 * 1237))

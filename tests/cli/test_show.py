@@ -53,6 +53,7 @@ def test_the_table_and_the_last_commands(tmp_path: Path, capsys) -> None:
         {
             "time": time.time(),
             "step": 120,
+            "total": 1000,
             "state": "training",
             "pid": 42,
             "applied": 3,
@@ -66,7 +67,7 @@ def test_the_table_and_the_last_commands(tmp_path: Path, capsys) -> None:
     protocol.append_journal(path, {"note": "not a command"})
     assert show.run(_parse(str(path), "--last", "2")) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith(f"{path}: step 120 (training, pid 42, status ")
+    assert lines[0].startswith(f"{path}: step 120 of 1000 (training, pid 42, status ")
     assert lines[0].endswith("s old), last command applied: 3")
     header, first, second = (line.split() for line in lines[1:4])
     assert header == ["name", "value", "schedule", "scale", "override"]
@@ -87,6 +88,10 @@ def test_the_table_and_the_last_commands(tmp_path: Path, capsys) -> None:
         "  #2 stop -> applied at step 20",
         "  #3 stop -> applied at step 30",
     ]
+    status = protocol.read_status(path)
+    protocol.write_status(path, {**status, "total": None})  # a run of unknown length
+    assert show.run(_parse(str(path))) == 0
+    assert capsys.readouterr().out.startswith(f"{path}: step 120 (training, pid 42, status ")
 
 
 def test_an_unsafe_or_missing_directory_is_refused(tmp_path: Path) -> None:

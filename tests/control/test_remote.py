@@ -114,7 +114,7 @@ def steer_and_replay(backend: str, tmp_path: Path) -> None:
 
     shown = cli("show", str(control))
     assert shown.returncode == 0, shown.stderr
-    assert "step 200 (ended" in shown.stdout
+    assert "step 200 of 200 (ended" in shown.stdout  # fit bound total: 200 steps
     assert f"#1 set learning_rate=0.0 -> applied at step {step}" in shown.stdout
     assert "learning_rate  0 " in shown.stdout
 

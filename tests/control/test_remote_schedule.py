@@ -498,3 +498,28 @@ def test_a_tf_checkpoint_of_an_armed_run_resumes_bitwise_with_its_command_applie
     assert [e["applied"] for e in entries if e.get("event") == "begin"] == [0, 1]
     assert not np.array_equal(uninterrupted, unsteered)  # the command changed the run
     np.testing.assert_array_equal(resumed, uninterrupted)
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+def test_a_schedule_command_reads_the_live_run_s_total_as_the_number_written_by_hand(
+    tmp_path: Path,
+) -> None:
+    # fit runs 24 steps, so `total - 4` is 20: the run steered with `total` trains, update by
+    # update, as the run steered with the number, with no retrace; its replay follows `total`
+    import hyperstep as hs
+    from hyperstep.control.directory import read_status
+
+    given = {"learning_rate": "0.01"}
+    text = "warmup(cosine(0.02, steps=0.9 * (total - 4)), steps=total / 12)"
+    by_hand = f"warmup(cosine(0.02, steps={0.9 * 20!r}), steps={24 / 12!r})"
+    steered = {8: {"verb": "schedule", "values": {"learning_rate": text}}}
+    controlled, traces = _float64_run(given, steered, tmp_path / "total")
+    plan = {8: {"verb": "schedule", "values": {"learning_rate": by_hand}}}
+    written, written_traces = _float64_run(given, plan, tmp_path / "number")
+    np.testing.assert_array_equal(controlled, written)
+    assert traces == written_traces
+    assert read_status(tmp_path / "total")["total"] == 24
+    schedules = hs.Remote.replay(tmp_path / "total" / "journal.jsonl")
+    assert "total" in repr(schedules["learning_rate"])  # the run's length, read by the rerun
+    fresh, _ = _float64_run({**given, **schedules}, {}, None)
+    np.testing.assert_array_equal(controlled, fresh)

@@ -60,7 +60,7 @@ def test_blocked_names_the_op_and_its_fix() -> None:
     )  # fmt: skip
     assert codes(found) == [("w", "blocked")]
     finding = found[0][1]
-    assert "Round (op 'Round:0', created at model.py:7)" in finding.what
+    assert finding.what == "gradient blocked by Round (created at model.py:7)"
     assert "straight-through estimator" in finding.fix
     unknown = checks.check_blocked(
         facts([w], [op("Mystery", [1], [(2, True)], stops=True), op("sum", [2], [(99, True)])],
@@ -87,8 +87,8 @@ def test_zero_learning_rate_now_and_next_step() -> None:
         facts([], optimizer=sgd, learning_rates=[zero, warmup, override, group])
     )
     assert [f.path for _, f in found] == [zero.path, override.path, group.path]
-    assert found[0][1].what == "SGD's learning rate is 0 at step 3"
-    assert found[2][1].what == "group 'head' of SGD's learning rate is 0 at step 5"
+    assert found[0][1].what == "the learning rate of SGD is 0 at step 3"
+    assert found[2][1].what == "the learning rate of group 'head' of SGD is 0 at step 5"
     assert "hs.Group('head'" in found[2][1].fix
 
 

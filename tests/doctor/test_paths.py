@@ -30,8 +30,9 @@ def test_a_stopping_op_blocks_and_is_named() -> None:
     path = facts(ops, {"w": 1}).path("w")
     assert path.kind == "blocked"
     assert path.blockers == (OpFact("stop_gradient", "stop_gradient #[1]", "me.py:3"),)
+    assert path.blockers[0].describe() == "stop_gradient (created at me.py:3)"
     assert (
-        path.blockers[0].describe() == "stop_gradient (op 'stop_gradient #[1]', created at me.py:3)"
+        path.blockers[0].describe("ops.stop_gradient") == "ops.stop_gradient (created at me.py:3)"
     )
 
 

@@ -7,6 +7,7 @@ computes the lengths in Python (``0.9 * 1237``) and writes the text itself.
 from __future__ import annotations
 
 import json
+import math
 
 import keras
 import numpy as np
@@ -15,7 +16,6 @@ import pytest
 import hyperstep as hs
 from hyperstep.schedules import bind_total, cosine, progress, total, warmup
 from hyperstep.schedules.base import Schedule
-from hyperstep.schedules.expressions import Total
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 
@@ -57,15 +57,24 @@ CASES = {
     "where(step < floor(0.3 * total), 1.0, 0.5)": lambda n: (
         f"where(step < {float(int(0.3 * n))!r}, 1.0, 0.5)"
     ),
+    "piecewise([0.3 * total, total / 2, total - 100], [1.0, 0.5, 0.1, 0.01])": lambda n: (
+        f"piecewise([{0.3 * n!r}, {n / 2!r}, {n - 100}], [1.0, 0.5, 0.1, 0.01])"
+    ),
+    "piecewise([100, total / 2], [1.0, 0.5, 0.1], inclusive=True)": lambda n: (
+        f"piecewise([100, {n / 2!r}], [1.0, 0.5, 0.1], inclusive=True)"
+    ),
+    "join([warmup(1.0, steps=50), cosine(1.0, steps=0.7 * total)], [0.3 * total])": lambda n: (
+        f"join([warmup(1.0, steps=50), cosine(1.0, steps={0.7 * n!r})], [{0.3 * n!r}])"
+    ),
+    "join([1.0, linear(1.0, 0.0, steps=total / 2), 0.0], [total / 4, 3 * total / 4])": lambda n: (
+        f"join([1.0, linear(1.0, 0.0, steps={n / 2!r}), 0.0], [{n / 4!r}, {3 * n / 4!r}])"
+    ),
 }
-#: the lengths JAX without x64 computes exactly: float32 numbers and one rounded operation
-#: (rounding twice, to float64 then float32, is innocuous for one + - * /); there a
-#: product by a number float32 cannot hold, such as ``0.9 * total``, rounds in float32
-FLOAT32_EXACT = [
-    "warmup(cosine(1e-3, steps=9 * total / 10), steps=total / 10)",
-    "cosine(3e-4, steps=total, end=3e-5)",
-    "1e-3 * (1 - progress) ** 2",
-    "linear(1.0, 0.1, steps=total - 200)",
+#: the words whose compiled value XLA keeps bitwise in float32 (JAX without x64), where it
+#: fuses the other words' float32 operations (a word written with a number included)
+FLOAT32_COMPILED = [
+    "piecewise([0.3 * total, total / 2, total - 100], [1.0, 0.5, 0.1, 0.01])",
+    "piecewise([100, total / 2], [1.0, 0.5, 0.1], inclusive=True)",
 ]
 TOTALS = [1000, 1237, 98765]
 
@@ -82,15 +91,21 @@ def _bits(values) -> np.ndarray:
 
 def _steps(n: int) -> np.ndarray:
     grid = np.linspace(0, 1.3 * n, 300).astype(np.int64)
-    edges = [0, 1, n // 10 - 1, n // 10, n // 10 + 1, n - 1, n, n + 1, 10 * n]
+    edges = [0, 1, n - 101, n - 100, n - 99, n - 1, n, n + 1, 10 * n]
+    edges += [int(f * n) + d for f in (0.1, 0.25, 0.3, 0.5, 0.75) for d in (-1, 0, 1, 2)]
     return np.unique(np.concatenate([np.arange(40), grid, edges])).astype(np.float32)
 
 
 @pytest.mark.parametrize("n", TOTALS)
 @pytest.mark.parametrize("text", list(CASES))
-def test_a_length_bound_to_n_is_the_schedule_written_with_n_bit_for_bit(text, n) -> None:
-    if not _wide_is_float64() and text not in FLOAT32_EXACT:
-        pytest.skip("JAX without x64 rounds a product of total in float32 (see docs)")
+def test_a_length_bound_to_n_is_the_schedule_written_with_n_bit_for_bit(text, n, request) -> None:
+    if not _wide_is_float64() and text.startswith("wsd"):  # an open bug, run to show it
+        reason = (
+            "JAX without x64: wsd's decay (cooled_value) forms 1 / decay and pi / 2 / decay in "
+            "float32 from a length's value, where the number written by hand folds them in "
+            "float64 (Python)"
+        )
+        request.applymarker(pytest.mark.xfail(strict=False, reason=reason))  # 1000: alike
     by_hand = hs.parse(CASES[text](n))
     clock = hs.Clock(total=n)
     read = hs.Hyperparameter(text, clock=clock)  # reads the clock's variable
@@ -103,15 +118,85 @@ def test_a_length_bound_to_n_is_the_schedule_written_with_n_bit_for_bit(text, n)
         assert _bits(read.at(float(step))) == _bits(by_hand(float(step)))
 
 
-def test_on_jax_without_x64_a_product_of_total_rounds_in_float32() -> None:
-    # the limit the skip above names, measured: WIDE float32 rounds 0.9 * 1237 itself
-    if _wide_is_float64():
-        pytest.skip("only JAX without x64 computes lengths in float32")
-    from hyperstep.schedules.expressions import length_value
+def _compiled(function, variables, steps):
+    """``function(steps)`` in this backend's compiled step: ``tf.function``; ``jax.jit`` with
+    ``variables`` mapped as a stateless step maps them; torch eagerly (as its ``fit``)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
 
-    clock = hs.Clock(total=1237)
-    bound = hs.schedules.expressions.BinaryOp("*", 0.1, Total(clock))
-    assert float(length_value(bound)) == float(np.float32(0.1) * np.float32(1237))
+        return tf.function(function)(steps)
+    if backend == "torch":
+        return function(steps)
+    import jax
+
+    def stateless(values, s):
+        with keras.StatelessScope(state_mapping=list(zip(variables, values, strict=True))):
+            return function(s)
+
+    return jax.jit(stateless)([v.value for v in variables], steps)
+
+
+BOUNDARIES = [text for text in CASES if text.startswith(("piecewise", "join"))]
+
+
+@pytest.mark.parametrize("n", TOTALS)
+@pytest.mark.parametrize("text", BOUNDARIES)
+def test_boundaries_of_total_in_a_compiled_step_are_the_numbers_written_by_hand(text, n) -> None:
+    if not _wide_is_float64() and text not in FLOAT32_COMPILED:
+        pytest.skip("XLA fuses float32 operations under jax.jit (docs), a number's too")
+    by_hand = hs.parse(CASES[text](n))
+    read = hs.Hyperparameter(text, clock=hs.Clock(total=n))
+    steps = _steps(n)
+    compiled = _compiled(read.at, read.variables, steps)
+    np.testing.assert_array_equal(_bits(compiled), _bits(_compiled(by_hand, [], steps)))
+    np.testing.assert_array_equal(_bits(compiled), _bits(by_hand(steps)))
+
+
+def test_boundaries_of_total_are_ordered_where_the_length_is_bound() -> None:
+    s = hs.parse("piecewise([500, total / 2], [1.0, 0.5, 0.1])")
+    assert repr(bind_total(s, 2000)) == "piecewise([500, 1000], [1.0, 0.5, 0.1])"
+    with pytest.raises(ValueError, match=r"found 500 before 300.*boundaries=\[500, 600.0 / 2.0\]"):
+        bind_total(s, 600)
+    with pytest.raises(ValueError, match=r"join\(boundaries=...\)` must be a number of steps"):
+        hs.parse("join([1.0, 0.5], [step / 2])")
+    with pytest.raises(ValueError, match=r"non-negative number of steps.*boundaries=-10"):
+        hs.parse("piecewise([-10, total], [1.0, 0.5, 0.1])")
+
+
+@pytest.mark.parametrize("n", [1237, 98765, 16777217, 2**31 - 1])
+def test_a_length_of_several_operations_is_python_s_float64_number_rounded_once(n) -> None:
+    # on JAX without x64 too: computed in float64 (within `jax.enable_x64`), then rounded
+    text = "min(0.9 * total - 200, floor(total / 3) + 0.1)"
+    expected = np.float32(min(0.9 * n - 200, math.floor(n / 3) + 0.1))
+    assert expected != np.float32(np.float32(0.9) * np.float32(n) - np.float32(200))
+    hp = hs.Hyperparameter(text, clock=hs.Clock(total=n))  # the length as a value
+    steps = np.array([0.0, 7.0], np.float32)
+    assert list(_bits(hp.at(steps))) == [expected.view(np.uint32)] * 2
+    compiled = _compiled(hp.at, hp.variables, steps)
+    assert list(_bits(compiled)) == [expected.view(np.uint32)] * 2
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("inverse_time(0.1, 0.5, every=0.1 * total)", "every"),
+        ("exponential_decay(0.1, total, 0.5)", "decay_steps"),
+        ("polynomial_decay(0.1, total - 100)", "decay_steps"),
+        ("cosine_decay(0.1, 1000, warmup_target=1.0, warmup_steps=0.1 * total)", "warmup_steps"),
+        ("cosine_decay_restarts(0.1, total / 5)", "first_decay_steps"),
+    ],
+)
+def test_keras_s_float32_formulas_refuse_a_length_naming_the_number_and_the_word(
+    text, name
+) -> None:
+    # their promise is Keras's traced bits, which a graph compiler gives a constant number of
+    # steps (TensorFlow's x / n into x * (1 / n)) and not a length read at run time
+    with pytest.raises(
+        ValueError, match=rf"{name}=...\)` takes a number.*cosine\(1e-3, steps=total\).*{name}="
+    ):
+        hs.parse(text)
+    assert hs.parse(text.replace("total", "1000")) is not None  # the number written by hand
 
 
 def test_total_keeps_its_symbol_in_repr_and_config() -> None:
@@ -185,8 +270,6 @@ HF = [
 
 @pytest.mark.parametrize(("name", "kwargs"), HF)
 def test_from_hf_without_num_training_steps_reads_total(name, kwargs) -> None:
-    if not _wide_is_float64():
-        pytest.skip("JAX without x64 rounds a product of total in float32 (see docs)")
     n = 1237
     given = hs.schedules.from_hf(name, 1e-3, num_warmup_steps=50, num_training_steps=n, **kwargs)
     read = hs.Hyperparameter(

@@ -12,7 +12,7 @@ from scipy.stats import median_abs_deviation
 
 import hyperstep as hs
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError
-from hyperstep.tune.finding import CONFIDENT_FALL, FACTOR, WIDTH, check_ramp, ramp
+from hyperstep.tune.finding import CAP, CONFIDENT_FALL, FACTOR, WIDTH, check_ramp, ramp
 
 
 def test_exponential_ramp_is_geomspace_with_both_ends_exact() -> None:
@@ -124,9 +124,10 @@ def test_a_noise_bump_after_the_start_does_not_move_the_suggestion() -> None:
 
 def test_centred_is_a_gaussian_filter_of_the_capped_losses_up_to_the_first_non_finite() -> None:
     raw = np.random.default_rng(1).normal(2.0, 0.3, 40)
+    raw[[24, 27]] = 1.8 * raw[:3].max(), 50.0  # a rise under the cap, a jump over it
     raw[30] = np.inf
     finding = hs.LRFinding(ramp(1e-4, 1.0, 40), raw, raw, steps=40)
-    head = np.minimum(raw[:30], raw[:3].max())  # capped at the first tenth's highest
+    head = np.minimum(raw[:30], CAP * raw[:3].max())  # capped: the first tenth's highest x2
     # scipy's filter with zeros outside, divided by the same filter of ones: the kernel's
     # weights renormalised at the ends (truncate: the whole series)
     options = {"sigma": WIDTH, "mode": "constant", "cval": 0.0, "truncate": 40 / WIDTH}

@@ -330,3 +330,29 @@ def test_the_range_test_keeps_the_run_s_length() -> None:
     assert optimizer.clock.total == 14 and not optimizer.clock.total_given
     with pytest.raises(ValueError, match=r"runs a length of 21 steps.*total` is 14"):
         model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0)  # still the run's, not the test's
+
+
+def test_a_schedule_reading_total_reads_the_run_s_length_during_the_range_test() -> None:
+    x, y = _data()
+    optimizer = hs.scheduled(
+        keras.optimizers.SGD(), learning_rate=0.1, momentum="0.5 + 0.4 * progress"
+    )
+    model = _model(optimizer)
+    model.fit(x, y, batch_size=BATCH, epochs=2, verbose=0)  # binds total: 14
+    momentum, clock = optimizer.hyperparameters["momentum"], optimizer.clock
+
+    class Seen(keras.callbacks.Callback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list[tuple[int, np.float32]] = []
+
+        def on_train_batch_begin(self, batch, logs=None) -> None:
+            step = int(keras.ops.convert_to_numpy(clock.step))
+            self.found.append((step, np.float32(keras.ops.convert_to_numpy(momentum.value))))
+
+    seen = Seen()
+    hs.find_lr(model, x, y, batch_size=BATCH, steps=20, verbose=0, callbacks=[seen])
+    by_hand = hs.parse("0.5 + 0.4 * (step / 14)")  # the run's length, not the test's 28
+    assert len(seen.found) == 20
+    for step, value in seen.found:
+        assert value.view(np.uint32) == np.float32(by_hand(step)).view(np.uint32), step

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
@@ -161,3 +162,63 @@ def test_bad_arguments_name_what_was_received() -> None:
     with pytest.raises(InvalidArgumentError, match="epochs"):
         hs.tune.trainable(build, {**DATA, "epochs": 3})({**CONFIG}).train()
     assert members.CONFIG is CONFIG
+
+
+class Rates(keras.callbacks.Callback):
+    """The learning rate each batch trains with (read at the batch's start)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rates: list[np.float32] = []
+
+    def on_train_batch_begin(self, batch, logs=None) -> None:
+        rate = keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
+        self.rates.append(np.float32(rate))
+
+
+def _build_reading_total(total):
+    def build(config):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        optimizer = hs.scheduled(
+            keras.optimizers.SGD(),
+            clock=hs.Clock(total=total),
+            learning_rate="cosine(0.1, steps=0.9 * total, end=0.01)",
+        )
+        model.compile(optimizer, "mse")
+        return model, [Rates()]
+
+    return build
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+def test_a_member_keeps_the_length_it_was_given_across_periods_and_checkpoints(tmp_path) -> None:
+    total = 3 * STEPS_PER_EPOCH  # three report periods of one epoch
+    data = {"x": members.X, "y": members.Y, "batch_size": 8, "shuffle": False}
+    cls = hs.tune.trainable(_build_reading_total(total), data, metric="loss")
+    member = cls({})
+    member.train()
+    checkpoint = member.save(str(tmp_path / "ckpt"))
+    member.train(), member.train()
+    by_hand = hs.parse(f"cosine(0.1, steps={0.9 * total!r}, end=0.01)")
+    expected = [np.float32(by_hand(step)) for step in range(total)]
+    rates = member.member.callbacks[0].rates
+    np.testing.assert_array_equal(
+        np.array(rates).view(np.uint32), np.array(expected).view(np.uint32)
+    )
+    assert member.member.model.optimizer.clock.total == total
+
+    restored = cls({})  # an exploit: another actor restores the checkpoint and continues
+    restored.restore(checkpoint)
+    restored.train(), restored.train()
+    assert restored.member.callbacks[0].rates == rates[STEPS_PER_EPOCH:]
+    assert restored.member.model.optimizer.clock.total == total
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+def test_a_member_reading_total_without_a_length_refuses_naming_the_fix() -> None:
+    # each period's fit is a part of the run, whose length the trial's stop criterion decides
+    data = {"x": members.X, "y": members.Y, "batch_size": 8, "shuffle": False}
+    member = hs.tune.trainable(_build_reading_total(None), data, metric="loss")({})
+    with pytest.raises(ValueError, match=r"reads `total`.*clock.total = n.*total=None"):
+        member.train()

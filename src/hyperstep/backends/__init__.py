@@ -64,6 +64,7 @@ __all__ = [
     "deterministic_ops",
     "distributes",
     "fast_value",
+    "float64_scope",
     "full_float32",
     "fused_updates",
     "graph_key",
@@ -156,6 +157,16 @@ def wide_float_dtype() -> str:
     import jax
 
     return "float64" if jax.config.read("jax_enable_x64") else "float32"
+
+
+def float64_scope() -> contextlib.AbstractContextManager[Any]:
+    """A scope in which ``keras.ops`` computes in float64: ``jax.enable_x64`` on JAX without
+    x64 (a ``jax.jit`` step traced inside holds float64 ops)."""
+    if wide_float_dtype() == "float64":
+        return contextlib.nullcontext()
+    import jax
+
+    return jax.enable_x64(True)
 
 
 def on_claim() -> None:

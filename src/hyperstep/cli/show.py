@@ -1,8 +1,9 @@
 """``hyperstep show DIR``: what a run steered through ``DIR`` is doing.
 
-Prints the run's step, every hyperparameter's value, schedule, scale and override (from the
-``status.json`` its :class:`hyperstep.Remote` writes) and the last commands with the step
-each took effect (from ``journal.jsonl``). Imports no Keras.
+Prints the run's step (of its length, ``total``, where known), every hyperparameter's
+value, schedule, scale and override (from the ``status.json`` its :class:`hyperstep.Remote`
+writes) and the last commands with the step each took effect (from ``journal.jsonl``).
+Imports no Keras.
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ def _show(args: argparse.Namespace) -> int:
         print(f"{path}: no status yet (the run writes status.json once hs.Remote polls)")
     else:
         age = time.time() - _float(status.get("time"))
+        total = f" of {status['total']}" if status.get("total") is not None else ""  # the run's
         print(
             escape(
-                f"{path}: step {status.get('step')} ({status.get('state')}, pid "
+                f"{path}: step {status.get('step')}{total} ({status.get('state')}, pid "
                 f"{status.get('pid')}, status {age:.1f} s old), last command applied: "
                 f"{status.get('applied')}"
             )

@@ -137,13 +137,15 @@ def bind_length(
     figures = f"epochs={(params or {}).get('epochs')}, steps={(params or {}).get('steps')}"
     for clock in clocks:
         bound, reads = clock.total, id(clock) in readers
-        if length is None:
+        if length is None or length <= 0:  # unknown, or no step to run (epochs=0)
             if reads and bound is None:
+                why = "the data has no known length" if length is None else "it runs no step"
                 raise InvalidArgumentError(
                     f"A schedule on `Clock(name={clock.name!r})` reads `total`, the run's "
-                    "length, but `model.fit` cannot tell it: the data has no known length. "
-                    "Pass `steps_per_epoch=` to `fit`, or set `clock.total = n` (the number "
-                    f"of training steps in the run) before it. Received: {figures}"
+                    f"length, but `model.fit` cannot tell it: {why}. Pass "
+                    "`steps_per_epoch=` and `epochs=` (>= 1) to `fit`, or set `clock.total = "
+                    f"n` (the number of training steps in the run) before it. "
+                    f"Received: total={length}, {figures}"
                 )
         elif bound is None or (bound != length and not clock.total_given and not reads):
             clock.bind_total(length)

@@ -48,6 +48,7 @@ from hyperstep.control.directory import (
     write_status,
 )
 from hyperstep.control.reading import collect
+from hyperstep.control.value_forms import read_clock
 from hyperstep.control.verbs import cooled, names_of, pieces_of, replay
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule
@@ -624,6 +625,7 @@ class Remote(keras.callbacks.Callback):
     def _replace(self, name: str, new: Schedule, step: int) -> None:
         """Replace ``name``'s schedule by ``new`` from ``step`` on (see the class docstring)."""
         hp = self.hyperparameters[name]
+        new = read_clock(new, hp.clock)  # its `total`: the live run's (the clock's variable)
         mode = self._mode()
         old = hp.value_state.schedule
         found = self._replaced.get(name)
@@ -754,6 +756,7 @@ class Remote(keras.callbacks.Callback):
             "time": time.time(),
             "state": self._state,
             "step": step,
+            "total": next((hp.clock.total for hp in self.hyperparameters.values()), None),
             "applied": _int(self._applied),
             "pending": [seq for seq, _ in self._pending],
             "hyperparameters": hyperparameters,

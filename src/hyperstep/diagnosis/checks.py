@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from hyperstep.diagnosis import probe
 from hyperstep.diagnosis.paths import OpFact, PathFact
 from hyperstep.diagnosis.probe import Facts, VariableFact
 from hyperstep.diagnosis.report import Finding
@@ -50,62 +51,99 @@ from hyperstep.diagnosis.variable_checks import (
     check_untracked,
     expected_to_train,
 )
+from hyperstep.optim.optimizer import StepOptimizer
+from hyperstep.optim.scheduled import ScheduledOptimizer
 
-_BLOCK_FIXES = {
-    "StopGradient": "remove tf.stop_gradient around it (or, if it is fixed on purpose, make "
-    "it trainable=False)",
-    "ArgMax": "argmax has no gradient: use a soft version, e.g. keras.ops.softmax(logits / t), "
-    "or a straight-through estimator: y = soft + tf.stop_gradient(hard - soft)",
-    "Round": "use a straight-through estimator: y = x + tf.stop_gradient(tf.round(x) - x)",
-    "Cast": "keep the value floating (cast to an integer type has no gradient), or use a "
-    "straight-through estimator: y = x + tf.stop_gradient(hard(x) - x)",
-    "EagerPyFunc": "compute it with TensorFlow ops inside tf.py_function (numpy code has no "
-    "gradient), or give it one with @tf.custom_gradient",
-}
-for _name in ("ArgMin",):
-    _BLOCK_FIXES[_name] = _BLOCK_FIXES["ArgMax"]
-for _name in ("Floor", "Ceil", "Sign", "Rint"):
-    _BLOCK_FIXES[_name] = _BLOCK_FIXES["Round"].replace("tf.round", f"tf.math.{_name.lower()}")
-for _name in ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"):
-    _BLOCK_FIXES[_name] = (
-        "a comparison has no gradient: compare softly, e.g. keras.ops.sigmoid((a - b) / t)"
-    )
-for _name in ("PyFunc", "PyFuncStateless"):
-    _BLOCK_FIXES[_name] = "tf.numpy_function has no gradient: " + _BLOCK_FIXES["EagerPyFunc"]
-
-# JAX's primitives and torch's functions (keras.ops spellings: the same code runs on both)
 _STRAIGHT = "use a straight-through estimator: y = x + keras.ops.stop_gradient({}(x) - x)"
-_BLOCK_FIXES.update(
-    {
-        "stop_gradient": "remove keras.ops.stop_gradient around it (or, if it is fixed on "
-        "purpose, make it trainable=False)",
-        "detach": "remove keras.ops.stop_gradient (torch's detach) around it (or, if it is "
-        "fixed on purpose, make it trainable=False)",
-        "argmax": _BLOCK_FIXES["ArgMax"].replace("tf.stop_gradient", "keras.ops.stop_gradient"),
-        "convert_element_type": "keep the value floating (a cast to an integer type has no "
-        "gradient), or " + _STRAIGHT.format("hard"),
-        "to": "keep the value floating (a cast to an integer type has no gradient), or "
-        + _STRAIGHT.format("hard"),
-        "pure_callback": "compute it with keras.ops (a callback into Python has no gradient), "
-        "or give it one with jax.custom_vjp",
-        "numpy": "compute it with keras.ops (a value taken to NumPy has no gradient), or give "
-        "it one with a torch.autograd.Function",
-    }
+_ARGMAX = (
+    "argmax has no gradient: use a soft version, e.g. keras.ops.softmax(logits / t), or a "
+    "straight-through estimator: y = soft + keras.ops.stop_gradient(hard - soft)"
 )
-_BLOCK_FIXES["argmin"] = _BLOCK_FIXES["argmax"]
-for _name in ("item", "tolist", "__array__", "__float__"):
-    _BLOCK_FIXES[_name] = _BLOCK_FIXES["numpy"]
-for _name in ("round", "floor", "ceil", "sign", "trunc"):
-    _BLOCK_FIXES[_name] = _STRAIGHT.format(f"keras.ops.{_name}".replace("trunc", "trunc"))
-for _name in (
-    *("gt", "ge", "lt", "le", "eq", "ne", "__gt__", "__ge__", "__lt__", "__le__"),
-    *("greater", "greater_equal", "less", "less_equal", "equal", "not_equal"),
-):
-    _BLOCK_FIXES[_name] = _BLOCK_FIXES["Greater"]
-
+_PY_FUNCTION = (
+    "compute it with TensorFlow ops inside tf.py_function (numpy code has no gradient), or "
+    "give it one with @tf.custom_gradient"
+)
+#: the fix for each op that stops a gradient, by the name the user calls it (:func:`_name`:
+#: TensorFlow's ``Round``, JAX's ``round`` and torch's ``round`` are all ``round``)
+_BLOCK_FIXES = {
+    "stop_gradient": "remove keras.ops.stop_gradient around it (or, if it is fixed on "
+    "purpose, make it trainable=False)",
+    "detach": "remove keras.ops.stop_gradient (or .detach()) around it (or, if it is fixed "
+    "on purpose, make it trainable=False)",
+    "argmax": _ARGMAX,
+    "argmin": _ARGMAX,
+    "cast": "keep the value floating (a cast to an integer type has no gradient), or "
+    + _STRAIGHT.format("hard"),
+    "py_function": _PY_FUNCTION,
+    "numpy_function": "tf.numpy_function has no gradient: " + _PY_FUNCTION,
+    "pure_callback": "compute it with keras.ops (a callback into Python has no gradient), "
+    "or give it one with jax.custom_vjp",
+    "numpy": "compute it with keras.ops (a value taken to NumPy has no gradient), or give "
+    "it one with a torch.autograd.Function",
+    **{name: _STRAIGHT.format(f"keras.ops.{name}") for name in ("round", "floor", "ceil",
+                                                                 "sign", "trunc")},
+    **dict.fromkeys(
+        ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal"),
+        "a comparison has no gradient: compare softly, e.g. keras.ops.sigmoid((a - b) / t)",
+    ),
+}  # fmt: skip
 
 #: a function a fix names: its module (``tf.``, ``tf.math.``, ``keras.ops.``) and its name
 _CALL = re.compile(r"\b(tf\.math\.|tf\.|keras\.ops\.)(\w+)")
+#: the name a user calls for a backend's op, where the two differ
+_CALLED = {
+    "arg_max": "argmax",
+    "arg_min": "argmin",
+    "convert_element_type": "cast",
+    "to": "cast",
+    "eager_py_func": "py_function",
+    "py_func": "numpy_function",
+    "py_func_stateless": "numpy_function",
+    "rint": "round",
+    **dict.fromkeys(("item", "tolist", "array", "float"), "numpy"),
+    **{short: name for short, name in (("gt", "greater"), ("ge", "greater_equal"),
+       ("lt", "less"), ("le", "less_equal"), ("eq", "equal"), ("ne", "not_equal"))},
+}  # fmt: skip
+_OPERATORS = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<=",
+              "equal": "==", "not_equal": "!="}  # fmt: skip
+
+
+def _name(op: OpFact) -> str:
+    """The name the user calls the op by (``StopGradient``: ``stop_gradient``, ``gt``:
+    ``greater``, ``__float__``: ``numpy``)."""
+    own = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", op.type).lower().strip("_")
+    return _CALLED.get(own, own)
+
+
+def _line(op: OpFact) -> str:
+    """The code of the op's source line (``""`` when unknown)."""
+    code = re.search(r"`(.*)`$", op.source or "")
+    return code[1] if code else ""
+
+
+def _written(op: OpFact) -> dict[str, str]:
+    """The functions the op's source line calls, ``name -> module`` (``ops.round(x)``:
+    ``{"round": "ops."}``)."""
+    return {name: module for module, name in re.findall(r"([\w.]*\.)(\w+)\(", _line(op))}
+
+
+def called(op: OpFact) -> str | None:
+    """The op as the user's source line writes it (``keras.ops.stop_gradient`` where
+    TensorFlow's graph says ``StopGradient``, ``self.w.detach()``, ``>``), or ``None`` when
+    the line shows no call that makes it.
+
+    Example:
+        >>> called(OpFact("StopGradient", "m/StopGradient", "m.py:3: `y = ops.stop_gradient(w)`"))
+        'ops.stop_gradient'
+        >>> called(OpFact("gt", "eqn 4", "m.py:3: `y = ops.where(s > 0.5, 2.0, 1.0)`"))
+        '>'
+    """
+    name, written = _name(op), _written(op)
+    for call in (name, op.type.lower(), "stop_gradient" if name == "detach" else None):
+        if call in written:
+            return written[call] + call + ("()" if call == "detach" else "")
+    symbol = _OPERATORS.get(name)
+    return symbol if symbol and f" {symbol} " in _line(op) else None
 
 
 def as_written(fix: str, op: OpFact) -> str:
@@ -118,17 +156,15 @@ def as_written(fix: str, op: OpFact) -> str:
         >>> as_written("y = x + tf.stop_gradient(tf.round(x) - x)", op)
         'y = x + ops.stop_gradient(ops.round(x) - x)'
     """
-    code = re.search(r"`(.*)`$", op.source or "")
-    if code is None:
-        return fix
-    written = {name: module for module, name in re.findall(r"([\w.]*\.)(\w+)\(", code[1])}
+    written = _written(op)
     if "detach" in written and "stop_gradient" not in written:
-        return fix.replace("keras.ops.stop_gradient (torch's detach)", ".detach()")
-    own = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", op.type).lower()  # StopGradient: stop_gradient
-    style = written.get(own) or written.get(op.type.lower())
+        return fix.replace("keras.ops.stop_gradient (or .detach())", ".detach()")
+    fix = fix.replace(" (or .detach())", "") if "stop_gradient" in written else fix
+    style = written.get(_name(op)) or written.get(op.type.lower())
     style = None if style is None or style.startswith("tf.") else style  # tf's: as in the fix
+    alias = next((module for module in written.values() if module.endswith("ops.")), None)
     for module, name in set(_CALL.findall(fix)):
-        spelled = written.get(name, style)
+        spelled = written.get(name, style or (alias if module == "keras.ops." else None))
         if spelled is not None and spelled != module:
             fix = re.sub(rf"\b{re.escape(module + name)}\b", spelled + name, fix)
     return fix
@@ -136,23 +172,44 @@ def as_written(fix: str, op: OpFact) -> str:
 
 def _blocked(fact: VariableFact, path: PathFact) -> Finding:
     if path.blockers:
-        first = path.blockers[0]
-        named = first.describe()
-        others = [op.describe() for op in path.blockers[1:4]]
+        # the call the user wrote first; the backend's own ops on its line say no more
+        first, *rest = sorted(path.blockers, key=lambda op: called(op) is None)
+        name = called(first) or first.type
+        named = first.describe(called(first))
+        others = [op.describe(called(op)) for op in rest if op.source != first.source][:3]
         fix = as_written(
             _BLOCK_FIXES.get(
-                first.type,
-                f"route the variable to the loss through differentiable ops, not {first.type}",
+                _name(first),
+                f"route the variable to the loss through differentiable ops, not {name}",
             ),
             first,
         )
     else:
-        named, others = "an op inside a nested function (no gradient came out of it)", []
-        fix = "check custom gradients, tf.cond/tf.while_loop bodies and nested tf.functions"
-    why = f"every path from the variable to the loss goes through {named}, where the gradient stops"
+        name = named = "an op inside a nested function (no gradient came out of it)"
+        others = []
+        fix = (
+            "check the custom gradients, conditionals, loops and nested functions between "
+            "it and the loss: one of them gives no gradient for it"
+        )
+    why = f"every path from `{fact.path}` to the loss goes through {name}, where the gradient stops"
     if others:
         why += "; also through " + ", ".join(others)
     return Finding(fact.path, "blocked", f"gradient blocked by {named}", why + ".", fix + ".")
+
+
+def _use(fact: VariableFact) -> str:
+    """How to make the loss read an unused variable, in its owner's words."""
+    owner = fact.owner
+    if owner is None:
+        return "use it in the model's call() or in the loss, or delete it"
+    if probe.is_keras_class(owner):
+        return (
+            f"call {type(owner).__name__} `{probe.layer_path(owner)}` in the model's call() "
+            "and use its output, or delete the layer"
+        )
+    attribute = next((k for k, v in vars(owner).items() if v is fact.variable), None)
+    example = f" (e.g. return x * self.{attribute})" if attribute else ""
+    return f"use it in {type(owner).__name__}.call(){example} or in the loss, or delete it"
 
 
 def check_unused(facts: Facts) -> Found:
@@ -175,10 +232,9 @@ def check_unused(facts: Facts) -> Found:
                     fact.path,
                     "unused",
                     "the loss does not depend on it",
-                    f"{evidence}, so its gradient is None and the optimizer skips it (Keras "
+                    f"{evidence}, so it gets no gradient and the optimizer skips it (Keras "
                     "says only 'Gradients do not exist').",
-                    "use it in call() (e.g. return x * self.scale) or in the loss, or delete it; "
-                    "if another loss trains it, diagnose that loss.",
+                    f"{_use(fact)}; if another loss trains it, diagnose that loss.",
                 ),
             )
         )
@@ -235,33 +291,54 @@ def check_zero_gradient(facts: Facts) -> Found:
     return found
 
 
+def made_as(optimizer: object) -> tuple[str, str]:
+    """The optimizer's class as the user named it, and the call that makes one with a rate:
+    ``keras.optimizers.SGD(...)``, ``hs.scheduled(keras.optimizers.SGD(), ...)``,
+    ``hs.StepOptimizer(...)`` or the user's own class (inside a ``LossScaleOptimizer``:
+    the optimizer it wraps).
+
+    Example:
+        >>> import keras
+        >>> made_as(keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD()))
+        ('SGD', 'keras.optimizers.SGD(learning_rate=1e-3)')
+    """
+    inner = getattr(optimizer, "inner_optimizer", None) or optimizer
+    cls = type(inner)
+    if isinstance(inner, StepOptimizer):
+        return "StepOptimizer", "hs.StepOptimizer(..., learning_rate=1e-3)"
+    if isinstance(inner, ScheduledOptimizer):
+        wrapped = inner._hs_base
+        prefix = "keras.optimizers." if wrapped.__module__.startswith("keras") else ""
+        return wrapped.__name__, f"hs.scheduled({prefix}{wrapped.__name__}(), learning_rate=1e-3)"
+    prefix = "keras.optimizers." if cls.__module__.startswith("keras") else ""
+    return cls.__name__, f"{prefix}{cls.__name__}(learning_rate=1e-3)"
+
+
 def check_zero_learning_rate(facts: Facts) -> Found:
     found: Found = []
-    name = type(facts.optimizer).__name__
+    name, call = made_as(facts.optimizer)
     for rate in facts.learning_rates:
         if rate.current != 0 or (rate.following not in (None, 0.0)):
             continue
         group = rate.path.split("/")[-2] if rate.path.count("/") >= 2 else None
         whose = f"group {group!r} of {name}" if group else name
+        moves = "in this group" if group else "this optimizer updates"
+        ahead = " (the schedule is 0 at the next step too)" if rate.following == 0 else ""
         found.append(
             (
                 None,
                 Finding(
                     rate.path,
                     "zero-learning-rate",
-                    f"{whose}'s learning rate is 0 at step {rate.step}",
+                    f"the learning rate of {whose} is 0 at step {rate.step}",
                     "every update is multiplied by the learning rate, so no variable "
-                    + ("in this group" if group else "this optimizer updates")
-                    + " moves"
-                    + (
-                        " (the schedule is 0 at the next step too)." if rate.following == 0 else "."
-                    ),
+                    f"{moves} moves{ahead}.",
                     (
                         f"give the group a positive rate: hs.Group({group!r}, ..., "
                         "learning_rate=1e-3), or a schedule that is positive at this step."
                         if group
-                        else f"pass a positive rate, e.g. keras.optimizers.{name}("
-                        "learning_rate=1e-3), or a schedule that is positive at this step."
+                        else f"pass a positive rate, e.g. {call}, or a schedule that is "
+                        "positive at this step."
                     ),
                 ),
             )

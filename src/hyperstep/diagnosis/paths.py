@@ -22,9 +22,12 @@ class OpFact:
     name: str
     source: str | None
 
-    def describe(self) -> str:
-        where = f", created at {self.source}" if self.source else ""
-        return f"{self.type} (op '{self.name}'{where})"
+    def describe(self, called: str | None = None) -> str:
+        """``called`` (the op as the user wrote it) or the op's type, and where it was made:
+        the user's line, or else the op's name in the trace."""
+        if self.source is None:
+            return f"{self.type} (op '{self.name}')"
+        return f"{called or self.type} (created at {self.source})"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -78,13 +78,13 @@ def check_untracked(facts: Facts) -> Found:
                 f"(not self.{first} = {made}(new_value))"
             )
         elif binding.container == "attribute":
-            fix = (
-                f"in {type(binding.owner).__name__}.__init__ or build(): "
-                f'self.{first} = {call}  (or keras.Variable(value, name="{first}"))'
-            )
+            fix = f"in {type(binding.owner).__name__}.__init__ or build(): self.{first} = {call}"
         elif binding.container in ("list", "dict"):
+            held = (
+                f"[{call}, ...]" if binding.container == "list" else f'{{"{rest[0]}": {call}, ...}}'
+            )
             fix = (
-                f"hold keras variables instead: self.{first} = [{call}, ...] "
+                f"hold keras variables instead: self.{first} = {held} "
                 f"(Keras 3 tracks lists and dicts of keras.Variable, not of {kind})"
             )
         else:
@@ -104,7 +104,7 @@ def check_untracked(facts: Facts) -> Found:
                     "model.trainable_variables, so fit() and a tape over "
                     "model.trainable_variables never train it and save_weights() drops it. "
                     + reads,
-                    fix,
+                    fix + ".",
                 ),
             )
         )

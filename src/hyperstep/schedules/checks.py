@@ -59,6 +59,19 @@ def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) 
     return _exact(number)
 
 
+def check_keras_steps(owner: str, name: str, value: Any, allow_zero: bool = False) -> Any:
+    """A positive number of steps for Keras's float32 formulas (``inverse_time``,
+    ``exponential_decay``, ...), which divide by it; a length of ``total`` is refused."""
+    steps = check_steps(owner, name, value, allow_zero=allow_zero)
+    if isinstance(steps, Schedule):
+        raise InvalidArgumentError(
+            f"`{owner}({name}=...)` takes a number: a compiled step rewrites Keras's division "
+            "by it (x * (1 / n)), not by a length read at run time. Write the number, or use "
+            f"a word, exact for `total` (`cosine(1e-3, steps=total)`). {received(name, value)}"
+        )
+    return steps
+
+
 #: the smallest positive normal float32 (a number of steps below it divides into inf)
 FLOAT32_TINY = 1.1754943508222875e-38
 
@@ -153,9 +166,17 @@ def check_numbers(owner: str, name: str, value: Any) -> list[float]:
     return [float(v) for v in value]
 
 
-def check_boundaries(owner: str, name: str, value: Any) -> list[int | float]:
-    """Return non-negative, strictly increasing step boundaries (integral ones as ints)."""
-    numbers = check_numbers(owner, name, value)
+def check_boundaries(owner: str, name: str, value: Any) -> list[Any]:
+    """Return non-negative, strictly increasing step boundaries (integral ones as ints).
+
+    A boundary may be a length (``0.5 * total``, as :func:`check_steps` takes it), which
+    stays as it is: its order among the others is checked where ``total`` is bound.
+    """
+    if isinstance(value, (list, tuple)) and any(isinstance(b, Schedule) for b in value):
+        found = [check_steps(owner, name, b, allow_zero=True) for b in value]
+    else:
+        found = [_exact(b) for b in check_numbers(owner, name, value)]
+    numbers = [b for b in found if not isinstance(b, Schedule)]
     for b in numbers:
         if b < 0:
             raise InvalidArgumentError(
@@ -168,4 +189,4 @@ def check_boundaries(owner: str, name: str, value: Any) -> list[int | float]:
                 f"`{owner}({name}=...)` must be sorted and unique; found {a:g} before {b:g}. "
                 f"{received(name, value)} Write them in increasing order, each once."
             )
-    return [_exact(b) for b in numbers]
+    return found

@@ -126,6 +126,7 @@ class Join(Schedule):
     def value(self, step: Any) -> Any:
         result = self.schedules[0].value(step)
         for boundary, schedule in zip(self.boundaries, self.schedules[1:], strict=True):
+            boundary = boundary.value(step) if isinstance(boundary, Schedule) else boundary
             local = schedule.value(ops.maximum(step - boundary, 0.0))
             result = ops.where(step < boundary, result, local)
         return result

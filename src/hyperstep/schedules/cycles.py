@@ -15,7 +15,7 @@ from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, check_number, register
 from hyperstep.schedules.checks import check_choice, check_factor, check_flag, check_steps
 from hyperstep.schedules.exact import cosine_weight, exact_floor, power_of, rounded_once, widened
-from hyperstep.schedules.expressions import is_length
+from hyperstep.schedules.expressions import Function
 
 
 @register
@@ -65,6 +65,8 @@ class Cyclic(Schedule):
         self.steps_down = (
             None if steps_down is None else check_steps("cyclic", "steps_down", steps_down)
         )
+        # the cycle's length, added as Python adds numbers (lengths too, exactly)
+        self._cycle = self.steps_up + (self.steps_up if steps_down is None else self.steps_down)
         self.mode = check_choice("cyclic", "mode", mode, ("triangular", "triangular2", "exp_range"))
         self.gamma = check_factor("cyclic", "gamma", gamma)
         if self.mode == "exp_range" and self.gamma > 1.0:
@@ -78,7 +80,7 @@ class Cyclic(Schedule):
     def value(self, step: Any) -> Any:
         up = self.steps_up
         down = up if self.steps_down is None else self.steps_down
-        total = up + down
+        total = self._cycle
         k = exact_floor(step / total)
         s = step - total * k  # position within the cycle, exact for integer steps
         x = ops.where(s <= up, s / up, (total - s) / down)
@@ -166,12 +168,12 @@ class OneCycle(Schedule):
         self.compat = check_choice("one_cycle", "compat", compat, ("torch", "optax"))
         self.start = None if start is None else check_number("one_cycle", "start", start)
         self.end = None if end is None else check_number("one_cycle", "end", end)
-        # a length (steps=total) gives its phases when read, checked where it is bound
-        self._phases = self._make_phases(self.steps) if not is_length(self.steps) else None
+        # of a length (steps=total): lengths, checked where it is bound
+        self._phases = self._make_phases(self.steps)
 
     def _make_phases(self, steps: Any) -> list[tuple[Any, Any, float, float]]:
         """Return ``(start_step, end_step, start_value, end_value)`` for each phase (of
-        ``steps`` steps: a number, checked, or a length's tensor)."""
+        ``steps`` steps: a number, checked, or a length, whose ends are lengths)."""
         rise = self.pct_start * steps
         number = isinstance(steps, (int, float))
         if self.compat == "torch":
@@ -179,7 +181,7 @@ class OneCycle(Schedule):
         elif number:
             ends = [float(int(rise)), float(2 * int(rise)), float(steps)]
         else:  # int(rise) of a positive length
-            ends = [exact_floor(rise), 2 * exact_floor(rise), steps]
+            ends = [Function("floor", [rise]), 2 * Function("floor", [rise]), steps]
         first = self.peak / self.div_factor if self.start is None else self.start
         last = first / self.final_div_factor if self.end is None else self.end
         if self.three_phase:
@@ -207,10 +209,10 @@ class OneCycle(Schedule):
     @rounded_once
     def value(self, step: Any) -> Any:
         # pick each step's phase first (cheap selects of constants), then anneal once
-        phases = self._phases if self._phases is not None else self._make_phases(self.steps)
+        phases = self._phases
         begin, end, a, b = (widened(x) for x in phases[-1])
         for phase in reversed(phases[:-1]):
-            inside = step <= phase[1]
+            inside = step <= widened(phase[1])
             begin, end, a, b = (
                 ops.where(inside, widened(x), y)
                 for x, y in zip(phase, (begin, end, a, b), strict=True)

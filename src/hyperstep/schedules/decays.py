@@ -18,6 +18,7 @@ from hyperstep.schedules.base import Schedule, check_number, register
 from hyperstep.schedules.checks import (
     check_factor,
     check_flag,
+    check_keras_steps,
     check_positive,
     check_steps,
     float32,
@@ -182,7 +183,7 @@ class InverseTime(Schedule):
                 "`inverse_time(rate=...)` rounds to inf in float32, in which schedules compute; "
                 f"use a rate below 3e38. {received('rate', rate)}"
             )
-        self.every = check_steps("inverse_time", "every", every)
+        self.every = check_keras_steps("inverse_time", "every", every)
         self.staircase = check_flag("inverse_time", "staircase", staircase)
 
     def value(self, step: Any) -> Any:

@@ -21,9 +21,11 @@ def as_float32(value: float) -> Any:
     return ops.convert_to_tensor(value, dtype="float32")
 
 
-def widened(value: float) -> Any:
+def widened(value: Any) -> Any:
     """``value`` as a tensor of ``WIDE`` (Keras's torch ``where`` and ``minimum`` round a
-    Python float to float32 first)."""
+    Python float to float32 first); a length (``0.3 * total``) its value."""
+    if getattr(value, "length_expression", False):
+        return value.length_value()
     return ops.convert_to_tensor(value, dtype=WIDE)
 
 

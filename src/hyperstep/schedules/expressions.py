@@ -11,6 +11,7 @@ a Keras schedule) into a node.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -198,14 +199,14 @@ class Total(LengthNode, Schedule):
         self.clock = clock
 
     def value(self, step: Any) -> Any:
-        return ops.cast(self.length(), "float32") + ops.zeros_like(step)
+        return _length_at(self, step)
 
     def length(self) -> Any:
-        """``total`` as a ``WIDE`` scalar tensor (float64, float32 on JAX without x64)."""
+        """``total`` as a float64 scalar tensor (read in :func:`length_value`)."""
         variable = None if self.clock is None else self.clock.total_steps
         if variable is None or (backends.concrete(variable.value) and int(variable.numpy()) <= 0):
             raise InvalidArgumentError(UNBOUND_TOTAL + received("total", None))
-        return ops.cast(variable.value, WIDE)
+        return ops.cast(variable.value, "float64")
 
     def arguments(self) -> dict[str, Any]:
         return {}
@@ -286,18 +287,23 @@ def check_length(owner: str, name: str, value: Schedule) -> Schedule:
 
 
 def length_value(schedule: Schedule) -> Any:
-    """The length ``schedule`` as a ``WIDE`` scalar tensor, each operation rounded as Python
-    rounds it in float64 (exactly: ``+ - * /`` are IEEE's; float32 on JAX without x64)."""
+    """The length ``schedule`` as a ``WIDE`` scalar tensor: each operation in float64 as
+    Python rounds it (on JAX without x64 too), then rounded to ``WIDE`` once."""
+    with backends.float64_scope() if WIDE == "float32" else contextlib.nullcontext():
+        return ops.cast(_float64_length(schedule), WIDE)
+
+
+def _float64_length(schedule: Schedule) -> Any:
     if isinstance(schedule, Total):
         return schedule.length()
     if isinstance(schedule, Constant):
-        return ops.convert_to_tensor(schedule.value_, WIDE)
+        return ops.convert_to_tensor(schedule.value_, "float64")
     if isinstance(schedule, Negate):
-        return ops.negative(length_value(schedule.operand))
+        return ops.negative(_float64_length(schedule.operand))
     if isinstance(schedule, BinaryOp):
-        left, right = length_value(schedule.left), length_value(schedule.right)
+        left, right = _float64_length(schedule.left), _float64_length(schedule.right)
         return _BINARY[schedule.op][1](left, right)
-    args = [length_value(a) for a in schedule.args]
+    args = [_float64_length(a) for a in schedule.args]
     functions: dict[str, Callable[..., Any]] = {
         "min": exact_minimum,
         "max": exact_maximum,

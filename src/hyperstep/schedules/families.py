@@ -276,7 +276,8 @@ class Piecewise(Schedule):
         x = step if isinstance(self.unit, str) else self.unit.value(step)
         result = ops.full_like(x, self.values[0])
         for boundary, v in zip(self.boundaries, self.values[1:], strict=True):
-            reached = (ops.greater if self.inclusive else ops.greater_equal)(x, boundary)
+            b = boundary.value(x) if isinstance(boundary, Schedule) else boundary  # a length
+            reached = (ops.greater if self.inclusive else ops.greater_equal)(x, b)
             result = ops.where(reached, v, result)
         return result
 

@@ -17,10 +17,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, register
-from hyperstep.schedules.checks import check_flag, check_float32, check_steps
+from hyperstep.schedules.checks import check_flag, check_float32, check_keras_steps
 
 
 def as_float32(value: float) -> Any:
@@ -63,7 +62,7 @@ class ExponentialDecay(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.decay_steps = check_steps(owner, "decay_steps", decay_steps)
+        self.decay_steps = check_keras_steps(owner, "decay_steps", decay_steps)
         self.decay_rate = check_float32(owner, "decay_rate", decay_rate)
         self.staircase = check_flag(owner, "staircase", staircase)
 
@@ -115,7 +114,7 @@ class PolynomialDecay(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.decay_steps = check_steps(owner, "decay_steps", decay_steps)
+        self.decay_steps = check_keras_steps(owner, "decay_steps", decay_steps)
         self.end_learning_rate = check_float32(owner, "end_learning_rate", end_learning_rate)
         self.power = check_float32(owner, "power", power)
         self.cycle = check_flag(owner, "cycle", cycle)
@@ -177,18 +176,12 @@ class CosineDecay(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.decay_steps = check_steps(owner, "decay_steps", decay_steps)
+        self.decay_steps = check_keras_steps(owner, "decay_steps", decay_steps)
         self.alpha = check_float32(owner, "alpha", alpha)
         self.warmup_target = (
             None if warmup_target is None else check_float32(owner, "warmup_target", warmup_target)
         )
-        warmup = check_float32(owner, "warmup_steps", warmup_steps)
-        if warmup < 0:
-            raise InvalidArgumentError(
-                f"`{owner}(warmup_steps=...)` must be a non-negative number of steps. "
-                + received("warmup_steps", warmup_steps)
-            )
-        self.warmup_steps = int(warmup) if warmup.is_integer() and warmup < 2**31 else warmup
+        self.warmup_steps = check_keras_steps(owner, "warmup_steps", warmup_steps, True)
 
     def _decay(self, step: Any, decay_steps: Any, decay_from: Any) -> Any:
         completed_fraction = ops.divide(step, decay_steps)
@@ -264,7 +257,7 @@ class CosineDecayRestarts(Schedule):
         self.initial_learning_rate = check_float32(
             owner, "initial_learning_rate", initial_learning_rate
         )
-        self.first_decay_steps = check_steps(owner, "first_decay_steps", first_decay_steps)
+        self.first_decay_steps = check_keras_steps(owner, "first_decay_steps", first_decay_steps)
         self.t_mul = check_float32(owner, "t_mul", t_mul)
         self.m_mul = check_float32(owner, "m_mul", m_mul)
         self.alpha = check_float32(owner, "alpha", alpha)

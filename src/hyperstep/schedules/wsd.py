@@ -114,6 +114,9 @@ class WarmupStableDecay(Schedule):
         self.warmup = check_steps("wsd", "warmup", warmup, allow_zero=True)
         self.stable = check_steps("wsd", "stable", stable, allow_zero=True)
         self.decay = check_steps("wsd", "decay", decay, allow_zero=True)
+        # where the decay starts and ends, added as Python adds numbers (lengths too, exactly)
+        self._decay_start = self.warmup + self.stable
+        self._end = self._decay_start + self.decay
         self.warmup_type = check_choice("wsd", "warmup_type", warmup_type, WARMUP_TYPES)
         self.decay_type = check_choice("wsd", "decay_type", decay_type, DECAY_TYPES)
         self.min_ratio = check_number("wsd", "min_ratio", min_ratio)
@@ -121,16 +124,16 @@ class WarmupStableDecay(Schedule):
 
     @property
     def natural_steps(self) -> int | float | None:
-        return self.warmup + self.stable + self.decay
+        return self._end
 
     @rounded_once
     def value(self, step: Any) -> Any:
-        w, s, d = self.warmup, self.stable, self.decay
+        w, d, decay_start = self.warmup, self.decay, self._decay_start
         up = _warmup_factor(self.warmup_type, clipped(step, 0.0, larger(w, 1)), larger(w, 1))
-        done = clipped(step - (w + s), 0.0, larger(d, 1))
+        done = clipped(step - decay_start, 0.0, larger(d, 1))
         down = decay_factor(self.decay_type, done, larger(d, 1), self.num_cycles)
-        factor = ops.where(step < w, up, ops.where(step < w + s, 1.0, down))
-        factor = ops.where(step < w + s + d, exact_maximum(factor, 0.0), 0.0)
+        factor = ops.where(step < w, up, ops.where(step < decay_start, 1.0, down))
+        factor = ops.where(step < self._end, exact_maximum(factor, 0.0), 0.0)
         m = self.min_ratio
         return self.peak * exact_maximum(m + (1.0 - m) * factor, 0.0)
 
@@ -169,14 +172,15 @@ class InverseSqrt(Schedule):
         self.timescale = (
             None if timescale is None else check_steps("inverse_sqrt", "timescale", timescale)
         )
+        w, given = self.warmup, self.timescale
+        self._scale = given if given is not None else w if not isinstance(w, int) or w else 10_000
+        self._shift = self._scale - w  # as Python subtracts numbers (lengths too, exactly)
 
     @rounded_once
     def value(self, step: Any) -> Any:
         w = self.warmup
-        given = self.timescale
-        scale = given if given is not None else w if not isinstance(w, int) or w else 10_000
         ramp = step / larger(w, 1)
-        after = 1.0 / ops.sqrt((exact_maximum(step, w) + (scale - w)) / scale)
+        after = 1.0 / ops.sqrt((exact_maximum(step, w) + self._shift) / self._scale)
         return self.peak * ops.where(step < w, ramp, after)
 
 

@@ -19,6 +19,8 @@ MODES = ("exponential", "linear")
 WIDTH = 3.0
 #: the headline is the rate of the centred loss's minimum divided by this
 FACTOR = 4.0
+#: the raw losses are capped at this many times the highest of the first tenth
+CAP = 2.0
 #: a fall to the minimum under this many times the noise is too noisy to suggest from
 CONFIDENT_FALL = 2.0
 
@@ -183,8 +185,10 @@ class LRFinding:
 
         ``centred[k] = sum_j w(k, j) capped[j] / sum_j w(k, j)``,
         ``w(k, j) = exp(-((k - j) / WIDTH) ** 2 / 2)``, ``capped[j] = min(raw[j], cap)``,
-        ``cap`` the highest of the first tenth (at least 3) of those losses: how far a
-        diverging loss shoots up says nothing, and would pull its neighbours up with it.
+        ``cap = CAP * max(raw[:tenth])``, the first tenth being at least 3 losses: how far
+        a diverging loss shoots up says nothing, and would pull its neighbours up with it,
+        but a loss that rises to twice its start after the minimum moves the minimum
+        lower, as training there would be worse.
 
         Example:
             >>> raw = [1.0, 4.0, 1.0, np.nan]  # ends at the nan
@@ -195,7 +199,7 @@ class LRFinding:
         end = len(finite) if finite.all() else int(np.argmin(finite))
         if end == 0:
             return np.zeros(0)
-        capped = np.minimum(self.raw_losses[:end], np.max(self.raw_losses[: _tenth(end)]))
+        capped = np.minimum(self.raw_losses[:end], CAP * np.max(self.raw_losses[: _tenth(end)]))
         k = np.arange(end, dtype="float64")
         weights = np.exp(-0.5 * ((k[:, None] - k[None, :]) / WIDTH) ** 2)
         return weights @ capped / weights.sum(axis=1)
@@ -213,7 +217,7 @@ class LRFinding:
             >>> lrs = np.geomspace(1e-6, 1.0, 50)
             >>> flat = 2 + np.random.default_rng(0).normal(0, 0.1, 50)
             >>> print(LRFinding(lrs, flat, flat, steps=50).warning)  # doctest: +ELLIPSIS
-            the loss falls by 0.083, under 2x its noise (0.079): too noisy to suggest with ...
+            the loss falls by 0.08, under 2x its noise (0.074): too noisy to suggest with ...
         """
         centred = self.centred()
         tenth = _tenth(len(centred))
