@@ -170,14 +170,6 @@ def test_clock_attached_to_a_model_is_saved_by_tf_checkpoint(tmp_path):
     assert _clock_state(other.clock) == [41, 3, 41, 0]
 
 
-def test_clock_saved_with_its_step_alone_still_loads():
-    # a clock saved before the epoch's variables existed stored one variable, "0"
-    clock = hs.Clock(steps_per_epoch=5)
-    clock.load_own_variables({"0": np.array(23)})
-    assert _clock_state(clock) == [23, 0, 0, 0]
-    assert int(clock.epoch) == 4
-
-
 def test_stateless_copy_hands_on_the_epoch_variables_both_states_hold():
     clock = hs.Clock()
     other = keras.Variable(1.0)

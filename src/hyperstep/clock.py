@@ -345,14 +345,6 @@ class Clock(keras.layers.Layer):
         """
         return stateless_copy(self, source, target)
 
-    # ---- saving -------------------------------------------------------------------------
-    def load_own_variables(self, store: Any) -> None:
-        """Load ``step`` and the epoch's variables; a clock saved before the epoch's
-        variables existed (``step`` alone) loads its step and starts epochs at 0."""
-        for index, variable in enumerate(self.weights):
-            if str(index) in store:
-                variable.assign(store[str(index)])
-
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
@@ -378,11 +370,12 @@ def _not_after(since: Any) -> bool:
 
 
 def _positive_int(value: Any, name: str = "steps_per_epoch") -> int:
-    """Return ``value`` as an int > 0, or raise naming ``name``."""
-    message = f"`Clock({name}=...)` must be a positive integer. " + received(name, value)
+    """Return ``value`` as an int > 0 below 2**63 (a step), or raise naming ``name``."""
+    message = f"`Clock({name}=...)` must be a positive integer below 2**63. "
+    message += received(name, value)
     if isinstance(value, bool) or not hasattr(value, "__float__"):
         raise InvalidTypeError(message)
-    number = float(value)
-    if not math.isfinite(number) or number != int(number) or number <= 0:
+    whole = isinstance(value, int) or (math.isfinite(float(value)) and float(value).is_integer())
+    if not whole or not 0 < value < 2**63:
         raise InvalidArgumentError(message)
-    return int(number)
+    return int(value)

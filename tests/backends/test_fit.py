@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from hyperstep.backends import fit
-from hyperstep.backends.fit import follow_fit, held_state, layers_of, write_through
+from hyperstep.backends.fit import (
+    follow_epoch_ends,
+    follow_fit,
+    held_state,
+    layers_of,
+    write_through,
+)
 
 
 @pytest.fixture
@@ -52,6 +58,48 @@ def test_a_callback_list_calls_the_handlers_before_the_callbacks(calls) -> None:
     assert calls[0][1] is model and calls[0][2]["steps"] == 3
     assert calls[1][1:] == (model, 4)
     assert order == [1, 2]  # each handler ran before the callback
+
+
+@pytest.fixture
+def epoch_ends():
+    seen: list = []
+    rates: dict = {}
+
+    def end(model, epoch, logs, callbacks):
+        seen.append((model, epoch, dict(logs), callbacks))
+        logs["noted"] = 1.0
+
+    follow_epoch_ends(end, rates.get)
+    follow_epoch_ends(end, rates.get)  # registered once
+    assert fit._EPOCH_ENDS.count((end, rates.get)) == 1
+    yield seen, rates
+    fit._EPOCH_ENDS.remove((end, rates.get))
+
+
+def test_a_callback_list_calls_the_epoch_end_handlers_before_the_callbacks(epoch_ends) -> None:
+    seen, _ = epoch_ends
+    logged: list = []
+
+    class Probe(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            logged.append(dict(logs))
+
+    model, probe = _model(), Probe()
+    callbacks = keras.callbacks.CallbackList([probe], model=model)
+    callbacks.on_epoch_end(2, {"loss": 0.5})
+    assert seen[0][:3] == (model, 2, {"loss": 0.5}) and probe in seen[0][3]
+    assert logged == [{"loss": 0.5, "noted": 1.0}]  # what the handler wrote, the callback read
+
+
+def test_tensorboard_logs_the_learning_rate_the_handlers_give(epoch_ends, tmp_path) -> None:
+    _, rates = epoch_ends
+    model = _model()
+    model.compile(keras.optimizers.SGD(learning_rate=0.25), "mse")
+    board = keras.callbacks.TensorBoard(str(tmp_path))
+    board.set_model(model)
+    assert board._collect_learning_rate({}) == {"learning_rate": 0.25}  # no value given
+    rates[model.optimizer] = 0.5
+    assert board._collect_learning_rate({}) == {"learning_rate": 0.5}
 
 
 def test_write_through_and_held_state_off_jax() -> None:

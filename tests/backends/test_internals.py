@@ -183,6 +183,37 @@ def test_tensorflow_enclosing_xla_context_marks_jit_compiled_traces() -> None:
         assert set(seen) == {(jit_compile, jit_compile)}
 
 
+def test_keras_load_model_loads_a_keras_file_in_saving_lib_load_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # backends.internals.loading_file: a from_config that load_model runs finds the file in
+    # the frame of keras.src.saving.saving_lib.load_model, its `filepath`
+    from hyperstep.backends.internals import loading_file
+
+    seen = []
+
+    class Probe(keras.layers.Layer):
+        @classmethod
+        def from_config(cls, config):  # type: ignore[no-untyped-def]
+            seen.append(loading_file())
+            return super().from_config(config)
+
+    path = tmp_path / "m.keras"
+    keras.Sequential([keras.Input((1,)), Probe(name="probe")]).save(path)
+    keras.models.load_model(path, custom_objects={"Probe": Probe})
+    keras.saving.load_model(str(path), custom_objects={"Probe": Probe})
+    assert seen == [str(path), str(path)] and loading_file() is None
+
+
+def test_keras_tensorboard_collects_the_optimizers_learning_rate_into_its_logs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # backends.fit wraps TensorBoard._collect_learning_rate: Keras's own reads the optimizer
+    # (the one a LossScaleOptimizer wraps) at its epoch end into `learning_rate`
+    keras_collect = keras.callbacks.TensorBoard._collect_learning_rate.__wrapped__
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile(K.LossScaleOptimizer(K.SGD(learning_rate=0.25)), "mse")
+    board = keras.callbacks.TensorBoard(str(tmp_path))
+    board.set_model(model)
+    assert keras_collect(board, {"loss": 1.0}) == {"loss": 1.0, "learning_rate": 0.25}
+
+
 def test_tensorflow_cond_kept_functional_by_its_lowering_attribute() -> None:
     # a dormant cooldown's cond (backends.fast_paths.functional_cond): one If op that
     # TensorFlow does not lower to Switch/Merge, so the branch not taken never runs
@@ -300,6 +331,12 @@ PINNED = {
     "keras.Model._compile_loss/_compile_metrics": _FIND_LR,
     "tensorflow.python.eager.context.context()._rng": _TF_SEEDS,
     "tensorflow.python.ops.stateful_random_ops.global_generator": _TF_SEEDS,
+    "keras.src.saving.saving_lib.load_model": (
+        test_keras_load_model_loads_a_keras_file_in_saving_lib_load_model
+    ),
+    "keras.callbacks.TensorBoard._collect_learning_rate": (
+        test_keras_tensorboard_collects_the_optimizers_learning_rate_into_its_logs
+    ),
     "tensorflow.Operation._set_attr": (
         test_tensorflow_cond_kept_functional_by_its_lowering_attribute
     ),

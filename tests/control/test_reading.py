@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-from types import SimpleNamespace
 
 import keras
 import numpy as np
@@ -13,7 +12,6 @@ import hyperstep as hs
 from hyperstep.control.reading import (
     collect,
     epoch_values,
-    infer_steps_per_epoch,
     read_all,
     savers_before,
 )
@@ -67,23 +65,6 @@ def test_read_all_error_names_read_all() -> None:
         read_all("lr")
 
 
-@pytest.mark.parametrize(
-    ("known", "params", "expected"),
-    [
-        (None, {"steps": 7}, 7),
-        (3, {"steps": 7}, 3),
-        (None, {"steps": None}, None),
-        (None, {"steps": 0}, None),
-        (None, None, None),
-        (None, {"steps": 2.0}, None),
-    ],
-)
-def test_infer_steps_per_epoch_fills_only_an_unknown_count(known, params, expected) -> None:
-    clock = SimpleNamespace(steps_per_epoch=known)
-    infer_steps_per_epoch(clock, params)
-    assert clock.steps_per_epoch == expected
-
-
 class _Probe(keras.callbacks.Callback):
     found: list[str] | None = None
 
@@ -121,8 +102,22 @@ def _keras_plateau(lr: hs.Hyperparameter, monitor: str) -> keras.callbacks.Reduc
     return keras.callbacks.ReduceLROnPlateau(monitor, factor=0.5, patience=0, min_delta=1e9)
 
 
-def _logged(controller, order: str, monitor: str, tmp_path) -> tuple[list, list]:
-    """History's and CSVLogger's learning rate of one run (the same run every time)."""
+def _tensorboard_learning_rates(log_dir) -> list[float]:
+    """``epoch_learning_rate`` of the train event files Keras's TensorBoard wrote, by epoch."""
+    import tensorflow as tf
+
+    found = {}
+    for path in sorted((log_dir / "train").glob("events*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                if value.tag == "epoch_learning_rate":
+                    found[event.step] = float(tf.make_ndarray(value.tensor))
+    return [found[epoch] for epoch in sorted(found)]
+
+
+def _logged(controller, order: str, monitor: str, tmp_path) -> tuple[list, list, list]:
+    """History's, CSVLogger's and TensorBoard's learning rate of one run (the same run every
+    time); a logger the order leaves out gives ``[]``."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64, 4)).astype("float32")
     y = x @ np.array([[1.0], [-2.0], [0.5], [3.0]], "float32") + rng.normal(size=(64, 1))
@@ -131,10 +126,12 @@ def _logged(controller, order: str, monitor: str, tmp_path) -> tuple[list, list]
     opt = hs.scheduled(keras.optimizers.SGD(), learning_rate="0.05 * 0.9 ** (step / 8)")
     model.compile(opt, "mse")
     control = controller(opt.hyperparameters["learning_rate"], monitor)
-    csv_path = tmp_path / f"{order}.csv"
-    found = {  # CSVLogger in the middle: it sees only what the callbacks before it wrote
+    csv_path, log_dir = tmp_path / f"{order}.csv", tmp_path / order
+    found = {  # Keras's loggers record what the callbacks before them wrote, and TensorBoard
+        # reads optimizer.learning_rate itself: after a reduction a callback before it made
         "log": hs.callbacks.LogHyperparameters(opt),
         "csv": keras.callbacks.CSVLogger(str(csv_path)),
+        "tb": keras.callbacks.TensorBoard(str(log_dir)),
         "control": control,
     }
     callbacks = [found[name] for name in order.split(",")]
@@ -142,25 +139,33 @@ def _logged(controller, order: str, monitor: str, tmp_path) -> tuple[list, list]
         x, y, batch_size=16, epochs=4, verbose=0, validation_data=(x, y), shuffle=False,
         callbacks=callbacks,
     )  # fmt: skip
-    with open(csv_path) as f:
-        rows = [float(row["learning_rate"]) for row in csv.DictReader(f)]
-    return history.history["learning_rate"], rows
+    rows = []
+    if "csv" in order:
+        with open(csv_path) as f:
+            rows = [float(row["learning_rate"]) for row in csv.DictReader(f)]
+    board = _tensorboard_learning_rates(log_dir) if "tb" in order else []
+    return history.history["learning_rate"], rows, board
 
 
 @pytest.mark.backend("tensorflow", "jax", "torch")
 @pytest.mark.parametrize("monitor", ["loss", "val_loss"])
 @pytest.mark.parametrize("controller", [_plateau, _keras_plateau], ids=["hs", "keras"])
-@pytest.mark.parametrize("order", ["log,csv,control", "control,csv,log", "control,log,csv"])
+@pytest.mark.parametrize(
+    "order",
+    ["log,csv,tb,control", "control,tb,csv,log", "csv,tb,control,log", "tb,control,log,csv"],
+)
 def test_logs_give_the_value_the_epoch_trained_with_whatever_the_order(
     controller, order: str, monitor: str, tmp_path
 ) -> None:
     # the reference: Keras's own ReduceLROnPlateau, alone, records the value before it
-    # reduces (its History on the same run); LogHyperparameters anywhere gives the same
-    keras_history = _logged(_keras_plateau, "control,csv", monitor, tmp_path)[0]
+    # reduces (its History on the same run); History, CSVLogger and TensorBoard anywhere
+    # give the same
+    keras_history = _logged(_keras_plateau, "control", monitor, tmp_path)[0]
     assert keras_history[1] > keras_history[2] > keras_history[3]  # it reduced each epoch
-    history, rows = _logged(controller, order, monitor, tmp_path)
+    history, rows, board = _logged(controller, order, monitor, tmp_path)
     assert history == keras_history
     assert rows == pytest.approx(keras_history, rel=1e-7)  # CSVLogger keeps ~16 digits
+    assert board == pytest.approx(keras_history, rel=1e-7)  # TensorBoard keeps float32
 
 
 def test_epoch_values_are_noted_per_epoch_and_step() -> None:

@@ -55,6 +55,9 @@ def assert_refused(out: Path, damaged: Path, what: str) -> None:
         ("weights", "gone.h5", "which is missing"),
         ("step", 10**30, "'step' is a 31-digit number, above 2**63 - 1"),
         ("epoch", 10**400, "'epoch' is a 401-digit number, above 2**63 - 1"),
+        ("config", {**CONFIG, "epochs": 10**30}, "'config/epochs' is 1" + "0" * 30),
+        ("config", {**CONFIG, "seed": float("inf")}, "'config/seed' is inf, not a number"),
+        ("config", {**CONFIG, "batch_size": "32"}, "'config/batch_size' is '32', not a number"),
     ],
 )
 def test_a_damaged_state_json_names_the_file_and_fresh(
@@ -82,6 +85,12 @@ def test_state_json_that_is_not_json_is_damaged(tmp_path: Path) -> None:
         ("metrics.csv", "epoch,loss\n", "epochs 0 .. 0"),
         ("metrics.csv", "epoch,loss\nx,0.5\n", "is not a number"),
         ("metrics.csv", "epoch,loss\n1e400,0.5\n", "is not a number"),
+        ("metrics.csv", "epoch,loss\n0,abc\n", "a 'loss' cell is not a number: 'abc'"),
+        (
+            "hyperparameters.csv",
+            "step,epoch,learning_rate\n" + "".join(f"{s},0,0.1\n" for s in range(44)) + "44,0,1e",
+            "a 'learning_rate' cell is not a number: '1e'",
+        ),
     ],
 )
 def test_csv_files_that_lack_rows_up_to_the_checkpoint_are_damaged(
@@ -90,6 +99,48 @@ def test_csv_files_that_lack_rows_up_to_the_checkpoint_are_damaged(
     interrupted_run(tmp_path)
     (tmp_path / name).write_text(text)
     assert_refused(tmp_path, tmp_path / name, what)
+
+
+def finished_run(out: Path, **changes: object) -> Path:
+    """A finished run's summary.json as the demo writes it (``changes`` replace its keys)."""
+    reduction = {"epoch": 1, "step": 45, "scale_before": 1.0, "scale": 0.5, "held": None}
+    summary = {
+        "status": "complete", "config": CONFIG, "val_accuracy": 0.95, "target_accuracy": 0.9,
+        "epochs": 2, "steps": 90, "seconds": 3.5, "temperature": 1.2,
+        "plateau_reductions": [reduction], "overrides": [], "commands": [],
+        "doctor": {"ok": True}, "files": {"tensorboard": str(out / "tensorboard")},
+    }  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    state.write_json(out / "summary.json", {**summary, **changes})
+    return out / "summary.json"
+
+
+def test_a_finished_run_is_reported_again(tmp_path: Path) -> None:
+    finished_run(tmp_path)
+    status, printed = run_demo(tmp_path)
+    assert status == 0 and "holds a finished run" in printed
+    assert "validation accuracy 95.0% (target met" in printed and "scale 1 -> 0.5" in printed
+
+
+@pytest.mark.parametrize(
+    ("changes", "what"),
+    [
+        ({"val_accuracy": "high"}, "'val_accuracy' is 'high', not a number below 2**63"),
+        ({"temperature": None}, "'temperature' is None, not a number"),
+        ({"seconds": float("nan")}, "'seconds' is nan, not a number"),
+        ({"steps": 10**30}, "'steps' is 1000000000000000000000000000000, not a number"),
+        ({"epochs": True}, "'epochs' is True, not a number"),
+        (
+            {"plateau_reductions": [{"epoch": 1, "step": 45, "scale_before": 1.0, "scale": "x"}]},
+            "'plateau_reductions/0/scale' is 'x', not a number",
+        ),
+        ({"overrides": {"value": 1}}, "'overrides' is {'value': 1}, not a list of objects"),
+    ],
+)
+def test_a_damaged_summary_json_of_a_finished_run_names_the_file_and_field(
+    tmp_path: Path, changes: dict, what: str
+) -> None:
+    assert_refused(tmp_path, finished_run(tmp_path, **changes), what)
 
 
 def test_a_huge_step_in_range_is_checked_without_counting_to_it(tmp_path: Path) -> None:

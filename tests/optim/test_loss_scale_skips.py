@@ -3,11 +3,14 @@ step: the clock equals the wrapper's ``iterations``, every value is the schedule
 updates applied, and the weights are bitwise those of plain Keras with the same Keras
 schedule, with the overflow forced at chosen batches (a sample weight of 1e38, which the
 loss scale takes past float32's range). In ``fit`` and in a custom loop, for ``hs.scheduled``
-and ``hs.StepOptimizer``, stacked with ``hs.SkipNonFinite`` and with gradient accumulation."""
+and ``hs.StepOptimizer``, stacked with ``hs.SkipNonFinite`` and with gradient accumulation;
+and as the user met it, under Keras's ``mixed_float16`` policy, where ``compile`` wraps the
+optimizer itself and the model computes in float16."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import keras
@@ -71,11 +74,13 @@ class _Seen(keras.callbacks.Callback):
         self.steps.append(None if self.clock is None else int(self.clock.step))
 
 
-def _fit(optimizer: Any, *, scaled: bool = True) -> tuple[keras.Model, _Seen]:
-    """Train on the data under a LossScaleOptimizer; ``scaled=False``: without one, on the
-    batches that do not overflow only."""
+def _fit(optimizer: Any, *, scaled: bool = True, wrap: bool = True) -> tuple[keras.Model, _Seen]:
+    """Train on the data under a LossScaleOptimizer (``wrap=False``: the one ``compile`` adds
+    under the ``mixed_float16`` policy); ``scaled=False``: without one, on the batches that do
+    not overflow only."""
     model = _model()
-    model.compile(keras.optimizers.LossScaleOptimizer(optimizer) if scaled else optimizer, "mse")
+    wrapped = scaled and wrap
+    model.compile(keras.optimizers.LossScaleOptimizer(optimizer) if wrapped else optimizer, "mse")
     seen = _Seen(getattr(optimizer, "clock", None))
     x, y, weight = _data()
     if not scaled:
@@ -87,17 +92,19 @@ def _fit(optimizer: Any, *, scaled: bool = True) -> tuple[keras.Model, _Seen]:
     return model, seen
 
 
-def _hyperstep(kind: str, accumulate: int | None) -> Any:
+def _hyperstep(kind: str, accumulate: int | None, momentum: float = 0.0) -> Any:
     schedule = _schedule()
+    sgd = keras.optimizers.SGD(momentum=momentum, gradient_accumulation_steps=accumulate)
     if kind == "scheduled":
-        return hs.scheduled(
-            keras.optimizers.SGD(gradient_accumulation_steps=accumulate), learning_rate=schedule
-        )
+        return hs.scheduled(sgd, learning_rate=schedule)
     if kind == "step_optimizer":
         return hs.StepOptimizer(
-            "sgd", learning_rate=schedule, gradient_accumulation_steps=accumulate
+            "sgd",
+            learning_rate=schedule,
+            momentum=momentum,
+            gradient_accumulation_steps=accumulate,
         )
-    return hs.SkipNonFinite(hs.scheduled(keras.optimizers.SGD(), learning_rate=schedule))
+    return hs.SkipNonFinite(hs.scheduled(sgd, learning_rate=schedule))
 
 
 def _assert_bitwise(model: keras.Model, reference: keras.Model) -> None:
@@ -123,6 +130,59 @@ def test_fit_counts_only_the_updates_applied_bitwise_keras(kind: str, accumulate
     if kind == "step_optimizer":  # its SGD rule is not Keras's SGD bit for bit on JAX and
         # torch, wrapped or not: the same optimizer trained on the applied batches alone
         reference, _ = _fit(_hyperstep(kind, accumulate), scaled=False)
+    _assert_bitwise(model, reference)
+
+
+@pytest.fixture
+def mixed_float16() -> Iterator[None]:
+    """Keras's ``mixed_float16`` policy, set as a user sets it; the previous policy after."""
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    yield
+    keras.mixed_precision.set_global_policy(previous)
+
+
+class _KerasSGD(keras.optimizers.SGD):
+    """Keras's SGD with its own ``update_step``, ``m = momentum * m - learning_rate * g;
+    w = w + m``, as ``StepOptimizer``'s SGD rule computes it: on torch ``keras.optimizers.SGD``
+    is a foreach kernel whose ``alpha`` add rounds once where that formula rounds twice (a
+    subclass keeps Keras's formula), and with ``momentum = 0`` Keras's ``w + g * -lr`` is
+    fused on JAX."""
+
+
+MOMENTUM = 0.5
+
+
+@pytest.mark.parametrize(
+    ("kind", "accumulate"),
+    [
+        ("scheduled", None),
+        ("step_optimizer", None),
+        ("skip_non_finite", None),
+        ("scheduled", 2),
+        ("step_optimizer", 2),
+    ],
+)
+def test_mixed_float16_policy_counts_only_the_updates_applied_bitwise_keras(
+    mixed_float16: None, kind: str, accumulate: int | None
+):
+    every = accumulate or 1
+    keras_schedule = _schedule() if accumulate is None else _PerUpdate(every)
+    sgd = _KerasSGD if kind == "step_optimizer" else keras.optimizers.SGD
+    reference, expected = _fit(
+        sgd(
+            learning_rate=keras_schedule, momentum=MOMENTUM, gradient_accumulation_steps=accumulate
+        ),
+        wrap=False,
+    )
+    assert reference.layers[0].compute_dtype == "float16"
+    assert isinstance(reference.optimizer, keras.optimizers.LossScaleOptimizer)
+    counts = expected.iterations
+    assert all(counts[b] == counts[b - 1] for b in OVERFLOW)  # Keras skipped them
+    model, seen = _fit(_hyperstep(kind, accumulate, MOMENTUM), wrap=False)
+    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert seen.steps == seen.iterations == expected.iterations
+    assert seen.rates == expected.rates  # the schedule at the updates applied, bitwise
     _assert_bitwise(model, reference)
 
 

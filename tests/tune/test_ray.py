@@ -150,6 +150,36 @@ def test_a_new_trial_on_a_reused_actor_starts_from_a_fresh_build() -> None:
     assert result["step"] == STEPS_PER_EPOCH and result["loss"] == reference["loss"]
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "what"),
+    [
+        ("epoch", 10**30, "'epoch' is 1000000000000000000000000000000, not an integer >= 0"),
+        ("epoch", -1, "'epoch' is -1, not an integer >= 0 below 2**63"),
+        ("epoch", float("nan"), "'epoch' is nan, not an integer"),
+        ("epoch", "2", "'epoch' is '2', not an integer"),
+        ("applied", {"learning_rate": float("inf")}, "'applied/learning_rate' is inf, not a"),
+        ("applied", {"learning_rate": 10**400}, "'applied/learning_rate' is 1000"),
+        ("applied", {"learning_rate": 1e39}, "'applied/learning_rate' is 1e+39, not a finite"),
+        ("applied", [0.1], "'applied' is [0.1], not a dict"),
+    ],
+)
+def test_a_damaged_checkpoint_number_is_one_line_naming_the_file_and_field(
+    tmp_path, field: str, value: object, what: str
+) -> None:
+    import json
+
+    member = _member()
+    member.train()
+    saved = member.save(str(tmp_path / "ckpt"))
+    path = tmp_path / "ckpt" / "hyperstep.json"
+    meta = json.loads(path.read_text())
+    path.write_text(json.dumps({**meta, field: value}))
+    with pytest.raises(InvalidArgumentError) as raised:
+        _member().restore(saved)
+    (line,) = str(raised.value).splitlines()
+    assert line.startswith(f"{path} is damaged: ") and what in line
+
+
 def test_bad_arguments_name_what_was_received() -> None:
     with pytest.raises(InvalidArgumentError, match="apply='add'"):
         hs.tune.trainable(build, DATA, apply="add")

@@ -108,9 +108,13 @@ GOOD = '["1", "0", 2, 2, {"learning_rate": 0.1}, {"learning_rate": 0.12}]'
         ('["0", "1", 4, 1e400, {}, {"learning_rate": 0.04}]', "not inf"),
         ('["0", "1", [4], 4, {}, {"learning_rate": 0.04}]', "not [4]"),
         ('["0", "1", 4, 4, {}, {"learning_rate": 1e400}]', "'learning_rate' is inf, not a"),
+        ('["0", "1", 4, 4, {}, {"learning_rate": -1e308}]', "is -1e+308, beyond float32's"),
+        ('["0", "1", 4, 4, {}, {"momentum": 1e39}]', "'momentum' is 1e+39, beyond float32's"),
+        ('["0", "1", 4, 1' + "0" * 31 + ', {}, {"lr": 0.1}]', "clone iteration is a 32-digit"),
+        ('["0", "1", 1e300, 4, {}, {"lr": 0.1}]', "target iteration is 1e+300, above 2**63"),
         (
             '["0", "1", 4, 4, {}, {"head": {"learning_rate": 1' + "0" * 400 + "}}]",
-            "the new config's 'head/learning_rate' is a 401-digit number, beyond a float",
+            "the new config's 'head/learning_rate' is a 401-digit number, beyond float32's",
         ),
     ],
 )

@@ -3,11 +3,14 @@
 Keras hands a callback fit's epoch index (``on_epoch_begin(epoch)``) and its epoch length
 (``params["steps"]``), and nothing else does: the training step sees neither. So that no
 callback has to be passed, :func:`follow_fit` wraps ``keras.callbacks.CallbackList``'s
-``on_train_begin`` and ``on_epoch_begin`` (the container every ``fit`` on every backend
-calls) to call hyperstep first, then Keras's own code, and ``keras.Model.make_train_function``
-(:func:`follow_train_steps`). Keras's classes are wrapped once, when this module is imported
-(never from a constructor); hyperstep's handlers register with :func:`follow_fit`.
-``tests/control/test_fit_epochs.py`` pins it.
+``on_train_begin``, ``on_epoch_begin`` and ``on_epoch_end`` (the container every ``fit`` on
+every backend calls) to call hyperstep first, then Keras's own code, and
+``keras.Model.make_train_function`` (:func:`follow_train_steps`). Keras's ``TensorBoard``
+reads ``optimizer.learning_rate`` itself at its epoch end (``_collect_learning_rate``,
+private); :func:`follow_epoch_ends` gives it the value the epoch trained with. Keras's
+classes are wrapped once, when this module is imported (never from a constructor);
+hyperstep's handlers register with :func:`follow_fit` and :func:`follow_epoch_ends`.
+``tests/control/test_fit_epochs.py`` and ``tests/backends/test_fit.py`` pin it.
 """
 
 from __future__ import annotations
@@ -17,8 +20,12 @@ from typing import Any
 
 import keras
 
+from hyperstep.backends.versions import reach
+
 #: (fit started, epoch began) handlers, called with the CallbackList's model
 _HANDLERS: list[tuple[Callable[..., None], Callable[..., None]]] = []
+#: (epoch ends, trained learning rate) handlers (:func:`follow_epoch_ends`)
+_EPOCH_ENDS: list[tuple[Callable[..., None], Callable[[Any], float | None]]] = []
 #: the function that makes a model's train step (hyperstep.iteration.fit_iteration)
 _TRAIN_STEP_WRAPS: list[Callable[..., Any]] = []
 
@@ -33,12 +40,24 @@ def follow_fit(
         _HANDLERS.append((train_begin, epoch_begin))
 
 
+def follow_epoch_ends(
+    epoch_end: Callable[[Any, int, dict[str, Any], list[Any]], None],
+    learning_rate: Callable[[Any], float | None],
+) -> None:
+    """Call ``epoch_end(model, epoch, logs, callbacks)`` at each epoch's end before the
+    callbacks; Keras's ``TensorBoard`` logs ``learning_rate(optimizer)`` as an optimizer's
+    learning rate where that is not None (registered once)."""
+    if (epoch_end, learning_rate) not in _EPOCH_ENDS:
+        _EPOCH_ENDS.append((epoch_end, learning_rate))
+
+
 def _follow_callback_lists() -> None:
     """Wrap ``keras.callbacks.CallbackList``'s fit hooks (once, at import)."""
     cls = keras.callbacks.CallbackList
     if getattr(cls.on_epoch_begin, "_hyperstep", False):
         return
     keras_train_begin, keras_epoch_begin = cls.on_train_begin, cls.on_epoch_begin
+    keras_epoch_end = cls.on_epoch_end
 
     def on_train_begin(self: Any, logs: Any = None) -> Any:
         model = getattr(self, "model", None)
@@ -58,9 +77,17 @@ def _follow_callback_lists() -> None:
                 begin(model, epoch)
         return keras_epoch_begin(self, epoch, logs)
 
+    def on_epoch_end(self: Any, epoch: int, logs: Any = None) -> Any:
+        model, logs = getattr(self, "model", None), {} if logs is None else logs
+        if model is not None:
+            for end, _ in _EPOCH_ENDS:
+                end(model, epoch, logs, list(self.callbacks))
+        return keras_epoch_end(self, epoch, logs)
+
     pairs: list[tuple[Any, Any]] = [
         (on_train_begin, keras_train_begin),
         (on_epoch_begin, keras_epoch_begin),
+        (on_epoch_end, keras_epoch_end),
     ]
     if keras.backend.backend() == "jax":  # Keras's backend is fixed once it is imported
         pairs += _jax_batch_hooks(cls)
@@ -94,6 +121,28 @@ def _jax_batch_hooks(cls: Any) -> list[tuple[Any, Any]]:
         return result
 
     return [(on_train_batch_begin, keras_batch_begin), (on_train_batch_end, keras_batch_end)]
+
+
+def _follow_tensorboard() -> None:
+    """Wrap ``keras.callbacks.TensorBoard._collect_learning_rate`` (private; once, at
+    import): it puts ``optimizer.learning_rate``, read at its own epoch end, into the epoch's
+    logs as ``learning_rate``, after a change a callback before it made there; the handlers
+    of :func:`follow_epoch_ends` give the value the epoch trained with instead."""
+    cls = keras.callbacks.TensorBoard
+    keras_collect = reach("keras.callbacks.TensorBoard._collect_learning_rate", fallback=None)
+    if keras_collect is None or getattr(keras_collect, "_hyperstep", False):
+        return  # pragma: no cover - other Keras versions
+
+    def _collect_learning_rate(self: Any, logs: Any) -> Any:
+        logs = keras_collect(self, logs)
+        for _, trained in _EPOCH_ENDS if "learning_rate" in logs else ():
+            value = trained(self.model.optimizer)
+            logs["learning_rate"] = logs["learning_rate"] if value is None else value
+        return logs
+
+    _collect_learning_rate.__wrapped__ = keras_collect  # type: ignore[attr-defined]
+    _collect_learning_rate._hyperstep = True  # type: ignore[attr-defined]
+    cls._collect_learning_rate = _collect_learning_rate
 
 
 def write_through(variable: Any, value: Any) -> None:
@@ -186,4 +235,5 @@ def layers_of(model: Any) -> list[Any]:
 
 # once, at import: Keras's classes are wrapped here, never from a constructor
 _follow_callback_lists()
+_follow_tensorboard()
 _follow_train_steps()

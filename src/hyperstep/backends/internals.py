@@ -7,9 +7,14 @@ that moves one fails one named test.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import os
+from collections.abc import Iterator
 from typing import Any
 
 from hyperstep.backends.versions import reach
+from hyperstep.errors import HyperstepError, InvalidArgumentError
 
 
 def unpickle_optimizer(cls: type, args: tuple[Any, ...]) -> Any:
@@ -71,3 +76,40 @@ def build_again_in_fit(builds: list[tuple[Any, bool]]) -> None:
     for part, built in builds:
         if not built:
             part.built = False
+
+
+def loading_file() -> str | None:
+    """The file Keras's ``load_model`` is loading in this thread, or None: the ``filepath``
+    of the running ``keras.src.saving.saving_lib.load_model`` (private), read from its frame
+    (a ``from_config`` is not told the file)."""
+    load = reach("keras.src.saving.saving_lib.load_model", fallback=None)
+    frame = inspect.currentframe()
+    try:
+        while frame is not None and load is not None:
+            if frame.f_code is load.__code__:
+                return os.fspath(frame.f_locals["filepath"])
+            frame = frame.f_back
+    finally:
+        del frame
+    return None
+
+
+@contextlib.contextmanager
+def naming_loaded_file() -> Iterator[None]:
+    """Around a ``from_config``: a hyperstep error raised while Keras loads a file (a damaged
+    number in its config) becomes one line naming the file and the error's first line. Keras
+    wraps the error of a nested object in a TypeError of many lines; ours is in its chain."""
+    try:
+        yield
+    except Exception as error:
+        found: BaseException | None = error
+        while found is not None and not isinstance(found, HyperstepError):
+            found = found.__cause__ or found.__context__
+        path = loading_file() if found is not None else None
+        if found is None or path is None:
+            raise
+        if getattr(found, "path", None) == path:  # named already, by a nested object
+            raise found from None
+        named = InvalidArgumentError(f"{path} is damaged: {str(found).splitlines()[0]}")
+        named.path = path  # type: ignore[attr-defined]
+        raise named from None

@@ -165,6 +165,20 @@ def _apis() -> dict[str, PrivateAPI]:
             optional=True,
         ),
         PrivateAPI(
+            "keras.src.saving.saving_lib.load_model",
+            "keras",
+            "a damaged number in a .keras file's config is refused naming the file",
+            lambda: _import("keras.src.saving.saving_lib", "load_model"),
+            optional=True,
+        ),
+        PrivateAPI(
+            "keras.callbacks.TensorBoard._collect_learning_rate",
+            "keras",
+            "TensorBoard's epoch_learning_rate is the value the epoch trained with",
+            lambda: _import("keras", "callbacks", "TensorBoard", "_collect_learning_rate"),
+            optional=True,
+        ),
+        PrivateAPI(
             "tensorflow.Operation._set_attr",
             "tensorflow",
             "a dormant cooldown's cond kept one functional If op (_lower_using_switch_merge)",

@@ -21,24 +21,12 @@ from hyperstep import backends
 from hyperstep.backends import require_tensorflow
 from hyperstep.control import wrapped
 from hyperstep.control.epochs import epoch_began, fit_began
-from hyperstep.control.reading import (
-    collect,
-    epoch_values,
-    infer_steps_per_epoch,
-    read_all,
-    savers_before,
-)
+from hyperstep.control.reading import collect, epoch_values, read_all
 from hyperstep.errors import BackendError, InvalidArgumentError, received
 from hyperstep.schedules.base import check_positive_int
 from hyperstep.schedules.checks import check_choice
 
-__all__ = [
-    "LogHyperparameters",
-    "collect",
-    "infer_steps_per_epoch",
-    "read_all",
-    "savers_before",
-]
+__all__ = ["LogHyperparameters", "read_all"]
 
 FIELDS = ("value", "schedule", "scale", "override")
 
@@ -50,7 +38,7 @@ class LogHyperparameters(keras.callbacks.Callback):
     epoch trained with, read before any controller changes it at that epoch's end, whatever
     the callback order (:func:`~hyperstep.control.reading.epoch_values`; a value already
     in the logs, as Keras's ``ReduceLROnPlateau`` writes it, is kept). History, CSVLogger
-    and TensorBoard record it: place this callback before those two in the list.
+    and TensorBoard record it, in any order (``fit`` puts it into the logs first).
 
     Which are logged: given an optimizer, only the hyperparameters that can move (a
     schedule that is not a constant, a controller such as ``ReduceOnPlateau``, or a scale
@@ -276,9 +264,13 @@ class LogHyperparameters(keras.callbacks.Callback):
             self.record()
         self._batches += 1
 
-    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+    def _logged_hyperparameters(self) -> dict[str, Any]:
+        """What ``on_epoch_end`` logs (``fit`` puts it into the logs before any callback)."""
         self._select()
-        if logs is not None and self.hyperparameters:
+        return self.hyperparameters
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        if logs is not None and self._logged_hyperparameters():
             for name, value in epoch_values(self.hyperparameters, epoch).items():
                 logs.setdefault(name, value)  # as Keras's ReduceLROnPlateau logged it already
         if self._file is not None:

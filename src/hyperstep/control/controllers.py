@@ -342,6 +342,10 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         logs[self.target.name] = self._trained_with(epoch)
         self._decide(epoch, logs[self.monitor])
 
+    def _logged_hyperparameters(self) -> dict[str, Any]:
+        """What ``on_epoch_end`` logs (``fit`` puts it into the logs before any callback)."""
+        return {self.target.name: self.target}
+
     def _trained_with(self, epoch: int) -> float:
         """The value ``epoch``, ending now, trained with (before any change at its end)."""
         return next(iter(epoch_values(self.target, epoch).values()))

@@ -24,6 +24,7 @@ from hyperstep.backends import (
     unmapped_in_jit,
 )
 from hyperstep.backends.fit import held_state, write_through
+from hyperstep.backends.internals import naming_loaded_file
 from hyperstep.backends.steering import strategy_scope
 from hyperstep.clock import Clock
 from hyperstep.control import value_forms
@@ -555,6 +556,7 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
         return config
 
     @classmethod
+    @naming_loaded_file()
     def from_config(cls, config: dict[str, Any]) -> Hyperparameter:
         config = dict(config)
         config["value"] = keras.saving.deserialize_keras_object(config["value"])

@@ -2,8 +2,8 @@
 
 ``collect(x)`` -> ``{name: hyperparameter}`` from one, a list, a dict or a scheduled optimizer;
 ``read_all(x)`` -> ``{name: float}``; ``epoch_values(x)``: the values the epoch ending now
-trained with, the one convention of every log. Also the ``fit`` helpers callbacks share
-(``infer_steps_per_epoch``, ``savers_before``).
+trained with, the one convention of every log. Also ``savers_before``, for controllers
+that decide at an epoch's end.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 import keras
 from keras import ops
 
-from hyperstep.backends.fit import follow_fit
+from hyperstep.backends.fit import follow_epoch_ends, follow_fit
 from hyperstep.control import wrapped
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 
-__all__ = ["collect", "epoch_values", "infer_steps_per_epoch", "read_all", "savers_before"]
+__all__ = ["collect", "epoch_values", "read_all", "savers_before"]
 
 #: hyperparameter -> (epoch, step, value) noted by the first read at an epoch's end
 #: (:func:`epoch_values`); forgotten when a ``fit`` or one of its epochs begins
@@ -71,15 +71,6 @@ def collect(hyperparameters: Any, owner: str = "LogHyperparameters") -> dict[str
             f"{received('hyperparameters', hyperparameters)}"
         )
     return found
-
-
-def infer_steps_per_epoch(clock: Any, params: Mapping[str, Any] | None) -> None:
-    """Set ``clock.steps_per_epoch`` from ``fit``'s ``params["steps"]`` if it is not known
-    (:func:`hyperstep.control.epochs.fit_began` does this and more for every clock of a
-    model)."""
-    steps = (params or {}).get("steps")
-    if getattr(clock, "steps_per_epoch", 0) is None and isinstance(steps, int) and steps > 0:
-        clock.steps_per_epoch = steps
 
 
 def savers_before(callback: Any) -> list[str]:
@@ -169,7 +160,34 @@ def _forget_epoch_values(model: Any, _: Any) -> None:
     _EPOCH_VALUES.clear()
 
 
+def _epoch_ends(model: Any, epoch: int, logs: dict[str, Any], callbacks: list[Any]) -> None:
+    """At each epoch's end of ``fit``, before any callback: note what every hyperparameter of
+    the model's optimizers trained with, and put into ``logs`` the values that hyperstep's
+    loggers and controllers in ``callbacks`` log (their ``_logged_hyperparameters()``), so
+    a callback listed before them (Keras's ``CSVLogger``) records them too."""
+    for optimizer in wrapped.hyperstep_optimizers(getattr(model, "optimizer", None)):
+        if optimizer.hyperparameters:
+            epoch_values(optimizer, epoch)
+    for callback in callbacks:
+        logged = getattr(callback, "_logged_hyperparameters", None)
+        found = logged() if callable(logged) else None
+        for name, value in epoch_values(found, epoch).items() if found else ():
+            logs.setdefault(name, value)
+
+
+def _trained_learning_rate(optimizer: Any) -> float | None:
+    """The learning rate ``optimizer`` trained with in the epoch ending now, noted at its
+    end (what Keras's ``TensorBoard`` then logs), or None."""
+    hyperparameters = getattr(wrapped.hyperstep_optimizer(optimizer), "hyperparameters", {})
+    hyperparameter = hyperparameters.get("learning_rate")
+    if hyperparameter is None or hyperparameter not in _EPOCH_VALUES:
+        return None
+    _, step, value = _EPOCH_VALUES[hyperparameter]
+    return value if step == int(ops.convert_to_numpy(hyperparameter.clock.step)) else None
+
+
 follow_fit(_forget_epoch_values, _forget_epoch_values)
+follow_epoch_ends(_epoch_ends, _trained_learning_rate)
 
 
 def _is_hyperparameter(value: Any) -> bool:

@@ -125,6 +125,46 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return value
 
 
+#: the numbers of a finished run's summary.json that ``hyperstep demo`` prints again, by
+#: section (``""``: the top level; else each item of that list); ``held`` may be null
+PRINTED = {
+    "": ("val_accuracy", "target_accuracy", "epochs", "steps", "seconds", "temperature"),
+    "plateau_reductions": ("epoch", "step", "scale_before", "scale", "held"),
+    "overrides": ("value", "from_step", "to_step"),
+}
+
+
+def read_summary(path: Path) -> dict[str, Any] | None:
+    """Return a run's ``summary.json`` (None if missing), a finished run's printed numbers
+    checked.
+
+    Raises:
+        DamagedRunError: The file is not a JSON object, or a printed number is missing, not
+            a number, not finite, or not below 2**63.
+    """
+    summary = read_json(path)
+    if summary is None or summary.get("status") != "complete":
+        return summary
+    for section, keys in PRINTED.items():
+        items = summary.get(section) if section else [summary]
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise DamagedRunError(path, f"{section!r} is {items!r}, not a list of objects")
+        for index, item in enumerate(items):
+            check_numbers(path, item, keys, f"{section}/{index}/" if section else "")
+    return summary
+
+
+def check_numbers(path: Path, found: dict[str, Any], keys: Any, prefix: str = "") -> None:
+    """Refuse, naming ``path`` and the field, a value of ``found`` at ``keys`` that is not a
+    finite number below 2**63 in size (``held`` may be null)."""
+    for key in keys:
+        value: Any = found.get(key)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not (number and abs(value) < 2**63) and not (key == "held" and value is None):
+            field = f"{prefix}{key}"
+            raise DamagedRunError(path, f"{field!r} is {value!r}, not a number below 2**63")
+
+
 def write_json(path: Path, value: dict[str, Any]) -> None:
     """Write ``value`` to ``path`` atomically (a temporary file, then ``os.replace``)."""
     temporary = path.with_name(path.name + ".tmp")
@@ -147,6 +187,7 @@ def latest_checkpoint(out: Path) -> Checkpoint | None:
         if value >= 2**63:  # type: ignore[operator]
             digits = len(str(value))
             raise DamagedRunError(path, f"{key!r} is a {digits}-digit number, above 2**63 - 1")
+    check_numbers(path, config, list(config), "config/")  # type: ignore[arg-type]
     if epoch < 1 or step < epoch:  # type: ignore[operator]
         raise DamagedRunError(path, f"epoch {epoch} and step {step} do not fit together")
     weights = folder / str(name)
@@ -175,7 +216,8 @@ def check_logs(out: Path, checkpoint: Checkpoint) -> None:
     steps ``0 .. step - 1`` (later rows, written after the checkpoint, are dropped on resume).
 
     Raises:
-        DamagedRunError: A file is missing, has no header, or lacks rows.
+        DamagedRunError: A file is missing, has no header, lacks rows, or has a cell that is
+            not a number.
     """
     files = paths(out)
     for role, column, stop in (
@@ -190,9 +232,15 @@ def check_logs(out: Path, checkpoint: Checkpoint) -> None:
             raise DamagedRunError(path, f"not readable: {error}") from None
         if not rows or column not in rows[0]:
             raise DamagedRunError(path, f"no header with a {column!r} column")
-        index, width = rows[0].index(column), len(rows[0])
+        index, body = rows[0].index(column), [r for r in rows[1:] if len(r) == len(rows[0])]
+        for name, cell in ((n, c) for row in body for n, c in zip(rows[0], row, strict=True)):
+            try:
+                float(cell or "nan")  # (an empty cell: a value not set)
+            except ValueError:
+                problem = f"a {name!r} cell is not a number: {cell[:40]!r}"
+                raise DamagedRunError(path, problem) from None
         try:
-            seen = [int(float(r[index])) for r in rows[1:] if len(r) == width]
+            seen = [int(float(r[index])) for r in body]
         except (ValueError, OverflowError) as error:
             raise DamagedRunError(path, f"a {column!r} cell is not a number: {error}") from None
         kept = [v for v in seen if v < stop]

@@ -193,7 +193,7 @@ def _resume_or_train(
 
     if fresh:
         demo_state.clear(out)
-    summary = demo_state.read_json(paths(out)["summary"])
+    summary = demo_state.read_summary(paths(out)["summary"])
     if summary is not None and summary.get("status") == "complete":
         if summary.get("config") != config:
             raise InvalidArgumentError(

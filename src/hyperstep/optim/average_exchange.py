@@ -77,12 +77,6 @@ class Average(keras.callbacks.Callback):
                     f"reads the optimizer's clock. Drop `clock=`. Received: clock={clock!r}"
                 )
             clock = own
-        for key, value in (("start", start), ("every", every)):
-            if not isinstance(value, int) or value < (1 if key == "every" else 0):
-                raise InvalidArgumentError(
-                    f"`{name}({key}=...)` must be an integer >= "
-                    f"{1 if key == 'every' else 0}. {received(key, value)}"
-                )
         init_name = _init_name(name, init)
         if form not in ("difference", "momentum"):
             raise InvalidArgumentError(

@@ -19,7 +19,7 @@ from keras import ops
 
 from hyperstep.backends import integer_dtype
 from hyperstep.control.hyperparameter import Hyperparameter, track
-from hyperstep.errors import InvalidArgumentError
+from hyperstep.errors import InvalidArgumentError, received
 
 __all__ = ["ATTRIBUTE", "AverageState", "attach", "config_of", "restore"]
 
@@ -51,6 +51,13 @@ class AverageState(keras.layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(name=name, **kwargs)
+        for key, value in (("start", start), ("every", every)):  # (also as loaded from a file)
+            low = 1 if key == "every" else 0
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value < 2**63:
+                raise InvalidArgumentError(
+                    f"`{kind.upper()}({key}=...)` must be an integer >= {low} and below 2**63 "
+                    f"(a step). {received(key, value)}"
+                )
         self.kind, self.start, self.every = kind, start, every
         self.init, self.form = init, form  # EMA: how it starts, which formula (EMA's docs)
         self.n_averaged = self.add_weight(

@@ -353,6 +353,9 @@ def from_hyperparameters_config(
     if isinstance(clock, dict):
         clock = keras.saving.deserialize_keras_object(clock, custom_objects)
     values = config.pop("hyperparameters")
+    for key, value in values.items():  # a damaged number in a file is named by its key
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            check_number("hyperparameters", key, value)
     return {
         "hyperparameters": {k: deserialize_value(v, custom_objects) for k, v in values.items()},
         "clock": clock,

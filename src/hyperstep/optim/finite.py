@@ -22,6 +22,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep.backends.internals import naming_loaded_file
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import conditional
 
@@ -169,6 +170,7 @@ class SkipNonFinite(keras.optimizers.Optimizer):
         }
 
     @classmethod
+    @naming_loaded_file()
     def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> SkipNonFinite:
         config = dict(config)
         inner = keras.saving.deserialize_keras_object(config.pop("inner_optimizer"), custom_objects)

@@ -19,6 +19,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends import native_variable
+from hyperstep.backends.internals import naming_loaded_file
 from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.named_state import SavedByName
@@ -471,6 +472,7 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
         }
 
     @classmethod
+    @naming_loaded_file()
     def from_config(cls, config: Mapping[str, Any], custom_objects: Any = None) -> StepOptimizer:
         config = dict(config)
         rule = deserialize_rule(config.pop("rule"), custom_objects)

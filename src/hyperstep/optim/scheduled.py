@@ -20,7 +20,7 @@ import keras
 from keras import ops
 
 from hyperstep import backends
-from hyperstep.backends.internals import unpickle_optimizer
+from hyperstep.backends.internals import naming_loaded_file, unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
@@ -57,6 +57,7 @@ class ScheduledOptimizer(ScheduledUpdate):
         )
 
     @classmethod
+    @naming_loaded_file()
     def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> Any:
         """Load a config of
         :meth:`~hyperstep.optim.scheduled_base.ScheduledBase.get_config`: the scheduled

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hyperstep.backends.internals import naming_loaded_file
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules._ops import NUMPY, ops
 
@@ -116,6 +117,7 @@ class Schedule(_Base):  # type: ignore[misc]
         return {key: _serialize(value) for key, value in self.arguments().items()}
 
     @classmethod
+    @naming_loaded_file()
     def from_config(cls, config: Mapping[str, Any]) -> Schedule:
         valid = list(_defaults(cls)) + [
             p.name

@@ -21,7 +21,7 @@ import keras
 from hyperstep.control.reading import read_all
 from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules.base import check_positive_int
+from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int
 from hyperstep.tune.replay import flatten
 
 #: what the config value of a hyperparameter writes: its override or its scale
@@ -279,9 +279,32 @@ class Member:
         if self.model.built and not optimizer.built:
             optimizer.build(self.model.trainable_variables)
         self.model.load_weights(os.path.join(directory, _WEIGHTS))
-        with open(os.path.join(directory, _META)) as f:
+        self.epoch, self.applied = _read_meta(os.path.join(directory, _META))
+
+
+def _read_meta(path: str) -> tuple[int, dict[str, float]]:
+    """The epoch and the applied values a checkpoint's ``hyperstep.json`` holds; a damaged
+    one is refused in one line naming the file and the field."""
+
+    def damaged(problem: str) -> InvalidArgumentError:
+        return InvalidArgumentError(f"{path} is damaged: {problem}. Restore another checkpoint.")
+
+    try:
+        with open(path) as f:
             meta = json.load(f)
-        self.epoch, self.applied = int(meta["epoch"]), dict(meta["applied"])
+    except (OSError, ValueError) as error:
+        raise damaged(f"not readable as JSON ({error})") from None
+    epoch = meta.get("epoch") if isinstance(meta, dict) else None
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch < 2**63:
+        raise damaged(f"'epoch' is {epoch!r}, not an integer >= 0 below 2**63")
+    applied = meta.get("applied")
+    if not isinstance(applied, dict):
+        raise damaged(f"'applied' is {applied!r}, not a dict")
+    for key, value in applied.items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not abs(value) <= FLOAT32_MAX:
+            raise damaged(f"'applied/{key}' is {value!r}, not a finite float32 number")
+    return epoch, {key: float(value) for key, value in applied.items()}
 
 
 def _import_tune() -> Any:

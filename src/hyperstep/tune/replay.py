@@ -15,13 +15,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 from collections.abc import Mapping
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules import Schedule, piecewise
-from hyperstep.schedules.base import check_positive_int
+from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int
 
 
 def replay(
@@ -157,6 +156,8 @@ def _row(line: str, number: int, path: str) -> list[Any]:
         whole = isinstance(value, float) and math.isfinite(value) and value.is_integer()
         if isinstance(value, bool) or not (isinstance(value, int) or whole) or value < 0:
             raise bad(f"the {name} must be a whole number >= 0, not {value!r}")
+        if value >= 2**63:
+            raise bad(f"the {name} is {_shown(value)}, above 2**63 - 1")
         row[index] = int(value)
     for index, name in ((4, "old config"), (5, "new config")):
         if not isinstance(row[index], dict):
@@ -164,10 +165,18 @@ def _row(line: str, number: int, path: str) -> list[Any]:
         for key, value in flatten(row[index]).items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise bad(f"the {name}'s {key!r} is {value!r}, not a finite number")
-            if isinstance(value, int) and abs(value) > sys.float_info.max:
-                digits = len(str(abs(value)))
-                raise bad(f"the {name}'s {key!r} is a {digits}-digit number, beyond a float")
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if numeric and abs(value) > FLOAT32_MAX:
+                raise bad(
+                    f"the {name}'s {key!r} is {_shown(value)}, beyond float32's range "
+                    "(|x| <= 3.4028235e38), in which schedules compute"
+                )
     return row
+
+
+def _shown(value: float) -> str:
+    """``value``, or how many digits it has when it is a long integer."""
+    return f"a {len(str(abs(value)))}-digit number" if isinstance(value, int) else repr(value)
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
