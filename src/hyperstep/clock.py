@@ -17,7 +17,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends import integer_dtype
-from hyperstep.backends.fit import write_through
+from hyperstep.backends.fit import readable_in_fit, write_through
 from hyperstep.backends.jax import stateless_copy
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import Iteration, training_iteration
@@ -118,6 +118,8 @@ class Clock(keras.layers.Layer):
         self.epoch_length = self._counter("epoch_length")
         #: the run's length (training iterations), 0 while unknown: see :attr:`total`
         self.total_steps = self._counter("total")
+        # read from a JAX fit's batch callbacks: the value the trainer holds
+        readable_in_fit([self.step, *self.epoch_variables, self.total_steps])
         #: whether ``total`` was set by the user (``fit`` keeps it) or bound by a ``fit``
         self.total_given = False
         if total is not None:

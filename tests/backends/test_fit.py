@@ -15,6 +15,7 @@ from hyperstep.backends.fit import (
     follow_fit,
     held_state,
     layers_of,
+    readable_in_fit,
     write_through,
 )
 
@@ -107,6 +108,8 @@ def test_write_through_and_held_state_off_jax() -> None:
     write_through(variable, 4.0)
     assert float(variable.numpy()) == 4.0
     assert held_state([variable]) is None
+    readable_in_fit([variable])  # nothing to do where no fit purges a variable
+    assert variable._initializer is None
 
 
 def test_layers_of_is_the_model_and_every_nested_layer() -> None:

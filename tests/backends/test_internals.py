@@ -120,6 +120,18 @@ def test_keras_jax_fit_keeps_the_state_in_the_trainer_between_steps() -> None:
     assert "self._jax_state_synced = True" in sync
 
 
+def test_keras_reads_a_purged_variable_through_its_initializer() -> None:
+    # hyperstep.backends.jax.read_held: a variable whose value fit purged (`_value = None`)
+    # is read by calling `_initializer(shape, dtype=...)`, None once it is initialized
+    from keras.src.backend.common.variables import Variable
+
+    variable = keras.Variable(3.0)
+    assert variable._initializer is None
+    source = inspect.getsource(Variable.value.fget)
+    assert "if self._value is None:" in source
+    assert "self._initializer(self._shape, dtype=self._dtype)" in source
+
+
 def test_keras_torch_variable_keeps_its_tensor_in_value() -> None:
     from keras.src.backend.torch.core import Variable
 
@@ -348,6 +360,9 @@ PINNED = {
     ),
     "keras.src.backend.torch.core.Variable._value": (
         test_keras_torch_variable_keeps_its_tensor_in_value
+    ),
+    "keras.src.backend.common.variables.Variable._initializer": (
+        test_keras_reads_a_purged_variable_through_its_initializer
     ),
     versions.OPTIMIZER_SLOTS: test_keras_rmsprop_centered_keeps_average_gradients_by_variable_index,
     "keras.src.backend.torch.optimizers.torch_adam.Adam._parallel_update_step/"

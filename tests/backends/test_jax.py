@@ -61,3 +61,30 @@ def test_in_a_fit_writes_reach_the_trainer_state() -> None:
     assert isinstance(seen["scope"][0], keras.StatelessScope) and seen["held"] == 1.0
     assert seen["other"] == [True]
     assert float(gain.gain.numpy()) == 5.0  # kept at the end of fit
+
+
+def test_a_clock_read_in_a_batch_callback_gives_the_step_and_a_purged_one_names_the_way() -> None:
+    import hyperstep as hs
+    from hyperstep.errors import FrozenValueError
+
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(opt, "mse")
+    seen: list = []
+
+    class Read(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None) -> None:
+            # the callback's captured optimizer, not `self.model` (which syncs fit's state)
+            seen.append((int(opt.clock.step), int(opt.clock.epoch)))
+
+        def on_train_batch_end(self, batch, logs=None) -> None:
+            seen.append(int(keras.ops.convert_to_numpy(opt.clock.step)))
+
+    x, y = np.ones((6, 2), "float32"), np.ones((6, 1), "float32")
+    model.fit(x, y, batch_size=2, epochs=2, verbose=0, callbacks=[Read()])
+    # Keras's own counter, synced after fit, agrees: 6 updates
+    assert int(keras.ops.convert_to_numpy(opt.iterations)) == 6
+    assert seen == [(0, 0), 1, (1, 0), 2, (2, 0), 3, (3, 1), 4, (4, 1), 5, (5, 1), 6]
+    opt.clock.step._value = None  # purged as by a fit, with no fit holding it now
+    with pytest.raises(FrozenValueError, match=r"self\.model\.optimizer\.clock\.step.*Received"):
+        int(opt.clock.step)

@@ -18,6 +18,7 @@ from hyperstep.backends.keras_forms import (
     keras_number,
     row,
     scalar_tensor,
+    with_tensor,
 )
 from hyperstep.optim import _introspect
 
@@ -162,3 +163,17 @@ def test_in_dtype_of_python_numbers_and_tensors() -> None:
     assert ops.convert_to_numpy(in_dtype(0.1, "float16")) == np.float16(0.1)
     x = ops.convert_to_tensor(np.float32(0.1))
     assert ops.convert_to_numpy(in_dtype(x, "float16")) == np.float16(np.float32(0.1))
+
+
+@pytest.mark.parametrize("name", ["learning_rate", "beta_2"])
+def test_with_tensor_keeps_the_form_and_its_static_numbers(name: str) -> None:
+    # the form rebuilt around another tensor of the same dtype: the same type, the same
+    # Python checks and rounding (as when one cond returns an update's values)
+    value = _number(name, K.Adam, 0.999, True)
+    tensor = scalar_tensor(value)
+    other = ops.add(tensor, ops.zeros((), ops.dtype(tensor)))
+    got = with_tensor(value, other)
+    assert type(got) is type(value) and scalar_tensor(got) is other
+    assert getattr(got, "static", None) == getattr(value, "static", None)
+    if name == "beta_2" and keras.backend.backend() != "torch":  # 1 - beta_2 as Keras rounds it
+        assert ops.convert_to_numpy(in_dtype(1 - got, "float32")) == np.float32(1 - 0.999)

@@ -18,6 +18,7 @@ from hyperstep.backends.scopes import (
     graph_key_function,
     in_stateless_scope,
     unmapped_in_jit,
+    xla_compiling,
 )
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
@@ -56,6 +57,7 @@ def test_building_model_is_true_only_in_symbolic_shape_inference() -> None:
 def test_eager_code_is_not_compiling_nor_a_graph() -> None:
     assert not compiling()
     assert not builds_graph()
+    assert not xla_compiling(ops.convert_to_tensor(1.0))
     assert unmapped_in_jit([keras.Variable(1.0, trainable=False)]) == []
 
 
@@ -75,6 +77,13 @@ def test_tensorflow_graphs() -> None:
     traced(tf.constant(1.0))
     assert found["key"] is not graph_key()  # the function's graph
     assert found["graph"] and not found["concrete"]
+    seen = {}
+    for jit_compile in (False, True):  # a graph is not XLA; jit_compile=True is
+        tf.function(
+            lambda x, j=jit_compile: seen.setdefault(j, xla_compiling(x)) and x,
+            jit_compile=jit_compile,
+        )(tf.constant(1.0))
+    assert seen == {False: False, True: True}
 
 
 @pytest.mark.backend("jax")
@@ -88,10 +97,11 @@ def test_jax_jit_reports_the_unmapped_variables() -> None:
         with keras.StatelessScope(state_mapping=[(mapped, value)]):
             found["unmapped"] = unmapped_in_jit([mapped, unmapped])
             found["concrete"] = concrete(value)
+        found["xla"] = xla_compiling(value)
         return value
 
     jax.jit(step)(np.float32(3.0))
-    assert found["unmapped"] == [unmapped] and not found["concrete"]
+    assert found["unmapped"] == [unmapped] and not found["concrete"] and found["xla"]
     assert graph_key() is None and graph_key_function()() is None
 
 

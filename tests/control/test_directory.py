@@ -25,6 +25,7 @@ from hyperstep.control.directory import (
     read_command,
     read_journal,
     read_status,
+    schedule_value,
     submit,
     write_status,
 )
@@ -154,6 +155,22 @@ def test_check_command_refuses_naming_what(command, match: str) -> None:
 def test_check_command_suggests_a_close_name() -> None:
     with pytest.raises(InvalidArgumentError, match=r"'lerning_rate'.*did you mean 'learning_rate'"):
         check_command({"verb": "clear", "names": ["lerning_rate"]}, names=["learning_rate", "wd"])
+
+
+def test_check_command_checks_a_learning_rate_schedule_where_it_takes_effect() -> None:
+    def schedule(name: str, text: str, **given: object) -> dict:
+        return {"verb": "schedule", "values": {name: text}, **given}
+
+    with pytest.raises(InvalidArgumentError, match=r"negative at step 200.*'0.1 \* \(1 - s"):
+        check_command(schedule("learning_rate", "0.1 * (1 - step / 100)"), step=200)
+    with pytest.raises(InvalidArgumentError, match=r"head/learning_rate zero at step 9"):
+        check_command(schedule("head/learning_rate", "step - 9", at=9), step=0)
+    check_command(schedule("learning_rate", "0.1 * (1 - step / 100)"))  # step unknown
+    check_command(schedule("learning_rate", "step - 1", from_now=True, force=True), step=0)
+    check_command(schedule("beta", "step - 1"), step=0)  # not a learning rate
+    # it reads `epoch` (only the run knows its length): the run checks it
+    assert schedule_value("0.1 * (1 - epoch)", 5) is None
+    assert schedule_value("0.5 - step", 2) == -1.5
 
 
 def test_journal_appends_lines_and_skips_a_broken_one(tmp_path: Path) -> None:

@@ -357,3 +357,52 @@ def test_schedule_retraces_nothing_where_callbacks_run_between_executions(tmp_pa
     assert found["status"] == "applied" and "schedules" in found
     assert found["driven"] == ["learning_rate"] and len(functions) == 1
     assert value(opt.hyperparameters["learning_rate"]) == pytest.approx(0.3)
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+@pytest.mark.parametrize(
+    "plan",
+    [
+        {3: [("schedule", "0.02"), ("clear", None)]},  # one poll: the clear after it
+        {3: [("schedule", "0.02")], 4: [("set", 0.5)], 5: [("clear", None)]},  # polls apart
+    ],
+    ids=["one-poll", "polls-apart"],
+)
+def test_a_clear_after_a_replaced_schedule_keeps_the_compiled_step_on_it(
+    tmp_path: Path, plan: dict
+) -> None:
+    """A `clear` on a name whose replaced schedule is driven through the override (a traced
+    step) drops only a `set`: the compiled step trains with the replaced schedule, as a
+    fresh run with Keras's own piecewise schedule does (a stale record of the override last
+    written once left it cleared: the old schedule trained)."""
+
+    def train(opt: keras.optimizers.Optimizer, callbacks: list) -> list:
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(opt, "mse")
+        x = np.linspace(-1, 1, 32, dtype="float32").reshape(16, 2)
+        model.fit(x, x[:, :1] ** 2, batch_size=2, shuffle=False, verbose=0, callbacks=callbacks)
+        return model.get_weights()
+
+    remote = hs.Remote(tmp_path / "run")
+
+    class Send(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            for verb, value in plan.get(batch + 1, []):  # applied at the next step
+                command = {"verb": verb, "names": ["learning_rate"]}
+                if value is not None:
+                    command = {"verb": verb, "values": {"learning_rate": value}}
+                submit(remote.directory, command)
+
+    controlled = train(hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1), [remote, Send()])
+    applied = [e["step"] for e in entries(remote) if e.get("status") == "applied"]
+    assert applied == [s for s, commands in plan.items() for _ in commands]
+    # Keras's own: 0.1 up to step 2, then 0.02 (polls apart: 0.5 at step 4, set and cleared)
+    piecewise = keras.optimizers.schedules.PiecewiseConstantDecay([2], [0.1, 0.02])
+    if len(plan) > 1:
+        piecewise = keras.optimizers.schedules.PiecewiseConstantDecay(
+            [2, 3, 4], [0.1, 0.02, 0.5, 0.02]
+        )
+    reference = train(keras.optimizers.SGD(learning_rate=piecewise), [])
+    for a, b in zip(controlled, reference, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=0)

@@ -24,8 +24,8 @@ from hyperstep.cli.main import main as cli
 from hyperstep.control.directory import check_directory, command_path, submit
 
 
-def make(tmp_path: Path) -> tuple:
-    lr = hs.Hyperparameter("0.1 * (1 - step / 100)", name="learning_rate")
+def make(tmp_path: Path, schedule: object = "0.1 * (1 - step / 100)") -> tuple:
+    lr = hs.Hyperparameter(schedule, name="learning_rate")
     remote = hs.Remote(tmp_path / "run", lr)
     remote.poll()
     return lr, remote
@@ -235,10 +235,12 @@ def test_the_steering_step_is_the_optimizers_whatever_free_hyperparameter_sorts_
     assert "remote_applied" not in idle.state
 
 
-def _steered_loop(tmp_path: Path, plan: dict[int, dict], steps: int) -> tuple[list, dict]:
+def _steered_loop(
+    tmp_path: Path, plan: dict[int, dict], steps: int, *schedule: object
+) -> tuple[list, dict]:
     """A custom loop: ``plan``'s commands sent before the polls of their steps; the
     learning rate each step read, and the replayed schedules."""
-    lr, remote = make(tmp_path)
+    lr, remote = make(tmp_path, *schedule)
     seen = []
     for step in range(steps):
         if step in plan:
@@ -289,6 +291,32 @@ def test_a_learning_rate_of_zero_or_below_is_refused_unless_forced(tmp_path: Pat
     assert forced["status"] == "applied" and value(lr) == 0.0
     remote.close()
     assert cli(["set", str(remote.directory), "learning_rate=-1", "--queue"]) == 2
+
+
+def test_a_schedule_making_the_learning_rate_zero_below_or_infinite_is_refused_unless_forced(
+    tmp_path: Path, capsys
+) -> None:
+    lr, remote = make(tmp_path)  # at step 0, status written
+    directory = str(remote.directory)
+    # the CLI evaluates the schedule at the run's step (from its status) and refuses
+    assert cli(["schedule", directory, "learning_rate=step - 1"]) == 2
+    assert "would make learning_rate negative at step 0" in capsys.readouterr().err
+    assert cli(["schedule", directory, "learning_rate=0.1 * (1 - step / 10)", "--at", "20"]) == 2
+    assert "negative at step 20" in capsys.readouterr().err
+    assert cli(["schedule", directory, "learning_rate=log(step)"]) == 2
+    assert "would make learning_rate -inf at step 0" in capsys.readouterr().err
+    # what the CLI could not check (sent raw), the run checks where it takes effect
+    submit(remote.directory, {"verb": "schedule", "values": {"learning_rate": "step"}})
+    submit(remote.directory, {"verb": "schedule", "values": {"learning_rate": "1 / step"}})
+    [zero, infinite] = remote.poll()
+    assert zero["status"] == "refused" and "learning_rate zero at step 0" in zero["reason"]
+    assert infinite["status"] == "refused" and "learning_rate inf at step 0" in infinite["reason"]
+    assert value(lr) == pytest.approx(0.1)  # untouched
+    # counting from the command (--from-now), or forced: applied
+    assert cli(["schedule", directory, "learning_rate=0.2 - step", "--from-now"]) == 0
+    assert cli(["schedule", directory, "learning_rate=step", "--force"]) == 0
+    from_now, forced = remote.poll()
+    assert from_now["status"] == forced["status"] == "applied" and value(lr) == 0.0
 
 
 def _journal_of_a_steered_loop(tmp_path: Path) -> tuple[Path, list]:
@@ -347,3 +375,19 @@ def test_replay_parses_only_the_hyperparameters_a_command_changed(tmp_path: Path
     schedules = hs.Remote.replay(path)
     assert sorted(schedules) == ["learning_rate"]
     np.testing.assert_array_equal(_replayed(schedules["learning_rate"], 8), seen)
+
+
+def test_replay_has_no_length_limit_for_a_3000_piece_schedule(tmp_path: Path) -> None:
+    from hyperstep.schedules import piecewise
+
+    values = [0.1 - k * 1e-5 for k in range(3000)]
+    long = piecewise(list(range(1, 3000)), values)  # its repr: 43,566 characters
+    plan = {
+        3: {"verb": "scale", "values": {"learning_rate": 0.5}},
+        6: {"verb": "schedule", "values": {"learning_rate": "0.01"}},
+    }
+    seen, schedules = _steered_loop(tmp_path, plan, 9, long)
+    assert len(repr(long)) > 40_000
+    expected = [*values[:3], *(np.float32(v) * np.float32(0.5) for v in values[3:6])]
+    np.testing.assert_array_equal(seen, np.float32([*expected, 0.005, 0.005, 0.005]))
+    np.testing.assert_array_equal(_replayed(schedules["learning_rate"], 9), seen)

@@ -423,6 +423,7 @@ def test_a_remote_joining_a_later_fit_through_a_loss_scale_optimizer_drives_the_
     stopped = trained(1, [])  # steps 9-16
     remote = hs.Remote(tmp_path / "run")
     command = {"verb": "schedule", "values": {"learning_rate": "0"}, "at": 16, "queued": True}
+    command["force"] = True  # a learning rate of 0: refused unless forced
     submit(remote.directory, command)  # sent before the run: queued for it
     steered = trained(2, [remote])  # steps 9-24, a rate of 0 from step 16's update on
     lines = (tmp_path / "run" / "journal.jsonl").read_text().splitlines()

@@ -119,6 +119,44 @@ def _state(start: int, steps: float = 10.0, end: float = 0.0, shape: str = "line
     )
 
 
+@pytest.mark.backend("tensorflow", "jax")
+@pytest.mark.parametrize("start", [-1, 3])
+def test_checked_once_gives_each_value_with_one_cond_for_all(start: int) -> None:
+    # an update's values traced with one cond for every cooldown: each the value its own form
+    # gives eagerly, dormant or started (a cooldown of the second schedule only)
+    hps = [hs.Hyperparameter(parse(text), name=f"h{i}") for i, text in enumerate(SCHEDULES)]
+    hps[1].cooldown_form.assign(form_of(4, 0.0, "linear"))
+    hps[1].cooldown_start.assign(start)
+
+    variables = [v for hp in hps for v in hp._step_state()]
+
+    def values(step, state):  # the state traced as a training step's is
+        with keras.StatelessScope(state_mapping=list(zip(variables, state, strict=True))):
+            found = value_forms.checked_once(
+                lambda: {hp.name: value_forms.at(hp._evaluated, step) for hp in hps}
+            )
+            return [found[hp.name] for hp in hps]
+
+    step, state = ops.convert_to_tensor(6.0), [v.value for v in variables]
+    expected = [float(value_forms.at(hp._evaluated, step)) for hp in hps]
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        traced = tf.function(values)
+        graph = traced.get_concrete_function(step, state).graph
+        conds = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
+    else:
+        import jax
+
+        traced = jax.jit(values)
+        jaxpr = jax.make_jaxpr(values)(step, state)
+        conds = [e for e in jaxpr.eqns if e.primitive.name == "cond"]
+    assert len(conds) == 1  # one for all three (the test fails with one per hyperparameter)
+    assert [float(v) for v in traced(step, state)] == expected
+    # started at 3 from 0.9: a quarter of 0.9 left at step 6; dormant: the schedule's 0.25
+    assert expected[1] == (float(np.float32(0.9 / 4)) if start == 3 else 0.25)
+
+
 def test_names_are_the_saved_state_names() -> None:
     assert (START, FORM) == ("cooldown_start", "cooldown_form")
 

@@ -52,3 +52,40 @@ def test_rounded_once_computes_wide_and_rounds_to_float32_once() -> None:
 def test_as_float32_and_widened_dtypes() -> None:
     assert _np(c.as_float32(0.1)).dtype == np.float32
     assert _np(c.widened(0.1)).item() == 0.1  # float64: the exact Python float
+
+
+def test_sine_where_xla_compiles_rounds_to_the_float32_of_the_float64_sine() -> None:
+    # the polynomial XLA compiles (keras.ops elsewhere) against NumPy's float64 sine: within a
+    # few float64 ulps, so both round to the same float32 but within 2**-29 of a tie
+    import tensorflow as tf  # the TensorFlow pass: XLA from tf.function(jit_compile=True)
+
+    x = np.linspace(0.0, np.pi / 2, 20_001)
+    got = tf.function(c.sine, jit_compile=True)(tf.constant(x, tf.float64)).numpy()
+    assert np.max(np.abs(got - np.sin(x))) <= 4 * np.spacing(1.0)
+    assert np.array_equal(got.astype(np.float32), np.sin(x).astype(np.float32))
+    weight = tf.function(c.cosine_weight, jit_compile=True)  # any left: period 2, even
+    left = np.array([-3.25, -2.0, -0.5, 0.0, 0.3, 1.0, 1.5, 2.0, 2.75, 1e6 + 0.25])
+    expected = np.sin(np.pi / 2 * left) ** 2
+    np.testing.assert_allclose(weight(tf.constant(left, tf.float64)).numpy(), expected, atol=1e-15)
+
+
+def test_sine_words_compiled_by_xla_give_the_eager_float32_bits() -> None:
+    # the words whose sine XLA computes as a polynomial give the bits of their eager values
+    # (the read paths' one value per step; TensorFlow's step is a graph, not XLA)
+    import tensorflow as tf  # the TensorFlow pass: XLA from tf.function(jit_compile=True)
+
+    from hyperstep import parse
+
+    steps = tf.range(0, 12_000, dtype=tf.int32)
+    for text in (
+        "cosine(0.001, steps=9000)",
+        "one_cycle(0.1, steps=10000)",
+        "cosine_restarts(0.1, steps=100, t_mul=2.0)",
+        "wsd(0.1, 1000, 5000, 4000, warmup_type='cosine')",
+        "cooldown(0.1, start=3000, steps=5000, shape='cosine')",
+    ):
+        schedule = parse(text)
+        compiled = tf.function(schedule, jit_compile=True)(steps).numpy()
+        eager = schedule(steps).numpy()
+        assert compiled.dtype == np.float32
+        assert np.array_equal(compiled.view(np.uint32), eager.view(np.uint32)), text

@@ -397,6 +397,20 @@ def test_non_string_text_is_refused() -> None:
         parse(3)  # type: ignore[arg-type]
 
 
+def test_a_long_repr_reads_back_with_no_length_limit() -> None:
+    from hyperstep.schedules import piecewise
+
+    long = piecewise(list(range(1, 3000)), [1.0 + k for k in range(3000)])
+    text = repr(long)
+    with pytest.raises(ScheduleSyntaxError, match=rf"{len(text)} characters long; at most 10000"):
+        parse(text)
+    with pytest.raises(ScheduleSyntaxError, match=r"20 characters long; at most 10 are"):
+        parse("step / 1000 + 0.0001", max_length=10)
+    again = parse(text, max_length=None)
+    steps = np.array([0.0, 1.0, 1500.0, 2999.0, 5000.0], "float32")
+    np.testing.assert_array_equal(np.asarray(again(steps)), [1.0, 2.0, 1501.0, 3000.0, 3000.0])
+
+
 def test_bad_steps_per_epoch_names_the_argument() -> None:
     with pytest.raises(ValueError, match=r"steps_per_epoch.*Received: steps_per_epoch=0"):
         parse("epoch", steps_per_epoch=0)

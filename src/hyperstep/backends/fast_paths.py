@@ -47,10 +47,7 @@ def add_one_in_place(variable: Any) -> Any:
 
     if keras.backend.backend() != "torch" or in_stateless_scope():
         return None
-    import torch
-
-    with torch.no_grad():
-        return variable.value.add_(1)
+    return raw(variable).add_(1)  # an integer tensor: nothing for autograd to record
 
 
 def raw(variable: Any) -> Any:
@@ -119,7 +116,8 @@ def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
 
 
 def lazy_where(pred: Any, on: Any, off: Any) -> Any:
-    """``on() if pred else off()`` for a scalar bool tensor ``pred``, in a traced step.
+    """``on() if pred else off()`` for a scalar bool tensor ``pred``, in a traced step (a
+    tensor; on TensorFlow and JAX, a list of tensors too).
 
     TensorFlow: one functional ``If`` op (:func:`functional_cond`:
     the branch not taken costs nothing); JAX: ``keras.ops.cond`` (``lax.cond``: only the
@@ -134,6 +132,11 @@ def lazy_where(pred: Any, on: Any, off: Any) -> Any:
     if backend == "tensorflow":
         return functional_cond(pred, on, off)
     return ops.cond(pred, on, off)
+
+
+def branches_skip() -> bool:
+    """Whether :func:`lazy_where` runs only the branch taken (not on torch, which runs both)."""
+    return current_backend() != "torch"
 
 
 def functional_cond(pred: Any, on: Any, off: Any) -> Any:
@@ -160,7 +163,7 @@ def functional_cond(pred: Any, on: Any, off: Any) -> Any:
     if tf.executing_eagerly():
         return out
     set_attr = reach(_LOWERING, fallback=None)
-    op = out.op
+    op = tf.nest.flatten(out)[0].op
     while op.type == "Identity" and op.inputs:  # tf.cond may return the If's outputs so
         op = op.inputs[0].op
     if set_attr is not None and op.type in ("If", "StatelessIf"):

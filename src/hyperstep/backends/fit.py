@@ -171,6 +171,16 @@ def held_state(variables: list[Any]) -> Any:
     return held_scope(variables)
 
 
+def readable_in_fit(variables: list[Any]) -> None:
+    """Let ``variables`` (a clock's) be read while a JAX ``fit`` holds the training state,
+    e.g. ``opt.clock.step`` in a batch callback (:func:`hyperstep.backends.jax.read_held`);
+    nothing elsewhere, where the variables keep their values."""
+    if keras.backend.backend() == "jax":
+        from hyperstep.backends.jax import read_held
+
+        read_held(variables)
+
+
 def follow_train_steps(wrap: Callable[[Any, Callable[..., Any]], Callable[..., Any]]) -> None:
     """Make every model's train step ``wrap(model, train_step)`` (the first ``wrap`` given;
     ``keras.Model`` itself was wrapped at this module's import)."""

@@ -264,6 +264,46 @@ def held_scope(variables: list[Any]) -> Any:
     return keras.StatelessScope(state_mapping=list(mapping.values()))
 
 
+def read_held(variables: list[Any]) -> None:
+    """Let each of ``variables`` be read while a JAX ``fit`` holds it (``opt.clock.step`` in
+    a batch callback): the read gives the value the trainer holds, or a hyperstep error
+    naming the read that works where no fit holds it.
+
+    Keras's JAX ``fit`` purges the variables' values (``_value = None``) while its trainer
+    holds the state, and a purged variable's ``value`` calls its ``_initializer`` (None once
+    initialized: a ``TypeError``); that callable is made a read of the held state here.
+    Pinned by ``tests/backends/test_internals.py``.
+    """
+    import weakref
+
+    from hyperstep.backends.versions import reach
+
+    reach("keras.src.backend.common.variables.Variable._initializer")
+    for variable in variables:
+        if getattr(variable, "_value", None) is not None and variable._initializer is None:
+            variable._initializer = _held_read(weakref.ref(variable))
+
+
+def _held_read(ref: Any) -> Any:
+    def read(shape: Any, dtype: Any = None) -> Any:
+        variable = ref()
+        scope = None if variable is None else held_scope([variable])
+        value = None if scope is None else scope.get_current_value(variable)
+        if value is None:
+            from hyperstep.errors import FrozenValueError
+
+            path = getattr(variable, "path", None)
+            raise FrozenValueError(
+                f"{path} has no value here: Keras's JAX `fit` moved it into its training "
+                "state, and no fit holds that state now. In a callback, read it through "
+                "`self.model` (`self.model.optimizer.clock.step`: Keras's `Callback.model` "
+                f"puts fit's state back into the variables). Received: variable {path}"
+            )
+        return value
+
+    return read
+
+
 # ---- a clock's step in custom `jax.jit` loops ------------------------------------------------
 def stateless_copy(clock: Any, source: Any, target: Any) -> list[Any]:
     """``target``'s values with ``clock``'s step (and the epoch's variables where both lists

@@ -30,6 +30,7 @@ __all__ = [
     "scalar_tensor",
     "tensorflow_number",
     "torch_number",
+    "with_tensor",
 ]
 
 
@@ -144,10 +145,14 @@ def torch_number(request: Request) -> Any:
             # Keras's own learning rate is a float32 variable: a float32 tensor, so that its
             # torch weight decay `1 - weight_decay * lr` rounds as Keras's (a Python float
             # computes it in double: off by the last bit for ~0.2% of wd = lr = 0.1) and its
-            # in-place multiply takes torch's tensor-scalar path (a number's makes a copy)
-            from keras import ops
+            # in-place multiply takes torch's tensor-scalar path (a number's makes a copy);
+            # made by torch directly, beside the state (a tenth of keras.ops's Python)
+            import torch
 
-            return ops.convert_to_tensor(number, "float32")
+            from hyperstep.backends.fast_paths import raw
+
+            device = raw(request.hyperparameter.scale).device
+            return torch.scalar_tensor(number, dtype=torch.float32, device=device)
     if request.name in row(request.cls).torch_numbers:
         from hyperstep.backends.torch import KERAS_FLOAT64
 
@@ -183,6 +188,26 @@ def scalar_tensor(value: Any) -> Any:
         if isinstance(value, KerasRate):
             return value.tensor
     return value
+
+
+def with_tensor(value: Any, tensor: Any) -> Any:
+    """``value`` from :func:`keras_number` with :func:`scalar_tensor` ``tensor`` instead of its
+    own (of the same dtype): the same form, its static numbers kept."""
+    from hyperstep.backends.static import StaticScalar, weak
+
+    if isinstance(value, StaticScalar):
+        return StaticScalar(tensor, value.static, exact=value._exact)
+    backend = current_backend()
+    if backend == "tensorflow":
+        from hyperstep.backends.tensorflow import ExactScalar, KerasRate
+
+        if isinstance(value, ExactScalar):
+            return ExactScalar(tensor, value.static)
+        if isinstance(value, KerasRate):
+            return KerasRate(tensor)
+    if backend == "jax" and getattr(getattr(value, "aval", None), "weak_type", False):
+        return weak(tensor)
+    return tensor
 
 
 def in_dtype(value: Any, dtype: Any) -> Any:

@@ -158,6 +158,34 @@ def _find_compiling_probe() -> Any:
     return probe
 
 
+def xla_compiling(value: Any) -> bool:
+    """Whether ``value`` is computed by code XLA compiles: traced inside ``jax.jit`` (JAX),
+    or inside ``tf.function(jit_compile=True)`` or Keras's ``jit_compile`` (TensorFlow)."""
+    backend = current_backend()
+    if backend == "jax":
+        return not concrete(value)
+    return backend == "tensorflow" and under_xla()
+
+
+def under_xla() -> bool:
+    """Whether the code being traced will be compiled by XLA (``tf.function(jit_compile=True)``,
+    Keras's ``jit_compile=True``): TensorFlow's enclosing XLA context, reached through
+    :data:`~hyperstep.backends.versions.PRIVATE_APIS` (``False`` if it moved).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> under_xla(), bool(tf.function(under_xla, jit_compile=True)())
+        (False, True)
+    """
+    from hyperstep.backends.versions import reach
+
+    context = reach(_XLA_CONTEXT, fallback=None)
+    return context is not None and context() is not None
+
+
+_XLA_CONTEXT = "tensorflow.__internal__.get_enclosing_xla_context"
+
+
 def graph_key() -> Any:
     """The graph values are being built in (TensorFlow's default graph), else ``None``:
     values cached for one update are kept per graph."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hyperstep.backends.fast_paths import native_variable
-from hyperstep.backends.scopes import require_tensorflow
+from hyperstep.backends.scopes import require_tensorflow, under_xla
 
 require_tensorflow("hyperstep.backends.tensorflow (Python-float rounding, fused kernels)")
 
@@ -25,7 +25,7 @@ import tensorflow as tf  # noqa: E402
 from keras import ops  # noqa: E402
 
 from hyperstep.backends.static import StaticNumber  # noqa: E402
-from hyperstep.backends.versions import OPTIMIZER_SLOTS, missing, reach  # noqa: E402
+from hyperstep.backends.versions import OPTIMIZER_SLOTS, missing  # noqa: E402
 
 _OPS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[float, float], float]]] = {
     "add": (ops.add, operator.add),
@@ -441,20 +441,3 @@ def adam_pass(variable: Any, scratch: Any, velocity: Any, gradient: Any, **scala
         grad=tf.cast(gradient, dtype),
     )
     return True
-
-
-def under_xla() -> bool:
-    """Whether the code being traced will be compiled by XLA (``tf.function(jit_compile=True)``,
-    Keras's ``jit_compile=True``): TensorFlow's enclosing XLA context, reached through
-    :data:`~hyperstep.backends.versions.PRIVATE_APIS` (``False`` if it moved).
-
-    Example:
-        >>> import tensorflow as tf
-        >>> under_xla(), bool(tf.function(under_xla, jit_compile=True)())
-        (False, True)
-    """
-    context = reach(_XLA_CONTEXT, fallback=None)
-    return context is not None and context() is not None
-
-
-_XLA_CONTEXT = "tensorflow.__internal__.get_enclosing_xla_context"

@@ -198,6 +198,12 @@ def _apis() -> dict[str, PrivateAPI]:
             lambda: _import("keras.src.backend.jax.trainer", "JAXTrainer", "jax_state_sync"),
         ),
         PrivateAPI(
+            "keras.src.backend.common.variables.Variable._initializer",
+            "keras",
+            "a clock's step read in a JAX fit's batch callback (its value purged by fit)",
+            lambda: _import("keras.src.backend.common.variables", "Variable", "value"),
+        ),
+        PrivateAPI(
             "keras.src.backend.torch.core.Variable._value",
             "keras",
             "reading a torch clock's step without Keras's ~5 us `value`",

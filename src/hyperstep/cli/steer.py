@@ -75,11 +75,12 @@ def register(subparsers: Any) -> None:
             help="when no live run holds DIR (it ended, or has not started), queue the "
             "command for the next run of DIR instead of refusing",
         )
-        if verb in ("set", "scale"):
+        if verb in ("set", "scale", "schedule"):
             parser.add_argument(
                 "--force",
                 action="store_true",
-                help="allow a learning_rate of zero or below (refused without it)",
+                help="allow a learning_rate of zero, below or not finite (refused without "
+                "it; a schedule's where it takes effect)",
             )
         if verb == "schedule":
             parser.add_argument(
@@ -155,8 +156,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{_not_live(path, status)}; --queue queues it for the next run", file=sys.stderr)
         return 1
     names = None if status is None or not live else status.get("hyperparameters")
+    step = status.get("step") if status is not None and live else None
     try:
-        checked = protocol.check_command(command, names)
+        checked = protocol.check_command(command, names, step if type(step) is int else None)
     except InvalidArgumentError as error:
         protocol.append_journal(
             path,

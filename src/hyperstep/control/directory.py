@@ -403,7 +403,7 @@ def parse_schedule(name: str, text: Any) -> str:
         raise InvalidArgumentError(f"{name}: {reason}. Received: {name}={text!r}") from None
 
 
-def check_command(command: Any, names: Any = None) -> dict[str, Any]:
+def check_command(command: Any, names: Any = None, step: int | None = None) -> dict[str, Any]:
     """Check a command object; return it normalized (numbers as floats, schedules as reprs).
 
     A command is ``{"verb": ..., ...}``: ``set``/``scale``/``schedule`` carry
@@ -416,6 +416,8 @@ def check_command(command: Any, names: Any = None) -> dict[str, Any]:
     Args:
         command: The decoded JSON object.
         names: The hyperparameter names that exist, or None to skip that check.
+        step: The run's step, if known: a ``schedule`` of a learning rate is checked at
+            the step it takes effect (:func:`check_rate`) where it can be evaluated there.
 
     Raises:
         InvalidArgumentError: One line naming what is wrong.
@@ -453,13 +455,14 @@ def check_command(command: Any, names: Any = None) -> dict[str, Any]:
             _check_name(name, names)
             if verb == "schedule":
                 checked[name] = parse_schedule(name, value)
+                when = out.get("at", step)
+                if when is not None and is_rate(name):
+                    found = schedule_value(checked[name], 0 if out.get("from_now") else when)
+                    if found is not None:
+                        check_rate(out, name, found, value, when)
             else:
                 checked[name] = parse_number(name, value)
-                if checked[name] <= 0 and is_rate(name) and not out.get("force"):
-                    raise InvalidArgumentError(
-                        f"{verb} would make {name} {'zero' if checked[name] == 0 else 'negative'}"
-                        f": refused unless forced (`--force`). Received: {name}={value!r}"
-                    )
+                check_rate(out, name, checked[name], value)
         out["values"] = checked
     elif verb in ("clear", "cooldown"):
         given = command.get("names", ["learning_rate"] if verb == "cooldown" else None)
@@ -486,6 +489,48 @@ def check_command(command: Any, names: Any = None) -> dict[str, Any]:
                     )
                 out["shape"] = shape
     return out
+
+
+def check_rate(
+    command: dict[str, Any], name: str, value: float, given: Any, step: int | None = None
+) -> None:
+    """Refuse ``command`` if it would make learning rate ``name`` ``value`` (a ``set``'s or
+    ``scale``'s number, a ``schedule``'s value where it takes effect): zero, negative or not
+    finite, unless it is forced.
+
+    Raises:
+        InvalidArgumentError: Naming the value and ``--force``.
+    """
+    if command.get("force") or not is_rate(name) or (math.isfinite(value) and value > 0):
+        return
+    what = "zero" if value == 0 else "negative" if math.isfinite(value) else f"{value}"
+    where = "" if step is None else f" at step {step}"
+    raise InvalidArgumentError(
+        f"{command['verb']} would make {name} {what}{where}: refused unless forced "
+        f"(`--force`). Received: {name}={given!r}"
+    )
+
+
+def schedule_value(text: str, step: int) -> float | None:
+    """The value of the ``hs.parse`` expression ``text`` at ``step`` (on NumPy where Keras
+    is not imported); None where it cannot be evaluated here (it reads ``epoch`` or the
+    run's ``total``, which only the run knows)."""
+    from hyperstep.backends import numpy_ops
+
+    numpy_ops.request()  # no Keras in a process that has not imported it
+    from hyperstep.errors import HyperstepError
+    from hyperstep.schedules.expressions import uses_epoch, uses_total
+    from hyperstep.schedules.language import parse
+
+    try:
+        schedule = parse(text)
+        if uses_epoch(schedule) or uses_total(schedule):
+            return None
+        with warnings.catch_warnings():  # log(0), 1 / 0: their value, refused as such
+            warnings.simplefilter("ignore")
+            return float(schedule(float(step)))
+    except (HyperstepError, ArithmeticError, ValueError, TypeError, RecursionError):
+        return None
 
 
 def is_rate(name: str) -> bool:

@@ -33,6 +33,7 @@ from hyperstep.backends.steering import (
     untraced,
     workers,
 )
+from hyperstep.control import verbs
 from hyperstep.control.directory import (
     JOURNAL,
     WORKER_JOURNAL,
@@ -49,16 +50,9 @@ from hyperstep.control.directory import (
 )
 from hyperstep.control.reading import collect
 from hyperstep.control.value_forms import read_clock
-from hyperstep.control.verbs import cooled, names_of, pieces_of, replay
+from hyperstep.control.verbs import Track, cooled, names_of, pieces_of, replay
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule
-from hyperstep.schedules.expressions import (
-    BinaryOp,
-    Constant,
-    Step,
-    bind_epochs,
-    uses_epoch,
-)
 
 __all__ = ["Remote"]
 
@@ -75,50 +69,28 @@ TABLE_STEPS = 256
 class Remote(keras.callbacks.Callback):
     """Apply commands written into ``directory`` by other processes, at step boundaries.
 
-    In ``fit`` the commands that arrived are applied at the start of the next batch (the
-    update of that step is the first to use them); in a custom loop call :meth:`poll` once
-    per iteration, before the update. Between commands a poll costs one ``os.stat``; every
-    ``status_every`` seconds it also writes ``directory/status.json`` (the step, every
-    hyperparameter's value, schedule, scale and override, the last commands), which
-    ``hyperstep show`` prints.
+    In ``fit`` the commands that arrived are applied at the start of the next batch; in a
+    custom loop call :meth:`poll` once per iteration, before the update. Between commands a
+    poll costs one ``os.stat``; every ``status_every`` seconds it writes
+    ``directory/status.json`` (``hyperstep show`` prints it). Each verb (``set``, ``scale``,
+    ``clear``, ``schedule``, ``cooldown``, ``stop``; any with ``--at STEP``) is a row of
+    :data:`hyperstep.control.verbs.VERBS`: the Remote applies its fold, what :meth:`replay`
+    folds over the journal, and writes what changed by ``assign`` (nothing retraces). A
+    traced step (TensorFlow, JAX) keeps the schedule it was traced with, so a replaced
+    schedule is driven: its value at each step (computed as the step computes it) times
+    ``scale`` is written into the override the step reads, or, under ``fit`` with
+    ``steps_per_execution = k > 1``, into a table of ``k`` values armed before the step is
+    traced (:meth:`hyperstep.Hyperparameter.arm`). Names are the optimizer's hyperparameter
+    keys (a group's as ``group/name``) and those given as ``hyperparameters``.
 
-    The commands (each a ``hyperstep`` verb, see docs/steering.md):
-    ``set NAME=V`` (``hp.set``), ``scale NAME=F`` (``hp.scale.assign(F)``),
-    ``clear NAME`` (``hp.clear``), ``schedule NAME=EXPR`` (replace the schedule from this
-    step on, with no retrace: see below), ``cooldown NAME [--steps N --shape S]`` (starts
-    the hyperparameter's :class:`hyperstep.Cooldown`, created with ``steps`` and ``shape``
-    if it has none), ``stop`` (``model.stop_training``: fit ends cleanly after this step,
-    its callbacks' checkpoints written); any with ``--at STEP``.
-
-    A traced step (TensorFlow, JAX) keeps the schedule it was traced with, so a replaced
-    schedule is computed here, for each step at the step boundary: the new schedule at that
-    scalar step (by a ``tf.function``/``jax.jit`` of it alone, the same kernels as in the
-    step; a table of 256 steps per call), times ``scale``, written into the override the
-    step reads. The values are those of a
-    fresh run with the new schedule from that step, and nothing retraces. On eager torch
-    the schedule itself is replaced (nothing is traced there). Under ``fit`` with
-    ``steps_per_execution = k > 1`` (callbacks between executions only) the Remote arms
-    each hyperparameter at ``on_train_begin``, before the step is traced
-    (:meth:`hyperstep.Hyperparameter.arm`): the step then reads the override from a table
-    of ``k`` values, which the Remote writes at each execution boundary with the next
-    ``k`` values it would have written one by one (:mod:`hyperstep.control.value_forms`).
-    Names are the optimizer's hyperparameter keys (a group's as ``group/name``) and those
-    given as ``hyperparameters``. Every command, applied or refused, is a line of
-    ``directory/journal.jsonl``; a malformed one is refused there and never stops training.
-
-    The number of the last command applied is a state variable of the first optimizer
-    hyperparameter by name (``remote_applied``, beside the run's id ``remote_run``), saved
-    with it: a run resumed from its checkpoint applies each command once, those after the
-    checkpoint again. One live run holds the directory (``DIR/.lock``, from construction;
-    ``fit`` lets go at its end, a custom loop with :meth:`close`); a fresh run refuses the
-    commands written before it began, but those sent with ``--queue``. Nothing in the
-    directory raises out of :meth:`poll` (see docs/steering.md, "What is safe").
-
-    Several workers (``MultiWorkerMirroredStrategy``, multi-process JAX): each worker's
-    Remote counts the commands it can read at a step boundary and all take the smallest
-    count (one collective per step), so every worker applies the same commands at the same
-    step; call :meth:`poll` on every worker. The chief writes ``journal.jsonl`` and
-    ``status.json``, worker ``k`` its own ``journal.worker<k>.jsonl``.
+    Every command, applied or refused, is a line of ``directory/journal.jsonl``; nothing in
+    the directory raises out of :meth:`poll`. The last command applied is a state variable
+    of the first optimizer hyperparameter by name (``remote_applied``, beside the run's id
+    ``remote_run``), saved with it, so a resumed run applies each command once. One live
+    run holds the directory (``DIR/.lock``); a fresh run refuses the commands written before
+    it, but those sent with ``--queue``. With several workers every worker polls, all apply
+    the same commands at the same step (one collective per step), and the chief writes the
+    journal and status. docs/steering.md has the protocol, the safety promises and costs.
 
     Args:
         directory: The control directory (created with mode 0700 if missing). One directory
@@ -163,6 +135,7 @@ class Remote(keras.callbacks.Callback):
         self._applied: Any = None
         self._run: Any = None
         self._clock: Any = None
+        self._owner: Any = None
         self._lock: int | None = None
         self._next: int | None = None
         self._next_path = ""
@@ -197,6 +170,7 @@ class Remote(keras.callbacks.Callback):
         optimizer, found = _optimizer_hyperparameters(model)
         self._exact = {name for name in found if exact_form(name, optimizer)}
         self._bind(found)
+        self._own_state()  # before fit reads what a checkpoint restored
 
     def _bind(self, found: dict[str, Any]) -> None:
         """Control ``found`` (the optimizer's) and the given hyperparameters; the steering
@@ -209,18 +183,18 @@ class Remote(keras.callbacks.Callback):
                 "hs.scheduled or hs.StepOptimizer, and none were given. Pass "
                 "`hs.Remote(directory, hyperparameters=...)`. Received: hyperparameters=None"
             )
-        owner = (found or self._given)[min(found or self._given)]
+        self._owner = (found or self._given)[min(found or self._given)]
+        self._clock = self._owner.clock
+
+    def _own_state(self) -> None:
+        """The state (the last command applied, the run's id) on the owner, made once the
+        model is known (at ``set_model``, else at the first poll; a checkpoint loaded
+        earlier fills it)."""
         for name, variable in ((APPLIED, "_applied"), (RUN, "_run")):
-            made = getattr(self, variable)
-            if made is not None and name not in owner.state:  # made on a free one: moved
-                for hp in self._given.values():
-                    if hp.state.get(name) is made:
-                        hp._state.pop(name)
-            found_state = owner.state.get(name)
-            if found_state is None:
-                found_state = owner.add_state(name, 0, "int64")
-            setattr(self, variable, found_state)
-        self._clock = owner.clock
+            found = self._owner.state.get(name)
+            if found is None:
+                found = self._owner.add_state(name, 0, "int64")
+            setattr(self, variable, found)
 
     def _sync(self) -> None:
         """On JAX, put fit's training state back into the variables (a write then reaches
@@ -331,6 +305,8 @@ class Remote(keras.callbacks.Callback):
         is not past); a run new to it starts after the commands already there (those sent
         with ``queued`` for the next run excepted)."""
         self._sync()
+        if self._applied is None:  # a custom loop: no model
+            self._own_state()
         self._claim()
         self._agree = agreement(self._place)
         if not self._place.chief:
@@ -401,24 +377,13 @@ class Remote(keras.callbacks.Callback):
                 _warn(f"could not re-apply journaled command {seq} ({error})")
 
     def _restore(self, entry: dict[str, Any], command: dict[str, Any]) -> None:
-        """Re-apply what a journaled, applied ``command`` holds outside variables."""
-        from hyperstep.schedules.language import parse
-
+        """Re-apply what a journaled, applied ``command`` holds outside variables: its
+        verb's fold of each name's state, as replay folds it (:meth:`_enact`)."""
         for name in names_of(command):
-            if name not in self.hyperparameters:
-                continue
-            if command["verb"] == "schedule":
-                self._replace(name, parse(entry["schedules"][name]), int(entry["step"]))
-            elif command["verb"] == "cooldown":
-                if name in entry.get("schedules", {}):  # cooled from an override
-                    self._replace(name, parse(entry["schedules"][name]), int(entry["step"]))
-                    self._held.discard(name)
-                if name in self._replaced:
-                    self._replaced[name].cool(entry["cooldown"][name])
-            elif command["verb"] == "set":
-                self._held.add(name)
-            elif command["verb"] == "clear":
-                self._held.discard(name)
+            if name in self.hyperparameters:
+                old = self._track(name)
+                new = verbs.VERBS[command["verb"]].fold(old, command, name, entry)
+                self._enact(name, old, new, int(entry["step"]), restoring=True)
 
     def _due(self) -> list[dict[str, Any]]:
         """Apply the pending commands whose step came, checked again now."""
@@ -430,18 +395,12 @@ class Remote(keras.callbacks.Callback):
                 waiting.append((seq, command))
                 continue
             try:
-                command = self._check(command)
+                command = check_command(command, self.hyperparameters)
                 entries.append(self._apply(seq, command))
             except Exception as error:
                 entries.append(self._journal(seq, command, "refused", None, reason=_why(error)))
         self._pending = waiting
         return entries
-
-    def _check(self, raw: Any) -> dict[str, Any]:
-        command = check_command(raw, self.hyperparameters)
-        if command["verb"] == "cooldown":
-            self._check_cooldowns(command)
-        return command
 
     def _take(self, seq: int) -> dict[str, Any]:
         raw: Any = None
@@ -454,7 +413,7 @@ class Remote(keras.callbacks.Callback):
                         "of this directory): not applied. Received: a fresh run"
                     )
             raw = self._read(seq) if raw is None else raw
-            command = self._check(raw)
+            command = check_command(raw, self.hyperparameters)
             at = command.get("at")
             if at is not None:
                 now = self._step()
@@ -484,143 +443,75 @@ class Remote(keras.callbacks.Callback):
         check_directory(self.directory)
         return read_command(command_path(self.directory, seq))
 
-    def _check_cooldowns(self, command: dict[str, Any]) -> None:
-        for name in command["names"]:
-            hp = self.hyperparameters[name]
-            cooldown = hp.cooldown
-            if cooldown is None:
-                if _int(hp.cooldown_start) >= 0:
-                    raise InvalidArgumentError(
-                        f"{name!r} is cooling down since step {_int(hp.cooldown_start)} (a "
-                        f"restored cooldown). Received: cooldown {name}"
-                    )
-                if "steps" not in command:
-                    raise InvalidArgumentError(
-                        f"{name!r} has no hs.Cooldown yet: give its length to create one, "
-                        f"`hyperstep cooldown DIR {name} --steps N [--shape 1-sqrt]`. "
-                        f"Received: cooldown {name}"
-                    )
-                continue
-            for key in ("steps", "shape"):
-                if key in command and command[key] != getattr(cooldown, key):
-                    raise InvalidArgumentError(
-                        f"{name!r}'s cooldown has {key}={getattr(cooldown, key)!r}, fixed "
-                        f"when it was created. Received: {key}={command[key]!r}"
-                    )
-
     def _apply(self, seq: int, command: dict[str, Any]) -> dict[str, Any]:
+        """Apply ``command`` now: each name's steered state becomes the verb's fold of it
+        (:data:`hyperstep.control.verbs.VERBS`, what replay folds over the journal), and
+        what changed is written into the hyperparameter (:meth:`_enact`)."""
         verb = command["verb"]
         names = names_of(command)
-        targets = {n: self.hyperparameters[n] for n in names}
         step = self._step()
-        before = {n: _value(hp) for n, hp in targets.items()}
-        extra: dict[str, Any] = {}
-        if verb == "set":
-            for name, value in command["values"].items():
-                targets[name].set(value)
-                self._held.add(name)
-        elif verb == "scale":
-            for name, value in command["values"].items():
-                targets[name].scale.assign(np.float32(value))
-        elif verb == "clear":
-            for name, hp in targets.items():
-                hp.clear()
-                self._held.discard(name)
-        elif verb == "schedule":
-            schedules = {
-                name: self._effective(name, text, step, command.get("from_now", False))
-                for name, text in command["values"].items()
-            }
-            for name, schedule in schedules.items():
-                self._replace(name, schedule, step)
-            extra["schedules"] = {name: repr(schedule) for name, schedule in schedules.items()}
-            extra["driven"] = sorted(  # through the float32 override (not eager torch's)
-                n for n in command["values"] if n in self._replaced
-            )
-        elif verb == "cooldown":
-            from hyperstep.control.cooldown import Cooldown
-
-            held = {n: self._from_override(n, step) for n in targets if n in self._held}
-            for name, schedule in held.items():  # cool from the value in use: the override
-                self._replace(name, schedule, step)
-                targets[name].clear()
-                self._held.discard(name)
-            if held:
-                extra["schedules"] = {name: repr(schedule) for name, schedule in held.items()}
-                extra["driven"] = sorted(n for n in held if n in self._replaced)
-            cooldowns = {}
-            for name, hp in targets.items():
-                cooldown = hp.cooldown
-                if cooldown is None:  # the hyperparameter's dormant cooldown, formed now
-                    shape = command.get("shape", "1-sqrt")
-                    cooldown = Cooldown(hp, steps=command["steps"], shape=shape)
-                cooldown.start()
-                cooldowns[name] = {
-                    "start": cooldown.start_step,
-                    "steps": cooldown.steps,
-                    "shape": cooldown.shape,
-                    "end": cooldown.end,
-                }
-            extra["cooldown"] = cooldowns
-            for name in cooldowns:
-                if name in self._replaced:
-                    self._replaced[name].cool(cooldowns[name])
-        elif verb == "stop":
+        before = {n: _host_value(self.hyperparameters[n], step) for n in names}
+        traced = self._mode() == "override"  # a replaced schedule driven in float32
+        meaning = verbs.meaning(command, self.hyperparameters, self._held, step, traced)
+        states = {n: self._track(n) for n in names}
+        for name in names:
+            new = verbs.VERBS[verb].fold(states[name], command, name, meaning)
+            self._enact(name, states[name], new, step)
+        if verb == "stop":
             self.stop_requested = True
             model = getattr(self, "_model", None)
             if model is not None:
                 model.stop_training = True
         self._applied.assign(max(seq, _int(self._applied)))
         self._drive(names)
-        after = {n: _value(hp) for n, hp in targets.items()}
-        return self._journal(seq, command, "applied", step, before=before, after=after, **extra)
+        after = {n: _host_value(self.hyperparameters[n], step) for n in names}
+        return self._journal(seq, command, "applied", step, before=before, after=after, **meaning)
 
-    def _from_override(self, name: str, step: int) -> Schedule:
-        """The constant schedule that, times ``scale``, gives ``name``'s override: a cooldown
-        started on an overridden value cools from it.
+    def _track(self, name: str) -> Track:
+        """``name``'s steered state now, read from its public state
+        (:attr:`hyperstep.Hyperparameter.value_state`) and what this Remote holds."""
+        state = self.hyperparameters[name].value_state
+        replacement = self._replaced.get(name)
+        started = _int(state.cooldown_start) >= 0  # also a restored one, with no hs.Cooldown
+        return Track(
+            replacement.schedule if replacement is not None else state.schedule,
+            float(np.float32(_float(state.scale))),
+            _float(state.override) if name in self._held else None,
+            _cooldown_of(state) if started else None,
+            replacement is not None,
+        )
 
-        Raises:
-            InvalidArgumentError: If ``scale`` is 0 (no schedule gives the override then).
-        """
+    def _enact(self, name: str, old: Track, new: Track, step: int, restoring: bool = False) -> None:
+        """Make ``name`` follow ``new`` (from ``old``): its replaced schedule, its override
+        (a ``set`` holds it), its scale and cooldown; ``restoring`` (a resumed run), only
+        what its checkpoint does not hold (the replacement, the hold)."""
         hp = self.hyperparameters[name]
-        scale = np.float32(_float(hp.scale))
-        if scale == 0:
-            raise InvalidArgumentError(
-                f"{name} is overridden while its scale is 0: no cooldown can start from the "
-                f"override; `scale {name}=...` first. Received: cooldown {name} at step {step}"
-            )
-        return Constant(float(np.float32(_float(hp.override)) / scale))
+        if new.base is not old.base:
+            self._replace(name, new.base, step)
+        if new.override != old.override:
+            if name in self._replaced:  # the override it drives: written again
+                self._replaced[name].written = None
+            if new.override is None:
+                self._held.discard(name)
+                if not restoring:
+                    hp.clear()
+            else:
+                self._held.add(name)
+                if not restoring:
+                    hp.set(new.override)
+        if restoring:
+            return
+        if new.scale != old.scale:
+            hp.scale.assign(np.float32(new.scale))
+        if new.cooldown is not None and new.cooldown != old.cooldown:
+            from hyperstep.control.cooldown import Cooldown
 
-    def _effective(self, name: str, text: str, since: int, from_now: bool) -> Schedule:
-        """The schedule ``text`` replacing ``name``'s from step ``since``: its ``step``
-        counting from ``since`` with ``from_now``, its ``epoch`` bound to the clock's
-        ``steps_per_epoch``.
-
-        Raises:
-            InvalidArgumentError: If it reads ``epoch`` and the clock does not know its
-                epochs' length.
-        """
-        from hyperstep.schedules.language import parse
-
-        new = parse(text)
-        if from_now:
-            new = new.replace(
-                lambda node: (
-                    BinaryOp("-", Step(), Constant(float(since)))
-                    if isinstance(node, Step)
-                    else None
-                )
-            )
-        if uses_epoch(new):
-            steps = self.hyperparameters[name].clock.steps_per_epoch
-            if steps is None:
-                raise InvalidArgumentError(
-                    f"{name}: the schedule reads `epoch`, but the run's clock does not know "
-                    f"how many steps an epoch has (a custom loop: `hs.Clock(steps_per_epoch="
-                    f"...)`). Received: {name}={text!r}"
-                )
-            new = bind_epochs(new, steps)
-        return new
+            cooldown = hp.cooldown
+            if cooldown is None:  # the hyperparameter's dormant cooldown, formed now
+                cooldown = Cooldown(hp, steps=new.cooldown["steps"], shape=new.cooldown["shape"])
+            cooldown.start(at=new.cooldown["start"])
+            if name in self._replaced:
+                self._replaced[name].cool(new.cooldown)
 
     def _replace(self, name: str, new: Schedule, step: int) -> None:
         """Replace ``name``'s schedule by ``new`` from ``step`` on (see the class docstring)."""
@@ -638,7 +529,7 @@ class Remote(keras.callbacks.Callback):
         dtype = str(ops.dtype(hp.clock.step))  # the clock's: the step's own cast
         replacement = Replacement(new, step, whole, dtype)
         if _int(hp.cooldown_start) >= 0:  # cooling already: the new schedule cools from there
-            replacement.cool(_cooldown_of(hp))
+            replacement.cool(_cooldown_of(hp.value_state))
         self._replaced[name] = replacement
 
     def _mode(self) -> str:
@@ -820,13 +711,14 @@ class Replacement:
         self._table = self.written = None
 
 
-def _cooldown_of(hp: Any) -> dict[str, Any]:
-    """A started cooldown as journaled (start, steps, shape, end), read from its state."""
+def _cooldown_of(state: Any) -> dict[str, Any]:
+    """A started cooldown as journaled (start, steps, shape, end), read from its state (a
+    :class:`~hyperstep.control.value_forms.ValueState`)."""
     from hyperstep.schedules.wsd import DECAY_TYPES
 
-    steps, end, shape = (float(v) for v in ops.convert_to_numpy(hp.cooldown_form))
+    steps, end, shape = (float(v) for v in ops.convert_to_numpy(state.cooldown_form))
     return {
-        "start": _int(hp.cooldown_start),
+        "start": _int(state.cooldown_start),
         "steps": steps,
         "shape": DECAY_TYPES[int(shape)],
         "end": end,

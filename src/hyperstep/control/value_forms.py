@@ -28,7 +28,9 @@ costs one comparison and one ``cond`` in a traced TensorFlow or JAX step
 
 from __future__ import annotations
 
+import contextvars
 import math
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import keras
@@ -36,7 +38,8 @@ import numpy as np
 from keras import ops
 
 from hyperstep.backends import concrete, host_int, integer_dtype, read_once, wide_float_dtype
-from hyperstep.backends.fast_paths import lazy_where
+from hyperstep.backends.fast_paths import branches_skip, lazy_where
+from hyperstep.backends.keras_forms import scalar_tensor, with_tensor
 from hyperstep.clock import Clock
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.checks import check_choice
@@ -48,6 +51,7 @@ __all__ = [
     "ClockEpoch",
     "ValueState",
     "at",
+    "checked_once",
     "constant_pieces",
     "cooled",
     "dormant",
@@ -149,7 +153,40 @@ def cooled(state: ValueState, base: Any, step: Any) -> Any:
 
     if known is not None:  # started, read eagerly
         return on()
+    deferred = _DEFERRED.get() if branches_skip() else None  # (torch.compile: no ContextVar)
+    if deferred is not None:  # checked with the update's others (checked_once)
+        deferred.append(start_value)
+        return base
     return lazy_where(ops.greater_equal(start_value, 0), on, lambda: base)
+
+
+#: while :func:`checked_once` computes an update's values: the traced cooldowns' starts
+_DEFERRED: contextvars.ContextVar[list[Any] | None]
+_DEFERRED = contextvars.ContextVar("deferred", default=None)
+
+
+def checked_once(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
+    """``compute()``, an update's values in the forms Keras gets, with the dormant cooldowns of
+    a traced step checked by one ``cond`` for all of them rather than one each: computed as
+    if none started, and again, each cooldown checked, in the branch where one has."""
+    if not branches_skip():  # torch computes both branches: nothing to check once
+        return dict(compute())
+    starts: list[Any] = []
+    token = _DEFERRED.set(starts)
+    try:
+        values = dict(compute())
+    finally:
+        _DEFERRED.reset(token)
+    if not starts:  # eager, or nothing to check
+        return values
+    keys = list(values)
+    started = ops.any(ops.stack([ops.greater_equal(start, 0) for start in starts]))
+    flat = lazy_where(
+        started,
+        lambda: [scalar_tensor(value) for value in compute().values()],
+        lambda: [scalar_tensor(values[key]) for key in keys],
+    )
+    return {key: with_tensor(values[key], tensor) for key, tensor in zip(keys, flat, strict=True)}
 
 
 def _cooling(start: Any, form: Any, schedule: Schedule, base: Any, step: Any) -> Any:

@@ -6,8 +6,11 @@ does to a hyperparameter's state.
 ``scale`` multiplies, ``clear`` drops the override, ``schedule`` replaces the schedule,
 ``cooldown`` cools (from the override it held, if any), ``stop`` changes nothing. The value a
 step reads is ``override if set else cooled(base)(step) * scale``; :func:`replay` folds the
-journal's applied commands through this table into one schedule per hyperparameter. The
-table imports no Keras (the CLI reads its help).
+journal's applied commands through this table into one schedule per hyperparameter, and
+:class:`hyperstep.Remote` applies the same folds live (then writes what changed into the
+hyperparameter). What a command means in a run beyond its text (the schedule in effect, the
+cooldown it starts) is :func:`meaning`, journaled with it. The table imports no Keras (the
+CLI reads its help).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hyperstep.control.directory import check_command, read_journal
+from hyperstep.control.directory import check_command, check_rate, is_rate, read_journal
 from hyperstep.errors import InvalidArgumentError
 
 __all__ = ["VERBS", "Track", "Verb", "replay"]
@@ -48,9 +51,10 @@ class Verb(NamedTuple):
 
 
 def _parse(text: str) -> Any:
+    """A schedule's ``repr`` as the run journaled it, read back (with no length limit)."""
     from hyperstep.schedules.language import parse
 
-    return parse(text)
+    return parse(text, max_length=None)
 
 
 def _set(state: Track, command: dict[str, Any], name: str, entry: dict[str, Any]) -> Track:
@@ -130,8 +134,6 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
         InvalidArgumentError: If the journal has no ``begin`` entry (not a Remote's journal),
             or no entry for a command number of that run (a line lost or cut short).
     """
-    from hyperstep.schedules.language import parse
-
     path = os.fspath(journal)
     if os.path.isdir(path):
         path = os.path.join(path, "journal.jsonl")
@@ -178,7 +180,7 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
     for name, start in begin["hyperparameters"].items():
         if name not in changed:
             continue
-        state = Track(parse(start["schedule"]), start["scale"], start["override"], None, False)
+        state = Track(_parse(start["schedule"]), start["scale"], start["override"], None, False)
         exact = bool(start.get("exact", False))
         pieces: list[tuple[int, Any]] = [(0, expression(state, exact))]
         for entry in ordered:
@@ -273,3 +275,131 @@ def pieces_of(pieces: list[tuple[int, Any]]) -> Any:
         less = BinaryOp("<", Step(), boundary)
         expression = Function("where", [less, pieces[index][1], expression])
     return expression
+
+
+# ---- what a command means in a run: what it journals beside its text ---------------------
+def meaning(
+    command: dict[str, Any], hyperparameters: dict[str, Any], held: Any, step: int, traced: bool
+) -> dict[str, Any]:
+    """What ``command`` means at ``step`` of a run, journaled with it for the folds: the
+    schedules in effect (``schedules``: ``epoch`` bound, ``--from-now`` counted; a cooldown's
+    from an override ``held`` by a ``set``), the names driven through the float32 override
+    (``driven``, where the step is ``traced``), and the cooldowns (``cooldown``: start,
+    steps, shape, end).
+
+    Raises:
+        InvalidArgumentError: If the run cannot do it (a schedule making a learning rate
+            zero, negative or not finite; a cooldown it cannot start).
+    """
+    verb, found = command["verb"], {}
+    if verb == "schedule":
+        found = {
+            name: effective(hyperparameters[name], text, step, command.get("from_now", False))
+            for name, text in command["values"].items()
+        }
+        from hyperstep.control.value_forms import read_clock
+
+        for name in filter(is_rate, found):  # a learning rate's value checked first
+            hp = hyperparameters[name]  # its `total`: the live run's
+            value = _number(read_clock(found[name], hp.clock)(step)) * _number(hp.scale)
+            check_rate(command, name, float(value), command["values"][name], step)
+    elif verb == "cooldown":
+        cooldowns = {n: cooldown_at(hyperparameters[n], command) for n in command["names"]}
+        found = {n: from_override(hyperparameters[n], step) for n in cooldowns if n in held}
+    out: dict[str, Any] = {}
+    if found:
+        out["schedules"] = {name: repr(schedule) for name, schedule in found.items()}
+        out["driven"] = sorted(found) if traced else []
+    if verb == "cooldown":
+        out["cooldown"] = cooldowns
+    return out
+
+
+def effective(hp: Any, text: str, since: int, from_now: bool) -> Any:
+    """The schedule ``text`` replacing ``hp``'s from step ``since``: its ``step`` counting
+    from ``since`` with ``from_now``, its ``epoch`` bound to the clock's ``steps_per_epoch``.
+
+    Raises:
+        InvalidArgumentError: If it reads ``epoch`` and the clock does not know its epochs'
+            length.
+    """
+    from hyperstep.schedules.expressions import BinaryOp, Constant, Step, bind_epochs, uses_epoch
+
+    new = _parse(text)
+    if from_now:
+        counted = BinaryOp("-", Step(), Constant(float(since)))
+        new = new.replace(lambda node: counted if isinstance(node, Step) else None)
+    if uses_epoch(new):
+        steps = hp.clock.steps_per_epoch
+        if steps is None:
+            raise InvalidArgumentError(
+                f"{hp.name}: the schedule reads `epoch`, but the run's clock does not know how "
+                "many steps an epoch has (a custom loop: `hs.Clock(steps_per_epoch=...)`). "
+                f"Received: {hp.name}={text!r}"
+            )
+        new = bind_epochs(new, steps)
+    return new
+
+
+def from_override(hp: Any, step: int) -> Any:
+    """The constant schedule that, times ``scale``, gives ``hp``'s override: a cooldown
+    started on an overridden value cools from it.
+
+    Raises:
+        InvalidArgumentError: If ``scale`` is 0 (no schedule gives the override then).
+    """
+    from hyperstep.schedules.expressions import Constant
+
+    scale = _number(hp.scale)
+    if scale == 0:
+        raise InvalidArgumentError(
+            f"{hp.name} is overridden while its scale is 0: no cooldown can start from the "
+            f"override; `scale {hp.name}=...` first. Received: cooldown {hp.name} at step {step}"
+        )
+    return Constant(float(_number(hp.override) / scale))
+
+
+def cooldown_at(hp: Any, command: dict[str, Any]) -> dict[str, Any]:
+    """The cooldown a ``cooldown`` command starts on ``hp``: its ``hs.Cooldown``'s (kept
+    where it started already), else one of the command's ``steps`` and ``shape``.
+
+    Raises:
+        InvalidArgumentError: If ``hp`` cools from a restored cooldown, has no
+            ``hs.Cooldown`` and the command no ``steps``, or the command's ``steps`` or
+            ``shape`` are not its cooldown's.
+    """
+    name, cooldown = hp.name, hp.cooldown
+    if cooldown is None:
+        if int(_number(hp.cooldown_start)) >= 0:
+            raise InvalidArgumentError(
+                f"{name!r} is cooling down since step {int(_number(hp.cooldown_start))} (a "
+                f"restored cooldown). Received: cooldown {name}"
+            )
+        if "steps" not in command:
+            raise InvalidArgumentError(
+                f"{name!r} has no hs.Cooldown yet: give its length to create one, "
+                f"`hyperstep cooldown DIR {name} --steps N [--shape 1-sqrt]`. "
+                f"Received: cooldown {name}"
+            )
+        start = int(_number(hp.clock.step))
+        return {
+            "start": start,
+            "steps": command["steps"],
+            "shape": command.get("shape", "1-sqrt"),
+            "end": 0.0,
+        }
+    for key in ("steps", "shape"):
+        if key in command and command[key] != getattr(cooldown, key):
+            raise InvalidArgumentError(
+                f"{name!r}'s cooldown has {key}={getattr(cooldown, key)!r}, fixed when it "
+                f"was created. Received: {key}={command[key]!r}"
+            )
+    start = cooldown.start_step if cooldown.started else int(_number(hp.clock.step))
+    return {"start": start, "steps": cooldown.steps, "shape": cooldown.shape, "end": cooldown.end}
+
+
+def _number(value: Any) -> Any:
+    """A variable's or tensor's value as a NumPy float32 (or integer) scalar."""
+    from keras import ops
+
+    return np.asarray(ops.convert_to_numpy(value))[()]

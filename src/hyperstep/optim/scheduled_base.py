@@ -21,6 +21,7 @@ from hyperstep.clock import Clock
 from hyperstep.control import named_state
 from hyperstep.control.hyperparameter import Hyperparameter, track
 from hyperstep.control.relative import references, resolve
+from hyperstep.control.value_forms import checked_once
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claim
 from hyperstep.optim import _introspect
@@ -242,12 +243,15 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
         form the backend hands Keras (:func:`~hyperstep.optim.resolve.keras_value`), and
         what a backend's mixin reads once per update (``_hs_reads``)."""
         state = scheduled_state(self)
-        values = {
-            key: keras_value(
-                update, state.hyperparameters[key], key, self._hs_base, state.static[key]
-            )
-            for key in self._hs_read_keys()
-        }
+        keys = self._hs_read_keys()
+        values = checked_once(  # a traced step checks their cooldowns once
+            lambda: {
+                key: keras_value(
+                    update, state.hyperparameters[key], key, self._hs_base, state.static[key]
+                )
+                for key in keys
+            }
+        )
         reads = getattr(self, "_hs_reads", None)  # hyperstep.backends.tensorflow's iterations
         if reads is not None:
             values.update(reads())

@@ -52,6 +52,7 @@ def parse(
     steps_per_epoch: int | None = None,
     *,
     names: Mapping[str, Schedule] | None = None,
+    max_length: int | None = MAX_LENGTH,
 ) -> Schedule:
     """Read a schedule from an expression.
 
@@ -65,6 +66,9 @@ def parse(
         names: Extra names the text may use, each standing for the schedule-like node it
             maps to (an optimizer passes its own hyperparameters, so that a group can write
             ``"10 * learning_rate"``); ``None`` allows only the built-in names.
+        max_length: The longest text accepted (10,000 characters, for what people type);
+            ``None`` for none, for a schedule's own ``repr`` read back (a journal's: a
+            3,000-piece ``piecewise`` is longer).
 
     Returns:
         The :class:`~hyperstep.schedules.Schedule` the text describes.
@@ -95,9 +99,9 @@ def parse(
         )
     if steps_per_epoch is not None:
         steps_per_epoch = check_positive_int("parse", "steps_per_epoch", steps_per_epoch)
-    if len(text) > MAX_LENGTH:
+    if max_length is not None and len(text) > max_length:
         raise ScheduleSyntaxError(
-            f"the expression is {len(text)} characters long; at most {MAX_LENGTH} are accepted"
+            f"the expression is {len(text)} characters long; at most {max_length} are accepted"
         )
     # one line, so that the caret lines up and columns count characters
     line = text.replace("\r\n", "  ").replace("\r", " ").replace("\n", " ").replace("\t", " ")

@@ -24,6 +24,7 @@ from hyperstep.schedules.exact import (
     exact_minimum,
     larger,
     rounded_once,
+    sine,
     widened,
 )
 
@@ -203,7 +204,7 @@ def cooled_value(value: Any, end: Any, done: Any, steps: Any, shape: str) -> Any
     if shape == "linear":
         return end + (change * inverse) * (steps - done)
     if shape == "cosine":
-        return end + change * ops.square(ops.sin((steps - done) * (HALF_PI * inverse)))
+        return end + change * ops.square(sine((steps - done) * (HALF_PI * inverse)))
     if shape in ("1-sqrt", "minus_sqrt"):
         return end + change * (1.0 - ops.sqrt(done * inverse))
     if shape == "exponential":
