@@ -242,7 +242,7 @@ def test_defaults_log_what_moves_one_column_each_and_all_on_request(tmp_path: Pa
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"include": "some"}, "must be 'moving' or 'all'. Received: include='some'"),
+        ({"include": "some"}, "must be one of 'moving', 'all'. Received: include='some'"),
         ({"fields": ("scale",)}, "must start with 'value'"),
         ({"fields": ("value", "bogus")}, "must start with 'value'"),
     ],

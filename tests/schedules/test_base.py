@@ -192,3 +192,26 @@ def test_negative_zero_base_of_a_power_keeps_its_parentheses() -> None:
     s = BinaryOp("**", Constant(-0.0), Step())
     assert repr(s) == "(-0.0) ** step"
     np.testing.assert_array_equal(parse(repr(s))([0, 1, 2]), s([0, 1, 2]))
+
+
+class Shifted(hs.Schedule):
+    """A family without an ``arguments`` of its own: the base reads its attributes."""
+
+    keyword = "shifted"
+    positional = 1
+
+    def __init__(self, schedule: hs.Schedule, shift: float = 0.0) -> None:
+        self.schedule, self.shift = schedule, shift
+
+    def value(self, step):  # type: ignore[no-untyped-def]
+        return self.schedule.value(step) + self.shift
+
+
+def test_arguments_default_to_the_attributes_named_by_the_signature() -> None:
+    s = Shifted(cos, shift=0.5)
+    assert s.arguments() == {"schedule": cos, "shift": 0.5}
+    assert s.children() == [cos]
+    assert repr(s) == f"shifted({cos!r}, shift=0.5)"
+    assert repr(Shifted(cos)) == f"shifted({cos!r})"
+    copy = Shifted.from_config(json.loads(json.dumps(s.get_config())))
+    assert repr(copy) == repr(s)

@@ -51,18 +51,12 @@ class UsageError(Exception):
 
 class DefaultsFormatter(argparse.HelpFormatter):
     """Help that ends each option that has a default with ``(default: VALUE)``, one way
-    for every command (a hand-written ``(default ...)`` at the end is replaced by it; flags
-    and options without a default say nothing)."""
+    for every command (flags and options without a default say nothing)."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = _HAND_WRITTEN_DEFAULT.sub("", action.help or "")
         if action.default is None or action.default is False or action.default == argparse.SUPPRESS:
             return action.help
-        return f"{text} (default: %(default)s)"
-
-
-#: a default written into an option's help by hand, at its end
-_HAND_WRITTEN_DEFAULT = re.compile(r"\s*\(default:? [^()]*\)$")
+        return f"{action.help} (default: %(default)s)"
 
 
 class Parser(argparse.ArgumentParser):

@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
         type=positive_int,
         default=10,
         metavar="N",
-        help="how many commands to list (default 10)",
+        help="how many commands to list",
     )
     parser.set_defaults(func=run)
 

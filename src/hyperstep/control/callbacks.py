@@ -23,6 +23,8 @@ from hyperstep.control import wrapped
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.reading import collect, epoch_values, read_all
 from hyperstep.errors import BackendError, InvalidArgumentError, received
+from hyperstep.schedules.base import check_positive_int
+from hyperstep.schedules.checks import check_choice
 
 __all__ = ["LogHyperparameters", "read_all"]
 
@@ -113,11 +115,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         if include is None:
             given = wrapped.hyperstep_optimizer(hyperparameters)
             include = "moving" if hasattr(given, "hyperparameters") else "all"
-        if include not in ("moving", "all"):
-            raise InvalidArgumentError(
-                f"`LogHyperparameters(include=...)` must be 'moving' or 'all'. "
-                f"{received('include', include)}"
-            )
+        check_choice("LogHyperparameters", "include", include, ("moving", "all"))
         fields = tuple(fields) if isinstance(fields, (tuple, list)) else (fields,)
         if not fields or fields[0] != "value" or not set(fields) <= set(FIELDS):
             raise InvalidArgumentError(
@@ -126,11 +124,7 @@ class LogHyperparameters(keras.callbacks.Callback):
             )
         self.include, self.fields = include, fields
         self._all = self.hyperparameters
-        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-            raise InvalidArgumentError(
-                f"`LogHyperparameters(every=...)` must be a positive integer (write a row every "
-                f"`every` batches). {received('every', every)}"
-            )
+        every = check_positive_int("LogHyperparameters", "every", every)
         if log_dir is not None:
             require_tensorflow("LogHyperparameters(log_dir=...) (TensorBoard summaries)")
             if importlib.util.find_spec("tensorboard") is None:

@@ -24,6 +24,7 @@ from hyperstep.control.hyperparameter import controlled_hyperparameter
 from hyperstep.control.plateau import RULES, PlateauParams, PlateauState
 from hyperstep.control.reading import epoch_values, savers_before
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules.checks import check_choice
 
 __all__ = ["ReduceOnPlateau"]
 
@@ -137,11 +138,7 @@ class ReduceOnPlateau(keras.callbacks.Callback):
                 f"`ReduceOnPlateau(compat=...)` must be one of {list(COMPATS)}. "
                 f"{received('compat', compat)}"
             )
-        if mode not in MODES:
-            raise InvalidArgumentError(
-                f"`ReduceOnPlateau(mode=...)` must be one of {list(MODES)}. "
-                f"{received('mode', mode)}"
-            )
+        check_choice("ReduceOnPlateau", "mode", mode, MODES)
         if not isinstance(monitor, str) or not monitor:
             raise InvalidArgumentError(
                 f"`ReduceOnPlateau(monitor=...)` must be a log key such as 'val_loss'. "

@@ -28,6 +28,7 @@ from hyperstep.optim.average_exchange import (
     given_values,
 )
 from hyperstep.schedules import combinators, decays, families
+from hyperstep.schedules.checks import check_choice
 from hyperstep.schedules.expressions import as_schedule
 
 __all__ = [
@@ -270,11 +271,7 @@ def _check_swa_arguments(swa_lr: Any, start: Any, anneal_steps: Any, strategy: A
     """Refuse what ``torch.optim.swa_utils.SWALR`` refuses (``anneal_strategy`` not
     ``"cos"``/``"linear"``; ``anneal_epochs`` not an ``int`` or below 0), and a ``swa_lr``
     that is not a number or a ``start`` that is not an integer >= 0."""
-    if strategy not in ("cos", "linear"):
-        raise InvalidArgumentError(
-            "`swa_learning_rate(anneal_strategy=...)` must be 'cos' or 'linear'. "
-            f"{received('anneal_strategy', strategy)}"
-        )
+    check_choice("swa_learning_rate", "anneal_strategy", strategy, ("cos", "linear"))
     if not isinstance(anneal_steps, int) or anneal_steps < 0:  # torch's check (True is 1)
         raise InvalidArgumentError(
             "`swa_learning_rate(anneal_steps=...)` must be an integer >= 0 (as SWALR's "
@@ -313,12 +310,8 @@ class AveragedWeights(keras.callbacks.Callback):
 
     def __init__(self, source: Any, at_end: str = "averaged") -> None:
         super().__init__()
-        if at_end not in ("averaged", "training"):
-            raise InvalidArgumentError(
-                "`AveragedWeights(at_end=...)` must be 'averaged' or 'training'. "
-                f"{received('at_end', at_end)}"
-            )
-        self.source, self.at_end = source, at_end
+        self.source = source
+        self.at_end = check_choice("AveragedWeights", "at_end", at_end, ("averaged", "training"))
         self._moved = False
 
     def _to(self, averaged: bool, warn: bool = False) -> bool:

@@ -42,6 +42,7 @@ import keras
 from keras import ops
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules.checks import check_flag
 
 PACKAGE = "hyperstep"
 R = TypeVar("R", bound=type)
@@ -263,7 +264,7 @@ class SGDRule(Rule):
     slots = ("momentum",)
 
     def __init__(self, nesterov: bool = False) -> None:
-        self.nesterov = check_bool("SGDRule", "nesterov", nesterov)
+        self.nesterov = check_flag("SGDRule", "nesterov", nesterov)
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         m = slots.momentum
@@ -307,7 +308,7 @@ class AdamRule(Rule):
     slots: tuple[str, ...] = ("momentum", "velocity")
 
     def __init__(self, amsgrad: bool = False) -> None:
-        self.amsgrad = check_bool(type(self).__name__, "amsgrad", amsgrad)
+        self.amsgrad = check_flag(type(self).__name__, "amsgrad", amsgrad)
         if amsgrad:
             self.slots = ("momentum", "velocity", "velocity_hat")
 
@@ -394,11 +395,3 @@ __all__ = [
     "get_rule",
     "register_rule",
 ]
-
-
-def check_bool(owner: str, name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidTypeError(
-            f"`{owner}({name}=...)` must be True or False. {received(name, value)}"
-        )
-    return value

@@ -42,9 +42,9 @@ from hyperstep.optim.rules import (
     PACKAGE,
     Rule,
     Values,
-    check_bool,
     register_rule,
 )
+from hyperstep.schedules.checks import check_flag
 
 __all__ = ["ScheduleFreeAdamWRule", "ScheduleFreeSGDRule"]
 
@@ -119,7 +119,7 @@ class _ScheduleFree(Rule):
     """Base of the schedule-free rules: state, the ``memory_efficient`` option, the swap."""
 
     def __init__(self, memory_efficient: bool = False) -> None:
-        self.memory_efficient = check_bool(
+        self.memory_efficient = check_flag(
             type(self).__name__, "memory_efficient", memory_efficient
         )
         # `swapped`: 1 while `averaged_weights` holds x in the variable

@@ -8,8 +8,8 @@ Every schedule is a Keras ``LearningRateSchedule``: any Keras optimizer accepts 
 ``learning_rate``. Its constructor arguments are its config (``get_config``/``from_config``
 round-trip through JSON) and its ``repr`` is an expression that ``hs.parse`` reads back.
 
-Subclasses implement ``value(step)`` (``step`` is a float32 tensor) and ``arguments()``
-(the constructor keyword arguments, in signature order); everything else is generic.
+Subclasses implement ``value(step)`` (``step`` is a float32 tensor), keep each constructor
+argument in the attribute of its name (or override ``arguments()``); everything else is generic.
 Arithmetic on schedules builds the expression nodes of :mod:`hyperstep.schedules.expressions`
 (``BinaryOp``, ``Negate``, ``Function``), found by their keyword among the classes
 :func:`register` has recorded.
@@ -108,8 +108,9 @@ class Schedule(_Base):  # type: ignore[misc]
         raise NotImplementedError
 
     def arguments(self) -> dict[str, Any]:
-        """Return the constructor keyword arguments that rebuild this schedule."""
-        raise NotImplementedError
+        """Return the constructor keyword arguments that rebuild this schedule, in signature
+        order: by default each parameter's attribute of the same name."""
+        return {name: getattr(self, name) for name in inspect.signature(type(self)).parameters}
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:

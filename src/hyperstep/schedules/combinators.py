@@ -63,9 +63,6 @@ class Warmup(Schedule):
         ramp = self.start + (inner - self.start) * (step / self.steps)
         return ops.where(ramping, ramp, inner)
 
-    def arguments(self) -> dict[str, Any]:
-        return {"schedule": self.schedule, "steps": self.steps, "start": self.start}
-
     @property
     def natural_steps(self) -> int | float | None:
         inner = 0 if isinstance(self.schedule, Constant) else self.schedule.natural_steps

@@ -90,16 +90,6 @@ class Cyclic(Schedule):
             x = x * power_of(self.gamma, step)
         return self.low + (self.high - self.low) * x
 
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "low": self.low,
-            "high": self.high,
-            "steps_up": self.steps_up,
-            "steps_down": self.steps_down,
-            "mode": self.mode,
-            "gamma": self.gamma,
-        }
-
 
 @register
 class OneCycle(Schedule):
@@ -230,20 +220,6 @@ class OneCycle(Schedule):
         left = ops.clip((end - step) / (end - begin), 0.0, 1.0)  # 1 - t; 0 past the end
         weight = cosine_weight(left) if self.anneal == "cos" else left
         return b + (a - b) * weight
-
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "peak": self.peak,
-            "steps": self.steps,
-            "pct_start": self.pct_start,
-            "div_factor": self.div_factor,
-            "final_div_factor": self.final_div_factor,
-            "anneal": self.anneal,
-            "three_phase": self.three_phase,
-            "compat": self.compat,
-            "start": self.start,
-            "end": self.end,
-        }
 
     @property
     def natural_steps(self) -> int | float | None:

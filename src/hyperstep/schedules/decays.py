@@ -75,9 +75,6 @@ class Linear(Schedule):
         # both weights exact for integer steps: accurate at either end of the ramp
         return self.start * ((self.steps - s) / self.steps) + self.end * (s / self.steps)
 
-    def arguments(self) -> dict[str, Any]:
-        return {"start": self.start, "end": self.end, "steps": self.steps, "begin": self.begin}
-
     @property
     def natural_steps(self) -> int | float | None:
         return self.begin + self.steps
@@ -146,16 +143,6 @@ class Exponential(Schedule):
             v = exact_maximum(v, self.end) if self.rate < 1 else exact_minimum(v, self.end)
         return v
 
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "start": self.start,
-            "rate": self.rate,
-            "every": self.every,
-            "staircase": self.staircase,
-            "begin": self.begin,
-            "end": self.end,
-        }
-
 
 @register
 class InverseTime(Schedule):
@@ -208,14 +195,6 @@ class InverseTime(Schedule):
         return ops.divide(
             as_float32(self.start), ops.add(as_float32(1.0), ops.multiply(as_float32(self.rate), p))
         )
-
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "start": self.start,
-            "rate": self.rate,
-            "every": self.every,
-            "staircase": self.staircase,
-        }
 
 
 @register
@@ -283,16 +262,6 @@ class Polynomial(Schedule):
         if self.power != 1.0:
             left = ops.power(left, self.power)
         return self.end + (self.start - self.end) * left
-
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "start": self.start,
-            "end": self.end,
-            "steps": self.steps,
-            "power": self.power,
-            "cycle": self.cycle,
-            "begin": self.begin,
-        }
 
     @property
     def natural_steps(self) -> int | float | None:

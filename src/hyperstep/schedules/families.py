@@ -106,15 +106,6 @@ class Cosine(Schedule):
             c = ops.power(c, self.exponent)
         return self.end + (self.start - self.end) * c
 
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "start": self.start,
-            "steps": self.steps,
-            "end": self.end,
-            "exponent": self.exponent,
-            "past_end": self.past_end,
-        }
-
     @property
     def natural_steps(self) -> int | float | None:
         return self.steps if self.past_end == "hold" else None
@@ -216,15 +207,6 @@ class CosineRestarts(Schedule):
         length = upper - self._period_start(i)
         c = cosine_weight((upper - step) / length)
         return self.end + (self.start - self.end) * ops.power(widened(self.m_mul), i) * c
-
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "start": self.start,
-            "steps": self.steps,
-            "t_mul": self.t_mul,
-            "m_mul": self.m_mul,
-            "end": self.end,
-        }
 
 
 @register

@@ -14,6 +14,7 @@ from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import Schedule, check_number
+from hyperstep.schedules.checks import check_choice
 from hyperstep.schedules.combinators import join, warmup
 from hyperstep.schedules.decays import linear, polynomial
 from hyperstep.schedules.expressions import BinaryOp, Constant, Function, Step, Total
@@ -115,11 +116,7 @@ def from_hf(
             f"`from_hf(name={name!r})` depends on a metric, not only on the step; use "
             f"{_NOT_PURE[name]}(...) instead. {received('name', name)}"
         )
-    if name not in NAMES:
-        raise InvalidArgumentError(
-            f"`from_hf(name=...)` must be one of {', '.join(repr(n) for n in NAMES)}. "
-            f"{received('name', name)}"
-        )
+    check_choice("from_hf", "name", name, tuple(NAMES))
     peak = check_number("from_hf", "peak", peak)
     unknown = sorted(set(scheduler_specific_kwargs) - set(NAMES[name]))
     if unknown:

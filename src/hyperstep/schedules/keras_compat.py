@@ -73,9 +73,6 @@ class KerasSchedule(Schedule):
     def value(self, step: Any) -> Any:
         return ops.cast(self.schedule(step), "float32")
 
-    def arguments(self) -> dict[str, Any]:
-        return {"schedule": self.schedule}
-
     def __repr__(self) -> str:
         cls = type(self.schedule)
         try:

@@ -74,14 +74,6 @@ class ExponentialDecay(Schedule):
             as_float32(self.initial_learning_rate), ops.power(as_float32(self.decay_rate), p)
         )
 
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "decay_rate": self.decay_rate,
-            "staircase": self.staircase,
-        }
-
 
 @register
 class PolynomialDecay(Schedule):
@@ -138,15 +130,6 @@ class PolynomialDecay(Schedule):
             step = ops.minimum(step, decay_steps)
         p = ops.divide(step, decay_steps)
         return ops.add(ops.multiply(initial - end, ops.power(1 - p, as_float32(self.power))), end)
-
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "end_learning_rate": self.end_learning_rate,
-            "power": self.power,
-            "cycle": self.cycle,
-        }
 
     @property
     def natural_steps(self) -> int | float | None:
@@ -226,15 +209,6 @@ class CosineDecay(Schedule):
         if len(ops.shape(step)) == 0:  # Keras's ops.cond, which a graph compiler keeps apart
             return ops.cond(step < warmup_steps, warm, decay)
         return ops.where(step < warmup_steps, warm(), decay())
-
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "alpha": self.alpha,
-            "warmup_target": self.warmup_target,
-            "warmup_steps": self.warmup_steps,
-        }
 
     @property
     def natural_steps(self) -> int | float | None:
@@ -316,15 +290,6 @@ class CosineDecayRestarts(Schedule):
         cosine_decayed = 0.5 * m_fac * (1.0 + ops.cos(ops.multiply(pi, completed_fraction)))
         decayed = ops.add(ops.multiply((1 - alpha), cosine_decayed), alpha)
         return ops.multiply(as_float32(self.initial_learning_rate), decayed)
-
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "first_decay_steps": self.first_decay_steps,
-            "t_mul": self.t_mul,
-            "m_mul": self.m_mul,
-            "alpha": self.alpha,
-        }
 
 
 exponential_decay = ExponentialDecay

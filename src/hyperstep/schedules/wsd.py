@@ -138,18 +138,6 @@ class WarmupStableDecay(Schedule):
         m = self.min_ratio
         return self.peak * exact_maximum(m + (1.0 - m) * factor, 0.0)
 
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "peak": self.peak,
-            "warmup": self.warmup,
-            "stable": self.stable,
-            "decay": self.decay,
-            "warmup_type": self.warmup_type,
-            "decay_type": self.decay_type,
-            "min_ratio": self.min_ratio,
-            "num_cycles": self.num_cycles,
-        }
-
 
 @register
 class InverseSqrt(Schedule):
@@ -195,9 +183,6 @@ class InverseSqrt(Schedule):
         ramp = step / larger(w, 1)
         after = 1.0 / ops.sqrt((exact_maximum(step, w) + self._shift) / self._scale)
         return self.peak * ops.where(step < w, ramp, after)
-
-    def arguments(self) -> dict[str, Any]:
-        return {"peak": self.peak, "warmup": self.warmup, "timescale": self.timescale}
 
 
 def cooled_value(value: Any, end: Any, done: Any, steps: Any, shape: str) -> Any:

@@ -18,9 +18,10 @@ from typing import Any
 
 import keras
 
+from hyperstep.control.reading import read_all
 from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules.base import FLOAT32_MAX
+from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int
 from hyperstep.tune.replay import flatten
 
 #: what the config value of a hyperparameter writes: its override or its scale
@@ -94,16 +95,7 @@ def trainable(
         (2, 0.05000000074505806)
     """
     tune = _import_tune()
-    if isinstance(epochs_per_report, bool) or not isinstance(epochs_per_report, int):
-        raise InvalidTypeError(
-            f"`trainable(epochs_per_report=...)` must be a positive integer. "
-            f"{received('epochs_per_report', epochs_per_report)}"
-        )
-    if epochs_per_report < 1:
-        raise InvalidArgumentError(
-            f"`trainable(epochs_per_report=...)` must be a positive integer. "
-            f"{received('epochs_per_report', epochs_per_report)}"
-        )
+    epochs_per_report = check_positive_int("trainable", "epochs_per_report", epochs_per_report)
     if apply not in APPLY_MODES:
         raise InvalidArgumentError(
             f"`trainable(apply=...)` must be one of {list(APPLY_MODES)}: 'override' replaces "
@@ -233,7 +225,7 @@ class Member:
     def train(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """Apply ``config``, fit one report period and return the report."""
         self.apply(config)
-        values = {name: _number(hp.value) for name, hp in self.hyperparameters.items()}
+        values = read_all(self.hyperparameters)
         arguments = dict(self._fit_arguments())
         callbacks = [*self.callbacks, *arguments.pop("callbacks", [])]
         arguments.setdefault("verbose", 0)
@@ -313,10 +305,6 @@ def _read_meta(path: str) -> tuple[int, dict[str, float]]:
         if not number or not abs(value) <= FLOAT32_MAX:
             raise damaged(f"'applied/{key}' is {value!r}, not a finite float32 number")
     return epoch, {key: float(value) for key, value in applied.items()}
-
-
-def _number(tensor: Any) -> float:
-    return float(keras.ops.convert_to_numpy(tensor))
 
 
 def _import_tune() -> Any:

@@ -18,9 +18,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules import Schedule, piecewise
-from hyperstep.schedules.base import FLOAT32_MAX
+from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int
 
 
 def replay(
@@ -68,16 +68,7 @@ def replay(
         >>> [round(float(v), 4) for v in lr([0, 19, 20, 39, 40])]
         [0.1, 0.1, 0.12, 0.12, 0.04]
     """
-    if isinstance(steps_per_report, bool) or not isinstance(steps_per_report, int):
-        raise InvalidTypeError(
-            f"`replay(steps_per_report=...)` must be a positive integer (training steps per "
-            f"Ray report). {received('steps_per_report', steps_per_report)}"
-        )
-    if steps_per_report < 1:
-        raise InvalidArgumentError(
-            f"`replay(steps_per_report=...)` must be a positive integer (training steps per "
-            f"Ray report). {received('steps_per_report', steps_per_report)}"
-        )
+    steps_per_report = check_positive_int("replay", "steps_per_report", steps_per_report)
     initial, rows = load_policy(policy_file)
     boundaries: list[int] = []
     configs: list[dict[str, Any]] = [initial]
