@@ -17,6 +17,7 @@ __all__ = [
     "HyperstepError",
     "InvalidArgumentError",
     "InvalidTypeError",
+    "NotRegisteredError",
     "ScheduleSyntaxError",
 ]
 
@@ -27,6 +28,11 @@ class HyperstepError(Exception):
 
 class InvalidArgumentError(HyperstepError, ValueError):
     """An argument has a value hyperstep cannot use."""
+
+
+class NotRegisteredError(InvalidArgumentError, LookupError):
+    """A saved name that no module imported in this process registered: the file is sound,
+    the process lacks the module (so loading does not call the file damaged)."""
 
 
 class InvalidTypeError(HyperstepError, TypeError):

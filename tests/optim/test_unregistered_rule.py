@@ -60,7 +60,7 @@ def test_loading_a_rule_no_module_registered_says_which_and_what_to_import(
     failed = _python(LOAD, tmp_path)
     assert failed.returncode == 1
     assert failed.stderr.splitlines()[-1] == (
-        "hyperstep.errors.InvalidArgumentError: The saved optimizer's update rule "
+        "hyperstep.errors.NotRegisteredError: The saved optimizer's update rule "
         "'my_project>HalfSGD' is not registered in this process: a rule registers with "
         "`@hs.rules.register_rule` when its module is imported, so import the module that "
         "defines it ('my_rules') before loading. Received: rule='my_project>HalfSGD'"

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hyperstep.backends.versions import reach
-from hyperstep.errors import HyperstepError, InvalidArgumentError
+from hyperstep.errors import HyperstepError, InvalidArgumentError, NotRegisteredError
 
 
 def unpickle_optimizer(cls: type, args: tuple[Any, ...]) -> Any:
@@ -108,8 +108,8 @@ def naming_loaded_file() -> Iterator[None]:
         path = loading_file() if found is not None else None
         if found is None or path is None:
             raise
-        if getattr(found, "path", None) == path:  # named already, by a nested object
-            raise found from None
+        if getattr(found, "path", None) == path or isinstance(found, NotRegisteredError):
+            raise found from None  # named already by a nested object, or not damage
         named = InvalidArgumentError(f"{path} is damaged: {str(found).splitlines()[0]}")
         named.path = path  # type: ignore[attr-defined]
         raise named from None

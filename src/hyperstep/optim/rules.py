@@ -41,7 +41,12 @@ from typing import Any, ClassVar, TypeVar, overload
 import keras
 from keras import ops
 
-from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.errors import (
+    InvalidArgumentError,
+    InvalidTypeError,
+    NotRegisteredError,
+    received,
+)
 from hyperstep.schedules.checks import check_flag
 
 PACKAGE = "hyperstep"
@@ -191,7 +196,7 @@ def deserialize_rule(config: Any, custom_objects: Any = None) -> Rule:
         if key
     ]
     if name and not any(found):
-        raise InvalidArgumentError(
+        raise NotRegisteredError(
             f"The saved optimizer's update rule {name!r} is not registered in this process: "
             f"a rule registers with `@hs.rules.register_rule` when its module is imported, "
             f"so import the module that defines it ({config.get('module')!r}) before loading. "
