@@ -40,6 +40,7 @@ def test_all_lists_the_tree_and_every_name_is_an_exception() -> None:
         "HyperstepError",
         "InvalidArgumentError",
         "InvalidTypeError",
+        "NotRegisteredError",
         "ScheduleSyntaxError",
     }
     for name in errors.__all__:
