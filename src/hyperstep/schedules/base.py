@@ -44,7 +44,7 @@ ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an e
 
 
 #: every schedule class :func:`register` has seen, by its ``keyword``: the expression
-#: language's vocabulary (:func:`hyperstep.schedules.parse_names.vocabulary`) and the nodes
+#: language's vocabulary (:func:`hyperstep.schedules.language.vocabulary`) and the nodes
 #: arithmetic builds. The modules that define the classes fill it when they are imported, and
 #: :mod:`hyperstep.schedules` imports them all.
 CLASSES: dict[str, type[Schedule]] = {}
