@@ -310,20 +310,11 @@ def format_value(value: Any) -> str:
         return value._inline()
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
-    if isinstance(value, float):
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
     return repr(value)
 
 
 def is_scalar_number(value: Any) -> bool:
-    try:
-        import numpy as np
-
-        return isinstance(value, np.generic) and np.issubdtype(type(value), np.number)
-    except ImportError:  # pragma: no cover
-        return False
+    return isinstance(value, np.generic) and np.issubdtype(type(value), np.number)
 
 
 def _defaults(cls: type) -> dict[str, Any]:

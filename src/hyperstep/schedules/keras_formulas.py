@@ -20,11 +20,7 @@ from typing import Any
 from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, register
 from hyperstep.schedules.checks import check_flag, check_float32, check_keras_steps
-
-
-def as_float32(value: float) -> Any:
-    """``ops.cast(value, "float32")``: a float32 constant, as Keras casts its arguments."""
-    return ops.cast(value, "float32")
+from hyperstep.schedules.exact import as_float32
 
 
 @register
