@@ -44,8 +44,6 @@ def _callbacks(
     clock = optimizer.clock
     learning_rate = optimizer.hyperparameters["learning_rate"]
 
-    learning_rate = optimizer.hyperparameters["learning_rate"]
-
     class EpochRecord(keras.callbacks.Callback):
         """Into the logs, after the plateau decided: the temperature, the plateau's own
         count of reductions, the scale and the override in force; then the epoch's line and,

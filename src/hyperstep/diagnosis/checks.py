@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from hyperstep.diagnosis import probe
+from hyperstep.diagnosis.bindings import is_keras_class, layer_path
 from hyperstep.diagnosis.paths import OpFact, PathFact
 from hyperstep.diagnosis.probe import Facts, VariableFact
 from hyperstep.diagnosis.report import Finding
@@ -202,9 +202,9 @@ def _use(fact: VariableFact) -> str:
     owner = fact.owner
     if owner is None:
         return "use it in the model's call() or in the loss, or delete it"
-    if probe.is_keras_class(owner):
+    if is_keras_class(owner):
         return (
-            f"call {type(owner).__name__} `{probe.layer_path(owner)}` in the model's call() "
+            f"call {type(owner).__name__} `{layer_path(owner)}` in the model's call() "
             "and use its output, or delete the layer"
         )
     attribute = next((k for k, v in vars(owner).items() if v is fact.variable), None)

@@ -39,48 +39,19 @@ from hyperstep.backends.doctor import tracer
 from hyperstep.diagnosis.bindings import (
     Binding,
     bindings,
-    describe_owner,
-    dtype_name,
     is_float,
     is_keras_class,
     key,
-    layer_path,
     layers_of,
     underlying,
 )
 from hyperstep.diagnosis.optimizer_facts import (
     LearningRate,
-    learning_rate,
     learning_rates,
     optimizer_variables,
     train_function_variables,
 )
 from hyperstep.diagnosis.paths import PathFact, TraceFacts
-
-__all__ = [
-    "Binding",
-    "Facts",
-    "LearningRate",
-    "StaleFact",
-    "VariableFact",
-    "bindings",
-    "collect",
-    "describe_owner",
-    "dtype_name",
-    "empty_batch",
-    "first_batch",
-    "gradient_kinds",
-    "is_float",
-    "is_keras_class",
-    "key",
-    "layer_path",
-    "layers_of",
-    "learning_rate",
-    "loss_function",
-    "restore",
-    "snapshot",
-    "underlying",
-]
 
 
 def first_batch(data: Any) -> Any:

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 
 from hyperstep.backends.doctor import tracer
-from hyperstep.diagnosis import probe
+from hyperstep.diagnosis.bindings import describe_owner, dtype_name, is_keras_class, key
 from hyperstep.diagnosis.probe import Facts, VariableFact
 from hyperstep.diagnosis.report import Finding
 
@@ -19,7 +19,7 @@ Found = list[tuple[int | None, Finding]]
 
 def weight_call(fact: VariableFact, name: str) -> str:
     value = np.asarray(tracer().to_numpy(fact.variable))
-    dtype = probe.dtype_name(fact.variable)
+    dtype = dtype_name(fact.variable)
     shape = tuple(int(d) for d in value.shape)
     if value.size and np.all(value == 0):
         init = '"zeros"'
@@ -50,7 +50,7 @@ def check_untracked(facts: Facts) -> Found:
         made = {"tf.Variable": "tf.Variable", "jax.Array": "jnp.asarray"}.get(
             kind, "torch.nn.Parameter"
         )
-        owner = probe.describe_owner(binding)
+        owner = describe_owner(binding)
         inside = type(getattr(binding.owner, first, None)).__name__
         what = {
             "attribute": f"{kind} in attribute `{first}` of {owner} is not tracked",
@@ -117,7 +117,7 @@ def check_stale_in_optimizer(facts: Facts) -> Found:
         holders = " and ".join(stale.holders)
         found.append(
             (
-                probe.key(stale.old),
+                key(stale.old),
                 Finding(
                     stale.path,
                     "stale-in-optimizer",
@@ -141,7 +141,7 @@ def check_non_float_dtype(facts: Facts) -> Found:
     for fact in facts.variables:
         if not fact.trainable or fact.is_float:
             continue
-        dtype = probe.dtype_name(fact.variable)
+        dtype = dtype_name(fact.variable)
         found.append(
             (
                 fact.key,
@@ -166,7 +166,7 @@ def check_not_trainable(facts: Facts) -> Found:
         if fact.trainable or not fact.is_float or fact.gradient not in ("nonzero", "zero"):
             continue
         owner = fact.owner
-        if owner is None or not getattr(owner, "trainable", True) or probe.is_keras_class(owner):
+        if owner is None or not getattr(owner, "trainable", True) or is_keras_class(owner):
             continue
         found.append(
             (
