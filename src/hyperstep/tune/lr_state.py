@@ -43,13 +43,7 @@ class Snapshot:
                     found.extend(hyperparameter.variables)
         for clock, *_ in self.clocks:
             found.extend(clock.variables)
-        seen: set[int] = set()
-        unique = []
-        for variable in found:
-            if id(variable) not in seen:
-                seen.add(id(variable))
-                unique.append(variable)
-        return unique
+        return list({id(variable): variable for variable in found}.values())
 
     def copy_variables(self) -> None:
         """Copy every variable not copied yet (made, then at the start of ``fit``: before
@@ -81,8 +75,4 @@ def _clocks(model: Any, setter: Any) -> list[Any]:
     hyperparameter = getattr(setter, "hyperparameter", None)
     if hyperparameter is not None:
         found.append(hyperparameter.clock)
-    unique: list[Any] = []
-    for clock in found:
-        if all(clock is not seen for seen in unique):
-            unique.append(clock)
-    return unique
+    return list({id(clock): clock for clock in found}.values())
