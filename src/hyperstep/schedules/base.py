@@ -329,12 +329,9 @@ def _defaults(cls: type) -> dict[str, Any]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    try:
-        return bool(type(a) is type(b) and a == b) or (
-            isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
-        )
-    except Exception:  # pragma: no cover - exotic comparisons
-        return False
+    return bool(type(a) is type(b) and a == b) or (
+        isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
+    )
 
 
 def _serialize(value: Any) -> Any:
