@@ -225,7 +225,7 @@ def _train(
     from hyperstep.schedules.expressions import Constant
     from hyperstep.schedules.sample import sample
 
-    say = print if verbose else _quiet
+    say = print if verbose else lambda *args, **kwargs: None
     started = time.perf_counter()
     files = paths(out)
     epochs, seed = config["epochs"], config["seed"]
@@ -350,7 +350,3 @@ def _journal(callbacks: Sequence[Any]) -> list[dict[str, Any]]:
     entries = read_journal(path)
     starts = [i for i, e in enumerate(entries) if e.get("event") == "begin" and e.get("step") == 0]
     return entries[starts[-1] if starts else 0 :]
-
-
-def _quiet(*args: Any, **kwargs: Any) -> None:
-    """``print`` that prints nothing (``verbose=False``)."""

@@ -10,6 +10,7 @@ import importlib.util
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,14 @@ def write_png(
     axes.set_title(title or ("schedule" if len(curves) == 1 else f"{len(curves)} schedules"))
     if steps_per_epoch:
         spe = float(steps_per_epoch)
-        top = axes.secondary_xaxis("top", functions=(lambda s: s / spe, lambda e: e * spe))
+
+        def to_epoch(s: Any) -> Any:
+            return s / spe
+
+        def to_step(e: Any) -> Any:
+            return e * spe
+
+        top = axes.secondary_xaxis("top", functions=(to_epoch, to_step))
         top.set_xlabel("epoch")
     figure.tight_layout()
     path = Path(path)
