@@ -104,14 +104,7 @@ class Clock(keras.layers.Layer):
         self._steps_per_epoch: int | None = None
         if steps_per_epoch is not None:
             self.steps_per_epoch = steps_per_epoch
-        self.step = self.add_weight(
-            shape=(),
-            dtype=integer_dtype(),
-            initializer="zeros",
-            trainable=False,
-            aggregation="only_first_replica",
-            name="step",
-        )
+        self.step = self._counter("step")
         # where fit's current epoch began, and fit's epoch length (0: steps_per_epoch)
         self.epoch_index = self._counter("epoch_index")
         self.epoch_start = self._counter("epoch_start")
