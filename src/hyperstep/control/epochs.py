@@ -59,8 +59,6 @@ def install() -> None:
 def optimizer_clock(model: Any) -> Clock | None:
     """The clock of ``model.optimizer`` (or of the optimizer it wraps), or None."""
     optimizer = getattr(model, "optimizer", None)
-    if optimizer is None:
-        return None
     clock = getattr(optimizer, "clock", None)  # a wrapper's own (hs.SkipNonFinite's is its inner's)
     if isinstance(clock, Clock):
         return clock

@@ -76,13 +76,10 @@ class Remote(keras.callbacks.Callback):
     ``directory/status.json`` (``hyperstep show`` prints it). Each verb (``set``, ``scale``,
     ``clear``, ``schedule``, ``cooldown``, ``stop``; any with ``--at STEP``) is a row of
     :data:`hyperstep.control.verbs.VERBS`: the Remote applies its fold, what :meth:`replay`
-    folds over the journal, and writes what changed by ``assign`` (nothing retraces). A
-    traced step (TensorFlow, JAX) keeps the schedule it was traced with, so a replaced
-    schedule is driven: its value at each step (computed as the step computes it) times
-    ``scale`` is written into the override the step reads, or, under ``fit`` with
-    ``steps_per_execution = k > 1``, into a table of ``k`` values armed before the step is
-    traced (:meth:`hyperstep.Hyperparameter.arm`). Names are the optimizer's hyperparameter
-    keys (a group's as ``group/name``) and those given as ``hyperparameters``.
+    folds over the journal, and writes what changed by ``assign`` (nothing retraces; a
+    schedule replaced under a traced step is driven through the override it reads,
+    :meth:`hyperstep.Hyperparameter.arm`). Names are the optimizer's hyperparameter keys (a
+    group's as ``group/name``) and those given as ``hyperparameters``.
 
     Every command, applied or refused, is a line of ``directory/journal.jsonl``; nothing in
     the directory raises out of :meth:`poll`. The last command applied is a state variable
