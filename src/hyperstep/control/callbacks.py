@@ -173,7 +173,7 @@ class LogHyperparameters(keras.callbacks.Callback):
             )
         if self.log_dir is not None:
             for name in self.hyperparameters:
-                self._scalar(name, row[name], row["step"])
+                self._scalar(name, row[name], int(row["step"]))
         return row
 
     def _scalar(self, name: str, value: float, step: int) -> None:
@@ -181,6 +181,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         import tensorflow as tf
 
         if self._tf_writer is None:
+            assert self.log_dir is not None
             self._tf_writer = tf.summary.create_file_writer(os.fspath(self.log_dir))
         with self._tf_writer.as_default():
             tf.summary.scalar(name, value, step=step)
