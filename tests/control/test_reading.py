@@ -147,6 +147,21 @@ def _logged(controller, order: str, monitor: str, tmp_path) -> tuple[list, list,
     return history.history["learning_rate"], rows, board
 
 
+@pytest.fixture(scope="module")
+def keras_histories(tmp_path_factory):
+    """``monitor -> History`` of Keras's own ReduceLROnPlateau alone (one run per monitor,
+    kept for the module: the run is the same every time)."""
+    found: dict[str, list] = {}
+
+    def history(monitor: str) -> list:
+        if monitor not in found:
+            where = tmp_path_factory.mktemp(f"keras-{monitor}")
+            found[monitor] = _logged(_keras_plateau, "control", monitor, where)[0]
+        return found[monitor]
+
+    return history
+
+
 @pytest.mark.backend("tensorflow", "jax", "torch")
 @pytest.mark.parametrize("monitor", ["loss", "val_loss"])
 @pytest.mark.parametrize("controller", [_plateau, _keras_plateau], ids=["hs", "keras"])
@@ -155,12 +170,12 @@ def _logged(controller, order: str, monitor: str, tmp_path) -> tuple[list, list,
     ["log,csv,tb,control", "control,tb,csv,log", "csv,tb,control,log", "tb,control,log,csv"],
 )
 def test_logs_give_the_value_the_epoch_trained_with_whatever_the_order(
-    controller, order: str, monitor: str, tmp_path
+    controller, order: str, monitor: str, keras_histories, tmp_path
 ) -> None:
     # the reference: Keras's own ReduceLROnPlateau, alone, records the value before it
     # reduces (its History on the same run); History, CSVLogger and TensorBoard anywhere
     # give the same
-    keras_history = _logged(_keras_plateau, "control", monitor, tmp_path)[0]
+    keras_history = keras_histories(monitor)
     assert keras_history[1] > keras_history[2] > keras_history[3]  # it reduced each epoch
     history, rows, board = _logged(controller, order, monitor, tmp_path)
     assert history == keras_history

@@ -19,9 +19,20 @@ import hyperstep as hs
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 
 
+_SAVED: dict[str, bytes] = {}  # kind -> the file's bytes: one trained model per kind
+
+
 def _saved(path: Path, kind: str) -> dict[str, Any]:
-    """Save a trained model compiled with a hyperstep optimizer (an SWA attached); return the
-    file's config."""
+    """Write to ``path`` a trained model compiled with a hyperstep optimizer (an SWA
+    attached; trained and saved once per kind); return the file's config."""
+    if kind not in _SAVED:
+        _SAVED[kind] = _trained(path.with_name(f"{kind}.keras"), kind)
+    path.write_bytes(_SAVED[kind])
+    with zipfile.ZipFile(path) as z:
+        return json.loads(z.read("config.json"))
+
+
+def _trained(path: Path, kind: str) -> bytes:
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     schedule = hs.schedules.cosine(0.1, steps=100)
@@ -33,8 +44,7 @@ def _saved(path: Path, kind: str) -> dict[str, Any]:
     model.compile(opt, "mse")
     model.fit(np.ones((4, 2)), np.ones((4, 1)), verbose=0)
     model.save(path)
-    with zipfile.ZipFile(path) as z:
-        return json.loads(z.read("config.json"))
+    return path.read_bytes()
 
 
 def _damage(path: Path, config: dict[str, Any], field: tuple[str, ...], value: Any) -> None:
