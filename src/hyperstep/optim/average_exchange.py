@@ -323,8 +323,17 @@ def exchange(source: Any, averaged: bool, *, warn: bool = True) -> bool:
         state = source.state if isinstance(source, Average) else source
         if averaged and int(ops.convert_to_numpy(state.n_averaged)) == 0:
             if warn and not bool(ops.convert_to_numpy(state.swapped)):
-                warnings.warn(_nothing_averaged(state), stacklevel=3)
+                kind = state.kind
+                warnings.warn(
+                    f"`hs.{kind.upper()}(start={state.start}, every={state.every})` has "
+                    "averaged no weights yet, so the model keeps its training weights. It "
+                    f"averages after each due update when it is among `fit`'s callbacks "
+                    f"(`callbacks=[{kind}, ...]`) or when `{kind}.update()` follows each "
+                    "update, from step `start` on.",
+                    stacklevel=3,
+                )
             return False
+    pairs: list[tuple[Any, Any]] | None = None  # None: x computed from y and z
     if isinstance(source, Average):
         source.build()
         pairs, flags = list(zip(source.variables, source.averages, strict=True)), [source.swapped]
@@ -336,14 +345,15 @@ def exchange(source: Any, averaged: bool, *, warn: bool = True) -> bool:
         variables = source._trainable_variables
         flags = [f for f in source._slots["swapped"] if f is not None]
         key = source.rule.averaged_slot
-        if key is None:
-            return _compute(source, variables, flags, averaged)
-        pairs = [
-            (v, s) for v, s in zip(variables, source._slots[key], strict=True) if s is not None
-        ]
+        if key is not None:
+            pairs = [
+                (v, s) for v, s in zip(variables, source._slots[key], strict=True) if s is not None
+            ]
     if bool(ops.convert_to_numpy(flags[0])) == averaged:
         return False
-    for variable, other in pairs:
+    if pairs is None:
+        _compute(source, variables, averaged)
+    for variable, other in pairs or ():
         held = ops.copy(variable.value)
         variable.assign(other)
         other.assign(held)
@@ -352,19 +362,7 @@ def exchange(source: Any, averaged: bool, *, warn: bool = True) -> bool:
     return True
 
 
-def _nothing_averaged(state: AverageState) -> str:
-    kind = state.kind.upper()
-    return (
-        f"`hs.{kind}(start={state.start}, every={state.every})` has averaged no weights yet, "
-        "so the model keeps its training weights. It averages after each due update when "
-        f"it is among `fit`'s callbacks (`callbacks=[{state.kind}, ...]`) or when "
-        f"`{state.kind}.update()` follows each update, from step `start` on."
-    )
-
-
-def _compute(optimizer: Any, variables: list[Any], flags: list[Any], averaged: bool) -> bool:
-    if bool(ops.convert_to_numpy(flags[0])) == averaged:
-        return False
+def _compute(optimizer: Any, variables: list[Any], averaged: bool) -> None:
     rule, held = optimizer.rule, optimizer.__dict__.pop("_hs_held", None)
     if averaged:
         optimizer.__dict__["_hs_held"] = [ops.copy(v.value) for v in variables]
@@ -378,9 +376,6 @@ def _compute(optimizer: Any, variables: list[Any], flags: list[Any], averaged: b
             variable.assign(held[index])
         else:
             variable.assign(rule.from_averaged(variable.value, slots))
-    for flag in flags:
-        flag.assign(ops.cast(averaged, flag.dtype))
-    return True
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ from hyperstep.backends import integer_dtype
 from hyperstep.control.hyperparameter import Hyperparameter, track
 from hyperstep.errors import InvalidArgumentError, received
 
-__all__ = ["ATTRIBUTE", "AverageState", "attach", "config_of", "restore"]
+__all__ = ["ATTRIBUTE", "AverageState", "attach", "config_of", "copy_of", "restore"]
 
 ATTRIBUTE = "_hs_average_state"  # the optimizer's attribute (and .keras path) that holds it
 
@@ -93,7 +93,7 @@ class AverageState(keras.layers.Layer):
                 self.add_weight(
                     shape=v.shape,
                     dtype=v.dtype,
-                    initializer="zeros" if value is None else _copy_of(value),
+                    initializer="zeros" if value is None else copy_of(value),
                     trainable=False,
                     name=f"{v.name.split('/')[-1]}_average",
                 )
@@ -177,8 +177,8 @@ class AverageState(keras.layers.Layer):
         return cls(**config)
 
 
-def _copy_of(value: Any) -> Any:
-    """A Keras initializer that returns a copy of ``value`` (read when the average is created,
+def copy_of(value: Any) -> Any:
+    """A Keras initializer that returns a copy of ``value`` (read when the variable is created,
     or lifted out of a ``tf.function`` that creates it)."""
 
     def initial(shape: Any, dtype: Any = None) -> Any:

@@ -211,19 +211,6 @@ class StatelessValues:
         return found
 
 
-def advance_after_update(optimizer: Any, clock: Any) -> None:
-    """``clock.step += 1`` for an update ``optimizer`` just applied.
-
-    With gradient accumulation only when the accumulated update was applied (the clock
-    counts updates, not micro-steps)."""
-    steps = optimizer.gradient_accumulation_steps
-    if steps:
-        applied = ops.equal(ops.mod(optimizer._iterations.value, steps), 0)
-        clock.step.assign_add(ops.cast(applied, clock.step.dtype))
-    else:
-        clock.advance()
-
-
 def apply_update(
     optimizer: Any,
     update: Update,
@@ -252,8 +239,12 @@ def apply_update(
         iteration.record(clock, optimizer)
     else:
         note_update(clock, optimizer, advance)
-        if advance:
-            advance_after_update(optimizer, clock)
+        steps = optimizer.gradient_accumulation_steps
+        if advance and steps:  # the clock counts applied updates, not micro-steps
+            applied = ops.equal(ops.mod(optimizer._iterations.value, steps), 0)
+            clock.step.assign_add(ops.cast(applied, clock.step.dtype))
+        elif advance:
+            clock.advance()
     return result
 
 

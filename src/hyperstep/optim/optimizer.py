@@ -29,6 +29,7 @@ from hyperstep.iteration import claim
 from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
 from hyperstep.optim.average_state import config_of as average_config
+from hyperstep.optim.average_state import copy_of
 from hyperstep.optim.average_state import restore as restore_average
 from hyperstep.optim.core import (
     StatelessValues,
@@ -282,7 +283,12 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
         self.__dict__["_scratch"] = scratch
         # -- a rule's slots that start at the variable's value and scalar state (Rule) --
         for key in self.rule.copied_slots:
-            self._slots[key] = [self._copied_slot(v, key) for v in variables]
+            self._slots[key] = [
+                None
+                if self._overwrite_variable_with_gradient(v)
+                else self.add_variable_from_reference(v, key, initializer=copy_of(v))
+                for v in variables
+            ]
         for key, initial in self.rule.scalar_slots.items():
             self._slots[key] = [
                 self.add_variable(
@@ -290,15 +296,6 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
                 )
                 for v in variables
             ]
-
-    def _copied_slot(self, variable: Any, key: str) -> Any:
-        if self._overwrite_variable_with_gradient(variable):
-            return None
-
-        def initial(shape: Any, dtype: Any = None) -> Any:  # read when created (or lifted)
-            return ops.copy(ops.cast(ops.convert_to_tensor(variable), variable.dtype))
-
-        return self.add_variable_from_reference(variable, key, initializer=initial)
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> None:
         grads = list(grads)

@@ -324,7 +324,7 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
             hyperparameters_config(
                 own,
                 state.groups,
-                self._hs_group_variables(),
+                list(getattr(self, "_trainable_variables", []) or []),
                 clock=self.clock,
                 advance=state.advance,
                 fused=state.fused_requested,
@@ -336,9 +336,6 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
     # ---- saving (hyperstep.control.named_state.SavedByName) ---------------------------
     def _hs_named(self) -> dict[str, Hyperparameter]:
         return scheduled_state(self).hyperparameters
-
-    def _hs_group_variables(self) -> list[Any]:
-        return list(getattr(self, "_trainable_variables", []) or [])
 
 
 def check_arguments(
