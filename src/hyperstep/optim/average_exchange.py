@@ -94,9 +94,8 @@ class Average(keras.callbacks.Callback):
         if optimizer is None:  # built by `build(variables)` or `network(model)`
             self.state = state
             return
-        owner = optimizer  # the state goes with the wrapped optimizer's config and variables
-        while hasattr(owner, "inner_optimizer"):  # a wrapper such as hs.SkipNonFinite
-            owner = owner.inner_optimizer
+        # the state goes with the wrapped optimizer's config and variables (hs.SkipNonFinite)
+        owner = hyperstep_optimizer(optimizer)
         held = getattr(owner, ATTRIBUTE, None)
         self.state = held if held is not None and held.matches(state) else attach(owner, state)
         owner._hs_average = self  # found by `averaged_weights(optimizer)` and `apply`
@@ -281,8 +280,7 @@ def average_of(source: Any) -> Average | None:
     average itself), or None."""
     if isinstance(source, Average):
         return source
-    while hasattr(source, "inner_optimizer") and not hasattr(source, ATTRIBUTE):
-        source = source.inner_optimizer  # a wrapper such as hs.SkipNonFinite
+    source = hyperstep_optimizer(source)  # inside a wrapper such as hs.SkipNonFinite
     average = getattr(source, "_hs_average", None)
     if average is not None and average.state is getattr(source, ATTRIBUTE, None):
         return average
@@ -293,8 +291,7 @@ def _unwrap(source: Any) -> Any:
     average = average_of(source)
     if average is not None:
         return average
-    while hasattr(source, "inner_optimizer") and not hasattr(source, ATTRIBUTE):
-        source = source.inner_optimizer
+    source = hyperstep_optimizer(source)
     if getattr(source, ATTRIBUTE, None) is not None:  # restored, not constructed again yet
         return getattr(source, ATTRIBUTE)
     rule = getattr(source, "rule", None)

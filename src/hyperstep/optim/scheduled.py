@@ -228,9 +228,9 @@ def scheduled(
         if keras_callable(learning_rate):  # Keras warns that it serializes a lambda
             warnings.simplefilter("ignore")
         config = optimizer.get_config()
-    if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
-        config["learning_rate"] = learning_rate
-    elif keras_callable(learning_rate):
+    if keras_callable(learning_rate) or isinstance(
+        learning_rate, keras.optimizers.schedules.LearningRateSchedule
+    ):
         config["learning_rate"] = learning_rate  # not its serialized form
     return scheduled_class(cls)(
         **config,
