@@ -144,9 +144,8 @@ def torch_number(request: Request) -> Any:
                 return number
             # Keras's own learning rate is a float32 variable: a float32 tensor, so that its
             # torch weight decay `1 - weight_decay * lr` rounds as Keras's (a Python float
-            # computes it in double: off by the last bit for ~0.2% of wd = lr = 0.1) and its
-            # in-place multiply takes torch's tensor-scalar path (a number's makes a copy);
-            # made by torch directly, beside the state (a tenth of keras.ops's Python)
+            # computes it in double) and its in-place multiply takes torch's tensor-scalar
+            # path (a number's makes a copy); made by torch directly, beside the state
             import torch
 
             from hyperstep.backends.fast_paths import raw

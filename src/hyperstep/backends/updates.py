@@ -16,12 +16,10 @@ from hyperstep.backends.scopes import current_backend
 def after(scalars: list[Any], tensors: list[Any]) -> list[Any]:
     """``tensors``, usable only once ``scalars`` are computed (in a TensorFlow graph).
 
-    TensorFlow's executor runs whichever ops are ready, and the few cheap reads behind an
-    optimizer's hyperparameter values queue behind full-size ops: measured on Adam, every
-    variable's ``g - m`` and ``g**2`` ran first and waited, allocated all at once, for
-    ``1 - beta_1``, with more page faults. Gradients gated on the values let each variable's
-    update run from its first op to its assign while its temporaries are hot. ``tf.identity``
-    forwards the buffer: nothing is copied. Eagerly and on other backends: ``tensors``.
+    TensorFlow's executor runs whichever ops are ready, and full-size ops would wait,
+    allocated, for the cheap reads behind the values; gated, each variable's update runs
+    from its first op to its assign while its temporaries are hot. ``tf.identity`` forwards
+    the buffer: nothing is copied. Eagerly and on other backends: ``tensors``.
     """
     import keras
 

@@ -47,11 +47,7 @@ def constructor_arguments(cls: type) -> dict[str, Any]:
         init = klass.__dict__.get("__init__")
         if init is None or klass is object:
             continue
-        try:
-            parameters = inspect.signature(init).parameters
-        except (TypeError, ValueError):  # pragma: no cover - builtins
-            continue
-        for name, parameter in parameters.items():
+        for name, parameter in inspect.signature(init).parameters.items():
             if name == "self" or parameter.kind in (
                 parameter.VAR_KEYWORD,
                 parameter.VAR_POSITIONAL,
