@@ -181,7 +181,23 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
         )
         for name, hyperparameter in built.items():
             self._hs_add(name, hyperparameter)
-        self._hs_install_groups(groups, clock)
+
+        def check(group: Group) -> None:
+            unknown = sorted(set(group.hyperparameters) - set(built))
+            if unknown:
+                raise InvalidArgumentError(
+                    f"Group {group.name!r} sets {unknown}, which are not numeric "
+                    f"hyperparameters of {self._hs_base.__name__}. Valid: {sorted(built)}. "
+                    f"{received('group', group)}"
+                )
+
+        def make(key: str, value: Any) -> Hyperparameter:
+            hyperparameter = Hyperparameter(value, clock=clock, name=key.replace("/", "."))
+            self._hs_add(key, hyperparameter)
+            return hyperparameter
+
+        # a group's expressions may name the optimizer's own hyperparameters
+        state.groups = bind_groups(groups, built, make, check, "hs.scheduled")
         # `fused=True`: TF updates take the one-pass forms of hyperstep.backends.tensorflow
         # (otherwise Keras's own code: bitwise the plain optimizer set before each step)
         fused = backends.fused_updates()  # None where there are no such kernels
@@ -212,29 +228,6 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
         schedule = hyperparameter.schedule
         state.static[key] = schedule.value_ if isinstance(schedule, Constant) else None
         track(self, f"hyperparameter_{key.replace('/', '.')}", hyperparameter)
-
-    def _hs_install_groups(self, groups: Any, clock: Clock) -> None:
-        state = scheduled_state(self)
-        valid = set(state.hyperparameters)
-        base = self._hs_base.__name__
-
-        def check(group: Group) -> None:
-            unknown = sorted(set(group.hyperparameters) - valid)
-            if unknown:
-                raise InvalidArgumentError(
-                    f"Group {group.name!r} sets {unknown}, which are not numeric "
-                    f"hyperparameters of {base}. Valid: {sorted(valid)}. "
-                    f"{received('group', group)}"
-                )
-
-        def make(key: str, value: Any) -> Hyperparameter:
-            hyperparameter = Hyperparameter(value, clock=clock, name=key.replace("/", "."))
-            self._hs_add(key, hyperparameter)
-            return hyperparameter
-
-        # a group's expressions may name the optimizer's own hyperparameters
-        own = {key: hp for key, hp in state.hyperparameters.items() if "/" not in key}
-        state.groups = bind_groups(groups, own, make, check, "hs.scheduled")
 
     # ---- reading values -----------------------------------------------------------------
     def _hs_values(self, update: Update) -> dict[str, Any]:
