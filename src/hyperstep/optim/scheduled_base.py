@@ -39,6 +39,7 @@ from hyperstep.optim.core import (
 from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update, keras_value
 from hyperstep.optim.scheduled_config import serialized
+from hyperstep.schedules.checks import check_flag
 from hyperstep.schedules.expressions import Constant
 
 
@@ -332,18 +333,13 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
 
 
 def check_arguments(
-    base: type, given: Any, clock: Any, advance: Any, groups: Any, fused: Any = False
+    base: type, given: dict[str, Any], clock: Any, advance: Any, groups: Any, fused: Any = False
 ) -> None:
     """The arguments of a scheduled optimizer (from ``hs.scheduled`` or a config), checked
     once: a TypeError (:class:`~hyperstep.errors.InvalidTypeError`) for a wrong type, a
     ValueError (:class:`~hyperstep.errors.InvalidArgumentError`) for a wrong value, each
     naming the argument and the value received. (Keras's loader rewraps a TypeError from
     ``from_config`` into its own TypeError, whose message keeps this one.)"""
-    if not isinstance(given, dict):
-        raise InvalidTypeError(
-            "`hs.scheduled(**hyperparameters)` takes name -> schedule. "
-            f"{received('hyperparameters', given)}"
-        )
     _introspect.check_names(base, given)
     if clock is not None and not isinstance(clock, Clock):
         raise InvalidTypeError(
@@ -360,7 +356,4 @@ def check_arguments(
             "`hs.scheduled(groups=...)` must be a list of `hs.Group` objects. "
             f"{received('groups', groups)}"
         )
-    if not isinstance(fused, bool):
-        raise InvalidTypeError(
-            f"`hs.scheduled(fused=...)` must be True or False. {received('fused', fused)}"
-        )
+    check_flag("hs.scheduled", "fused", fused)
