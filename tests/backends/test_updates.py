@@ -9,7 +9,7 @@ import pytest
 from keras import ops
 
 from hyperstep.backends.fast_paths import native_variable
-from hyperstep.backends.optimizer_classes import keras_base_name
+from hyperstep.backends.keras_forms import keras_base_name
 from hyperstep.backends.updates import after, trains_statelessly
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")

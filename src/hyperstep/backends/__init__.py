@@ -26,8 +26,13 @@ from hyperstep.backends.fast_paths import (
     raw,
     read_once,
 )
-from hyperstep.backends.keras_forms import Request, in_dtype, keras_number, scalar_tensor
-from hyperstep.backends.optimizer_classes import optimizer_class
+from hyperstep.backends.keras_forms import (
+    Request,
+    in_dtype,
+    keras_number,
+    optimizer_class,
+    scalar_tensor,
+)
 from hyperstep.backends.scopes import (
     building_model,
     builds_graph,

@@ -5,9 +5,10 @@ Every update builds ``values = {key: keras_number(Request(...))}`` once, the ste
 the variable's dtype as they round its Python float. One function per backend
 (:data:`FORMS`: :func:`tensorflow_number`, :func:`jax_number`, :func:`torch_number`), each
 over one :class:`Request`, and one :class:`Row` per Keras optimizer class (:data:`ROWS`; a
-class takes the row of its nearest ``keras.optimizers`` base, else none). Adding a Keras
-optimizer is one row; adding a backend, one function. (``hs.StepOptimizer`` hands its rule
-tensors on every backend: a rule is hyperstep's code, not Keras's.)
+class takes the row of its nearest ``keras.optimizers`` base, :func:`keras_base_name`, else
+none; :func:`optimizer_class` is the class Keras instantiates for one on this backend).
+Adding a Keras optimizer is one row; adding a backend, one function. (``hs.StepOptimizer``
+hands its rule tensors on every backend: a rule is hyperstep's code, not Keras's.)
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from hyperstep.backends.optimizer_classes import keras_base_name
 from hyperstep.backends.scopes import current_backend
 
 __all__ = [
@@ -25,7 +25,9 @@ __all__ = [
     "Row",
     "in_dtype",
     "jax_number",
+    "keras_base_name",
     "keras_number",
+    "optimizer_class",
     "row",
     "scalar_tensor",
     "tensorflow_number",
@@ -67,6 +69,36 @@ ROWS: dict[str, Row] = {
     "SGD": Row(torch_numbers=frozenset({"momentum"})),
     "ScheduleFreeAdamW": Row(),
 }
+
+
+def keras_base_name(cls: type) -> str | None:
+    """The name of ``cls``'s nearest base class that is ``keras.optimizers.<name>`` (the key
+    of :data:`ROWS`), ``None`` if it has none."""
+    import keras
+
+    for klass in cls.__mro__:
+        if getattr(keras.optimizers, klass.__name__, None) is klass:
+            return klass.__name__
+    return None
+
+
+def optimizer_class(cls: type) -> type:
+    """The class Keras instantiates for optimizer class ``cls`` on this backend.
+
+    On torch, ``keras.optimizers.Adam()`` is an instance of Keras's torch class
+    (``TorchOptimizer.__new__`` maps the nine classes of its ``OPTIMIZERS`` table: Adadelta,
+    Adagrad, Adam, Adamax, AdamW, Lion, Nadam, RMSprop, SGD, to their ``torch_*`` classes,
+    which add ``_parallel_update_step``); elsewhere, and for every other class, ``cls``.
+    Asked of Keras itself (``cls.__new__(cls)``, no ``__init__``), not a copy of its table.
+
+    Example:
+        >>> import keras
+        >>> optimizer_class(keras.optimizers.Adam) is type(keras.optimizers.Adam())
+        True
+    """
+    if current_backend() != "torch":
+        return cls
+    return type(cls.__new__(cls))  # type: ignore[call-overload]
 
 
 def row(cls: type) -> Row:
