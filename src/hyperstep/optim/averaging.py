@@ -1,10 +1,10 @@
 """Weights to evaluate: schedule-free's ``x``, SWA's equal average, an EMA on a schedule.
 
 Training updates one sequence of weights; evaluation and checkpoints often want another.
-:class:`SWA` and :class:`EMA` keep one (saved with the optimizer,
-:mod:`hyperstep.optim.average_state`); ``with averaged_weights(source):`` and the callback
-:class:`AveragedWeights` exchange it with the model's variables, bit for bit
-(:mod:`hyperstep.optim.average_exchange`). Usage: docs/recipes.md, "Weight averaging".
+:class:`SWA` and :class:`EMA` keep one (saved with the optimizer); ``with
+averaged_weights(source):`` and the callback :class:`AveragedWeights` exchange it with the
+model's variables, bit for bit (:mod:`hyperstep.optim.average_exchange`). Usage:
+docs/recipes.md, "Weight averaging".
 """
 
 from __future__ import annotations

@@ -24,10 +24,9 @@ from hyperstep.backends.internals import naming_loaded_file, unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.optim import _introspect
-from hyperstep.optim.average_state import restore as restore_average
+from hyperstep.optim.average_exchange import restore as restore_average
 from hyperstep.optim.core import apply_update, from_hyperparameters_config, keras_callable
-from hyperstep.optim.scheduled_base import scheduled_state
-from hyperstep.optim.scheduled_config import inner_config, wrapped_class
+from hyperstep.optim.scheduled_base import inner_config, scheduled_state, wrapped_class
 from hyperstep.optim.scheduled_update import ScheduledUpdate
 
 

@@ -8,6 +8,11 @@ the ones given), reads and assigns them, and writes the config; Keras's update h
 :class:`~hyperstep.optim.scheduled_update.ScheduledUpdate`, and the class ``hs.scheduled``
 makes is :class:`~hyperstep.optim.scheduled.ScheduledOptimizer`, whose ``from_config`` picks
 the scheduled class a config names.
+
+The config is ``{"optimizer": {"module", "class_name", "config", "registered_name"},
+"hyperparameters", "clock", "advance", "groups", "fused"}``: the wrapped optimizer
+serialized as Keras serializes an instance (:func:`serialized`), found again as Keras finds
+a class (:func:`wrapped_class`), so a file loads wherever Keras can load the wrapped class.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from hyperstep.control.value_forms import checked_once
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claim
 from hyperstep.optim import _introspect
-from hyperstep.optim.average_state import config_of as average_config
+from hyperstep.optim.average_exchange import config_of as average_config
 from hyperstep.optim.core import (
     StatelessValues,
     assign_attribute,
@@ -38,7 +43,6 @@ from hyperstep.optim.core import (
 )
 from hyperstep.optim.groups import Group
 from hyperstep.optim.resolve import Update, keras_value
-from hyperstep.optim.scheduled_config import serialized
 from hyperstep.schedules.checks import check_flag
 from hyperstep.schedules.expressions import Constant
 
@@ -357,3 +361,66 @@ def check_arguments(
             f"{received('groups', groups)}"
         )
     check_flag("hs.scheduled", "fused", fused)
+
+
+# ---- the config: the wrapped optimizer nested, as Keras nests LossScaleOptimizer's inner one
+def serialized(cls: type, config: dict[str, Any]) -> dict[str, Any]:
+    """``cls`` with ``config`` as Keras serializes an instance: a built-in optimizer under
+    its public name (``keras.optimizers.Adam``, also for Keras's torch classes), any other
+    class by module, name and registered name (what Keras needs to find it again)."""
+    for klass in cls.__mro__:
+        public = getattr(keras.optimizers, klass.__name__, None)
+        if public is klass and backends.optimizer_class(klass) is cls:
+            return {
+                "module": "keras.optimizers",
+                "class_name": klass.__name__,
+                "config": config,
+                "registered_name": None,
+            }
+        if public is klass:
+            break
+    return {
+        "module": cls.__module__,
+        "class_name": cls.__name__,
+        "config": config,
+        "registered_name": keras.saving.get_registered_name(cls),
+    }
+
+
+def wrapped_class(nested: Any, custom_objects: Any) -> type:
+    """The optimizer class a nested config names, found as Keras finds a class: a
+    built-in by its public name, any other by its registered name (or class name) among
+    ``custom_objects`` and the registered classes."""
+    if not isinstance(nested, dict) or not isinstance(nested.get("class_name"), str):
+        raise InvalidArgumentError(
+            "A config of `hs.scheduled(...)` names its wrapped optimizer as Keras serializes "
+            f"one (module, class_name, config). {received('optimizer', nested)}"
+        )
+    name = nested["class_name"]
+    found: Any = None
+    if nested.get("module") == "keras.optimizers":
+        found = getattr(keras.optimizers, name, None)
+    else:
+        key = nested.get("registered_name") or name
+        found = keras.saving.get_registered_object(key, custom_objects=custom_objects)
+        if found is None and custom_objects:
+            found = custom_objects.get(name)
+    if not (isinstance(found, type) and issubclass(found, keras.optimizers.Optimizer)):
+        raise InvalidArgumentError(
+            f"Cannot find the optimizer class {name!r} wrapped by `hs.scheduled`: register it "
+            "with `@keras.saving.register_keras_serializable()` or pass it in "
+            f"`custom_objects`, as Keras needs for the class itself. "
+            f"{received('optimizer', {k: v for k, v in nested.items() if k != 'config'})}"
+        )
+    return found
+
+
+def inner_config(nested: dict[str, Any]) -> dict[str, Any]:
+    """The wrapped optimizer's own config (Keras's keys) from a nested config."""
+    inner = nested.get("config", {})
+    if not isinstance(inner, dict):
+        raise InvalidArgumentError(
+            "The wrapped optimizer's config in a config of `hs.scheduled(...)` must be a "
+            f"dict. {received('config', inner)}"
+        )
+    return inner
