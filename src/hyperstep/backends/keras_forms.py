@@ -1,7 +1,7 @@
 """The one decision of what Keras's optimizer code gets for an ``hs.scheduled`` value.
 
 Every update builds ``values = {key: keras_number(Request(...))}`` once, the step read once
-(:func:`hyperstep.optim.resolve.keras_value`); Keras's own casts then round each value to
+(:func:`hyperstep.optim.core.keras_value`); Keras's own casts then round each value to
 the variable's dtype as they round its Python float. One function per backend
 (:data:`FORMS`: :func:`tensorflow_number`, :func:`jax_number`, :func:`torch_number`), each
 over one :class:`Request`, and one :class:`Row` per Keras optimizer class (:data:`ROWS`; a

@@ -6,7 +6,7 @@ At each update, for every variable ``w`` with gradient ``g`` in group ``G``::
 
 then ``clock.advance()``. The values are computed once per update, before any variable's,
 by the code ``hs.scheduled`` runs too (:func:`hyperstep.optim.core.apply_update`,
-:class:`hyperstep.optim.resolve.Update`).
+:class:`hyperstep.optim.core.Update`).
 """
 
 from __future__ import annotations
@@ -33,15 +33,16 @@ from hyperstep.optim.average_exchange import copy_of
 from hyperstep.optim.average_exchange import restore as restore_average
 from hyperstep.optim.core import (
     StatelessValues,
+    Update,
     apply_update,
     assign_attribute,
     bind_groups,
     from_hyperparameters_config,
     hyperparameters_config,
     live_value,
+    value_and_complement,
 )
 from hyperstep.optim.groups import Group, assign_groups
-from hyperstep.optim.resolve import Update, value_and_complement
 from hyperstep.optim.rules import Rule, Values, deserialize_rule, get_rule
 
 #: Keras optimizer arguments StepOptimizer passes through (``weight_decay`` is a rule's).
@@ -313,7 +314,7 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
     def _hs_values(self, update: Update) -> dict[str, Any]:
         """The one dict of an update, built at its start: every hyperparameter (a group's
         as ``group/name``) at the update's step, as ``(value, 1 - value)``
-        (:func:`~hyperstep.optim.resolve.value_and_complement`)."""
+        (:func:`~hyperstep.optim.core.value_and_complement`)."""
         return {key: value_and_complement(update, hp) for key, hp in self.hyperparameters.items()}
 
     def _backend_update_step(

@@ -4,7 +4,7 @@
 optimizer of a subclass of ``AdamW`` whose numeric hyperparameters are properties reading
 :class:`~hyperstep.Hyperparameter` variables, so schedules, overrides and controllers change
 them without retracing. An update reads the step once, evaluates every hyperparameter Keras
-reads into one dict (:mod:`hyperstep.optim.resolve`), runs Keras's own update with each
+reads into one dict (:mod:`hyperstep.optim.core`), runs Keras's own update with each
 value in the form :mod:`hyperstep.backends.keras_forms` decides, and advances the clock
 (:mod:`hyperstep.optim.core`, shared with ``hs.StepOptimizer``). Assigning an attribute
 rescales the schedule (docs/runtime.md, "Assigning an attribute"); what is saved:

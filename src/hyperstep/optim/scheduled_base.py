@@ -33,16 +33,17 @@ from hyperstep.optim import _introspect
 from hyperstep.optim.average_exchange import config_of as average_config
 from hyperstep.optim.core import (
     StatelessValues,
+    Update,
     assign_attribute,
     bind_groups,
     deserialize_value,
     hyperparameters_config,
     keras_callable,
+    keras_value,
     live_value,
     schedule_of,
 )
 from hyperstep.optim.groups import Group
-from hyperstep.optim.resolve import Update, keras_value
 from hyperstep.schedules.checks import check_flag
 from hyperstep.schedules.expressions import Constant
 
@@ -238,7 +239,7 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
     def _hs_values(self, update: Update) -> dict[str, Any]:
         """The one dict of an update, built at its start: every hyperparameter Keras reads
         (:meth:`_hs_read_keys`, a group's as ``group/name``) at the update's step, in the
-        form the backend hands Keras (:func:`~hyperstep.optim.resolve.keras_value`), and
+        form the backend hands Keras (:func:`~hyperstep.optim.core.keras_value`), and
         what a backend's mixin reads once per update (``_hs_reads``)."""
         state = scheduled_state(self)
         keys = self._hs_read_keys()
