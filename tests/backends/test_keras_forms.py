@@ -1,7 +1,7 @@
 """hyperstep.backends.keras_forms: each row of the table against Keras on every backend, the
 row lookup, the form of a value (``keras_number``, ``in_dtype``, ``scalar_tensor``), and the
 class Keras instantiates for an optimizer class and the name of its ``keras.optimizers``
-base, checked against what Keras itself makes."""
+base, checked against what Keras itself makes; ``trains_statelessly`` and ``after``."""
 
 from __future__ import annotations
 
@@ -12,16 +12,19 @@ from keras import ops
 
 import hyperstep as hs
 from hyperstep.backends import keras_forms
+from hyperstep.backends.fast_paths import native_variable
 from hyperstep.backends.keras_forms import (
     ROWS,
     Request,
     Row,
+    after,
     in_dtype,
     keras_base_name,
     keras_number,
     optimizer_class,
     row,
     scalar_tensor,
+    trains_statelessly,
     with_tensor,
 )
 from hyperstep.optim import _introspect
@@ -240,3 +243,39 @@ def test_keras_base_name_is_the_nearest_keras_base() -> None:
 def test_keras_base_name_is_none_for_a_class_outside_keras_optimizers() -> None:
     assert keras_base_name(int) is None
     assert keras_base_name(keras.layers.Dense) is None
+
+
+# ---- an update: trains_statelessly, after -----------------------------------------------
+def test_trains_statelessly_only_on_jax() -> None:
+    assert trains_statelessly() is (keras.backend.backend() == "jax")
+
+
+def test_after_and_native_variable_eagerly() -> None:
+    tensors = [ops.ones((2,)), None]
+    assert after([ops.ones(())], tensors) is tensors
+    variable = keras.Variable(1.0)
+    native = native_variable(variable)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        assert isinstance(native, tf.Variable) and native is variable.value
+    else:
+        assert native is variable
+
+
+@pytest.mark.backend("tensorflow")
+def test_after_gates_dense_tensors_on_the_scalars_in_a_graph() -> None:
+    import tensorflow as tf
+
+    @tf.function
+    def step(x, s):
+        scalar = s * 2.0
+        (gated, sparse) = after([scalar, 1.0], [x + 1.0, None])
+        assert sparse is None
+        return gated, scalar
+
+    graph = step.get_concrete_function(tf.TensorSpec((2,)), tf.TensorSpec(())).graph
+    (identity,) = [op for op in graph.get_operations() if op.type == "IdentityN"]
+    assert any(dep.type == "Mul" for dep in identity.control_inputs)
+    out, _ = step(tf.ones((2,)), tf.constant(1.0))
+    np.testing.assert_array_equal(out.numpy(), [2.0, 2.0])

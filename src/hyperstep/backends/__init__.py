@@ -28,10 +28,16 @@ from hyperstep.backends.fast_paths import (
 )
 from hyperstep.backends.keras_forms import (
     Request,
+    adam_pass,
+    after,
+    fused_updates,
     in_dtype,
     keras_number,
+    multi_tensor_adam,
     optimizer_class,
+    optimizer_mixins,
     scalar_tensor,
+    trains_statelessly,
 )
 from hyperstep.backends.scopes import (
     building_model,
@@ -43,14 +49,6 @@ from hyperstep.backends.scopes import (
     in_stateless_scope,
     require_tensorflow,
     unmapped_in_jit,
-)
-from hyperstep.backends.updates import (
-    adam_pass,
-    after,
-    fused_updates,
-    multi_tensor_adam,
-    optimizer_mixins,
-    trains_statelessly,
 )
 
 __all__ = [
