@@ -23,10 +23,15 @@ from hyperstep import backends
 from hyperstep.backends.internals import naming_loaded_file, unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.optim import _introspect
 from hyperstep.optim.average_exchange import restore as restore_average
 from hyperstep.optim.core import apply_update, from_hyperparameters_config, keras_callable
-from hyperstep.optim.scheduled_base import inner_config, scheduled_state, wrapped_class
+from hyperstep.optim.scheduled_base import (
+    WRAPPERS,
+    inner_config,
+    numeric_names,
+    scheduled_state,
+    wrapped_class,
+)
 from hyperstep.optim.scheduled_update import ScheduledUpdate
 
 
@@ -128,7 +133,7 @@ def scheduled_class(cls: type) -> type:
     cls = backends.optimizer_class(cls)
     if cls in _CLASSES:
         return _CLASSES[cls]
-    namespace: dict[str, Any] = {name: _property(name) for name in _introspect.numeric_names(cls)}
+    namespace: dict[str, Any] = {name: _property(name) for name in numeric_names(cls)}
     namespace["_hs_base"] = cls
     namespace["__module__"] = __name__
     namespace["__doc__"] = f"{cls.__name__} with every numeric hyperparameter on a schedule."
@@ -207,7 +212,7 @@ def scheduled(
             "`hs.scheduled(optimizer=...)` is already scheduled; change its values through "
             f"`optimizer.hyperparameters[name]`. {received('optimizer', optimizer)}"
         )
-    if cls.__name__ in _introspect.WRAPPERS:
+    if cls.__name__ in WRAPPERS:
         raise InvalidArgumentError(
             f"`hs.scheduled` cannot wrap a {cls.__name__}; schedule the optimizer inside "
             f"it instead, e.g. `{cls.__name__}(hs.scheduled(keras.optimizers.Adam(), ...))`. "
@@ -248,7 +253,7 @@ def _register_builtins() -> None:
             isinstance(cls, type)
             and issubclass(cls, keras.optimizers.Optimizer)
             and cls is not keras.optimizers.Optimizer
-            and cls.__name__ not in _introspect.WRAPPERS
+            and cls.__name__ not in WRAPPERS
         ):
             scheduled_class(cls)
 

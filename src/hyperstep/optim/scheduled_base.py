@@ -13,10 +13,19 @@ The config is ``{"optimizer": {"module", "class_name", "config", "registered_nam
 "hyperparameters", "clock", "advance", "groups", "fused"}``: the wrapped optimizer
 serialized as Keras serializes an instance (:func:`serialized`), found again as Keras finds
 a class (:func:`wrapped_class`), so a file loads wherever Keras can load the wrapped class.
+
+Which constructor arguments of a Keras optimizer are numeric hyperparameters
+(:func:`numeric_names`): a constructor argument whose value is a number (not a bool) that
+the optimizer reads at every update, such as ``learning_rate``, ``beta_1``, ``momentum`` or
+``weight_decay``. Arguments that fix the structure of the update (how many steps to
+accumulate, how slots are initialized, how many Newton-Schulz iterations) are not: changing
+them at run time cannot work, so ``hs.scheduled`` refuses them by name.
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from typing import Any
 
 import keras
@@ -29,7 +38,6 @@ from hyperstep.control.relative import references, resolve
 from hyperstep.control.value_forms import checked_once
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claim
-from hyperstep.optim import _introspect
 from hyperstep.optim.average_exchange import config_of as average_config
 from hyperstep.optim.core import (
     StatelessValues,
@@ -174,7 +182,7 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
         else:
             raw["learning_rate"] = learning_rate
         values: dict[str, Any] = {}
-        for name in _introspect.numeric_names(self._hs_base):
+        for name in numeric_names(self._hs_base):
             value = given.get(name, raw.get(name))
             if value is None:
                 continue
@@ -314,7 +322,7 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
         so a file loads wherever Keras can load the wrapped class itself."""
         state = scheduled_state(self)
         inner = super().get_config()  # type: ignore[misc]
-        for name in _introspect.numeric_names(self._hs_base)[1:]:  # (Keras reads its own rate)
+        for name in numeric_names(self._hs_base)[1:]:  # (Keras reads its own rate)
             if name in inner:  # Keras's raw value, as the wrapped optimizer's config has it
                 inner[name] = state.raw.get(name)
         config: dict[str, Any] = {"optimizer": serialized(self._hs_base, inner)}
@@ -345,7 +353,7 @@ def check_arguments(
     ValueError (:class:`~hyperstep.errors.InvalidArgumentError`) for a wrong value, each
     naming the argument and the value received. (Keras's loader rewraps a TypeError from
     ``from_config`` into its own TypeError, whose message keeps this one.)"""
-    _introspect.check_names(base, given)
+    check_names(base, given)
     if clock is not None and not isinstance(clock, Clock):
         raise InvalidTypeError(
             f"`hs.scheduled(clock=...)` must be an `hs.Clock` (or its config) or None. "
@@ -425,3 +433,89 @@ def inner_config(nested: dict[str, Any]) -> dict[str, Any]:
             f"dict. {received('config', inner)}"
         )
     return inner
+
+
+# ---- numeric hyperparameters: the constructor arguments that can be scheduled ------------
+#: numeric arguments that fix the structure of the update; never scheduled
+STRUCTURAL: dict[str, str] = {
+    "gradient_accumulation_steps": "it fixes how many gradients are accumulated per update",
+    "ema_overwrite_frequency": "it fixes how often the EMA overwrites the weights",
+    "initial_accumulator_value": "it only initializes the accumulators when they are built",
+    "ns_steps": "it is the number of Newton-Schulz iterations unrolled in the graph",
+    "warmup_steps": "it is compared in Python when the update is traced",
+    "initial_scale": "it only initializes the loss scale",
+    "dynamic_growth_steps": "it is compared in Python when the update is traced",
+}
+
+#: arguments that default to None and are numbers when given (None = feature off)
+OPTIONAL_NUMERIC = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "loss_scale_factor")
+
+#: the numeric arguments every Keras optimizer takes (``BaseOptimizer.__init__``)
+BASE_NUMERIC = (*OPTIONAL_NUMERIC[:4], "ema_momentum", "loss_scale_factor")
+
+#: Keras optimizers that wrap other optimizers: schedule the inner one instead
+WRAPPERS = ("LossScaleOptimizer", "MultiOptimizer")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def constructor_arguments(cls: type) -> dict[str, Any]:
+    """Return ``{name: default}`` of the constructor arguments of ``cls`` and its bases."""
+    found: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        for name, parameter in inspect.signature(init).parameters.items():
+            if name == "self" or parameter.kind in (
+                parameter.VAR_KEYWORD,
+                parameter.VAR_POSITIONAL,
+            ):
+                continue
+            found[name] = parameter.default
+    return found
+
+
+def numeric_names(cls: type) -> list[str]:
+    """Return the names of the numeric hyperparameters of optimizer class ``cls``.
+
+    Example:
+        >>> import keras
+        >>> numeric_names(keras.optimizers.SGD)[:4]
+        ['learning_rate', 'momentum', 'weight_decay', 'clipnorm']
+    """
+    own: list[str] = []
+    for name, default in constructor_arguments(cls).items():
+        if name == "learning_rate" or name in STRUCTURAL or name in BASE_NUMERIC:
+            continue
+        if _is_number(default) or (default is None and name in OPTIONAL_NUMERIC):
+            own.append(name)
+    # the base-class arguments last, in one order for every optimizer
+    return ["learning_rate", *own, *BASE_NUMERIC]
+
+
+def check_names(cls: type, given: dict[str, Any], where: str = "hs.scheduled") -> None:
+    """Raise ValueError naming the valid choices if a name of ``given`` (name -> value)
+    cannot be scheduled on optimizer class ``cls``."""
+    valid = numeric_names(cls)
+    arguments = constructor_arguments(cls)
+    for name, value in given.items():
+        if name in valid:
+            continue
+        title = f"`{where}({cls.__name__}(), {name}=...)`"
+        listing = f"Valid: {', '.join(valid)}."
+        if name in STRUCTURAL:
+            reason = f"`{name}` cannot be scheduled: {STRUCTURAL[name]}."
+        elif name in arguments:
+            kind = type(arguments[name]).__name__
+            reason = (
+                f"`{name}` is not a numeric hyperparameter of {cls.__name__} (it is a {kind} "
+                "that fixes the structure of the update); set it on the optimizer instead."
+            )
+        else:
+            close = difflib.get_close_matches(name, valid, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            reason = f"{cls.__name__} has no hyperparameter {name!r}.{hint}"
+        raise InvalidArgumentError(f"{title}: {reason} {listing} {received(name, value)}")
