@@ -89,7 +89,7 @@ __all__ = [
     "wide_float_dtype",
 ]
 
-_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+#: each backend (its package's name) and the extras that install it
 _EXTRAS = {
     "tensorflow": "pip install 'hyperstep[cpu]' (tensorflow-cpu) or 'hyperstep[tf]' (tensorflow)",
     "jax": "pip install 'hyperstep[jax]'",
@@ -118,8 +118,7 @@ def backend_name() -> str:
 def check_backend() -> None:
     """Raise ImportError naming the extras to install when Keras's backend is missing."""
     name = backend_name()
-    package = _PACKAGES.get(name)
-    if package is None or importlib.util.find_spec(package) is not None:
+    if name not in _EXTRAS or importlib.util.find_spec(name) is not None:
         return
     raise ImportError(
         f"hyperstep needs a Keras backend, and the selected one ({name!r}) is not installed. "
