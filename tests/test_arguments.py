@@ -80,10 +80,10 @@ def test_each_scheduled_mistake_raises_one_exception_type_naming_the_argument(
 
 
 def test_scheduled_checks_its_arguments_once(monkeypatch):
-    from hyperstep.optim import _introspect, scheduled_base
+    from hyperstep.optim import scheduled_base
 
     calls = {"arguments": 0, "names": 0}
-    check_arguments, check_names = scheduled_base.check_arguments, _introspect.check_names
+    check_arguments, check_names = scheduled_base.check_arguments, scheduled_base.check_names
 
     def counted_arguments(*args, **kwargs):
         calls["arguments"] += 1
@@ -94,7 +94,7 @@ def test_scheduled_checks_its_arguments_once(monkeypatch):
         return check_names(*args, **kwargs)
 
     monkeypatch.setattr(scheduled_base, "check_arguments", counted_arguments)
-    monkeypatch.setattr(_introspect, "check_names", counted_names)
+    monkeypatch.setattr(scheduled_base, "check_names", counted_names)
     hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1, groups=[], fused=False)
     assert calls == {"arguments": 1, "names": 1}
 

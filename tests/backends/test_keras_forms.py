@@ -1,5 +1,7 @@
 """hyperstep.backends.keras_forms: each row of the table against Keras on every backend, the
-row lookup, and the form of a value (``keras_number``, ``in_dtype``, ``scalar_tensor``)."""
+row lookup, the form of a value (``keras_number``, ``in_dtype``, ``scalar_tensor``), and the
+class Keras instantiates for an optimizer class and the name of its ``keras.optimizers``
+base, checked against what Keras itself makes; ``trains_statelessly`` and ``after``."""
 
 from __future__ import annotations
 
@@ -10,17 +12,22 @@ from keras import ops
 
 import hyperstep as hs
 from hyperstep.backends import keras_forms
+from hyperstep.backends.fast_paths import native_variable
 from hyperstep.backends.keras_forms import (
     ROWS,
     Request,
     Row,
+    after,
     in_dtype,
+    keras_base_name,
     keras_number,
+    optimizer_class,
     row,
     scalar_tensor,
+    trains_statelessly,
     with_tensor,
 )
-from hyperstep.optim import _introspect
+from hyperstep.optim import scheduled_base
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 
@@ -96,11 +103,11 @@ def test_every_keras_optimizer_class_has_a_row_of_its_own_names() -> None:
         for name in dir(K)
         if isinstance(getattr(K, name), type)
         and issubclass(getattr(K, name), K.Optimizer)
-        and name not in ("Optimizer", *_introspect.WRAPPERS)
+        and name not in ("Optimizer", *scheduled_base.WRAPPERS)
     }
     assert every == set(ROWS)
     for name, found in ROWS.items():
-        names = set(_introspect.numeric_names(getattr(K, name)))
+        names = set(scheduled_base.numeric_names(getattr(K, name)))
         assert found.torch_numbers | found.jax_arrays <= names, name
 
 
@@ -177,3 +184,98 @@ def test_with_tensor_keeps_the_form_and_its_static_numbers(name: str) -> None:
     assert getattr(got, "static", None) == getattr(value, "static", None)
     if name == "beta_2" and keras.backend.backend() != "torch":  # 1 - beta_2 as Keras rounds it
         assert ops.convert_to_numpy(in_dtype(1 - got, "float32")) == np.float32(1 - 0.999)
+
+
+# ---- optimizer classes: optimizer_class, keras_base_name ----------------------------------
+#: the classes Keras's torch backend maps to its own subclasses (its ``OPTIMIZERS`` table)
+BUILT_IN = ("Adadelta", "Adagrad", "Adam", "Adamax", "AdamW", "Lion", "Nadam", "RMSprop", "SGD")
+#: built-in classes with no torch subclass
+OTHERS = ("Adafactor", "Ftrl", "LossScaleOptimizer")
+
+
+class MySGD(keras.optimizers.SGD):
+    """A user's subclass of a built-in optimizer."""
+
+
+class FromScratch(keras.optimizers.Optimizer):
+    """A user's optimizer on Keras's base class."""
+
+
+@pytest.mark.parametrize("name", (*BUILT_IN, "Adafactor", "Ftrl"))
+def test_optimizer_class_is_the_class_of_what_keras_instantiates(name: str) -> None:
+    cls = getattr(keras.optimizers, name)
+    assert optimizer_class(cls) is type(cls())
+
+
+def test_a_user_subclass_gets_the_class_keras_instantiates_for_it() -> None:
+    assert optimizer_class(MySGD) is type(MySGD())
+    assert issubclass(optimizer_class(MySGD), MySGD)
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_only_torch_maps_a_built_in_class_to_a_subclass(name: str) -> None:
+    cls = getattr(keras.optimizers, name)
+    found = optimizer_class(cls)
+    if keras.backend.backend() == "torch":
+        assert found is not cls and issubclass(found, cls)
+        assert hasattr(found, "_parallel_update_step")  # what Keras's torch classes add
+    else:
+        assert found is cls
+
+
+@pytest.mark.parametrize("name", (*BUILT_IN, *OTHERS))
+def test_keras_base_name_of_a_built_in_class_and_its_backend_class_is_its_name(
+    name: str,
+) -> None:
+    cls = getattr(keras.optimizers, name)
+    assert keras_base_name(cls) == name
+    if name != "LossScaleOptimizer":  # wraps an inner optimizer: not built bare
+        assert keras_base_name(optimizer_class(cls)) == name
+
+
+def test_keras_base_name_is_the_nearest_keras_base() -> None:
+    assert issubclass(keras.optimizers.AdamW, keras.optimizers.Adam)  # so nearest matters
+    assert keras_base_name(keras.optimizers.AdamW) == "AdamW"
+    assert keras_base_name(MySGD) == "SGD"
+    assert keras_base_name(FromScratch) == "Optimizer"
+
+
+def test_keras_base_name_is_none_for_a_class_outside_keras_optimizers() -> None:
+    assert keras_base_name(int) is None
+    assert keras_base_name(keras.layers.Dense) is None
+
+
+# ---- an update: trains_statelessly, after -----------------------------------------------
+def test_trains_statelessly_only_on_jax() -> None:
+    assert trains_statelessly() is (keras.backend.backend() == "jax")
+
+
+def test_after_and_native_variable_eagerly() -> None:
+    tensors = [ops.ones((2,)), None]
+    assert after([ops.ones(())], tensors) is tensors
+    variable = keras.Variable(1.0)
+    native = native_variable(variable)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        assert isinstance(native, tf.Variable) and native is variable.value
+    else:
+        assert native is variable
+
+
+@pytest.mark.backend("tensorflow")
+def test_after_gates_dense_tensors_on_the_scalars_in_a_graph() -> None:
+    import tensorflow as tf
+
+    @tf.function
+    def step(x, s):
+        scalar = s * 2.0
+        (gated, sparse) = after([scalar, 1.0], [x + 1.0, None])
+        assert sparse is None
+        return gated, scalar
+
+    graph = step.get_concrete_function(tf.TensorSpec((2,)), tf.TensorSpec(())).graph
+    (identity,) = [op for op in graph.get_operations() if op.type == "IdentityN"]
+    assert any(dep.type == "Mul" for dep in identity.control_inputs)
+    out, _ = step(tf.ones((2,)), tf.constant(1.0))
+    np.testing.assert_array_equal(out.numpy(), [2.0, 2.0])

@@ -14,7 +14,6 @@ from hyperstep.backends.scopes import (
     compiling,
     concrete,
     current_backend,
-    graph_key,
     graph_key_function,
     in_stateless_scope,
     unmapped_in_jit,
@@ -65,7 +64,7 @@ def test_eager_code_is_not_compiling_nor_a_graph() -> None:
 def test_tensorflow_graphs() -> None:
     import tensorflow as tf
 
-    assert graph_key() is tf.compat.v1.get_default_graph()
+    assert graph_key_function()() is tf.compat.v1.get_default_graph()
     found = {}
 
     @tf.function
@@ -75,7 +74,7 @@ def test_tensorflow_graphs() -> None:
         return x
 
     traced(tf.constant(1.0))
-    assert found["key"] is not graph_key()  # the function's graph
+    assert found["key"] is not graph_key_function()()  # the function's graph
     assert found["graph"] and not found["concrete"]
     seen = {}
     for jit_compile in (False, True):  # a graph is not XLA; jit_compile=True is
@@ -102,9 +101,9 @@ def test_jax_jit_reports_the_unmapped_variables() -> None:
 
     jax.jit(step)(np.float32(3.0))
     assert found["unmapped"] == [unmapped] and not found["concrete"] and found["xla"]
-    assert graph_key() is None and graph_key_function()() is None
+    assert graph_key_function()() is None
 
 
 @pytest.mark.backend("torch")
 def test_torch_has_no_graph_key() -> None:
-    assert graph_key() is None and graph_key_function()() is None
+    assert graph_key_function()() is None

@@ -26,27 +26,29 @@ from hyperstep.backends.fast_paths import (
     raw,
     read_once,
 )
-from hyperstep.backends.keras_forms import Request, in_dtype, keras_number, scalar_tensor
-from hyperstep.backends.optimizer_classes import optimizer_class
+from hyperstep.backends.keras_forms import (
+    Request,
+    adam_pass,
+    after,
+    fused_updates,
+    in_dtype,
+    keras_number,
+    multi_tensor_adam,
+    optimizer_class,
+    optimizer_mixins,
+    scalar_tensor,
+    trains_statelessly,
+)
 from hyperstep.backends.scopes import (
     building_model,
     builds_graph,
     compiling,
     concrete,
     current_backend,
-    graph_key,
     graph_key_function,
     in_stateless_scope,
     require_tensorflow,
     unmapped_in_jit,
-)
-from hyperstep.backends.updates import (
-    adam_pass,
-    after,
-    fused_updates,
-    multi_tensor_adam,
-    optimizer_mixins,
-    trains_statelessly,
 )
 
 __all__ = [
@@ -67,7 +69,6 @@ __all__ = [
     "float64_scope",
     "full_float32",
     "fused_updates",
-    "graph_key",
     "graph_key_function",
     "host_int",
     "in_dtype",
@@ -88,7 +89,7 @@ __all__ = [
     "wide_float_dtype",
 ]
 
-_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+#: each backend (its package's name) and the extras that install it
 _EXTRAS = {
     "tensorflow": "pip install 'hyperstep[cpu]' (tensorflow-cpu) or 'hyperstep[tf]' (tensorflow)",
     "jax": "pip install 'hyperstep[jax]'",
@@ -117,8 +118,7 @@ def backend_name() -> str:
 def check_backend() -> None:
     """Raise ImportError naming the extras to install when Keras's backend is missing."""
     name = backend_name()
-    package = _PACKAGES.get(name)
-    if package is None or importlib.util.find_spec(package) is not None:
+    if name not in _EXTRAS or importlib.util.find_spec(name) is not None:
         return
     raise ImportError(
         f"hyperstep needs a Keras backend, and the selected one ({name!r}) is not installed. "

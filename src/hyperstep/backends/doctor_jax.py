@@ -27,9 +27,6 @@ import numpy as np
 
 from hyperstep.backends.traces import Trace, TracedOp, user_source
 
-RAW_KIND = "jax.Array"
-STOP_GRADIENT = "keras.ops.stop_gradient"
-
 #: Primitives through which no useful gradient flows (JAX's rule is zero or none).
 NON_DIFFERENTIABLE = frozenset(
     {
@@ -65,7 +62,7 @@ def is_raw_variable(value: Any) -> bool:
 
 
 def raw_kind(value: Any) -> str:
-    return "tf.Variable" if _tf_variable(value) else RAW_KIND
+    return "tf.Variable" if _tf_variable(value) else "jax.Array"
 
 
 def raw_trainable(value: Any) -> bool:

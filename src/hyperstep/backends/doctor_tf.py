@@ -13,11 +13,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-#: How the doctor names a variable Keras does not track, on this backend.
-RAW_KIND = "tf.Variable"
-#: The gradient-blocking op a user writes, as the fixes spell it.
-STOP_GRADIENT = "tf.stop_gradient"
-
 
 def is_raw_variable(value: Any) -> bool:
     """A ``tf.Variable`` (not Keras's)."""
@@ -25,7 +20,7 @@ def is_raw_variable(value: Any) -> bool:
 
 
 def raw_kind(value: Any) -> str:
-    return RAW_KIND
+    return "tf.Variable"
 
 
 def raw_trainable(value: Any) -> bool:

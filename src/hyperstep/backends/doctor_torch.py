@@ -28,9 +28,6 @@ from torch.overrides import TorchFunctionMode
 
 from hyperstep.backends.traces import Trace, TracedOp, user_source
 
-RAW_KIND = "torch Parameter"
-STOP_GRADIENT = "keras.ops.stop_gradient"
-
 #: Torch functions through which no gradient flows.
 NON_DIFFERENTIABLE = frozenset(
     {
@@ -61,7 +58,7 @@ def is_raw_variable(value: Any) -> bool:
 
 
 def raw_kind(value: Any) -> str:
-    return RAW_KIND if isinstance(value, torch.nn.Parameter) else "torch tensor"
+    return "torch Parameter" if isinstance(value, torch.nn.Parameter) else "torch tensor"
 
 
 def raw_trainable(value: Any) -> bool:

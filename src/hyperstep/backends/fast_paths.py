@@ -65,9 +65,7 @@ def host_int(variable: Any) -> int | None:
     """A scalar integer variable as a Python int where reading it is free, else ``None``.
 
     Free: eager torch with the value on the CPU, outside ``torch.compile`` and
-    ``keras.StatelessScope``.
-
-    Reads the torch tensor directly (``_value``, cheaper than Keras's ``value``).
+    ``keras.StatelessScope`` (read through :func:`raw`).
     """
     import keras
 
@@ -97,10 +95,8 @@ def full_float32(step: Any, value: float) -> Any:
 def fast_value(schedule: Any, step: Any, scale: Any, override: Any) -> Any:
     """``override if set else schedule(step) * scale`` for a float32 torch ``step``, else None.
 
-    In 2-3 torch calls, the same bits as the ``keras.ops`` form (tested).
-
-    (Each ``keras.ops`` call costs more Python on eager torch than its kernel: see
-    docs/backends.md.) The schedule's ``value`` is called without ``__call__``'s casts.
+    In 2-3 torch calls, the same bits as the ``keras.ops`` form (tested). The schedule's
+    ``value`` is called without ``__call__``'s casts.
     """
     if current_backend() != "torch":
         return None

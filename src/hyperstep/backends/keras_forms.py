@@ -1,13 +1,18 @@
 """The one decision of what Keras's optimizer code gets for an ``hs.scheduled`` value.
 
 Every update builds ``values = {key: keras_number(Request(...))}`` once, the step read once
-(:func:`hyperstep.optim.resolve.keras_value`); Keras's own casts then round each value to
+(:func:`hyperstep.optim.core.keras_value`); Keras's own casts then round each value to
 the variable's dtype as they round its Python float. One function per backend
 (:data:`FORMS`: :func:`tensorflow_number`, :func:`jax_number`, :func:`torch_number`), each
 over one :class:`Request`, and one :class:`Row` per Keras optimizer class (:data:`ROWS`; a
-class takes the row of its nearest ``keras.optimizers`` base, else none). Adding a Keras
-optimizer is one row; adding a backend, one function. (``hs.StepOptimizer`` hands its rule
-tensors on every backend: a rule is hyperstep's code, not Keras's.)
+class takes the row of its nearest ``keras.optimizers`` base, :func:`keras_base_name`, else
+none; :func:`optimizer_class` is the class Keras instantiates for one on this backend).
+Adding a Keras optimizer is one row; adding a backend, one function. (``hs.StepOptimizer``
+hands its rule tensors on every backend: a rule is hyperstep's code, not Keras's.)
+
+What else an update needs from the backend: ``after(scalars, tensors)`` orders a TensorFlow
+graph's updates after their values; :func:`fused_updates`, :func:`adam_pass` and
+:func:`multi_tensor_adam` name the backend's fused kernels, ``None`` where there are none.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from hyperstep.backends.optimizer_classes import keras_base_name
 from hyperstep.backends.scopes import current_backend
 
 __all__ = [
@@ -23,13 +27,21 @@ __all__ = [
     "ROWS",
     "Request",
     "Row",
+    "adam_pass",
+    "after",
+    "fused_updates",
     "in_dtype",
     "jax_number",
+    "keras_base_name",
     "keras_number",
+    "multi_tensor_adam",
+    "optimizer_class",
+    "optimizer_mixins",
     "row",
     "scalar_tensor",
     "tensorflow_number",
     "torch_number",
+    "trains_statelessly",
     "with_tensor",
 ]
 
@@ -67,6 +79,36 @@ ROWS: dict[str, Row] = {
     "SGD": Row(torch_numbers=frozenset({"momentum"})),
     "ScheduleFreeAdamW": Row(),
 }
+
+
+def keras_base_name(cls: type) -> str | None:
+    """The name of ``cls``'s nearest base class that is ``keras.optimizers.<name>`` (the key
+    of :data:`ROWS`), ``None`` if it has none."""
+    import keras
+
+    for klass in cls.__mro__:
+        if getattr(keras.optimizers, klass.__name__, None) is klass:
+            return klass.__name__
+    return None
+
+
+def optimizer_class(cls: type) -> type:
+    """The class Keras instantiates for optimizer class ``cls`` on this backend.
+
+    On torch, ``keras.optimizers.Adam()`` is an instance of Keras's torch class
+    (``TorchOptimizer.__new__`` maps the nine classes of its ``OPTIMIZERS`` table: Adadelta,
+    Adagrad, Adam, Adamax, AdamW, Lion, Nadam, RMSprop, SGD, to their ``torch_*`` classes,
+    which add ``_parallel_update_step``); elsewhere, and for every other class, ``cls``.
+    Asked of Keras itself (``cls.__new__(cls)``, no ``__init__``), not a copy of its table.
+
+    Example:
+        >>> import keras
+        >>> optimizer_class(keras.optimizers.Adam) is type(keras.optimizers.Adam())
+        True
+    """
+    if current_backend() != "torch":
+        return cls
+    return type(cls.__new__(cls))  # type: ignore[call-overload]
 
 
 def row(cls: type) -> Row:
@@ -144,9 +186,8 @@ def torch_number(request: Request) -> Any:
                 return number
             # Keras's own learning rate is a float32 variable: a float32 tensor, so that its
             # torch weight decay `1 - weight_decay * lr` rounds as Keras's (a Python float
-            # computes it in double: off by the last bit for ~0.2% of wd = lr = 0.1) and its
-            # in-place multiply takes torch's tensor-scalar path (a number's makes a copy);
-            # made by torch directly, beside the state (a tenth of keras.ops's Python)
+            # computes it in double) and its in-place multiply takes torch's tensor-scalar
+            # path (a number's makes a copy); made by torch directly, beside the state
             import torch
 
             from hyperstep.backends.fast_paths import raw
@@ -226,3 +267,83 @@ def in_dtype(value: Any, dtype: Any) -> Any:
 
         return tf.convert_to_tensor(value, dtype)
     return ops.cast(value, dtype)
+
+
+# ---- what an update needs besides its values: gating, fused kernels ---------------------
+def after(scalars: list[Any], tensors: list[Any]) -> list[Any]:
+    """``tensors``, usable only once ``scalars`` are computed (in a TensorFlow graph).
+
+    TensorFlow's executor runs whichever ops are ready, and full-size ops would wait,
+    allocated, for the cheap reads behind the values; gated, each variable's update runs
+    from its first op to its assign while its temporaries are hot. ``tf.identity`` forwards
+    the buffer: nothing is copied. Eagerly and on other backends: ``tensors``.
+    """
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return tensors
+    import tensorflow as tf
+
+    if tf.executing_eagerly():
+        return tensors
+    dense = [i for i, t in enumerate(tensors) if isinstance(t, tf.Tensor)]
+    if not dense:
+        return tensors
+    with tf.control_dependencies([s for s in scalars if tf.is_tensor(s)]):
+        gated = tf.identity_n([tensors[i] for i in dense])  # one op for all
+    found = list(tensors)
+    for i, tensor in zip(dense, gated, strict=True):
+        found[i] = tensor
+    return found
+
+
+def trains_statelessly() -> bool:
+    """Whether Keras trains statelessly (JAX): only ``optimizer.variables`` go into and out of
+    a jitted step, so a clock's step and hyperparameter state read there must be among them."""
+    return current_backend() == "jax"
+
+
+def optimizer_mixins() -> tuple[type, ...]:
+    """Backend mixins for ``hs.scheduled``'s classes (TensorFlow: one ``iterations`` read)."""
+    if current_backend() != "tensorflow":
+        return ()
+    from hyperstep.backends.tensorflow import SharedIterations
+
+    return (SharedIterations,)
+
+
+def fused_updates() -> Any:
+    """The module of fused updates for ``hs.scheduled(..., fused=True)``:
+    :mod:`hyperstep.backends.tensorflow` (one-pass ``ResourceApply*`` kernels per variable),
+    :mod:`hyperstep.backends.torch` (PyTorch's multi-tensor fused kernels per group), or
+    ``None`` on JAX, where XLA already fuses Keras's update into one pass."""
+    name = current_backend()
+    if name == "tensorflow":
+        from hyperstep.backends import tensorflow
+
+        return tensorflow
+    if name == "torch":
+        from hyperstep.backends import torch
+
+        return torch
+    return None
+
+
+def adam_pass() -> Any:
+    """TensorFlow's one-pass Adam step without a first moment
+    (:func:`hyperstep.backends.tensorflow.adam_pass`, ``ResourceApplyAdam``), else ``None``."""
+    if current_backend() != "tensorflow":
+        return None
+    from hyperstep.backends import tensorflow
+
+    return tensorflow.adam_pass
+
+
+def multi_tensor_adam() -> Any:
+    """The module with PyTorch's fused multi-tensor Adam (``applies``, ``adam``:
+    :mod:`hyperstep.backends.torch`) on torch, else ``None``."""
+    if current_backend() != "torch":
+        return None
+    from hyperstep.backends import torch
+
+    return torch

@@ -117,11 +117,6 @@ def full_like(value: Any, fill_value: Any, dtype: str | None = None) -> Any:
     return np.full_like(value, fill_value, dtype=dtype)
 
 
-def zeros(shape: Any, dtype: str = "float32") -> Any:
-    """An array of zeros."""
-    return np.zeros(shape, dtype=dtype)
-
-
 def where(condition: Any, x: Any, y: Any) -> Any:
     """``x`` where ``condition`` else ``y``."""
     return _float32(np.where(condition, x, y), _wide((x, y)))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ from hyperstep.backends.internals import global_seed_generator
 from hyperstep.backends.versions import reach
 
 _KERAS_STATE = "keras.src.backend.common.global_state"
+_TF_GENERATOR = "tensorflow.python.ops.stateful_random_ops.global_generator"
 _ABSENT: Any = object()
 
 
@@ -46,7 +47,6 @@ class RandomState:
     torch_cuda: Any = None
     tf_seeds: Any = _ABSENT  # a random.Random's state, None (no global seed), or _ABSENT
     tf_generator: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def capture() -> RandomState:
@@ -55,7 +55,7 @@ def capture() -> RandomState:
     generator = global_seed_generator()
     if generator is not None:
         state.keras = (generator, np.array(generator.state.numpy(), copy=True))
-    elif generator is None and _keras_state() is not None:
+    elif reach(f"{_KERAS_STATE}.get_global_attribute", fallback=None) is not None:
         state.keras = None
     if "torch" in sys.modules:
         torch = sys.modules["torch"]
@@ -67,7 +67,8 @@ def capture() -> RandomState:
         if context is not None:
             seeds = getattr(context, "_rng", _ABSENT)
             state.tf_seeds = seeds.getstate() if isinstance(seeds, random.Random) else seeds
-        found = _tf_generator()
+        module = reach(_TF_GENERATOR, fallback=None)
+        found = None if module is None else getattr(module, "global_generator", None)
         if found is not None:
             state.tf_generator = (found, found.state.numpy().copy())
     return state
@@ -78,16 +79,13 @@ def restore(state: RandomState) -> None:
     random.setstate(state.python)
     np.random.set_state(state.numpy)
     if state.keras is not _ABSENT:
-        if state.keras is None:
-            setter = _keras_setter()
-            if setter is not None:
-                setter("global_seed_generator", None)
-        else:
+        generator = None
+        if state.keras is not None:
             generator, value = state.keras
             generator.state.assign(value)
-            setter = _keras_setter()
-            if setter is not None:
-                setter("global_seed_generator", generator)
+        setter = reach(f"{_KERAS_STATE}.set_global_attribute", fallback=None)
+        if setter is not None:
+            setter("global_seed_generator", generator)
     if state.torch is not None:
         torch = sys.modules["torch"]
         torch.set_rng_state(state.torch)
@@ -111,18 +109,5 @@ def restore(state: RandomState) -> None:
         generator.state.assign(value)
 
 
-def _keras_state() -> Any:
-    return reach(f"{_KERAS_STATE}.get_global_attribute", fallback=None)
-
-
-def _keras_setter() -> Any:
-    return reach(f"{_KERAS_STATE}.set_global_attribute", fallback=None)
-
-
 def _tf_context() -> Any:
     return reach("tensorflow.python.eager.context.context()._rng", fallback=None)
-
-
-def _tf_generator() -> Any:
-    module = reach("tensorflow.python.ops.stateful_random_ops.global_generator", fallback=None)
-    return None if module is None else getattr(module, "global_generator", None)

@@ -3,7 +3,7 @@
 ``concrete(x)`` is whether ``x`` can be read as a Python number now: not inside a
 ``keras.StatelessScope``, a TensorFlow graph, a JAX trace or ``torch.compile``; each other
 function answers one of those questions (:func:`unmapped_in_jit` lists the variables a jit
-trace would freeze, :func:`graph_key` names the graph values are built in). Private probes
+trace would freeze, :func:`graph_key_function` names the graph values are built in). Private probes
 are looked up once, through :mod:`hyperstep.backends.versions`; :func:`current_backend` is
 Keras's backend, read once (:func:`require_tensorflow` raises unless it is TensorFlow).
 """
@@ -41,7 +41,11 @@ def in_stateless_scope() -> bool:
     every compiled step that reads this.
     """
     if not _STATELESS_PROBE:
-        _STATELESS_PROBE.append(_stateless_scope_probe())
+        from hyperstep.backends.versions import reach
+
+        _STATELESS_PROBE.append(
+            reach("keras.src.backend.common.stateless_scope.in_stateless_scope")
+        )
     return bool(_STATELESS_PROBE[0]())
 
 
@@ -83,14 +87,6 @@ _STATELESS_PROBE: list[Any] = []  # Keras's in_stateless_scope, once looked up
 
 
 @functools.cache
-def _stateless_scope_probe() -> Any:
-    """Keras's private ``in_stateless_scope``, through the version check."""
-    from hyperstep.backends.versions import reach
-
-    return reach("keras.src.backend.common.stateless_scope.in_stateless_scope")
-
-
-@functools.cache
 def _jax_probes() -> tuple[Any, Any, Any, Any] | None:
     """JAX's trace state and Keras's scope getters, or ``None`` (not JAX, or moved)."""
     import keras
@@ -107,8 +103,7 @@ def _jax_probes() -> tuple[Any, Any, Any, Any] | None:
     )
     if any(probe is None for probe in probes):
         return None  # a diagnostic only: without these, nothing is reported
-    (trace_state_clean, under_jit), get_stateless_scope, in_symbolic_scope = probes
-    return trace_state_clean, under_jit, get_stateless_scope, in_symbolic_scope
+    return (*probes[0], probes[1], probes[2])
 
 
 def concrete(value: Any) -> bool:
@@ -140,22 +135,18 @@ def concrete(value: Any) -> bool:
 def compiling() -> bool:
     """Whether ``torch.compile`` (dynamo) is tracing the caller: code that dynamo cannot
     trace (``threading``) must be skipped there."""
-    probe = _compiling_probe[0] if _compiling_probe else _find_compiling_probe()
-    return probe is not None and bool(probe())
+    if not _compiling_probe:
+        probe = None
+        if current_backend() == "torch":
+            import torch
+
+            probe = torch.compiler.is_compiling
+        _compiling_probe.append(probe)
+    return _compiling_probe[0] is not None and bool(_compiling_probe[0]())
 
 
 #: ``torch.compiler.is_compiling`` on torch, else None (found once: an update asks ~10 times)
 _compiling_probe: list[Any] = []
-
-
-def _find_compiling_probe() -> Any:
-    probe = None
-    if current_backend() == "torch":
-        import torch
-
-        probe = torch.compiler.is_compiling
-    _compiling_probe.append(probe)
-    return probe
 
 
 def xla_compiling(value: Any) -> bool:
@@ -186,18 +177,10 @@ def under_xla() -> bool:
 _XLA_CONTEXT = "tensorflow.__internal__.get_enclosing_xla_context"
 
 
-def graph_key() -> Any:
-    """The graph values are being built in (TensorFlow's default graph), else ``None``:
-    values cached for one update are kept per graph."""
-    if current_backend() != "tensorflow":
-        return None
-    import tensorflow as tf
-
-    return tf.compat.v1.get_default_graph()
-
-
 def graph_key_function() -> Any:
-    """:func:`graph_key` as a function chosen once (it is read per value on eager torch)."""
+    """The function that returns the graph values are being built in (TensorFlow's default
+    graph), else ``None`` (values cached for one update are kept per graph); chosen once,
+    as it is read per value on eager torch."""
     if current_backend() != "tensorflow":
         return _no_graph
     import tensorflow as tf

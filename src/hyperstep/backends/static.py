@@ -41,6 +41,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from hyperstep.backends.versions import reach
+
 
 class StaticNumber:
     """Truth and comparisons with numbers answered by ``static``; arithmetic by ``_binary``.
@@ -152,8 +154,12 @@ class StaticScalar(StaticNumber):
     __slots__ = ("_checks", "_exact", "_memo", "static", "value")
 
     def __init__(self, value: Any, static: float | None, *, exact: Any = False) -> None:
-        if not _REGISTERED:
-            _register_weak()
+        if not _REGISTERED:  # a weak scalar type with JAX, as Python's float is: `jnp.asarray`
+            # of one (Keras's `convert_to_tensor` of a hyperparameter) keeps its weak type
+            register = reach(_WEAK_TYPES, fallback=None)
+            if register is not None:
+                register(StaticScalar)
+            _REGISTERED.append(True)
         self.value = value
         self.static = static
         if exact is True:
@@ -246,8 +252,6 @@ def weak(value: Any) -> Any:
     in arithmetic with an array it takes that array's dtype (a float16 variable's update
     stays float16, as with Keras's Python floats). Through JAX's private
     ``_convert_element_type`` (:data:`~hyperstep.backends.versions.PRIVATE_APIS`)."""
-    from hyperstep.backends.versions import reach
-
     convert = reach(_WEAK, fallback=None)
     aval = getattr(value, "aval", None)  # an array's or a tracer's
     if convert is None or aval is None or aval.weak_type:
@@ -257,18 +261,4 @@ def weak(value: Any) -> Any:
 
 _WEAK = "jax._src.lax.lax._convert_element_type"
 _REGISTERED: list[bool] = []
-
-
-def _register_weak() -> None:
-    """Register :class:`StaticScalar` with JAX as a weak scalar type (as Python's float is):
-    ``jnp.asarray`` of one, what Keras's ``convert_to_tensor`` does to a hyperparameter,
-    then keeps its weak type (JAX's private ``register_weak_scalar_type``)."""
-    from hyperstep.backends.versions import reach
-
-    register = reach(_WEAK_TYPES, fallback=None)
-    if register is not None:
-        register(StaticScalar)
-    _REGISTERED.append(True)
-
-
 _WEAK_TYPES = "jax._src.dtypes.register_weak_scalar_type"

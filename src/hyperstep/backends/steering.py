@@ -121,7 +121,19 @@ def agreement(place: Workers) -> Callable[[int], int] | None:
         return None
     backend = current_backend()
     if backend == "tensorflow":
-        return _tensorflow_agreement(place)
+        # MultiWorkerMirroredStrategy: one all-reduce (a sum) of `[count >= k]` for
+        # k = 1 .. MAX_AGREED; the workers agree on every k all of them reached
+        import tensorflow as tf
+
+        total = tensorflow_worker_sum(place.owner)
+        thresholds = np.arange(1, MAX_AGREED + 1)
+
+        def agree_tf(count: int) -> int:
+            flags = (min(count, MAX_AGREED) >= thresholds).astype("float32")
+            summed = np.asarray(total(tf.constant(flags)))
+            return int(np.sum(np.round(summed) >= place.count))
+
+        return agree_tf
     if backend == "jax":
         from jax.experimental import multihost_utils
 
@@ -139,22 +151,6 @@ def agreement(place: Workers) -> Callable[[int], int] | None:
         return int(value.item())
 
     return agree_torch
-
-
-def _tensorflow_agreement(place: Workers) -> Callable[[int], int]:
-    """``MultiWorkerMirroredStrategy``: one all-reduce (a sum) of ``[count >= k]`` for
-    ``k = 1 .. MAX_AGREED``; the workers agree on every ``k`` all of them reached."""
-    import tensorflow as tf
-
-    total = tensorflow_worker_sum(place.owner)
-    thresholds = np.arange(1, MAX_AGREED + 1)
-
-    def agree(count: int) -> int:
-        flags = (min(count, MAX_AGREED) >= thresholds).astype("float32")
-        summed = np.asarray(total(tf.constant(flags)))
-        return int(np.sum(np.round(summed) >= place.count))
-
-    return agree
 
 
 def tensorflow_worker_sum(strategy: Any) -> Any:

@@ -1,21 +1,22 @@
 """Weights to evaluate: schedule-free's ``x``, SWA's equal average, an EMA on a schedule.
 
 Training updates one sequence of weights; evaluation and checkpoints often want another.
-:class:`SWA` and :class:`EMA` keep one (saved with the optimizer,
-:mod:`hyperstep.optim.average_state`); ``with averaged_weights(source):`` and the callback
-:class:`AveragedWeights` exchange it with the model's variables, bit for bit
-(:mod:`hyperstep.optim.average_exchange`). Usage: docs/recipes.md, "Weight averaging".
+:class:`SWA` and :class:`EMA` keep one (saved with the optimizer); ``with
+averaged_weights(source):`` and the callback :class:`AveragedWeights` exchange it with the
+model's variables, bit for bit (:mod:`hyperstep.optim.average_exchange`). Usage:
+docs/recipes.md, "Weight averaging".
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, cast
 
 import keras
 from keras import ops
 
+from hyperstep.backends.fit import layers_of
 from hyperstep.clock import Clock
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import Hyperparameter
@@ -255,23 +256,7 @@ def swa_learning_rate(
         >>> [round(float(lr(s)), 4) for s in (99, 100, 105, 110, 200)]
         [0.1, 0.1, 0.075, 0.05, 0.05]
     """
-    _check_swa_arguments(swa_lr, start, anneal_steps, anneal_strategy)
-    before = as_schedule(before, name="before")
-    lr0 = float(ops.convert_to_numpy(before(start)))
-    if anneal_steps == 0:  # SWALR(anneal_epochs=0): swa_lr from the first step on
-        anneal = as_schedule(float(swa_lr), name="swa_lr")
-    elif anneal_strategy == "cos":
-        anneal = families.cosine(lr0, steps=int(anneal_steps), end=swa_lr)
-    else:
-        anneal = decays.linear(lr0, swa_lr, steps=int(anneal_steps))
-    return combinators.join([before, anneal], [start])
-
-
-def _check_swa_arguments(swa_lr: Any, start: Any, anneal_steps: Any, strategy: Any) -> None:
-    """Refuse what ``torch.optim.swa_utils.SWALR`` refuses (``anneal_strategy`` not
-    ``"cos"``/``"linear"``; ``anneal_epochs`` not an ``int`` or below 0), and a ``swa_lr``
-    that is not a number or a ``start`` that is not an integer >= 0."""
-    check_choice("swa_learning_rate", "anneal_strategy", strategy, ("cos", "linear"))
+    check_choice("swa_learning_rate", "anneal_strategy", anneal_strategy, ("cos", "linear"))
     if not isinstance(anneal_steps, int) or anneal_steps < 0:  # torch's check (True is 1)
         raise InvalidArgumentError(
             "`swa_learning_rate(anneal_steps=...)` must be an integer >= 0 (as SWALR's "
@@ -286,6 +271,15 @@ def _check_swa_arguments(swa_lr: Any, start: Any, anneal_steps: Any, strategy: A
             "`swa_learning_rate(start=...)` must be an integer >= 0 (the step SWA starts "
             f"at). {received('start', start)}"
         )
+    before = as_schedule(before, name="before")
+    lr0 = float(ops.convert_to_numpy(before(start)))
+    if anneal_steps == 0:  # SWALR(anneal_epochs=0): swa_lr from the first step on
+        anneal = as_schedule(float(swa_lr), name="swa_lr")
+    elif anneal_strategy == "cos":
+        anneal = families.cosine(lr0, steps=int(anneal_steps), end=swa_lr)
+    else:
+        anneal = decays.linear(lr0, swa_lr, steps=int(anneal_steps))
+    return combinators.join([before, anneal], [start])
 
 
 class AveragedWeights(keras.callbacks.Callback):
@@ -373,7 +367,9 @@ def refresh_batch_norm(model: Any, data: Iterable[Any]) -> None:
         model: A Keras model.
         data: An iterable of input batches, or of ``(inputs, ...)`` tuples.
     """
-    layers = [layer for layer in _walk(model) if isinstance(layer, keras.layers.BatchNormalization)]
+    layers = [
+        layer for layer in layers_of(model) if isinstance(layer, keras.layers.BatchNormalization)
+    ]
     if not layers:
         return
     momenta = [layer.momentum for layer in layers]
@@ -386,9 +382,3 @@ def refresh_batch_norm(model: Any, data: Iterable[Any]) -> None:
     finally:
         for layer, momentum in zip(layers, momenta, strict=True):
             layer.momentum = momentum
-
-
-def _walk(layer: Any) -> Iterator[Any]:
-    yield layer
-    for child in getattr(layer, "layers", []):
-        yield from _walk(child)

@@ -145,13 +145,13 @@ class Group:
 def assign_groups(groups: Iterable[Group], variables: Sequence[Any]) -> list[Group | None]:
     """Return, for each of ``variables``, the group it belongs to (``None``: the default).
 
-    This is the one resolver behind every optimizer that takes groups; call it when the
-    optimizer is built.
+    This is the one resolver behind every optimizer that takes groups (their names checked
+    unique when it was constructed); call it when the optimizer is built.
 
     Raises:
-        ValueError: If two groups share a name, if a group matches nothing (naming its
-            patterns and listing the variable paths), or if a variable is matched by two
-            groups (naming the variable and both groups).
+        ValueError: If a group matches nothing (naming its patterns and listing the variable
+            paths), or if a variable is matched by two groups (naming the variable and both
+            groups).
 
     Example:
         >>> import keras
@@ -159,13 +159,6 @@ def assign_groups(groups: Iterable[Group], variables: Sequence[Any]) -> list[Gro
         >>> [g and g.name for g in assign_groups([Group("fast", match=[b])], [a, b])]
         [None, 'fast']
     """
-    groups = list(groups)
-    names = [g.name for g in groups]
-    duplicated = sorted({n for n in names if names.count(n) > 1})
-    if duplicated:
-        raise InvalidArgumentError(
-            f"Group names must be unique. Received: groups named {names}; repeated: {duplicated}."
-        )
     owner: list[Group | None] = [None] * len(variables)
     for group in groups:
         for index in group.select(variables):

@@ -6,7 +6,7 @@ At each update, for every variable ``w`` with gradient ``g`` in group ``G``::
 
 then ``clock.advance()``. The values are computed once per update, before any variable's,
 by the code ``hs.scheduled`` runs too (:func:`hyperstep.optim.core.apply_update`,
-:class:`hyperstep.optim.resolve.Update`).
+:class:`hyperstep.optim.core.Update`).
 """
 
 from __future__ import annotations
@@ -28,19 +28,21 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claim
 from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
-from hyperstep.optim.average_state import config_of as average_config
-from hyperstep.optim.average_state import restore as restore_average
+from hyperstep.optim.average_exchange import config_of as average_config
+from hyperstep.optim.average_exchange import copy_of
+from hyperstep.optim.average_exchange import restore as restore_average
 from hyperstep.optim.core import (
     StatelessValues,
+    Update,
     apply_update,
     assign_attribute,
     bind_groups,
     from_hyperparameters_config,
     hyperparameters_config,
     live_value,
+    value_and_complement,
 )
 from hyperstep.optim.groups import Group, assign_groups
-from hyperstep.optim.resolve import Update, value_and_complement
 from hyperstep.optim.rules import Rule, Values, deserialize_rule, get_rule
 
 #: Keras optimizer arguments StepOptimizer passes through (``weight_decay`` is a rule's).
@@ -282,7 +284,12 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
         self.__dict__["_scratch"] = scratch
         # -- a rule's slots that start at the variable's value and scalar state (Rule) --
         for key in self.rule.copied_slots:
-            self._slots[key] = [self._copied_slot(v, key) for v in variables]
+            self._slots[key] = [
+                None
+                if self._overwrite_variable_with_gradient(v)
+                else self.add_variable_from_reference(v, key, initializer=copy_of(v))
+                for v in variables
+            ]
         for key, initial in self.rule.scalar_slots.items():
             self._slots[key] = [
                 self.add_variable(
@@ -290,15 +297,6 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
                 )
                 for v in variables
             ]
-
-    def _copied_slot(self, variable: Any, key: str) -> Any:
-        if self._overwrite_variable_with_gradient(variable):
-            return None
-
-        def initial(shape: Any, dtype: Any = None) -> Any:  # read when created (or lifted)
-            return ops.copy(ops.cast(ops.convert_to_tensor(variable), variable.dtype))
-
-        return self.add_variable_from_reference(variable, key, initializer=initial)
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> None:
         grads = list(grads)
@@ -316,7 +314,7 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
     def _hs_values(self, update: Update) -> dict[str, Any]:
         """The one dict of an update, built at its start: every hyperparameter (a group's
         as ``group/name``) at the update's step, as ``(value, 1 - value)``
-        (:func:`~hyperstep.optim.resolve.value_and_complement`)."""
+        (:func:`~hyperstep.optim.core.value_and_complement`)."""
         return {key: value_and_complement(update, hp) for key, hp in self.hyperparameters.items()}
 
     def _backend_update_step(

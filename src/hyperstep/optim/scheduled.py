@@ -4,7 +4,7 @@
 optimizer of a subclass of ``AdamW`` whose numeric hyperparameters are properties reading
 :class:`~hyperstep.Hyperparameter` variables, so schedules, overrides and controllers change
 them without retracing. An update reads the step once, evaluates every hyperparameter Keras
-reads into one dict (:mod:`hyperstep.optim.resolve`), runs Keras's own update with each
+reads into one dict (:mod:`hyperstep.optim.core`), runs Keras's own update with each
 value in the form :mod:`hyperstep.backends.keras_forms` decides, and advances the clock
 (:mod:`hyperstep.optim.core`, shared with ``hs.StepOptimizer``). Assigning an attribute
 rescales the schedule (docs/runtime.md, "Assigning an attribute"); what is saved:
@@ -23,11 +23,15 @@ from hyperstep import backends
 from hyperstep.backends.internals import naming_loaded_file, unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.optim import _introspect
-from hyperstep.optim.average_state import restore as restore_average
+from hyperstep.optim.average_exchange import restore as restore_average
 from hyperstep.optim.core import apply_update, from_hyperparameters_config, keras_callable
-from hyperstep.optim.scheduled_base import scheduled_state
-from hyperstep.optim.scheduled_config import inner_config, wrapped_class
+from hyperstep.optim.scheduled_base import (
+    WRAPPERS,
+    inner_config,
+    numeric_names,
+    scheduled_state,
+    wrapped_class,
+)
 from hyperstep.optim.scheduled_update import ScheduledUpdate
 
 
@@ -129,7 +133,7 @@ def scheduled_class(cls: type) -> type:
     cls = backends.optimizer_class(cls)
     if cls in _CLASSES:
         return _CLASSES[cls]
-    namespace: dict[str, Any] = {name: _property(name) for name in _introspect.numeric_names(cls)}
+    namespace: dict[str, Any] = {name: _property(name) for name in numeric_names(cls)}
     namespace["_hs_base"] = cls
     namespace["__module__"] = __name__
     namespace["__doc__"] = f"{cls.__name__} with every numeric hyperparameter on a schedule."
@@ -208,7 +212,7 @@ def scheduled(
             "`hs.scheduled(optimizer=...)` is already scheduled; change its values through "
             f"`optimizer.hyperparameters[name]`. {received('optimizer', optimizer)}"
         )
-    if cls.__name__ in _introspect.WRAPPERS:
+    if cls.__name__ in WRAPPERS:
         raise InvalidArgumentError(
             f"`hs.scheduled` cannot wrap a {cls.__name__}; schedule the optimizer inside "
             f"it instead, e.g. `{cls.__name__}(hs.scheduled(keras.optimizers.Adam(), ...))`. "
@@ -228,9 +232,9 @@ def scheduled(
         if keras_callable(learning_rate):  # Keras warns that it serializes a lambda
             warnings.simplefilter("ignore")
         config = optimizer.get_config()
-    if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
-        config["learning_rate"] = learning_rate
-    elif keras_callable(learning_rate):
+    if keras_callable(learning_rate) or isinstance(
+        learning_rate, keras.optimizers.schedules.LearningRateSchedule
+    ):
         config["learning_rate"] = learning_rate  # not its serialized form
     return scheduled_class(cls)(
         **config,
@@ -249,7 +253,7 @@ def _register_builtins() -> None:
             isinstance(cls, type)
             and issubclass(cls, keras.optimizers.Optimizer)
             and cls is not keras.optimizers.Optimizer
-            and cls.__name__ not in _introspect.WRAPPERS
+            and cls.__name__ not in WRAPPERS
         ):
             scheduled_class(cls)
 

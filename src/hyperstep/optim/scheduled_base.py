@@ -8,10 +8,24 @@ the ones given), reads and assigns them, and writes the config; Keras's update h
 :class:`~hyperstep.optim.scheduled_update.ScheduledUpdate`, and the class ``hs.scheduled``
 makes is :class:`~hyperstep.optim.scheduled.ScheduledOptimizer`, whose ``from_config`` picks
 the scheduled class a config names.
+
+The config is ``{"optimizer": {"module", "class_name", "config", "registered_name"},
+"hyperparameters", "clock", "advance", "groups", "fused"}``: the wrapped optimizer
+serialized as Keras serializes an instance (:func:`serialized`), found again as Keras finds
+a class (:func:`wrapped_class`), so a file loads wherever Keras can load the wrapped class.
+
+Which constructor arguments of a Keras optimizer are numeric hyperparameters
+(:func:`numeric_names`): a constructor argument whose value is a number (not a bool) that
+the optimizer reads at every update, such as ``learning_rate``, ``beta_1``, ``momentum`` or
+``weight_decay``. Arguments that fix the structure of the update (how many steps to
+accumulate, how slots are initialized, how many Newton-Schulz iterations) are not: changing
+them at run time cannot work, so ``hs.scheduled`` refuses them by name.
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from typing import Any
 
 import keras
@@ -24,21 +38,21 @@ from hyperstep.control.relative import references, resolve
 from hyperstep.control.value_forms import checked_once
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claim
-from hyperstep.optim import _introspect
-from hyperstep.optim.average_state import config_of as average_config
+from hyperstep.optim.average_exchange import config_of as average_config
 from hyperstep.optim.core import (
     StatelessValues,
+    Update,
     assign_attribute,
     bind_groups,
     deserialize_value,
     hyperparameters_config,
     keras_callable,
+    keras_value,
     live_value,
     schedule_of,
 )
 from hyperstep.optim.groups import Group
-from hyperstep.optim.resolve import Update, keras_value
-from hyperstep.optim.scheduled_config import serialized
+from hyperstep.schedules.checks import check_flag
 from hyperstep.schedules.expressions import Constant
 
 
@@ -168,7 +182,7 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
         else:
             raw["learning_rate"] = learning_rate
         values: dict[str, Any] = {}
-        for name in _introspect.numeric_names(self._hs_base):
+        for name in numeric_names(self._hs_base):
             value = given.get(name, raw.get(name))
             if value is None:
                 continue
@@ -181,7 +195,23 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
         )
         for name, hyperparameter in built.items():
             self._hs_add(name, hyperparameter)
-        self._hs_install_groups(groups, clock)
+
+        def check(group: Group) -> None:
+            unknown = sorted(set(group.hyperparameters) - set(built))
+            if unknown:
+                raise InvalidArgumentError(
+                    f"Group {group.name!r} sets {unknown}, which are not numeric "
+                    f"hyperparameters of {self._hs_base.__name__}. Valid: {sorted(built)}. "
+                    f"{received('group', group)}"
+                )
+
+        def make(key: str, value: Any) -> Hyperparameter:
+            hyperparameter = Hyperparameter(value, clock=clock, name=key.replace("/", "."))
+            self._hs_add(key, hyperparameter)
+            return hyperparameter
+
+        # a group's expressions may name the optimizer's own hyperparameters
+        state.groups = bind_groups(groups, built, make, check, "hs.scheduled")
         # `fused=True`: TF updates take the one-pass forms of hyperstep.backends.tensorflow
         # (otherwise Keras's own code: bitwise the plain optimizer set before each step)
         fused = backends.fused_updates()  # None where there are no such kernels
@@ -213,34 +243,11 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
         state.static[key] = schedule.value_ if isinstance(schedule, Constant) else None
         track(self, f"hyperparameter_{key.replace('/', '.')}", hyperparameter)
 
-    def _hs_install_groups(self, groups: Any, clock: Clock) -> None:
-        state = scheduled_state(self)
-        valid = set(state.hyperparameters)
-        base = self._hs_base.__name__
-
-        def check(group: Group) -> None:
-            unknown = sorted(set(group.hyperparameters) - valid)
-            if unknown:
-                raise InvalidArgumentError(
-                    f"Group {group.name!r} sets {unknown}, which are not numeric "
-                    f"hyperparameters of {base}. Valid: {sorted(valid)}. "
-                    f"{received('group', group)}"
-                )
-
-        def make(key: str, value: Any) -> Hyperparameter:
-            hyperparameter = Hyperparameter(value, clock=clock, name=key.replace("/", "."))
-            self._hs_add(key, hyperparameter)
-            return hyperparameter
-
-        # a group's expressions may name the optimizer's own hyperparameters
-        own = {key: hp for key, hp in state.hyperparameters.items() if "/" not in key}
-        state.groups = bind_groups(groups, own, make, check, "hs.scheduled")
-
     # ---- reading values -----------------------------------------------------------------
     def _hs_values(self, update: Update) -> dict[str, Any]:
         """The one dict of an update, built at its start: every hyperparameter Keras reads
         (:meth:`_hs_read_keys`, a group's as ``group/name``) at the update's step, in the
-        form the backend hands Keras (:func:`~hyperstep.optim.resolve.keras_value`), and
+        form the backend hands Keras (:func:`~hyperstep.optim.core.keras_value`), and
         what a backend's mixin reads once per update (``_hs_reads``)."""
         state = scheduled_state(self)
         keys = self._hs_read_keys()
@@ -315,7 +322,7 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
         so a file loads wherever Keras can load the wrapped class itself."""
         state = scheduled_state(self)
         inner = super().get_config()  # type: ignore[misc]
-        for name in _introspect.numeric_names(self._hs_base)[1:]:  # (Keras reads its own rate)
+        for name in numeric_names(self._hs_base)[1:]:  # (Keras reads its own rate)
             if name in inner:  # Keras's raw value, as the wrapped optimizer's config has it
                 inner[name] = state.raw.get(name)
         config: dict[str, Any] = {"optimizer": serialized(self._hs_base, inner)}
@@ -324,7 +331,7 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
             hyperparameters_config(
                 own,
                 state.groups,
-                self._hs_group_variables(),
+                list(getattr(self, "_trainable_variables", []) or []),
                 clock=self.clock,
                 advance=state.advance,
                 fused=state.fused_requested,
@@ -337,24 +344,16 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
     def _hs_named(self) -> dict[str, Hyperparameter]:
         return scheduled_state(self).hyperparameters
 
-    def _hs_group_variables(self) -> list[Any]:
-        return list(getattr(self, "_trainable_variables", []) or [])
-
 
 def check_arguments(
-    base: type, given: Any, clock: Any, advance: Any, groups: Any, fused: Any = False
+    base: type, given: dict[str, Any], clock: Any, advance: Any, groups: Any, fused: Any = False
 ) -> None:
     """The arguments of a scheduled optimizer (from ``hs.scheduled`` or a config), checked
     once: a TypeError (:class:`~hyperstep.errors.InvalidTypeError`) for a wrong type, a
     ValueError (:class:`~hyperstep.errors.InvalidArgumentError`) for a wrong value, each
     naming the argument and the value received. (Keras's loader rewraps a TypeError from
     ``from_config`` into its own TypeError, whose message keeps this one.)"""
-    if not isinstance(given, dict):
-        raise InvalidTypeError(
-            "`hs.scheduled(**hyperparameters)` takes name -> schedule. "
-            f"{received('hyperparameters', given)}"
-        )
-    _introspect.check_names(base, given)
+    check_names(base, given)
     if clock is not None and not isinstance(clock, Clock):
         raise InvalidTypeError(
             f"`hs.scheduled(clock=...)` must be an `hs.Clock` (or its config) or None. "
@@ -370,7 +369,153 @@ def check_arguments(
             "`hs.scheduled(groups=...)` must be a list of `hs.Group` objects. "
             f"{received('groups', groups)}"
         )
-    if not isinstance(fused, bool):
-        raise InvalidTypeError(
-            f"`hs.scheduled(fused=...)` must be True or False. {received('fused', fused)}"
+    check_flag("hs.scheduled", "fused", fused)
+
+
+# ---- the config: the wrapped optimizer nested, as Keras nests LossScaleOptimizer's inner one
+def serialized(cls: type, config: dict[str, Any]) -> dict[str, Any]:
+    """``cls`` with ``config`` as Keras serializes an instance: a built-in optimizer under
+    its public name (``keras.optimizers.Adam``, also for Keras's torch classes), any other
+    class by module, name and registered name (what Keras needs to find it again)."""
+    for klass in cls.__mro__:
+        public = getattr(keras.optimizers, klass.__name__, None)
+        if public is klass and backends.optimizer_class(klass) is cls:
+            return {
+                "module": "keras.optimizers",
+                "class_name": klass.__name__,
+                "config": config,
+                "registered_name": None,
+            }
+        if public is klass:
+            break
+    return {
+        "module": cls.__module__,
+        "class_name": cls.__name__,
+        "config": config,
+        "registered_name": keras.saving.get_registered_name(cls),
+    }
+
+
+def wrapped_class(nested: Any, custom_objects: Any) -> type:
+    """The optimizer class a nested config names, found as Keras finds a class: a
+    built-in by its public name, any other by its registered name (or class name) among
+    ``custom_objects`` and the registered classes."""
+    if not isinstance(nested, dict) or not isinstance(nested.get("class_name"), str):
+        raise InvalidArgumentError(
+            "A config of `hs.scheduled(...)` names its wrapped optimizer as Keras serializes "
+            f"one (module, class_name, config). {received('optimizer', nested)}"
         )
+    name = nested["class_name"]
+    found: Any = None
+    if nested.get("module") == "keras.optimizers":
+        found = getattr(keras.optimizers, name, None)
+    else:
+        key = nested.get("registered_name") or name
+        found = keras.saving.get_registered_object(key, custom_objects=custom_objects)
+        if found is None and custom_objects:
+            found = custom_objects.get(name)
+    if not (isinstance(found, type) and issubclass(found, keras.optimizers.Optimizer)):
+        raise InvalidArgumentError(
+            f"Cannot find the optimizer class {name!r} wrapped by `hs.scheduled`: register it "
+            "with `@keras.saving.register_keras_serializable()` or pass it in "
+            f"`custom_objects`, as Keras needs for the class itself. "
+            f"{received('optimizer', {k: v for k, v in nested.items() if k != 'config'})}"
+        )
+    return found
+
+
+def inner_config(nested: dict[str, Any]) -> dict[str, Any]:
+    """The wrapped optimizer's own config (Keras's keys) from a nested config."""
+    inner = nested.get("config", {})
+    if not isinstance(inner, dict):
+        raise InvalidArgumentError(
+            "The wrapped optimizer's config in a config of `hs.scheduled(...)` must be a "
+            f"dict. {received('config', inner)}"
+        )
+    return inner
+
+
+# ---- numeric hyperparameters: the constructor arguments that can be scheduled ------------
+#: numeric arguments that fix the structure of the update; never scheduled
+STRUCTURAL: dict[str, str] = {
+    "gradient_accumulation_steps": "it fixes how many gradients are accumulated per update",
+    "ema_overwrite_frequency": "it fixes how often the EMA overwrites the weights",
+    "initial_accumulator_value": "it only initializes the accumulators when they are built",
+    "ns_steps": "it is the number of Newton-Schulz iterations unrolled in the graph",
+    "warmup_steps": "it is compared in Python when the update is traced",
+    "initial_scale": "it only initializes the loss scale",
+    "dynamic_growth_steps": "it is compared in Python when the update is traced",
+}
+
+#: arguments that default to None and are numbers when given (None = feature off)
+OPTIONAL_NUMERIC = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "loss_scale_factor")
+
+#: the numeric arguments every Keras optimizer takes (``BaseOptimizer.__init__``)
+BASE_NUMERIC = (*OPTIONAL_NUMERIC[:4], "ema_momentum", "loss_scale_factor")
+
+#: Keras optimizers that wrap other optimizers: schedule the inner one instead
+WRAPPERS = ("LossScaleOptimizer", "MultiOptimizer")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def constructor_arguments(cls: type) -> dict[str, Any]:
+    """Return ``{name: default}`` of the constructor arguments of ``cls`` and its bases."""
+    found: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        for name, parameter in inspect.signature(init).parameters.items():
+            if name == "self" or parameter.kind in (
+                parameter.VAR_KEYWORD,
+                parameter.VAR_POSITIONAL,
+            ):
+                continue
+            found[name] = parameter.default
+    return found
+
+
+def numeric_names(cls: type) -> list[str]:
+    """Return the names of the numeric hyperparameters of optimizer class ``cls``.
+
+    Example:
+        >>> import keras
+        >>> numeric_names(keras.optimizers.SGD)[:4]
+        ['learning_rate', 'momentum', 'weight_decay', 'clipnorm']
+    """
+    own: list[str] = []
+    for name, default in constructor_arguments(cls).items():
+        if name == "learning_rate" or name in STRUCTURAL or name in BASE_NUMERIC:
+            continue
+        if _is_number(default) or (default is None and name in OPTIONAL_NUMERIC):
+            own.append(name)
+    # the base-class arguments last, in one order for every optimizer
+    return ["learning_rate", *own, *BASE_NUMERIC]
+
+
+def check_names(cls: type, given: dict[str, Any], where: str = "hs.scheduled") -> None:
+    """Raise ValueError naming the valid choices if a name of ``given`` (name -> value)
+    cannot be scheduled on optimizer class ``cls``."""
+    valid = numeric_names(cls)
+    arguments = constructor_arguments(cls)
+    for name, value in given.items():
+        if name in valid:
+            continue
+        title = f"`{where}({cls.__name__}(), {name}=...)`"
+        listing = f"Valid: {', '.join(valid)}."
+        if name in STRUCTURAL:
+            reason = f"`{name}` cannot be scheduled: {STRUCTURAL[name]}."
+        elif name in arguments:
+            kind = type(arguments[name]).__name__
+            reason = (
+                f"`{name}` is not a numeric hyperparameter of {cls.__name__} (it is a {kind} "
+                "that fixes the structure of the update); set it on the optimizer instead."
+            )
+        else:
+            close = difflib.get_close_matches(name, valid, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            reason = f"{cls.__name__} has no hyperparameter {name!r}.{hint}"
+        raise InvalidArgumentError(f"{title}: {reason} {listing} {received(name, value)}")
