@@ -40,13 +40,16 @@ def native_variable(variable: Any) -> Any:
 
 
 def add_one_in_place(variable: Any) -> Any:
-    """``variable += 1`` in place on eager torch: the new value; ``None`` elsewhere.
+    """``variable += 1`` in place: on eager torch the new value, on TensorFlow the
+    ``tf.Variable``'s ``assign_add`` (one op in a traced step, where Keras's ``assign_add``
+    reads, adds and assigns); ``None`` elsewhere and inside ``keras.StatelessScope``.
 
     Cheaper than Keras's ``assign_add`` there (docs/backends.md)."""
-    import keras
-
-    if keras.backend.backend() != "torch" or in_stateless_scope():
+    backend = current_backend()
+    if backend not in ("torch", "tensorflow") or in_stateless_scope():
         return None
+    if backend == "tensorflow":
+        return native_variable(variable).assign_add(1)
     return raw(variable).add_(1)  # an integer tensor: nothing for autograd to record
 
 
