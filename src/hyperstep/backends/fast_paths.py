@@ -40,17 +40,14 @@ def native_variable(variable: Any) -> Any:
 
 
 def add_one_in_place(variable: Any) -> Any:
-    """``variable += 1`` in place: on eager torch the new value, on TensorFlow the
-    ``tf.Variable``'s ``assign_add`` (one op in a traced step, where Keras's ``assign_add``
-    reads, adds and assigns); ``None`` elsewhere and inside ``keras.StatelessScope``.
-
-    Cheaper than Keras's ``assign_add`` there (docs/backends.md)."""
-    backend = current_backend()
-    if backend not in ("torch", "tensorflow") or in_stateless_scope():
+    """``variable += 1`` in place, cheaper than Keras's ``assign_add`` (docs/backends.md):
+    eager torch's ``add_`` (the new value), TensorFlow's ``assign_add`` (one op in a traced
+    step, not a read, an add and an assign); ``None`` elsewhere and in ``StatelessScope``."""
+    if in_stateless_scope():
         return None
-    if backend == "tensorflow":
+    if current_backend() == "tensorflow":
         return native_variable(variable).assign_add(1)
-    return raw(variable).add_(1)  # an integer tensor: nothing for autograd to record
+    return raw(variable).add_(1) if current_backend() == "torch" else None
 
 
 def raw(variable: Any) -> Any:
