@@ -35,7 +35,6 @@ def test_read_once_and_raw_hold_the_variable_value() -> None:
 def test_off_torch_the_torch_forms_are_none() -> None:
     variable = keras.Variable(1, dtype="int64", trainable=False)
     step = ops.convert_to_tensor([1.0], dtype="float32")
-    assert add_one_in_place(variable) is None and int(variable.numpy()) == 1
     assert host_int(variable) is None and full_float32(step, 2.0) is None
     hp = [keras.Variable(1.0), keras.Variable(float("nan"))]
     assert fast_value(parse("0.5"), step, *hp) is None
@@ -59,6 +58,28 @@ def test_a_traced_read_once_is_one_read_and_cond_stays_functional() -> None:
     assert cond.get_attr("_lower_using_switch_merge") is False
     assert [float(v) for v in step(tf.constant(3.0))] == [6.0, 6.0]
     assert float(step(tf.constant(-1.0))[1]) == -1.0
+
+
+@pytest.mark.backend("tensorflow")
+def test_tensorflow_add_one_in_place_is_one_assign_add_op() -> None:
+    import tensorflow as tf
+
+    variable = keras.Variable(1, dtype="int64", trainable=False)
+    add_one_in_place(variable)
+    assert int(variable.numpy()) == 2
+
+    @tf.function
+    def step():
+        add_one_in_place(variable)
+
+    graph = step.get_concrete_function().graph
+    types = [op.type for op in graph.get_operations()]
+    assert types.count("AssignAddVariableOp") == 1 and "ReadVariableOp" not in types
+    step()
+    assert int(variable.numpy()) == 3
+    with keras.StatelessScope():
+        assert add_one_in_place(variable) is None
+    assert int(variable.numpy()) == 3
 
 
 @both

@@ -116,13 +116,14 @@ def _state(start: int, steps: float = 10.0, end: float = 0.0, shape: str = "line
 
 
 @pytest.mark.backend("tensorflow", "jax")
-@pytest.mark.parametrize("start", [-1, 3])
-def test_checked_once_gives_each_value_with_one_cond_for_all(start: int) -> None:
+@pytest.mark.parametrize(("start", "which"), [(-1, 1), (3, 0), (3, 1), (3, 2)])
+def test_checked_once_gives_each_value_with_one_cond_for_all(start: int, which: int) -> None:
     # an update's values traced with one cond for every cooldown: each the value its own form
-    # gives eagerly, dormant or started (a cooldown of the second schedule only)
+    # gives eagerly, dormant or started (a cooldown of schedule `which` only, found by the
+    # one check whichever it is)
     hps = [hs.Hyperparameter(parse(text), name=f"h{i}") for i, text in enumerate(SCHEDULES)]
-    hps[1].cooldown_form.assign(form_of(4, 0.0, "linear"))
-    hps[1].cooldown_start.assign(start)
+    hps[which].cooldown_form.assign(form_of(4, 0.0, "linear"))
+    hps[which].cooldown_start.assign(start)
 
     variables = [v for hp in hps for v in hp._step_state()]
 
@@ -149,8 +150,10 @@ def test_checked_once_gives_each_value_with_one_cond_for_all(start: int) -> None
         conds = [e for e in jaxpr.eqns if e.primitive.name == "cond"]
     assert len(conds) == 1  # one for all three (the test fails with one per hyperparameter)
     assert [float(v) for v in traced(step, state)] == expected
-    # started at 3 from 0.9: a quarter of 0.9 left at step 6; dormant: the schedule's 0.25
-    assert expected[1] == (float(np.float32(0.9 / 4)) if start == 3 else 0.25)
+    # started at 3 from the schedule there: a quarter of it left at step 6; dormant: the
+    # schedule's 0.25
+    at_start = [0.9, 0.9, 0.40625][which]
+    assert expected[which] == (float(np.float32(at_start / 4)) if start == 3 else 0.25)
 
 
 def test_names_are_the_saved_state_names() -> None:

@@ -40,14 +40,14 @@ def native_variable(variable: Any) -> Any:
 
 
 def add_one_in_place(variable: Any) -> Any:
-    """``variable += 1`` in place on eager torch: the new value; ``None`` elsewhere.
-
-    Cheaper than Keras's ``assign_add`` there (docs/backends.md)."""
-    import keras
-
-    if keras.backend.backend() != "torch" or in_stateless_scope():
+    """``variable += 1`` in place, cheaper than Keras's ``assign_add`` (docs/backends.md):
+    eager torch's ``add_`` (the new value), TensorFlow's ``assign_add`` (one op in a traced
+    step, not a read, an add and an assign); ``None`` elsewhere and in ``StatelessScope``."""
+    if in_stateless_scope():
         return None
-    return raw(variable).add_(1)  # an integer tensor: nothing for autograd to record
+    if current_backend() == "tensorflow":
+        return native_variable(variable).assign_add(1)
+    return raw(variable).add_(1) if current_backend() == "torch" else None
 
 
 def raw(variable: Any) -> Any:

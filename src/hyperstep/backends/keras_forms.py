@@ -136,7 +136,7 @@ class Request(NamedTuple):
     #: the constant the hyperparameter was built from, ``None`` for a schedule
     static: float | None
     #: the constants the value takes whole: ``static``'s, or a schedule's constant ``where``
-    #: pieces (:func:`hyperstep.control.value_forms.constant_pieces`)
+    #: pieces (:func:`hyperstep.control.value_forms.constant_pieces`; ``()`` where ``host``)
     constants: tuple[float, ...]
 
     def value(self) -> Any:

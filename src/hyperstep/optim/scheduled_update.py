@@ -139,12 +139,9 @@ class ScheduledUpdate(ScheduledBase):
         return super(ScheduledUpdate, view).update_step(gradient, variable, learning_rate)  # type: ignore[misc]
 
 
-_in_dtype = backends.in_dtype
-
-
 def _clip_by_norm(values: Any, clipnorm: Any) -> Any:
     values = ops.convert_to_tensor(values)
-    c = _in_dtype(clipnorm, values.dtype)
+    c = backends.in_dtype(clipnorm, values.dtype)
     l2sum = ops.sum(ops.square(values), None, keepdims=True)
     pred = l2sum > 0
     l2sum_safe = ops.where(pred, l2sum, ops.ones_like(l2sum))  # no nan gradient
@@ -156,7 +153,7 @@ def _clip_by_global_norm(grads: list[Any], clipnorm: Any) -> list[Any]:
     present = [ops.convert_to_tensor(g) for g in grads if g is not None]
     if not present:
         return grads
-    c = _in_dtype(clipnorm, present[0].dtype)
+    c = backends.in_dtype(clipnorm, present[0].dtype)
     norm = ops.sqrt(ops.sum(ops.stack([ops.sum(ops.square(g)) for g in present])))
     finite = c * ops.minimum(1.0 / norm, 1.0 / c)
     scale = finite + (norm - norm)  # nan for an inf or nan norm
@@ -165,5 +162,5 @@ def _clip_by_global_norm(grads: list[Any], clipnorm: Any) -> list[Any]:
 
 def _clip_by_value(values: Any, clipvalue: Any) -> Any:
     values = ops.convert_to_tensor(values)
-    c = _in_dtype(clipvalue, values.dtype)
+    c = backends.in_dtype(clipvalue, values.dtype)
     return ops.clip(values, -c, c)
