@@ -20,7 +20,7 @@ from hyperstep.clock import Clock
 from hyperstep.control.wrapped import hyperstep_optimizers
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claimed
-from hyperstep.schedules.expressions import Constant
+from hyperstep.schedules.expressions import Constant, bind_total
 
 __all__ = ["FitFollower", "FollowEpochs", "epoch_began", "fit_began", "install"]
 
@@ -158,6 +158,9 @@ def bind_length(
                 f"this fit's length, or `clock.total = {bound}` to keep the run's length. "
                 f"Received: total={bound}, {figures}"
             )
+    for hp in _hyperparameters(model):  # each length its word takes, before any step
+        if hp._uses_total and hp.clock.total is not None:
+            bind_total(hp.schedule, hp.clock.total)
 
 
 def _hyperparameters(model: Any) -> list[Any]:
