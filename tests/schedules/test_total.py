@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import keras
 import numpy as np
@@ -197,7 +198,9 @@ def _torch_compiled(function, steps):
         return function(steps)
     import torch
 
-    return torch.compile(function)(keras.ops.convert_to_tensor(steps))
+    with warnings.catch_warnings():  # torch.compile's own import of a deprecated name
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        return torch.compile(function)(keras.ops.convert_to_tensor(steps))
 
 
 def test_boundaries_of_total_are_ordered_where_the_length_is_bound() -> None:
