@@ -299,6 +299,26 @@ def test_bind_total_folds_each_length_as_python_does() -> None:
         bind_total(total, 0)
 
 
+def test_a_total_that_makes_a_length_its_word_refuses_is_refused_naming_both() -> None:
+    # `total - 200` at 100 is -100 steps: refused where it is set, not read as 0
+    clock = hs.Clock(total=1000)
+    hp = hs.Hyperparameter("cosine(1e-3, steps=total - 200)", clock=clock)
+    by_hand = hs.parse("cosine(1e-3, steps=800)")
+    assert _bits(hp.at(5.0)) == _bits(by_hand(5.0))
+    refusal = (
+        r"`cosine\(0.001, steps=total - 200.0\)` with the run's length `total` = 100: "
+        r"`cosine\(steps=...\)` must be a positive number of steps. Received: steps=-100.0. "
+        r"Bind a longer run \(`clock.total = n`.*max\(total - 200, 1\).*Received: total=100"
+    )
+    with pytest.raises(ValueError, match=refusal):
+        clock.total = 100
+    assert clock.total == 1000 and _bits(hp.at(5.0)) == _bits(by_hand(5.0))  # unchanged
+    with pytest.raises(ValueError, match=refusal):  # a clock bound before: at the first read
+        hs.Hyperparameter("cosine(1e-3, steps=total - 200)", clock=hs.Clock(total=100)).at(3)
+    with pytest.raises(ValueError, match=refusal):
+        bind_total(hs.parse("cosine(1e-3, steps=total - 200)"), 100)
+
+
 def test_changing_total_changes_the_values_read_without_a_new_schedule() -> None:
     clock = hs.Clock(total=100)
     hp = hs.Hyperparameter("cosine(1.0, steps=total)", clock=clock)
