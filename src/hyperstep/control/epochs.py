@@ -47,6 +47,12 @@ class FitFollower:
         """The names of saved state loaded that no object reads yet (none by default)."""
         return []
 
+    def check_total(self, total: int | None) -> None:
+        """Raise where a length of the schedule is one its word refuses with the run's length
+        ``total`` (``cosine(1e-3, steps=total - 200)`` at 100: -100 steps), naming both."""
+        if total is not None and self._uses_total:
+            bind_total(self.schedule, total)
+
 
 def install() -> None:
     """Follow every ``model.fit``'s epochs from now on: register :func:`fit_began` and
@@ -159,8 +165,7 @@ def bind_length(
                 f"Received: total={bound}, {figures}"
             )
     for hp in _hyperparameters(model):  # each length its word takes, before any step
-        if hp._uses_total and hp.clock.total is not None:
-            bind_total(hp.schedule, hp.clock.total)
+        hp.check_total(hp.clock.total)
 
 
 def _hyperparameters(model: Any) -> list[Any]:

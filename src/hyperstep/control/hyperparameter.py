@@ -38,7 +38,6 @@ from hyperstep.schedules.expressions import (
     Constant,
     as_schedule,
     bind_epochs,
-    bind_total,
     uses_epoch,
     uses_total,
 )
@@ -291,12 +290,6 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
                 self.check_total(self.clock.total)
                 self.clock.total_readers.add(self)
         return found[2]
-
-    def check_total(self, total: int | None) -> None:
-        """Raise where a length of the schedule is one its word refuses with the run's length
-        ``total`` (``cosine(1e-3, steps=total - 200)`` at 100: -100 steps), naming both."""
-        if total is not None and self._uses_total:
-            bind_total(self.schedule, total)
 
     def _epoch_key(self) -> tuple[Any, ...] | None:
         """Where fit's current epoch sits on the clock, as Python numbers (host tables)."""

@@ -46,10 +46,20 @@ class LengthNode:
 
     #: whether this node is a length (set by each node from :func:`is_length`)
     length_expression: bool = False
+    #: the number a tree of constants computes, folded in float64 (see :func:`folded`)
+    _fold: float | None = None
 
     def length_value(self) -> Any:
         """This length as a ``WIDE`` scalar tensor (:func:`length_value`)."""
         return length_value(self)  # type: ignore[arg-type]
+
+    def value(self, step: Any) -> Any:
+        """The folded number, the length (as Python folds the number), else :meth:`computed`."""
+        if self._fold is not None:
+            return _constant(self._fold).value(step)
+        if self.length_expression:  # `0.9 * total`: as Python folds the number
+            return _length_at(self, step)  # type: ignore[arg-type]
+        return self.computed(step)  # type: ignore[attr-defined]  # an operation's value
 
 
 # ---- leaves ----------------------------------------------------------------------------
@@ -203,9 +213,6 @@ class Total(LengthNode, Schedule):
 
     def __init__(self, clock: Any = None) -> None:
         self.clock = clock
-
-    def value(self, step: Any) -> Any:
-        return _length_at(self, step)
 
     def length(self) -> Any:
         """``total`` as a float64 scalar tensor (read in :func:`length_value`)."""
@@ -467,11 +474,7 @@ class BinaryOp(LengthNode, Schedule):
         )
         self.length_expression = is_length(self)
 
-    def value(self, step: Any) -> Any:
-        if self._fold is not None:
-            return _constant(self._fold).value(step)
-        if self.length_expression:  # `0.9 * total`: as Python folds the number
-            return _length_at(self, step)
+    def computed(self, step: Any) -> Any:
         return _BINARY[self.op][1](self.left.value(step), self.right.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -555,11 +558,7 @@ class Negate(LengthNode, Schedule):
         self._fold = _fold_with(lambda a: -a, [self.operand])
         self.length_expression = is_length(self)
 
-    def value(self, step: Any) -> Any:
-        if self._fold is not None:
-            return _constant(self._fold).value(step)
-        if self.length_expression:
-            return _length_at(self, step)
+    def computed(self, step: Any) -> Any:
         return ops.negative(self.operand.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -640,11 +639,7 @@ class Function(LengthNode, Schedule):
         )
         self.length_expression = is_length(self)
 
-    def value(self, step: Any) -> Any:
-        if self._fold is not None:
-            return _constant(self._fold).value(step)
-        if self.length_expression:
-            return _length_at(self, step)
+    def computed(self, step: Any) -> Any:
         return FUNCTIONS[self.name][1](*(a.value(step) for a in self.args))
 
     def arguments(self) -> dict[str, Any]:
