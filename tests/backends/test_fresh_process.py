@@ -94,7 +94,9 @@ print("RESULT " + json.dumps([
 """
 
 
-@pytest.mark.parametrize("order", ["keras-first", "hyperstep-first"])
+@pytest.mark.parametrize(  # keras first in `make test-slow`
+    "order", [pytest.param("keras-first", marks=pytest.mark.slow), "hyperstep-first"]
+)
 def test_configs_deserialize_in_a_fresh_process_in_either_import_order(order: str) -> None:
     optimizers = [
         hs.scheduled(keras.optimizers.AdamW(), learning_rate="cosine(0.1, steps=10)"),

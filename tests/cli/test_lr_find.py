@@ -202,6 +202,7 @@ def test_output_is_plain_when_stdout_is_not_a_terminal(
     assert out.splitlines()[0].startswith("suggestion: ")
 
 
+@pytest.mark.slow
 def test_json_in_a_fresh_process_has_every_rule_and_the_noisy_curve_warning(
     target: Path,
 ) -> None:

@@ -163,7 +163,9 @@ def arrays_only():  # (model, x): no targets
 """
 
 
-@pytest.mark.parametrize("command", ["doctor", "lr-find"])
+@pytest.mark.parametrize(  # the doctor (the same message, reused) in `make test-slow`
+    "command", [pytest.param("doctor", marks=pytest.mark.slow), "lr-find"]
+)
 def test_an_uncompiled_model_or_missing_targets_name_the_fix_the_same_way(
     command: str, tmp_path: Path
 ) -> None:

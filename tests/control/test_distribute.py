@@ -1,5 +1,6 @@
-"""Units of hyperstep.control.distribute: ``check_reduce``, ``num_workers``, ``scope_of`` and
-``reduce_metric`` on one device (several replicas and workers: tests/distribute)."""
+"""Units of hyperstep.control.distribute (``check_reduce``, ``reduce_metric``) and the
+strategy helpers of hyperstep.backends.steering it reduces with, on one device (several
+replicas and workers: tests/distribute)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from hyperstep.control.distribute import (
-    REDUCTIONS,
-    check_reduce,
-    num_workers,
-    reduce_metric,
-    scope_of,
-    strategy_of,
-)
+from hyperstep.backends.steering import strategy_scope as scope_of
+from hyperstep.backends.steering import tensorflow_strategy as strategy_of
+from hyperstep.backends.steering import tensorflow_workers as num_workers
+from hyperstep.control.distribute import REDUCTIONS, check_reduce, reduce_metric
 from hyperstep.errors import InvalidArgumentError
 
 

@@ -145,6 +145,7 @@ def test_torch_run_steered_from_the_cli_stops_learning_and_replays_bitwise(
     steer_and_replay("torch", tmp_path)
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumed_from_its_backup_applies_the_command_once(tmp_path: Path) -> None:
     """Killed (SIGKILL) after its backup saved a checkpoint that holds the command;
     the resumed run does not apply it again and ends at the weights it froze at."""

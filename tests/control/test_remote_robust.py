@@ -377,17 +377,20 @@ def test_replay_parses_only_the_hyperparameters_a_command_changed(tmp_path: Path
     np.testing.assert_array_equal(_replayed(schedules["learning_rate"], 8), seen)
 
 
-def test_replay_has_no_length_limit_for_a_3000_piece_schedule(tmp_path: Path) -> None:
+def test_replay_has_no_length_limit_for_a_schedule_longer_than_the_parser_takes(
+    tmp_path: Path,
+) -> None:
     from hyperstep.schedules import piecewise
+    from hyperstep.schedules.language import MAX_LENGTH
 
-    values = [0.1 - k * 1e-5 for k in range(3000)]
-    long = piecewise(list(range(1, 3000)), values)  # its repr: 43,566 characters
+    values = [0.1 - k * 1e-5 for k in range(800)]
+    long = piecewise(list(range(1, 800)), values)  # its repr: 14,616 characters
     plan = {
         3: {"verb": "scale", "values": {"learning_rate": 0.5}},
         6: {"verb": "schedule", "values": {"learning_rate": "0.01"}},
     }
     seen, schedules = _steered_loop(tmp_path, plan, 9, long)
-    assert len(repr(long)) > 40_000
+    assert len(repr(long)) > MAX_LENGTH
     expected = [*values[:3], *(np.float32(v) * np.float32(0.5) for v in values[3:6])]
     np.testing.assert_array_equal(seen, np.float32([*expected, 0.005, 0.005, 0.005]))
     np.testing.assert_array_equal(_replayed(schedules["learning_rate"], 9), seen)

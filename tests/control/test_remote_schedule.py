@@ -109,7 +109,9 @@ def _float64_run(given: dict[str, str], plan: dict[int, dict[str, Any]], directo
 
 
 @pytest.mark.backend("tensorflow", "jax", "torch")
-@pytest.mark.parametrize("beta_1", ["0.9", "linear(0.85, 0.95, steps=100)"])
+@pytest.mark.parametrize(  # a scheduled beta_1 in `make test-slow`
+    "beta_1", ["0.9", pytest.param("linear(0.85, 0.95, steps=100)", marks=pytest.mark.slow)]
+)
 def test_replay_of_python_number_hyperparameters_is_bitwise_the_controlled_run(
     beta_1: str, tmp_path: Path
 ) -> None:
@@ -239,6 +241,7 @@ def lines_path(tmp_path: Path) -> Path:
     return tmp_path / "run" / "journal.jsonl"
 
 
+@pytest.mark.slow
 @pytest.mark.backend("tensorflow", "jax", "torch")
 def test_replay_of_a_cooldown_of_every_shape_is_bitwise(tmp_path: Path) -> None:
     # cooldowns of 10 steps (a divisor with no exact reciprocal: in a TensorFlow graph
@@ -394,6 +397,7 @@ def test_commands_under_torch_compile_reach_the_compiled_step_without_a_recompil
     np.testing.assert_allclose(controlled, eager, rtol=1e-5, atol=1e-8)
 
 
+@pytest.mark.slow
 @pytest.mark.backend("tensorflow", "jax")
 def test_a_remote_joining_a_later_fit_through_a_loss_scale_optimizer_drives_the_table(
     tmp_path: Path,
@@ -434,6 +438,7 @@ def test_a_remote_joining_a_later_fit_through_a_loss_scale_optimizer_drives_the_
     np.testing.assert_array_equal(steered, stopped)
 
 
+@pytest.mark.slow
 def test_a_tf_checkpoint_of_an_armed_run_resumes_bitwise_with_its_command_applied_once(
     tmp_path: Path,
 ) -> None:

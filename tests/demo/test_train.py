@@ -191,6 +191,7 @@ def test_a_finished_run_is_reported_not_retrained_and_other_arguments_are_refuse
     assert "'epochs': 2" in printed and "'epochs': 3" in printed and "--fresh" in printed
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_a_consistent_run_that_resumes_to_identical_results(
     assert_same_run: Any, finished: tuple[Path, str], tmp_path: Path
 ) -> None:

@@ -121,7 +121,8 @@ def test_update_rejects_an_unknown_reduction():
 def test_without_a_strategy_the_metric_is_used_as_given():
     import tensorflow as tf
 
-    from hyperstep.control.distribute import num_workers, reduce_metric
+    from hyperstep.backends.steering import tensorflow_workers as num_workers
+    from hyperstep.control.distribute import reduce_metric
 
     assert reduce_metric(0.5, "sum") == 0.5
     assert reduce_metric(0.5, None) == 0.5

@@ -41,6 +41,7 @@ def test_resnet50_has_no_findings(resnet50):
     assert diagnosis.variables == len(resnet50.variables)
 
 
+@pytest.mark.slow
 @BIG
 def test_mobilenet_v2_has_no_findings():
     model = keras.applications.MobileNetV2(

@@ -97,7 +97,9 @@ def assert_close(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("memory_efficient", [False, True])
+# memory_efficient=True in `make test-slow` (the operations test below runs it with the
+# settings on the default path)
+@pytest.mark.parametrize("memory_efficient", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_schedule_free_adamw_matches_the_reference_with_algoperf_settings(memory_efficient):
     y, x, _ = run_ours(hs.rules.ScheduleFreeAdamWRule(memory_efficient=memory_efficient), ALGOPERF)
     ref_y, ref_x = run_reference(schedulefree.AdamWScheduleFreeReference, torch_settings(ALGOPERF))
@@ -106,8 +108,12 @@ def test_schedule_free_adamw_matches_the_reference_with_algoperf_settings(memory
     assert not np.allclose(x[0], y[0], rtol=1e-3)  # the swap moved something
 
 
-@pytest.mark.parametrize("memory_efficient", [False, True])
-@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize(
+    ("memory_efficient", "fused"),
+    # the two mixed cells in `make test-slow`
+    [(False, False), (True, True)]
+    + [pytest.param(*cell, marks=pytest.mark.slow) for cell in [(False, True), (True, False)]],
+)
 def test_schedule_free_adamw_operations_and_kernel_match_the_reference(memory_efficient, fused):
     # TensorFlow: z and the second moment in one ResourceApplyAdam pass (the default there),
     # or the rule's own operations (fused=False, as on the other backends)
@@ -290,6 +296,7 @@ def test_keras_schedule_free_adamw_departs_from_the_reference():
     assert departure(keras_y, ref_y) > 1e-3
 
 
+@pytest.mark.slow
 def test_averaged_weights_callback_saves_and_predicts_with_x(tmp_path):
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     model.set_weights([W0, B0])

@@ -110,7 +110,9 @@ def test_checkpoint_restores_the_complete_state_and_continues_exactly(tmp_path) 
         assert result[key] == expected[key]
 
 
-@pytest.mark.parametrize("apply", ["override", "scale"])
+@pytest.mark.parametrize(  # scale in `make test-slow`
+    "apply", ["override", pytest.param("scale", marks=pytest.mark.slow)]
+)
 def test_exploit_restores_the_source_and_explore_needs_no_rebuild_or_retrace(
     tmp_path, apply
 ) -> None:
@@ -141,6 +143,7 @@ def test_exploit_restores_the_source_and_explore_needs_no_rebuild_or_retrace(
     assert result["step"] == 2 * STEPS_PER_EPOCH and result["training_iteration"] == 2
 
 
+@pytest.mark.slow
 def test_a_new_trial_on_a_reused_actor_starts_from_a_fresh_build() -> None:
     member = _member()
     member.train()

@@ -172,14 +172,19 @@ class LogHyperparameters(keras.callbacks.Callback):
                 + [_cell(v) for k, v in row.items() if k != "step"]
             )
         if self.log_dir is not None:
-            import tensorflow as tf
-
-            if self._tf_writer is None:
-                self._tf_writer = tf.summary.create_file_writer(os.fspath(self.log_dir))
-            with self._tf_writer.as_default():
-                for name in self.hyperparameters:
-                    tf.summary.scalar(name, row[name], step=row["step"])
+            for name in self.hyperparameters:
+                self._scalar(name, row[name], int(row["step"]))
         return row
+
+    def _scalar(self, name: str, value: float, step: int) -> None:
+        """Write TensorBoard's scalar ``name`` at ``step`` into ``log_dir``."""
+        import tensorflow as tf
+
+        if self._tf_writer is None:
+            assert self.log_dir is not None
+            self._tf_writer = tf.summary.create_file_writer(os.fspath(self.log_dir))
+        with self._tf_writer.as_default():
+            tf.summary.scalar(name, value, step=step)
 
     def _read_fields(self) -> Any:
         """Every logged hyperparameter's fields (``override`` nan when not set), stacked:
@@ -244,13 +249,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         #: to TensorBoard as the scalar ``total`` at the fit's first step
         self.total = self.clock.total
         if self.total is not None and self.log_dir is not None:
-            import tensorflow as tf
-
-            if self._tf_writer is None:
-                self._tf_writer = tf.summary.create_file_writer(os.fspath(self.log_dir))
-            with self._tf_writer.as_default():
-                step = int(ops.convert_to_numpy(self.clock.step))
-                tf.summary.scalar("total", self.total, step=step)
+            self._scalar("total", self.total, int(ops.convert_to_numpy(self.clock.step)))
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch = epoch

@@ -165,7 +165,7 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         self.eps = _non_negative("eps", eps)
         self.patience = _non_negative_int("patience", patience)
         self.cooldown = _non_negative_int("cooldown", cooldown)
-        _check_compat(compat, mode, self.min_delta, self.rtol, self.min_value)
+        _check_compat(compat, self.min_delta, self.rtol, self.min_value)
         self.monitor, self.factor, self.mode, self.compat = monitor, float(factor), mode, compat
         self.name, self.verbose = name, verbose
         # fit's progress: the epoch running and the last one decided by on_test_end
@@ -401,9 +401,7 @@ def _non_negative_int(name: str, value: Any) -> int:
     return int(value)
 
 
-def _check_compat(
-    compat: str | None, mode: str, min_delta: float, rtol: float, min_value: float
-) -> None:
+def _check_compat(compat: str | None, min_delta: float, rtol: float, min_value: float) -> None:
     if compat == "keras" and rtol > 0.0:
         raise InvalidArgumentError(
             "Keras's ReduceLROnPlateau has only an absolute threshold: with compat='keras' use "
@@ -416,8 +414,6 @@ def _check_compat(
             f"Received: rtol={rtol}, min_delta={min_delta}"
         )
     if compat == "optax":
-        if mode == "max":
-            raise _optax_max_error("", mode)
         if rtol == 0.0 and min_delta == 0.0:
             raise InvalidArgumentError(
                 "optax's reduce_on_plateau needs rtol > 0 or min_delta (atol) > 0. "
@@ -431,10 +427,9 @@ def _check_compat(
 
 
 def _optax_max_error(monitor: str, mode: str) -> InvalidArgumentError:
-    what = f" monitor={monitor!r} is maximised;" if monitor else ""
     return InvalidArgumentError(
-        "optax's reduce_on_plateau minimises only:" + what + " with compat='optax' negate the "
-        f"metric and use mode='min'. {received('mode', mode)}"
+        f"optax's reduce_on_plateau minimises only: monitor={monitor!r} is maximised; with "
+        f"compat='optax' negate the metric and use mode='min'. {received('mode', mode)}"
     )
 
 

@@ -21,8 +21,8 @@ from hyperstep.control import value_forms
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import controlled_hyperparameter
 from hyperstep.errors import InvalidArgumentError, received
-from hyperstep.schedules.base import Schedule, check_number
-from hyperstep.schedules.checks import check_choice, check_steps
+from hyperstep.schedules.base import check_number
+from hyperstep.schedules.checks import check_choice, check_positive, check_steps
 from hyperstep.schedules.wsd import DECAY_TYPES
 
 __all__ = ["Cooldown", "StartCooldown"]
@@ -139,12 +139,6 @@ class Cooldown:
         """The state variables, start and form (also in ``hyperparameter.variables``)."""
         return [self._start, self._form]
 
-    def apply(self, schedule: Schedule, base: Any, step: Any) -> Any:
-        """``base`` (the schedule's values at ``step``) with the cooldown applied from its
-        start (:func:`hyperstep.control.value_forms.cooled`)."""
-        state = self.target.value_state._replace(schedule=schedule)
-        return value_forms.cooled(state, base, step)
-
     def __repr__(self) -> str:
         return (
             f"Cooldown({self.target.name!r}, steps={self.steps}, shape={self.shape!r}, "
@@ -217,12 +211,7 @@ class StartCooldown(keras.callbacks.Callback):
                     f"`StartCooldown({key}=...)` must be an integer >= 0. {received(key, value)}"
                 )
         if after_seconds is not None:
-            after_seconds = check_number("StartCooldown", "after_seconds", after_seconds)
-            if after_seconds <= 0:
-                raise InvalidArgumentError(
-                    "`StartCooldown(after_seconds=...)` must be > 0. "
-                    f"{received('after_seconds', after_seconds)}"
-                )
+            after_seconds = check_positive("StartCooldown", "after_seconds", after_seconds)
         self.cooldown = cooldown
         self.at_step, self.at_epoch, self.after_seconds = at_step, at_epoch, after_seconds
         self.when_file = None if when_file is None else os.fspath(when_file)

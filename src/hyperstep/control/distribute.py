@@ -29,19 +29,13 @@ require_tensorflow("hyperstep.control.distribute (reducing metrics under tf.dist
 
 import tensorflow as tf  # noqa: E402
 
-from hyperstep.backends.steering import strategy_scope as scope_of  # noqa: E402
-from hyperstep.backends.steering import tensorflow_strategy as strategy_of  # noqa: E402
-from hyperstep.backends.steering import tensorflow_worker_sum  # noqa: E402
-from hyperstep.backends.steering import tensorflow_workers as num_workers  # noqa: E402
+from hyperstep.backends.steering import (  # noqa: E402
+    tensorflow_strategy,
+    tensorflow_worker_sum,
+    tensorflow_workers,
+)
 
-__all__ = [
-    "REDUCTIONS",
-    "check_reduce",
-    "num_workers",
-    "reduce_metric",
-    "scope_of",
-    "strategy_of",
-]
+__all__ = ["REDUCTIONS", "check_reduce", "reduce_metric"]
 
 #: The accepted ``reduce`` arguments; ``None`` keeps each replica's own value.
 REDUCTIONS = ("mean", "sum", None)
@@ -99,7 +93,7 @@ def reduce_metric(value: Any, reduce: str | None = "mean", variable: Any = None)
     context = tf.distribute.get_replica_context()
     if context is not None and context.num_replicas_in_sync > 1:  # inside strategy.run
         return context.all_reduce(op, _scalar(value))
-    strategy = strategy_of(variable)
+    strategy = tensorflow_strategy(variable)
     if distributed:
         if strategy is None:
             raise InvalidArgumentError(
@@ -109,10 +103,10 @@ def reduce_metric(value: Any, reduce: str | None = "mean", variable: Any = None)
                 f"{received('value', value)}"
             )
         return strategy.reduce(op, value, axis=None)
-    if strategy is None or num_workers(strategy) == 1:
+    if strategy is None or tensorflow_workers(strategy) == 1:
         return value
     total = tensorflow_worker_sum(strategy)(_scalar(value))
-    return total / float(num_workers(strategy)) if reduce == "mean" else total
+    return total / float(tensorflow_workers(strategy)) if reduce == "mean" else total
 
 
 def _scalar(value: Any) -> Any:

@@ -65,8 +65,6 @@ def install() -> None:
 def optimizer_clock(model: Any) -> Clock | None:
     """The clock of ``model.optimizer`` (or of the optimizer it wraps), or None."""
     optimizer = getattr(model, "optimizer", None)
-    if optimizer is None:
-        return None
     clock = getattr(optimizer, "clock", None)  # a wrapper's own (hs.SkipNonFinite's is its inner's)
     if isinstance(clock, Clock):
         return clock
@@ -98,10 +96,15 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
     own = optimizer_clock(model)
     moved = False
     for layer in layers_of(model) if model is not None else []:
-        if own is not None and _follows(layer, own):
+        # a hyperparameter created without a clock, on a clock no optimizer advances
+        if not isinstance(layer, FitFollower) or not layer.follows_optimizer:
+            continue
+        if claimed(layer.clock):
+            continue
+        if own is not None and layer.clock is not own:  # it reads the optimizer's clock
             layer.clock = own
             moved = True
-        elif own is None and _stands_still(layer):
+        elif own is None and not isinstance(layer.schedule, Constant):  # it stands still
             warnings.warn(
                 f"Hyperparameter {layer.name!r} is read in the model, but nothing advances "
                 f"its clock: the model's optimizer ({type(model.optimizer).__name__}) has no "
@@ -139,7 +142,7 @@ def bind_length(
     """At ``fit``'s start: each clock's ``total`` becomes fit's ``length`` (``epochs`` x steps
     per epoch) unless the user set it; refused where a schedule reads ``total`` and the length
     is unknown, or differs from one an earlier ``fit`` bound (or a checkpoint restored)."""
-    readers = {id(hp.clock) for hp in _hyperparameters(model) if hp._uses_total}
+    readers = {id(hp.clock) for _, hp in _hyperparameters(model) if hp._uses_total}
     figures = f"epochs={(params or {}).get('epochs')}, steps={(params or {}).get('steps')}"
     for clock in clocks:
         bound, reads = clock.total, id(clock) in readers
@@ -168,21 +171,9 @@ def bind_length(
         hp.check_total(hp.clock.total)
 
 
-def _hyperparameters(model: Any) -> list[Any]:
-    """The hyperparameters ``model`` reads: its optimizers' and its layers'."""
-    found: dict[int, Any] = {}
-    for optimizer in hyperstep_optimizers(getattr(model, "optimizer", None)):
-        for hp in optimizer.hyperparameters.values():
-            found.setdefault(id(hp), hp)
-    for layer in layers_of(model) if model is not None else []:
-        if isinstance(layer, FitFollower):
-            found.setdefault(id(layer), layer)
-    return list(found.values())
-
-
-def warn_unread(model: Any) -> None:
-    """One warning per hyperparameter naming the saved state no object reads (loaded, but the
-    controller that owns it was not built again), at the first ``fit`` that finds it."""
+def _hyperparameters(model: Any) -> list[tuple[str, Any]]:
+    """``(name, hyperparameter)`` of each one ``model`` reads, once: its optimizers' (by
+    key) and its layers'."""
     found: dict[int, tuple[str, Any]] = {}
     for optimizer in hyperstep_optimizers(getattr(model, "optimizer", None)):
         for key, hp in optimizer.hyperparameters.items():
@@ -190,7 +181,13 @@ def warn_unread(model: Any) -> None:
     for layer in layers_of(model) if model is not None else []:
         if isinstance(layer, FitFollower):
             found.setdefault(id(layer), (layer.name, layer))
-    for key, hp in found.values():
+    return list(found.values())
+
+
+def warn_unread(model: Any) -> None:
+    """One warning per hyperparameter naming the saved state no object reads (loaded, but the
+    controller that owns it was not built again), at the first ``fit`` that finds it."""
+    for key, hp in _hyperparameters(model):
         unread = hp.unread_state()
         if not unread or getattr(hp, "_hs_warned_unread", None) == unread:
             continue
@@ -210,22 +207,6 @@ def epoch_began(model: Any, epoch: int, extra: Iterable[Clock] = ()) -> None:
     """At each of fit's epochs: every clock starts epoch ``epoch`` at its current step."""
     for clock in clocks_of(model, extra):
         clock.begin_epoch(int(epoch))
-
-
-def _stands_still(layer: Any) -> bool:
-    """Whether ``layer`` is a hyperparameter created without a clock, on a clock nobody
-    advances, whose schedule moves."""
-    if not isinstance(layer, FitFollower) or not layer.follows_optimizer:
-        return False
-    return not claimed(layer.clock) and not isinstance(layer.schedule, Constant)
-
-
-def _follows(layer: Any, clock: Clock) -> bool:
-    """Whether ``layer`` is a hyperparameter created without a clock whose own clock no
-    optimizer advances: it then reads ``clock`` (the model's optimizer's)."""
-    if not isinstance(layer, FitFollower) or not layer.follows_optimizer:
-        return False
-    return layer.clock is not clock and not claimed(layer.clock)
 
 
 class FollowEpochs(keras.callbacks.Callback):

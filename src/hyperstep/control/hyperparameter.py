@@ -332,9 +332,6 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
             self._armed = value_forms.new_table(self, int(steps))
         return self._armed
 
-    def _armed_variables(self) -> list[Any]:
-        return [] if self._armed is None else list(self._armed)
-
     @property
     def is_set(self) -> Any:
         """Whether an override is set (a bool tensor): ``not isnan(override)``."""
@@ -429,16 +426,13 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
         ``override`` is nan when no override is set. Call it eagerly (not in a graph).
         """
         with self._held():
-            return self._read()
-
-    def _read(self) -> dict[str, float]:
-        step = self.clock.step.value
-        return {
-            "value": float(self.at(step)),
-            "schedule": float(self.base_at(step)),
-            "scale": float(ops.convert_to_numpy(self.scale)),  # float() fails on a mirrored one
-            "override": float(ops.convert_to_numpy(self.override)),
-        }
+            step = self.clock.step.value
+            return {
+                "value": float(self.at(step)),
+                "schedule": float(self.base_at(step)),
+                "scale": float(ops.convert_to_numpy(self.scale)),  # float() fails on a mirrored one
+                "override": float(ops.convert_to_numpy(self.override)),
+            }
 
     # ---- state --------------------------------------------------------------------------
     def add_state(self, name: str, initial: float, dtype: str = "float32") -> Any:
@@ -525,7 +519,7 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
         ``override`` and the cooldown's (not a controller's state, which only its callback
         reads). Every one exists from the hyperparameter's creation; a JAX optimizer carries
         exactly these through its jitted step (and the table, once armed: :meth:`arm`)."""
-        return [*self._clock_variables(), *self._step_state(), *self._armed_variables()]
+        return [*self._clock_variables(), *self._step_state(), *(self._armed or ())]
 
     def save_own_variables(self, store: Any) -> None:
         for variable in self._own_variables():

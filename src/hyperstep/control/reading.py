@@ -39,7 +39,7 @@ def collect(hyperparameters: Any, owner: str = "LogHyperparameters") -> dict[str
     source = getattr(
         wrapped.hyperstep_optimizer(hyperparameters), "hyperparameters", hyperparameters
     )
-    if _is_hyperparameter(source):
+    if isinstance(source, Hyperparameter):
         source = [source]
     if isinstance(source, Mapping):
         items = [(str(key), value) for key, value in source.items()]
@@ -53,7 +53,7 @@ def collect(hyperparameters: Any, owner: str = "LogHyperparameters") -> dict[str
         )
     found: dict[str, Any] = {}
     for name, value in items:
-        if not _is_hyperparameter(value):
+        if not isinstance(value, Hyperparameter):
             raise InvalidTypeError(
                 f"`{owner}(hyperparameters=...)` must hold hs.Hyperparameter objects. "
                 f"Received: {name}={value!r}"
@@ -188,7 +188,3 @@ def _trained_learning_rate(optimizer: Any) -> float | None:
 
 follow_fit(_forget_epoch_values, _forget_epoch_values)
 follow_epoch_ends(_epoch_ends, _trained_learning_rate)
-
-
-def _is_hyperparameter(value: Any) -> bool:
-    return isinstance(value, Hyperparameter)

@@ -51,6 +51,7 @@ from hyperstep.control.directory import (
 from hyperstep.control.reading import collect
 from hyperstep.control.value_forms import read_clock
 from hyperstep.control.verbs import Track, cooled, names_of, pieces_of, replay
+from hyperstep.control.wrapped import every_optimizer, hyperstep_optimizer
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule
 
@@ -75,13 +76,10 @@ class Remote(keras.callbacks.Callback):
     ``directory/status.json`` (``hyperstep show`` prints it). Each verb (``set``, ``scale``,
     ``clear``, ``schedule``, ``cooldown``, ``stop``; any with ``--at STEP``) is a row of
     :data:`hyperstep.control.verbs.VERBS`: the Remote applies its fold, what :meth:`replay`
-    folds over the journal, and writes what changed by ``assign`` (nothing retraces). A
-    traced step (TensorFlow, JAX) keeps the schedule it was traced with, so a replaced
-    schedule is driven: its value at each step (computed as the step computes it) times
-    ``scale`` is written into the override the step reads, or, under ``fit`` with
-    ``steps_per_execution = k > 1``, into a table of ``k`` values armed before the step is
-    traced (:meth:`hyperstep.Hyperparameter.arm`). Names are the optimizer's hyperparameter
-    keys (a group's as ``group/name``) and those given as ``hyperparameters``.
+    folds over the journal, and writes what changed by ``assign`` (nothing retraces; a
+    schedule replaced under a traced step is driven through the override it reads,
+    :meth:`hyperstep.Hyperparameter.arm`). Names are the optimizer's hyperparameter keys (a
+    group's as ``group/name``) and those given as ``hyperparameters``.
 
     Every command, applied or refused, is a line of ``directory/journal.jsonl``; nothing in
     the directory raises out of :meth:`poll`. The last command applied is a state variable
@@ -167,7 +165,8 @@ class Remote(keras.callbacks.Callback):
     # ---- binding --------------------------------------------------------------------------
     def set_model(self, model: Any) -> None:
         super().set_model(model)
-        optimizer, found = _optimizer_hyperparameters(model)
+        optimizer = hyperstep_optimizer(getattr(model, "optimizer", None))
+        found = dict(getattr(optimizer, "hyperparameters", None) or {})
         self._exact = {name for name in found if exact_form(name, optimizer)}
         self._bind(found)
         self._own_state()  # before fit reads what a checkpoint restored
@@ -451,7 +450,7 @@ class Remote(keras.callbacks.Callback):
         names = names_of(command)
         step = self._step()
         before = {n: _host_value(self.hyperparameters[n], step) for n in names}
-        traced = self._mode() == "override"  # a replaced schedule driven in float32
+        traced = not untraced(getattr(self, "_model", None))  # driven in float32
         meaning = verbs.meaning(command, self.hyperparameters, self._held, step, traced)
         states = {n: self._track(n) for n in names}
         for name in names:
@@ -517,28 +516,19 @@ class Remote(keras.callbacks.Callback):
         """Replace ``name``'s schedule by ``new`` from ``step`` on (see the class docstring)."""
         hp = self.hyperparameters[name]
         new = read_clock(new, hp.clock)  # its `total`: the live run's (the clock's variable)
-        mode = self._mode()
         old = hp.value_state.schedule
         found = self._replaced.get(name)
         if found is not None and found.since <= step:  # the pieces of the earlier one
             old = found.whole
         whole = new if step == 0 else pieces_of([(0, old), (step, new)])
         hp.schedule = whole  # what eager reads, plots and a later trace see
-        if mode == "schedule":  # eager torch: nothing traced, the schedule is enough
+        if untraced(getattr(self, "_model", None)):  # eager torch: the schedule is enough
             return
         dtype = str(ops.dtype(hp.clock.step))  # the clock's: the step's own cast
         replacement = Replacement(new, step, whole, dtype)
         if _int(hp.cooldown_start) >= 0:  # cooling already: the new schedule cools from there
             replacement.cool(_cooldown_of(hp.value_state))
         self._replaced[name] = replacement
-
-    def _mode(self) -> str:
-        """How a replaced schedule reaches the step: ``"override"`` (driven at every
-        boundary: the override, or an armed table of values) or ``"schedule"`` (eager
-        torch)."""
-        if untraced(getattr(self, "_model", None)):
-            return "schedule"
-        return "override"
 
     def _drive(self, names: Any = None) -> None:
         """Write each replaced schedule's value at this step, times ``scale``, into the
@@ -729,29 +719,12 @@ def _track(model: Any, hp: Any, variables: Any) -> None:
     """Put ``variables`` (``hp``'s table) among the variables of each optimizer that carries
     ``hp``'s state (JAX trains on ``optimizer.variables``: what the step reads must be
     there; a hyperparameter read in the model is in its non-trainable variables already)."""
-    optimizer: Any = getattr(model, "optimizer", None)
-    for _ in range(4):  # LossScaleOptimizer, SkipNonFinite: each one's list
-        tracker = getattr(optimizer, "_tracker", None)
+    for optimizer in every_optimizer(getattr(model, "optimizer", None)):
+        tracker = getattr(optimizer, "_tracker", None)  # a wrapper's list too
         if tracker is not None and tracker.is_in_store("variables", hp.scale):
             for variable in variables:
                 if not tracker.is_in_store("variables", variable):
                     optimizer._track_variable(variable)
-        optimizer = getattr(optimizer, "inner_optimizer", None)
-
-
-def _optimizer_hyperparameters(model: Any) -> tuple[Any, dict[str, Any]]:
-    """The optimizer holding the hyperparameters (inside Keras's and our wrappers) and them."""
-    optimizer = getattr(model, "optimizer", None)
-    for _ in range(4):  # LossScaleOptimizer, SkipNonFinite: the inner one's
-        found = getattr(optimizer, "hyperparameters", None)
-        if isinstance(found, dict):
-            return optimizer, dict(found)
-        optimizer = getattr(optimizer, "inner_optimizer", None)
-    return None, {}
-
-
-def _value(hp: Any) -> float:
-    return float(ops.convert_to_numpy(hp.value))
 
 
 def _host_value(hp: Any, step: int) -> float:
@@ -759,7 +732,7 @@ def _host_value(hp: Any, step: int) -> float:
         found = hp.host_float(step)
     except (TypeError, ValueError, HyperstepError):  # e.g. a mirrored variable's tensor
         found = None
-    return _value(hp) if found is None else float(np.float32(found))
+    return _float(hp.value) if found is None else float(np.float32(found))
 
 
 def _float(variable: Any) -> float:
@@ -777,7 +750,7 @@ def _describe(hp: Any) -> dict[str, Any]:
         "schedule": _repr(hp.value_state.schedule),
         "scale": _float(hp.scale),
         "override": None if math.isnan(override) else override,
-        "cooldown": None if start is None or start < 0 else start,
+        "cooldown": None if start < 0 else start,
     }
 
 
