@@ -167,7 +167,7 @@ def bind_length(
                 f"this fit's length, or `clock.total = {bound}` to keep the run's length. "
                 f"Received: total={bound}, {figures}"
             )
-    for hp in _hyperparameters(model):  # each length its word takes, before any step
+    for _, hp in _hyperparameters(model):  # each length its word takes, before any step
         hp.check_total(hp.clock.total)
 
 
