@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from hyperstep import parse
-from hyperstep.schedules.parse_names import vocabulary
+from hyperstep.schedules.language import vocabulary
 
 HERE = pathlib.Path(__file__).parent
 _spec = importlib.util.spec_from_file_location("read_paths_worker", HERE / "read_paths_worker.py")

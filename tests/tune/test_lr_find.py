@@ -1,10 +1,13 @@
 """``hs.find_lr``: the ramp, the state restored bitwise however the test ends, one trace,
-groups at their ratio, the data ``fit`` accepts, the progress bar and the errors."""
+groups at their ratio, the data ``fit`` accepts, the progress bar and the errors; and its
+units: ``plan`` for each kind of data, ``setter`` writing a learning rate where the train
+step reads it, and ``Snapshot`` putting back every variable."""
 
 from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,7 +17,9 @@ import pytest
 import tensorflow as tf
 
 import hyperstep as hs
+from hyperstep.errors import InvalidArgumentError, InvalidTypeError
 from hyperstep.tune.finding import ramp
+from hyperstep.tune.lr_find import Snapshot, plan, setter
 
 SAMPLES, BATCH = 100, 16  # 6 whole batches an epoch (the last 4 samples are cut)
 
@@ -356,3 +361,222 @@ def test_a_schedule_reading_total_reads_the_run_s_length_during_the_range_test()
     assert len(seen.found) == 20
     for step, value in seen.found:
         assert value.view(np.uint32) == np.float32(by_hand(step)).view(np.uint32), step
+
+
+def test_arrays_are_drawn_as_whole_batch_permutations_from_numpys_generator() -> None:
+    x = np.arange(10, dtype="float32")[:, None]
+    y = np.arange(10, dtype="float32") * 2
+    found = plan(x, y, batch_size=4, batches=5)  # 8 samples a pass, 20 needed: 3 passes
+    assert found.fit == {"batch_size": 4, "epochs": 1, "shuffle": False}
+    np.testing.assert_array_equal(found.first[0], x[:4])
+    np.random.seed(3)
+    xs, ys = found.data()
+    np.random.seed(3)
+    order = np.concatenate([np.random.permutation(10)[:8] for _ in range(3)])[:20]
+    np.testing.assert_array_equal(xs[:, 0], order.astype("float32"))
+    np.testing.assert_array_equal(ys, 2 * order.astype("float32"))
+    for start in range(0, 16, 8):  # each pass holds distinct samples
+        assert len(set(order[start : start + 8])) == 8
+
+
+def test_fewer_samples_than_a_batch_give_one_batch_of_all() -> None:
+    found = plan(np.ones((3, 2)), np.zeros(3), batch_size=32, batches=4)
+    assert found.fit["batch_size"] == 3
+    xs, _ = found.data()
+    assert xs.shape == (12, 2)
+
+
+def test_arrays_of_different_lengths_are_refused_with_their_sizes() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"Received: sizes \[5, 4\]"):
+        plan(np.ones((5, 2)), np.ones(4), batch_size=2, batches=3)
+
+
+def test_a_dataset_is_repeated_for_one_epoch_of_the_batches() -> None:
+    import tensorflow as tf
+
+    data = tf.data.Dataset.from_tensor_slices((np.arange(6.0), np.arange(6.0))).batch(4)
+    found = plan(data, None, batch_size=4, batches=5)
+    assert found.fit == {"steps_per_epoch": 5, "epochs": 1, "shuffle": False}
+    assert np.asarray(found.first[0]).tolist() == [0.0, 1.0, 2.0, 3.0]
+    x, y = found.data()
+    assert y is None and len(list(x.take(5))) == 5  # repeated past its 2 batches
+
+
+def test_a_generator_is_not_repeated_and_keeps_its_first_element() -> None:
+    batches = ((np.full((2, 1), float(i)), np.zeros(2)) for i in range(3))
+    found = plan(batches, None, batch_size=2, batches=10)
+    assert found.one_pass and found.fit == {"epochs": 1, "shuffle": False}
+    assert found.first[0][0, 0] == 0.0
+    x, _ = found.data()
+    assert [b[0][0, 0] for b in x] == [0.0, 1.0, 2.0]  # the first one too, once
+
+
+def test_a_py_dataset_runs_one_fit_epoch_per_pass() -> None:
+    class Three(keras.utils.PyDataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return np.full((2, 1), float(i)), np.zeros(2)
+
+    data = Three()
+    found = plan(data, None, batch_size=2, batches=7)
+    assert found.fit == {"epochs": 7, "shuffle": False}
+    assert found.first[0][0, 0] == 0.0 and found.data() == (data, None)
+
+
+def test_tensors_are_cut_to_whole_batches_and_shuffled_by_fit() -> None:
+    import tensorflow as tf
+
+    x, y = tf.range(10.0)[:, None], tf.range(10.0)
+    found = plan(x, y, batch_size=4, batches=6)
+    assert found.fit == {"epochs": 6, "shuffle": True, "batch_size": 4}
+    xs, ys = found.data()
+    assert xs.shape[0] == 8 and np.asarray(ys).tolist() == list(range(8))
+    assert np.asarray(found.first[1]).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.backend("torch")  # torch is there already (importing it in TensorFlow's: ~5 s)
+def test_a_torch_data_loader_runs_one_fit_epoch_per_pass() -> None:
+    import torch
+
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.arange(6.0)[:, None], torch.zeros(6)), batch_size=4
+    )
+    found = plan(loader, None, batch_size=4, batches=3)
+    assert found.fit == {"epochs": 3, "shuffle": False} and found.data() == (loader, None)
+    assert found.first[0][:, 0].tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def value(x) -> float:
+    return float(keras.ops.convert_to_numpy(x))
+
+
+class Multi(keras.optimizers.Optimizer):
+    """A MultiOptimizer's shape: sub-optimizers in ``optimizers``."""
+
+    def __init__(self, optimizers):
+        super().__init__(learning_rate=1.0)
+        self.optimizers = optimizers
+
+
+def test_a_plain_optimizer_gets_its_learning_rate_variable_set() -> None:
+    sgd = keras.optimizers.SGD(0.05)
+    found = setter(sgd, "learning_rate")
+    assert found.current == pytest.approx(0.05) and found.variables == []
+    found.set(0.3)
+    assert value(sgd.learning_rate) == pytest.approx(0.3)
+
+
+def test_through_a_loss_scale_wrapper_the_inner_optimizer_is_set() -> None:
+    inner = keras.optimizers.Adam(1e-3)
+    found = setter(keras.optimizers.LossScaleOptimizer(inner), "learning_rate")
+    found.set(0.25)
+    assert value(inner.learning_rate) == pytest.approx(0.25)
+
+
+def test_sub_optimizers_keep_their_ratio_to_the_first() -> None:
+    first, second = keras.optimizers.SGD(0.1), keras.optimizers.SGD(0.4)
+    found = setter(Multi([first, second]), "learning_rate")
+    assert found.current == pytest.approx(0.1)
+    found.set(0.5)
+    assert value(first.learning_rate) == pytest.approx(0.5)
+    assert value(second.learning_rate) == pytest.approx(0.5 * 0.4 / 0.1)
+    with pytest.raises(InvalidArgumentError, match=r"which is 0\.0\. Set a nonzero"):
+        setter(Multi([keras.optimizers.SGD(0.0), keras.optimizers.SGD(0.4)]), "learning_rate")
+
+
+def test_a_hyperstep_optimizer_overrides_the_main_value_and_scales_each_group() -> None:
+    optimizer = hs.scheduled(
+        keras.optimizers.SGD(),
+        learning_rate=0.2,
+        groups=[hs.Group("head", match="*head*", learning_rate=0.05)],
+    )
+    found = setter(optimizer, "learning_rate")
+    assert found.current == pytest.approx(0.2)
+    assert optimizer.clock.step in found.variables
+    found.set(0.8)
+    hyperparameters = optimizer.hyperparameters
+    assert value(hyperparameters["learning_rate"].value) == pytest.approx(0.8)
+    assert value(hyperparameters["head/learning_rate"].value) == pytest.approx(0.8 * 0.05 / 0.2)
+
+
+def test_a_hyperparameter_object_is_set_directly() -> None:
+    optimizer = hs.scheduled(keras.optimizers.SGD(), momentum=0.9)
+    momentum = optimizer.hyperparameters["momentum"]
+    found = setter(optimizer, momentum)
+    assert found.hyperparameter is momentum and found.current == pytest.approx(0.9)
+    found.set(0.5)
+    assert value(momentum.value) == pytest.approx(0.5)
+
+
+def test_bad_hyperparameters_are_refused_naming_them() -> None:
+    with pytest.raises(InvalidTypeError, match=r"Received: hyperparameter=3"):
+        setter(keras.optimizers.SGD(), 3)
+    with pytest.raises(InvalidArgumentError, match=r"plain Adam.*hyperparameter='beta_1'"):
+        setter(keras.optimizers.Adam(), "beta_1")
+    with pytest.raises(InvalidArgumentError, match=r"Valid: \[.*'learning_rate'.*='lr'"):
+        setter(hs.scheduled(keras.optimizers.SGD()), "lr")
+    decaying = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
+    with pytest.raises(InvalidArgumentError, match=r"Received: learning_rate=ExponentialDecay"):
+        setter(keras.optimizers.SGD(decaying), "learning_rate")
+
+
+def _scheduled_model() -> keras.Model:
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2), keras.layers.Dense(1)])
+    optimizer = hs.scheduled(keras.optimizers.Adam(), learning_rate="1e-2 * (1 + step)")
+    model.compile(optimizer=optimizer, loss="mse", metrics=["mae"], run_eagerly=True)
+    return model
+
+
+def _values(variables) -> list[np.ndarray]:
+    return [np.array(keras.ops.convert_to_numpy(v), copy=True) for v in variables]
+
+
+def test_restore_puts_back_what_training_changed_bit_for_bit() -> None:
+    model = _scheduled_model()
+    x, y = np.ones((4, 3), "float32"), np.zeros((4, 1), "float32")
+    model.train_on_batch(x, y)  # builds the optimizer and the metrics
+    found = setter(model.optimizer, "learning_rate")
+    snapshot = Snapshot(model, found)
+    variables = snapshot.variables()
+    clock = model.optimizer.clock
+    assert any(v is clock.step for v in variables)
+    assert len({id(v) for v in variables}) == len(variables)  # each once
+    before = _values(variables)
+    found.set(0.5)
+    for _ in range(3):
+        model.train_on_batch(x, y)
+    assert not all(np.array_equal(a, b) for a, b in zip(before, _values(variables), strict=True))
+    snapshot.restore()
+    for a, b in zip(before, _values(variables), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert int(keras.ops.convert_to_numpy(clock.step)) == 1
+
+
+def test_variables_made_after_the_snapshot_are_copied_when_asked() -> None:
+    model = _scheduled_model()
+    model.build((None, 3))
+    snapshot = Snapshot(model, setter(model.optimizer, "learning_rate"))
+    copied = len(snapshot.saved)
+    x, y = np.ones((4, 3), "float32"), np.zeros((4, 1), "float32")
+    model.optimizer.build(model.trainable_variables)
+    snapshot.copy_variables()
+    assert len(snapshot.saved) > copied
+    fresh = _values(model.optimizer.variables)
+    model.train_on_batch(x, y)
+    snapshot.restore()
+    for a, b in zip(fresh, _values(model.optimizer.variables), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_restore_puts_back_the_random_state_and_the_clock_settings() -> None:
+    model = _scheduled_model()
+    model.build((None, 3))
+    snapshot = Snapshot(model, setter(model.optimizer, "learning_rate"))
+    expected = (random.random(), np.random.rand(), keras.random.uniform(()).numpy())
+    clock = model.optimizer.clock
+    clock.steps_per_epoch, clock.follows_fit = 7, True
+    snapshot.restore()
+    assert clock.steps_per_epoch is None and clock.follows_fit is False
+    assert (random.random(), np.random.rand(), keras.random.uniform(()).numpy()) == expected

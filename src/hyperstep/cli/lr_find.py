@@ -147,7 +147,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from hyperstep.tune.finding import FACTOR
 
-    plot = _plot(finding, args.out)
+    plot: str | None = args.out
+    try:
+        finding.plot(args.out)
+    except ImportError as error:
+        print(f"hyperstep lr-find: no plot: {error}", file=sys.stderr)
+        plot = None
     if args.json:
         print(json.dumps({**finding.to_dict(), "plot": plot}, indent=2))
         return 0
@@ -197,15 +202,6 @@ def check_data(model: Any, x: Any, y: Any, target: str) -> None:
         raise UsageError(
             f"the inputs {target} returned have shape {found}; the model takes ({shown})"
         )
-
-
-def _plot(finding: Any, out: str) -> str | None:
-    try:
-        finding.plot(out)
-    except ImportError as error:
-        print(f"hyperstep lr-find: no plot: {error}", file=sys.stderr)
-        return None
-    return out
 
 
 def _number(value: float | None) -> str:

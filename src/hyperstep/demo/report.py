@@ -189,7 +189,9 @@ def write_report(
             axes.axis("off")  # nothing to show: no axes, no title over an empty area
             axes.set_title("")
             continue
-        _mark(axes, marks, label=axes is lr)
+        for i, epoch in enumerate(marks):
+            label = "ReduceOnPlateau reduction" if axes is lr and i == 0 else None
+            axes.axvline(epoch, **_REDUCTION, label=label)
         for i, stretch in enumerate(held):
             start, end = stretch["from_step"], stretch["to_step"] + 1
             label = "override held (hyperstep set)" if axes is lr and i == 0 else None
@@ -277,10 +279,3 @@ def _series(axes: Any, x: np.ndarray, steps: Table, name: str, label: str, color
     values = steps.get(name)
     if values is not None and np.nanmax(values) != np.nanmin(values):
         axes.plot(x, values, color=color, label=label)
-
-
-def _mark(axes: Any, marks: Sequence[float], label: bool = False) -> None:
-    for i, epoch in enumerate(marks):
-        axes.axvline(
-            epoch, **_REDUCTION, label="ReduceOnPlateau reduction" if label and i == 0 else None
-        )

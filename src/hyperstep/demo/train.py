@@ -44,8 +44,6 @@ def _callbacks(
     clock = optimizer.clock
     learning_rate = optimizer.hyperparameters["learning_rate"]
 
-    learning_rate = optimizer.hyperparameters["learning_rate"]
-
     class EpochRecord(keras.callbacks.Callback):
         """Into the logs, after the plateau decided: the temperature, the plateau's own
         count of reductions, the scale and the override in force; then the epoch's line and,
@@ -227,7 +225,7 @@ def _train(
     from hyperstep.schedules.expressions import Constant
     from hyperstep.schedules.sample import sample
 
-    say = print if verbose else _quiet
+    say = print if verbose else lambda *args, **kwargs: None
     started = time.perf_counter()
     files = paths(out)
     epochs, seed = config["epochs"], config["seed"]
@@ -352,7 +350,3 @@ def _journal(callbacks: Sequence[Any]) -> list[dict[str, Any]]:
     entries = read_journal(path)
     starts = [i for i, e in enumerate(entries) if e.get("event") == "begin" and e.get("step") == 0]
     return entries[starts[-1] if starts else 0 :]
-
-
-def _quiet(*args: Any, **kwargs: Any) -> None:
-    """``print`` that prints nothing (``verbose=False``)."""

@@ -6,8 +6,6 @@ loops.
 :class:`~hyperstep.diagnosis.report.Finding`\ s; ``hs.callbacks.Doctor`` runs it on the first
 batch of ``fit()``. This package holds the stable finding codes and the doctor's warning and
 error: :data:`CODES`, :data:`BATCH_CODES`, :class:`DoctorWarning`, :class:`DoctorError`.
-Until 0.1 it was ``hyperstep.doctor``, a package made callable; ``hs.doctor`` is now the
-function itself.
 
 It runs on Keras's TensorFlow, JAX and torch backends, each with its own evidence (the
 traced ``tf.Graph``, the jaxpr, the torch functions the loss calls); importing this package

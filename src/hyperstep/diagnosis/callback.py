@@ -9,6 +9,7 @@ from typing import Any
 
 import keras
 
+from hyperstep.backends.doctor import tracer
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.diagnosis.report import Diagnosis, DoctorError, DoctorWarning
 from hyperstep.errors import InvalidTypeError, received
@@ -50,8 +51,6 @@ class Doctor(keras.callbacks.Callback):
                 "`Doctor(raise_on_findings=...)` must be True or False. "
                 + received("raise_on_findings", raise_on_findings)
             )
-        from hyperstep.backends.doctor import tracer
-
         tracer()  # refuses a backend the doctor does not run on, here rather than in fit()
         self.raise_on_findings = raise_on_findings
         self.data = data
@@ -71,8 +70,6 @@ class Doctor(keras.callbacks.Callback):
             original = model.train_function
 
         def first_step(*args: Any) -> Any:
-            from hyperstep.backends.doctor import tracer
-
             model.train_function = original
             batch, args = tracer().first_step_batch(model, args, _peek)
             self._diagnose(batch if self.data is None else self.data)
@@ -83,7 +80,8 @@ class Doctor(keras.callbacks.Callback):
     def _diagnose(self, batch: Any) -> None:
         from hyperstep.diagnosis.diagnose import doctor
 
-        self.diagnosis = doctor(self.model, _local(batch))
+        # the first replica's part of a distributed batch (the batch itself otherwise)
+        self.diagnosis = doctor(self.model, tracer().local_batch(batch))
         if self.diagnosis.ok:
             return
         if self.raise_on_findings:
@@ -100,10 +98,3 @@ def _peek(iterator: Any) -> tuple[Any, Iterator[Any]]:
     iterator = iter(iterator)
     first = next(iterator)
     return first, itertools.chain([first], iterator)
-
-
-def _local(batch: Any) -> Any:
-    """The first replica's part of a distributed batch (the batch itself otherwise)."""
-    from hyperstep.backends.doctor import tracer
-
-    return tracer().local_batch(batch)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -36,53 +37,297 @@ import keras
 import numpy as np
 
 from hyperstep.backends.doctor import tracer
-from hyperstep.diagnosis.bindings import (
-    Binding,
-    bindings,
-    describe_owner,
-    dtype_name,
-    is_float,
-    is_keras_class,
-    key,
-    layer_path,
-    layers_of,
-    underlying,
-)
-from hyperstep.diagnosis.optimizer_facts import (
-    LearningRate,
-    learning_rate,
-    learning_rates,
-    optimizer_variables,
-    train_function_variables,
-)
 from hyperstep.diagnosis.paths import PathFact, TraceFacts
 
-__all__ = [
-    "Binding",
-    "Facts",
-    "LearningRate",
-    "StaleFact",
-    "VariableFact",
-    "bindings",
-    "collect",
-    "describe_owner",
-    "dtype_name",
-    "empty_batch",
-    "first_batch",
-    "gradient_kinds",
-    "is_float",
-    "is_keras_class",
-    "key",
-    "layer_path",
-    "layers_of",
-    "learning_rate",
-    "loss_function",
-    "restore",
-    "snapshot",
-    "underlying",
-]
+# ---- bindings: the variables in the layers' attributes ---------------------------------
+# Keras bookkeeping attributes that hold no user state worth walking.
+_SKIP_ATTRIBUTES = frozenset(
+    {
+        "_tracker",
+        "_trainable_variables",
+        "_non_trainable_variables",
+        "_layers",
+        "_metrics",
+        "_seed_generators",
+        "_loss_tracker",
+        "_compile_loss",
+        "_compile_metrics",
+        "_inbound_nodes",
+        "_outbound_nodes",
+        "_losses",
+        "optimizer",
+        "_optimizer",
+        "train_function",
+        "test_function",
+        "predict_function",
+        "_functional",
+        "_operations",
+        "_inputs_struct",
+        "torch_params",
+        "_torch_params",
+        "_modules",
+        "_parameters",
+        "_buffers",
+        "_outputs_struct",
+        "_nodes",
+        "_nodes_by_depth",
+        "_operations_by_depth",
+    }
+)
 
 
+_MAX_DEPTH = 4
+
+
+def underlying(variable: Any) -> Any:
+    """The object that names a variable across reads (TF: the ``tf.Variable`` behind a
+    ``keras.Variable``; torch: its ``Parameter``; JAX: the ``keras.Variable``)."""
+    return tracer().underlying(variable)
+
+
+def key(variable: Any) -> int:
+    """Identity of a variable: the id of :func:`underlying`."""
+    return id(underlying(variable))
+
+
+def dtype_name(variable: Any) -> str:
+    """The variable's dtype as Keras names it (``float32``, ``int32``)."""
+    return str(tracer().dtype_name(variable))
+
+
+def is_float(variable: Any) -> bool:
+    """Whether gradients can flow into the variable (floating or complex dtype)."""
+    name = dtype_name(variable)
+    return name.startswith(("float", "bfloat", "complex", "half", "double"))
+
+
+@dataclasses.dataclass
+class Binding:
+    """A variable found in a layer's attributes.
+
+    Attributes:
+        path: ``<layer.path>/<attribute>[/<index or key>...]``.
+        variable: The ``keras.Variable`` or ``tf.Variable`` found there.
+        owner: The layer whose attribute holds it.
+        attribute: The attribute chain below the layer, e.g. ``scale`` or ``scales/0``.
+        container: ``"attribute"``, ``"list"``, ``"dict"`` or ``"module"`` (a ``tf.Module``
+            or other plain object that Keras does not look inside).
+    """
+
+    path: str
+    variable: Any
+    owner: Any
+    attribute: str
+    container: str
+    holder: Any = None
+    slot: Any = None
+
+    def put(self, value: Any) -> None:
+        """Hold ``value`` where the variable was found (the doctor swaps in traced values);
+        only for bindings with a ``holder`` (not in tuples nor torch's ``_parameters``)."""
+        if self.container in ("attribute", "module"):
+            object.__setattr__(self.holder, self.slot, value)
+        else:
+            self.holder[self.slot] = value
+
+
+def layers_of(model: Any) -> list[Any]:
+    """Every layer of the model (the model first), as Keras tracks them."""
+    flatten = getattr(model, "_flatten_layers", None)
+    if flatten is not None:
+        return list(flatten(include_self=True, recursive=True))
+    return [model]
+
+
+def layer_path(layer: Any) -> str:
+    return str(getattr(layer, "path", None) or layer.name)
+
+
+def bindings(model: Any) -> list[Binding]:
+    """Every variable reachable from the attributes of the model's layers."""
+    found: list[Binding] = []
+    seen: set[int] = set()
+    for layer in layers_of(model):
+        base = layer_path(layer)
+        for name, value in _attributes(layer):
+            found.extend(_scan(value, base, layer, name, "attribute", 0, seen, layer, name))
+        # torch: a Parameter assigned to a layer (a torch.nn.Module) lands in _parameters
+        parameters = vars(layer).get("_parameters")
+        if isinstance(parameters, dict):
+            for name, value in parameters.items():
+                if value is not None and tracer().is_raw_variable(value):
+                    found.append(Binding(f"{base}/{name}", value, layer, name, "attribute"))
+    return found
+
+
+def _attributes(obj: Any) -> list[tuple[str, Any]]:
+    """The object's attributes worth walking, public first (so a variable is named after
+    the attribute users wrote, not after TensorFlow's checkpoint bookkeeping)."""
+    items = [
+        (name, value)
+        for name, value in vars(obj).items()
+        if name not in _SKIP_ATTRIBUTES and not name.startswith("_self_")
+    ]
+    return sorted(items, key=lambda item: item[0].startswith("_"))
+
+
+def _is_module(value: Any) -> bool:
+    """A plain container of attributes Keras does not look inside."""
+    if isinstance(value, types.SimpleNamespace):
+        return True
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and isinstance(value, tf.Module)
+
+
+def _scan(
+    value: Any,
+    base: str,
+    owner: Any,
+    attribute: str,
+    container: str,
+    depth: int,
+    seen: set[int],
+    holder: Any = None,
+    slot: Any = None,
+) -> Iterator[Binding]:
+    if isinstance(value, keras.Variable) or tracer().is_raw_variable(value):
+        yield Binding(f"{base}/{attribute}", value, owner, attribute, container, holder, slot)
+        return
+    if depth >= _MAX_DEPTH or id(value) in seen:
+        return
+    if isinstance(value, (str, bytes, int, float, np.ndarray)) or value is None:
+        return
+    if isinstance(value, (keras.layers.Layer, keras.optimizers.Optimizer, keras.metrics.Metric)):
+        return
+    if keras.ops.is_tensor(value):
+        return
+    seen.add(id(value))
+    if isinstance(value, dict):
+        for k, item in list(value.items()):
+            yield from _scan(
+                item, base, owner, f"{attribute}/{k}", "dict", depth + 1, seen, value, k
+            )
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        mutable = value if isinstance(value, list) else None
+        for i, item in enumerate(value):
+            yield from _scan(
+                item, base, owner, f"{attribute}/{i}", "list", depth + 1, seen, mutable, i
+            )
+    elif _is_module(value):
+        for k, item in _attributes(value):
+            yield from _scan(
+                item, base, owner, f"{attribute}/{k}", "module", depth + 1, seen, value, k
+            )
+
+
+def describe_owner(binding: Binding) -> str:
+    return f"{type(binding.owner).__name__} `{layer_path(binding.owner)}`"
+
+
+def is_keras_class(obj: Any) -> bool:
+    """Whether the object's class is Keras's own (its design decides what trains)."""
+    return type(obj).__module__.split(".")[0] in ("keras", "tf_keras")
+
+
+# ---- the optimizer's variables and learning rates ---------------------------------------
+def optimizer_variables(optimizer: Any) -> list[Any] | None:
+    """The variables a built optimizer updates, or ``None`` when it is not built yet."""
+    inner = getattr(optimizer, "inner_optimizer", None)
+    if inner is not None:
+        optimizer = inner
+    if optimizer is None or not getattr(optimizer, "built", False):
+        return None
+    found = getattr(optimizer, "_trainable_variables", None)
+    return None if found is None else list(found)
+
+
+def train_function_variables(model: Any) -> list[Any]:
+    """The variables captured by the graphs of a cached ``model.train_function`` (on
+    TensorFlow; JAX's and torch's trainers read the model's variables at each call)."""
+    function = getattr(model, "train_function", None)
+    found: dict[int, Any] = {}
+    stack: list[tuple[Any, int]] = [(function, 0)]
+    visited: set[int] = set()
+    while stack:
+        obj, depth = stack.pop()
+        if obj is None or id(obj) in visited or depth > 4:
+            continue
+        visited.add(id(obj))
+        concrete = getattr(obj, "_list_all_concrete_functions", None)
+        if concrete is not None:
+            for cf in concrete():
+                for variable in getattr(cf, "variables", ()):
+                    found[id(variable)] = variable
+        for cell in getattr(obj, "__closure__", None) or ():
+            try:
+                stack.append((cell.cell_contents, depth + 1))
+            except ValueError:
+                continue
+        wrapped = getattr(obj, "__wrapped__", None) or getattr(obj, "_python_function", None)
+        if wrapped is not None:
+            stack.append((wrapped, depth + 1))
+    return list(found.values())
+
+
+@dataclasses.dataclass(frozen=True)
+class LearningRate:
+    """An optimizer's learning rate now and at the next step (``None`` when not a schedule)."""
+
+    path: str
+    step: int
+    current: float
+    following: float | None
+
+
+def learning_rates(optimizer: Any) -> list[LearningRate]:
+    """Every learning rate of ``optimizer``: its own and each parameter group's.
+
+    For a hyperstep optimizer (``opt.hyperparameters`` holding ``learning_rate`` and
+    ``"<group>/learning_rate"``) each is read now and at the next step of its clock; for any
+    other optimizer, ``optimizer.learning_rate`` (see :func:`learning_rate`).
+    """
+    hyperparameters = getattr(optimizer, "hyperparameters", None)
+    if not isinstance(hyperparameters, dict):
+        rate = learning_rate(optimizer)
+        return [] if rate is None else [rate]
+    found = []
+    for key, hp in hyperparameters.items():
+        if key != "learning_rate" and not key.endswith("/learning_rate"):
+            continue
+        try:
+            step = int(keras.ops.convert_to_numpy(hp.clock.step))
+            current = float(np.asarray(keras.ops.convert_to_numpy(hp.value)))
+            following: float | None = float(np.asarray(keras.ops.convert_to_numpy(hp.at(step + 1))))
+        except Exception:
+            continue
+        if bool(keras.ops.convert_to_numpy(hp.is_set)):
+            following = None  # an override holds until cleared: no schedule to look ahead on
+        found.append(LearningRate(f"{optimizer.name}/{key}", step, current, following))
+    return found
+
+
+def learning_rate(optimizer: Any) -> LearningRate | None:
+    """Read ``optimizer.learning_rate`` at its current iteration (no state is changed)."""
+    if optimizer is None:
+        return None
+    try:
+        current = float(np.asarray(keras.ops.convert_to_numpy(optimizer.learning_rate)))
+        step = int(keras.ops.convert_to_numpy(optimizer.iterations))
+    except Exception:
+        return None
+    inner = getattr(optimizer, "inner_optimizer", None) or optimizer
+    schedule = getattr(inner, "_learning_rate", None)
+    following = None
+    if isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule):
+        following = float(np.asarray(keras.ops.convert_to_numpy(schedule(step + 1))))
+    path = (
+        getattr(schedule, "path", None)
+        or f"{getattr(optimizer, 'name', 'optimizer')}/learning_rate"
+    )
+    return LearningRate(str(path), step, current, following)
+
+
+# ---- the facts --------------------------------------------------------------------------
 def first_batch(data: Any) -> Any:
     """Return one batch: the first element of a ``tf.data.Dataset``, ``PyDataset``, torch
     ``DataLoader`` or iterator, or ``data`` itself (an array, a tuple

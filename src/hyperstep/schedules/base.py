@@ -44,7 +44,7 @@ ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an e
 
 
 #: every schedule class :func:`register` has seen, by its ``keyword``: the expression
-#: language's vocabulary (:func:`hyperstep.schedules.parse_names.vocabulary`) and the nodes
+#: language's vocabulary (:func:`hyperstep.schedules.language.vocabulary`) and the nodes
 #: arithmetic builds. The modules that define the classes fill it when they are imported, and
 #: :mod:`hyperstep.schedules` imports them all.
 CLASSES: dict[str, type[Schedule]] = {}
@@ -310,20 +310,11 @@ def format_value(value: Any) -> str:
         return value._inline()
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
-    if isinstance(value, float):
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
     return repr(value)
 
 
 def is_scalar_number(value: Any) -> bool:
-    try:
-        import numpy as np
-
-        return isinstance(value, np.generic) and np.issubdtype(type(value), np.number)
-    except ImportError:  # pragma: no cover
-        return False
+    return isinstance(value, np.generic) and np.issubdtype(type(value), np.number)
 
 
 def _defaults(cls: type) -> dict[str, Any]:
@@ -338,12 +329,9 @@ def _defaults(cls: type) -> dict[str, Any]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    try:
-        return bool(type(a) is type(b) and a == b) or (
-            isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
-        )
-    except Exception:  # pragma: no cover - exotic comparisons
-        return False
+    return bool(type(a) is type(b) and a == b) or (
+        isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
+    )
 
 
 def _serialize(value: Any) -> Any:

@@ -101,18 +101,6 @@ def float32(number: float) -> float:
         return math.copysign(math.inf, number)
 
 
-def check_float32(owner: str, name: str, value: Any) -> float:
-    """Return ``value`` as a float that stays finite in float32, in which schedules compute
-    (``1e39`` is finite in float64 but ``inf`` in float32, and so would be every value)."""
-    number = check_number(owner, name, value)
-    if math.isinf(float32(number)):
-        raise InvalidArgumentError(
-            f"`{owner}({name}=...)` is beyond float32's range (|x| <= 3.4028235e38), in "
-            f"which schedules compute: it would be inf. {received(name, value)}"
-        )
-    return number
-
-
 def check_factor(owner: str, name: str, value: Any) -> float:
     """Return a factor > 0 that stays a positive finite number in float32 (schedules compute
     in float32: a factor rounding to 0 or inf there divides by zero or overflows)."""

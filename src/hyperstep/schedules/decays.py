@@ -9,7 +9,6 @@ arguments of the table in :mod:`hyperstep.schedules.families`.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
@@ -21,7 +20,6 @@ from hyperstep.schedules.checks import (
     check_keras_steps,
     check_positive,
     check_steps,
-    float32,
 )
 from hyperstep.schedules.exact import (
     as_float32,
@@ -177,11 +175,6 @@ class InverseTime(Schedule):
         if self.rate < 0:
             raise InvalidArgumentError(
                 f"`inverse_time(rate=...)` must be a number >= 0. {received('rate', rate)}"
-            )
-        if math.isinf(float32(self.rate)):  # 0 * inf at step 0 (a rate rounding to 0 is 0)
-            raise InvalidArgumentError(
-                "`inverse_time(rate=...)` rounds to inf in float32, in which schedules compute; "
-                f"use a rate below 3e38. {received('rate', rate)}"
             )
         self.every = check_keras_steps("inverse_time", "every", every)
         self.staircase = check_flag("inverse_time", "staircase", staircase)

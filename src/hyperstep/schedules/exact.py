@@ -21,6 +21,7 @@ HALF_PI = math.pi / 2
 
 
 def as_float32(value: float) -> Any:
+    """``value`` as a float32 constant, as Keras casts its arguments."""
     return ops.convert_to_tensor(value, dtype="float32")
 
 

@@ -568,10 +568,6 @@ class Negate(LengthNode, Schedule):
         return f"-{_wrap(self.operand, 41)}"
 
 
-def _where(cond: Any, a: Any, b: Any) -> Any:
-    return ops.where(ops.not_equal(cond, 0.0), a, b)
-
-
 #: the functions of the expression language: name -> (number of arguments, implementation)
 FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "min": (2, ops.minimum),
@@ -584,7 +580,7 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "cos": (1, ops.cos),
     "sin": (1, ops.sin),
     "abs": (1, ops.absolute),
-    "where": (3, _where),
+    "where": (3, lambda cond, a, b: ops.where(ops.not_equal(cond, 0.0), a, b)),
     "clip": (3, lambda x, low, high: ops.minimum(ops.maximum(x, low), high)),
 }
 _PYTHON_FUNCTIONS: dict[str, Callable[..., Any]] = {

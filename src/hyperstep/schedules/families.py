@@ -35,7 +35,6 @@ from hyperstep.schedules.base import Schedule, check_number, register
 from hyperstep.schedules.checks import (
     check_boundaries,
     check_choice,
-    check_factor,
     check_flag,
     check_numbers,
     check_positive,
@@ -162,7 +161,6 @@ class CosineRestarts(Schedule):
                 f"`cosine_restarts(t_mul=...)` must be a number >= 1 (periods that shrink "
                 f"end after finitely many steps). {received('t_mul', t_mul)}"
             )
-        check_factor("cosine_restarts", "t_mul", t_mul)
         # the period starts steps * (t_mul ** i - 1) / (t_mul - 1) stay finite in float32
         # for every step up to 2**53 (two periods ahead are computed)
         if 2 * math.log(self.t_mul) + 53 * math.log(2.0) >= math.log(3.4e38):

@@ -83,12 +83,6 @@ class KerasSchedule(Schedule):
         return f"keras_schedule({cls.__module__}.{cls.__qualname__}({inner}))"
 
 
-def _is_float(value: Any) -> bool:
-    """Whether Keras computes ``value`` in float32 (it keeps the dtype of the initial rate:
-    a Python float gives float32, a Python int int32, a NumPy float64 float64)."""
-    return type(value) is float or isinstance(value, np.float32)
-
-
 def from_keras(schedule: Any) -> Schedule:
     """Return a hyperstep schedule equal to a Keras ``LearningRateSchedule``.
 
@@ -124,48 +118,35 @@ def from_keras(schedule: Any) -> Schedule:
     kind = type(schedule)
     if kind not in _CONVERTERS:
         return KerasSchedule(schedule)
-    c = schedule.get_config()
+    c = {key: value for key, value in schedule.get_config().items() if key != "name"}
     rate = c.get("initial_learning_rate", c.get("values", [0.0])[0])
-    if not _is_float(rate):
-        return KerasSchedule(schedule)  # Keras computes in that dtype: call Keras's own code
+    # Keras keeps the dtype of the initial rate: float32 from a Python float (or a
+    # np.float32); another (a Python int: int32) is computed by Keras's own code
+    if not (type(rate) is float or isinstance(rate, np.float32)):
+        return KerasSchedule(schedule)
     try:
-        return _CONVERTERS[kind](c)
+        return _CONVERTERS[kind](**c)
     except (InvalidArgumentError, InvalidTypeError):
         # arguments hyperstep refuses (beyond float32, zero decay steps): Keras's own code
         return KerasSchedule(schedule)
 
 
-def _piecewise(c: dict[str, Any]) -> Schedule:
+def _piecewise(boundaries: list[Any], values: list[Any]) -> Schedule:
     # Keras sums indicator * value from 0.0: a value of -0.0 comes out as +0.0
-    values = [float(v) + 0.0 for v in c["values"]]
-    return Piecewise([float(b) for b in c["boundaries"]], values, inclusive=True)
+    values = [float(v) + 0.0 for v in values]
+    return Piecewise([float(b) for b in boundaries], values, inclusive=True)
 
 
+#: Keras's class -> the hyperstep schedule of its config (the same argument names)
 _CONVERTERS: dict[type, Any] = {
-    _K.ExponentialDecay: lambda c: ExponentialDecay(
-        c["initial_learning_rate"], c["decay_steps"], c["decay_rate"], c["staircase"]
-    ),
+    _K.ExponentialDecay: ExponentialDecay,
     _K.PiecewiseConstantDecay: _piecewise,
-    _K.PolynomialDecay: lambda c: PolynomialDecay(
-        c["initial_learning_rate"],
-        c["decay_steps"],
-        c["end_learning_rate"],
-        c["power"],
-        c["cycle"],
+    _K.PolynomialDecay: PolynomialDecay,
+    _K.InverseTimeDecay: lambda initial_learning_rate, decay_steps, decay_rate, staircase: (
+        InverseTime(initial_learning_rate, decay_rate, decay_steps, staircase)
     ),
-    _K.InverseTimeDecay: lambda c: InverseTime(
-        c["initial_learning_rate"], c["decay_rate"], c["decay_steps"], c["staircase"]
-    ),
-    _K.CosineDecay: lambda c: CosineDecay(
-        c["initial_learning_rate"],
-        c["decay_steps"],
-        c["alpha"],
-        c["warmup_target"],
-        c["warmup_steps"],
-    ),
-    _K.CosineDecayRestarts: lambda c: CosineDecayRestarts(
-        c["initial_learning_rate"], c["first_decay_steps"], c["t_mul"], c["m_mul"], c["alpha"]
-    ),
+    _K.CosineDecay: CosineDecay,
+    _K.CosineDecayRestarts: CosineDecayRestarts,
 }
 
 

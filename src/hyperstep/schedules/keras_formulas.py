@@ -18,13 +18,9 @@ import math
 from typing import Any
 
 from hyperstep.schedules._ops import ops
-from hyperstep.schedules.base import Schedule, register
-from hyperstep.schedules.checks import check_flag, check_float32, check_keras_steps
-
-
-def as_float32(value: float) -> Any:
-    """``ops.cast(value, "float32")``: a float32 constant, as Keras casts its arguments."""
-    return ops.cast(value, "float32")
+from hyperstep.schedules.base import Schedule, check_number, register
+from hyperstep.schedules.checks import check_flag, check_keras_steps
+from hyperstep.schedules.exact import as_float32
 
 
 @register
@@ -59,11 +55,11 @@ class ExponentialDecay(Schedule):
         staircase: bool = False,
     ) -> None:
         owner = "exponential_decay"
-        self.initial_learning_rate = check_float32(
+        self.initial_learning_rate = check_number(
             owner, "initial_learning_rate", initial_learning_rate
         )
         self.decay_steps = check_keras_steps(owner, "decay_steps", decay_steps)
-        self.decay_rate = check_float32(owner, "decay_rate", decay_rate)
+        self.decay_rate = check_number(owner, "decay_rate", decay_rate)
         self.staircase = check_flag(owner, "staircase", staircase)
 
     def value(self, step: Any) -> Any:
@@ -111,12 +107,12 @@ class PolynomialDecay(Schedule):
         cycle: bool = False,
     ) -> None:
         owner = "polynomial_decay"
-        self.initial_learning_rate = check_float32(
+        self.initial_learning_rate = check_number(
             owner, "initial_learning_rate", initial_learning_rate
         )
         self.decay_steps = check_keras_steps(owner, "decay_steps", decay_steps)
-        self.end_learning_rate = check_float32(owner, "end_learning_rate", end_learning_rate)
-        self.power = check_float32(owner, "power", power)
+        self.end_learning_rate = check_number(owner, "end_learning_rate", end_learning_rate)
+        self.power = check_number(owner, "power", power)
         self.cycle = check_flag(owner, "cycle", cycle)
 
     def value(self, step: Any) -> Any:
@@ -173,13 +169,13 @@ class CosineDecay(Schedule):
         warmup_steps: float = 0,
     ) -> None:
         owner = "cosine_decay"
-        self.initial_learning_rate = check_float32(
+        self.initial_learning_rate = check_number(
             owner, "initial_learning_rate", initial_learning_rate
         )
         self.decay_steps = check_keras_steps(owner, "decay_steps", decay_steps)
-        self.alpha = check_float32(owner, "alpha", alpha)
+        self.alpha = check_number(owner, "alpha", alpha)
         self.warmup_target = (
-            None if warmup_target is None else check_float32(owner, "warmup_target", warmup_target)
+            None if warmup_target is None else check_number(owner, "warmup_target", warmup_target)
         )
         self.warmup_steps = check_keras_steps(owner, "warmup_steps", warmup_steps, True)
 
@@ -254,13 +250,13 @@ class CosineDecayRestarts(Schedule):
         alpha: float = 0.0,
     ) -> None:
         owner = "cosine_decay_restarts"
-        self.initial_learning_rate = check_float32(
+        self.initial_learning_rate = check_number(
             owner, "initial_learning_rate", initial_learning_rate
         )
         self.first_decay_steps = check_keras_steps(owner, "first_decay_steps", first_decay_steps)
-        self.t_mul = check_float32(owner, "t_mul", t_mul)
-        self.m_mul = check_float32(owner, "m_mul", m_mul)
-        self.alpha = check_float32(owner, "alpha", alpha)
+        self.t_mul = check_number(owner, "t_mul", t_mul)
+        self.m_mul = check_number(owner, "m_mul", m_mul)
+        self.alpha = check_number(owner, "alpha", alpha)
 
     def value(self, step: Any) -> Any:
         t_mul = as_float32(self.t_mul)

@@ -10,21 +10,22 @@ test. Every variable the test can change is copied first and written back afterw
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import keras
 import numpy as np
 
 from hyperstep.backends import internals as backends_internals
+from hyperstep.backends import random_state
 from hyperstep.control import wrapped
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.tune import lr_data, lr_setter
 from hyperstep.tune.finding import LRFinding, ramp
-from hyperstep.tune.lr_state import Snapshot
 
 #: Keras's batch size when ``fit`` is given arrays and no ``batch_size``
 _KERAS_BATCH_SIZE = 32
@@ -100,14 +101,14 @@ def find_lr(
     """
     rates = ramp(min_lr, max_lr, steps, mode)
     _check_options(model, stop_factor, smoothing, batch_size)
-    setter = lr_setter.setter(model.optimizer, hyperparameter)
+    writer = setter(model.optimizer, hyperparameter)
     every = wrapped.accumulation_steps(model.optimizer)
-    test = _RangeTest(rates, setter, stop_factor, smoothing, _verbosity(verbose), every)
+    test = _RangeTest(rates, writer, stop_factor, smoothing, _verbosity(verbose), every)
     flags = {name: getattr(model, name, None) for name in ("stop_training", "history")}
-    batches = lr_data.plan(x, y, batch_size or _KERAS_BATCH_SIZE, steps * every)
+    batches = plan(x, y, batch_size or _KERAS_BATCH_SIZE, steps * every)
     builds = backends_internals.first_fit_builds(model)
     _build(model, batches.first)  # what fit would build: its random draws stay consumed
-    snapshot = Snapshot(model, setter)  # the global random state and the clocks' settings
+    snapshot = Snapshot(model, writer)  # the global random state and the clocks' settings
     test.snapshot = snapshot
     try:
         x, y = batches.data()
@@ -153,7 +154,7 @@ class _RangeTest(keras.callbacks.Callback):
     def __init__(
         self,
         rates: np.ndarray,
-        setter: lr_setter.Setter,
+        setter: Setter,
         stop_factor: float | None,
         smoothing: float,
         verbose: int,
@@ -277,3 +278,277 @@ def _verbosity(verbose: int | str) -> int:
     raise InvalidArgumentError(
         f"`find_lr(verbose=...)` must be 'auto', 0, 1 or 2. {received('verbose', verbose)}"
     )
+
+
+# ---- the batches ------------------------------------------------------------------------
+class Plan:
+    """What to hand ``fit``: :meth:`data` (``x``, ``y``; arrays are drawn when it is
+    called), ``fit``'s other arguments, and a first batch to build with (the ``(x, y)``
+    tuple or the element data yield; ``None`` when there is none)."""
+
+    def __init__(self, x: Any, y: Any, fit: dict[str, Any], first: Any, one_pass: bool):
+        self.x, self.y, self.fit, self.first, self.one_pass = x, y, fit, first, one_pass
+        self.draw: Any = None
+
+    def data(self) -> tuple[Any, Any]:
+        """``x`` and ``y`` for ``fit`` (arrays: drawn now, from NumPy's global generator)."""
+        return (self.x, self.y) if self.draw is None else self.draw()
+
+
+def plan(x: Any, y: Any, batch_size: int, batches: int) -> Plan:
+    """How ``fit`` trains ``batches`` batches of ``x`` (and ``y``).
+
+    NumPy arrays are drawn as ``fit`` draws them, in one ``fit`` epoch: passes over the
+    data, each a permutation from NumPy's global generator cut to whole batches (a batch of
+    all the samples when there are fewer than ``batch_size``), until the test has its
+    batches. A ``tf.data`` dataset is repeated (``dataset.repeat()``) in one epoch too.
+    Other data (a ``keras.utils.PyDataset``, a ``torch`` ``DataLoader``) run one ``fit``
+    epoch per pass; a generator is not repeated.
+    """
+    leaves = keras.tree.flatten((x, y))
+    if leaves and all(isinstance(leaf, np.ndarray) and leaf.ndim > 0 for leaf in leaves):
+        sizes = [int(leaf.shape[0]) for leaf in leaves]
+        if len(set(sizes)) > 1:
+            raise InvalidArgumentError(
+                "`find_lr(x=..., y=...)` needs as many samples in each array. "
+                f"Received: sizes {sizes}"
+            )
+        return _arrays(x, y, batch_size, batches, int(leaves[0].shape[0]))
+    if _is_dataset(x):
+        first = next(iter(x.take(1)), None)
+        fit = {"steps_per_epoch": batches, "epochs": 1, "shuffle": False}
+        return Plan(x.repeat(), None, fit, first, False)
+    if inspect.isgenerator(x) or isinstance(x, Iterator):
+        first = next(x, None)
+        rest = x if first is None else itertools.chain([first], x)
+        return Plan(_generator(rest), None, {"epochs": 1, "shuffle": False}, first, True)
+    if isinstance(x, keras.utils.PyDataset):
+        fit = {"epochs": batches, "shuffle": False}  # a PyDataset shuffles itself
+        return Plan(x, y, fit, x[0] if _length(x) else None, False)
+    if leaves and all(hasattr(a, "shape") and len(a.shape) > 0 for a in leaves):
+        # other arrays (tensors): fit shuffles them, one epoch per pass
+        first = keras.tree.map_structure(lambda a: a[:batch_size], (x, y))
+        x, y = _whole_batches(x, y, batch_size)
+        fit = {"epochs": batches, "shuffle": True, "batch_size": batch_size}
+        return Plan(x, y, fit, first, False)
+    first = next(iter(x), None) if hasattr(x, "__iter__") else None  # a DataLoader
+    return Plan(x, y, {"epochs": batches, "shuffle": False}, first, False)
+
+
+def _arrays(x: Any, y: Any, batch_size: int, batches: int, size: int) -> Plan:
+    batch = min(batch_size, size)
+    per_pass = size - size % batch
+
+    def draw() -> tuple[Any, Any]:
+        passes = [np.random.permutation(size)[:per_pass] for _ in range(-(-needed // per_pass))]
+        order = np.concatenate(passes)[:needed]
+        return keras.tree.map_structure(lambda a: a[order], (x, y))
+
+    needed = batches * batch
+    first = keras.tree.map_structure(lambda a: a[:batch], (x, y))
+    found = Plan(None, None, {"batch_size": batch, "epochs": 1, "shuffle": False}, first, False)
+    found.draw = draw
+    return found
+
+
+def _whole_batches(x: Any, y: Any, batch_size: int) -> tuple[Any, Any]:
+    """Arrays cut to a whole number of batches (a last, smaller batch would retrace)."""
+    size = int(keras.tree.flatten((x, y))[0].shape[0])
+    keep = size - size % batch_size
+    if keep == size or keep == 0:
+        return x, y
+    return keras.tree.map_structure(lambda a: a[:keep], (x, y))
+
+
+def _is_dataset(x: Any) -> bool:
+    return all(hasattr(x, name) for name in ("repeat", "take", "element_spec"))
+
+
+def _length(x: Any) -> int:
+    try:
+        return len(x)
+    except TypeError:
+        return 0
+
+
+def _generator(items: Any) -> Any:
+    yield from items
+
+
+# ---- the learning rate's writer ---------------------------------------------------------
+class Setter:
+    """Writes a learning rate: ``set(value)``; ``variables``: what it writes."""
+
+    def __init__(
+        self, write: Callable[[float], None], variables: list[Any], current: float
+    ) -> None:
+        self.set = write
+        self.variables = variables
+        self.current = current  # the value before the test, for the ratios
+        self.hyperparameter: Hyperparameter | None = None  # when one was given
+
+
+def setter(optimizer: Any, hyperparameter: Any) -> Setter:
+    """How to set ``hyperparameter`` of ``optimizer`` and of the optimizers it wraps: through
+    a wrapper (``LossScaleOptimizer``, ``hs.SkipNonFinite``) the wrapped optimizer's; in a
+    ``MultiOptimizer`` the first sub-optimizer's, and every other at its current ratio to
+    the first (``lr_i = lr * lr_i(now) / lr_0(now)``)."""
+    if isinstance(hyperparameter, Hyperparameter):
+        value = float(keras.ops.convert_to_numpy(hyperparameter.value))
+        found = Setter(hyperparameter.set, list(hyperparameter.variables), value)
+        found.hyperparameter = hyperparameter
+        return found
+    if not isinstance(hyperparameter, str):
+        raise InvalidTypeError(
+            "`find_lr(hyperparameter=...)` must be a hyperparameter name such as "
+            f"'learning_rate' or an `hs.Hyperparameter`. "
+            f"{received('hyperparameter', hyperparameter)}"
+        )
+    setters = [_leaf(leaf, hyperparameter) for leaf in wrapped.leaf_optimizers(optimizer)]
+    if len(setters) == 1:
+        return setters[0]
+    first = setters[0]
+    ratios = [_ratio(s.current, first.current, hyperparameter) for s in setters]
+
+    def write(value: float) -> None:
+        for each, ratio in zip(setters, ratios, strict=True):
+            each.set(value * ratio)
+
+    return Setter(write, [v for s in setters for v in s.variables], first.current)
+
+
+def _ratio(value: float, main: float, name: str) -> float:
+    if main == 0.0 or not math.isfinite(value / main):
+        raise InvalidArgumentError(
+            f"`find_lr`: each sub-optimizer keeps its ratio to the first one's {name}, "
+            f"which is {main}. Set a nonzero value first. Received: {name}={value} "
+            f"against {main}"
+        )
+    return value / main
+
+
+def _leaf(optimizer: Any, hyperparameter: str) -> Setter:
+    if wrapped.is_hyperstep_optimizer(optimizer):
+        return _hyperparameters_setter(optimizer, hyperparameter)
+    if hyperparameter != "learning_rate":
+        raise InvalidArgumentError(
+            f"`find_lr(hyperparameter=...)`: a plain {type(optimizer).__name__} keeps only "
+            "its learning rate in a variable. Wrap it with `hs.scheduled(...)` to ramp "
+            f"another hyperparameter. {received('hyperparameter', hyperparameter)}"
+        )
+    if isinstance(optimizer.get_config().get("learning_rate"), dict):
+        raise InvalidArgumentError(
+            f"`find_lr`: the {type(optimizer).__name__}'s learning rate is a Keras "
+            "schedule, which cannot be set while training. Compile with "
+            "`hs.scheduled(optimizer, learning_rate=schedule)` (settable, same values) or a "
+            "number. Received: learning_rate="
+            f"{optimizer.get_config()['learning_rate'].get('class_name')}"
+        )
+
+    def write(value: float) -> None:
+        optimizer.learning_rate = value
+
+    current = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+    return Setter(write, [], current)
+
+
+def _hyperparameters_setter(optimizer: Any, name: str) -> Setter:
+    """Override ``name`` and, at their current ratio to it, every group's ``name``."""
+    found = optimizer.hyperparameters
+    if name not in found:
+        raise InvalidArgumentError(
+            f"`find_lr(hyperparameter=...)` is not a hyperparameter of this "
+            f"{type(optimizer).__name__}. Valid: {sorted(k for k in found if '/' not in k)}. "
+            f"{received('hyperparameter', name)}"
+        )
+    main = found[name]
+    current = float(keras.ops.convert_to_numpy(main.value))
+    targets = [(main, 1.0)]
+    for key, group in found.items():
+        if key.endswith(f"/{name}"):
+            value = float(keras.ops.convert_to_numpy(group.value))
+            if current == 0.0 or not math.isfinite(value / current):
+                raise InvalidArgumentError(
+                    f"`find_lr`: group {key.split('/')[0]!r} keeps its ratio to the main "
+                    f"{name}, which is {current} at step {int(optimizer.clock.step.numpy())}. "
+                    f"Set a nonzero value first (`optimizer.hyperparameters[{name!r}].set(x)`"
+                    f"). Received: {key}={value}, {name}={current}"
+                )
+            targets.append((group, value / current))
+
+    def write(value: float) -> None:
+        for hyperparameter, ratio in targets:
+            hyperparameter.set(value * ratio)
+
+    variables = [optimizer.clock.step]
+    for hyperparameter in found.values():
+        variables.extend(hyperparameter.variables)
+    return Setter(write, variables, current)
+
+
+# ---- what the test puts back ------------------------------------------------------------
+class Snapshot:
+    """Copies the random state, the clocks' settings and the variables when made (and the
+    variables made since in :meth:`copy_variables`); :meth:`restore` writes them back.
+
+    Copied: the model's variables and metrics, every optimizer's variables (the wrappers' and
+    each one they wrap), each hyperstep optimizer's clock (``step`` and the epoch counters,
+    which fit binds, and the epoch length it may bind), every hyperparameter's variables and
+    the global random generators ``fit`` draws from.
+    """
+
+    def __init__(self, model: Any, setter: Any) -> None:
+        self.model, self.setter = model, setter
+        self.random = random_state.capture()
+        self.clocks = [
+            (c, c._steps_per_epoch, c.follows_fit, c.total_given) for c in _clocks(model, setter)
+        ]
+        for clock, *_ in self.clocks:  # the run's length stays: the test's fit keeps it
+            clock.total_given = clock.total_given or clock.total is not None
+        self.saved: list[tuple[Any, np.ndarray]] = []
+        self.copy_variables()
+
+    def variables(self) -> list[Any]:
+        """Every variable the test may change, each once."""
+        model = self.model
+        found = [*model.variables, *model.metrics_variables, *self.setter.variables]
+        for optimizer in wrapped.every_optimizer(model.optimizer):
+            found.extend(optimizer.variables)
+            if wrapped.is_hyperstep_optimizer(optimizer):
+                for hyperparameter in optimizer.hyperparameters.values():
+                    found.extend(hyperparameter.variables)
+        for clock, *_ in self.clocks:
+            found.extend(clock.variables)
+        return list({id(variable): variable for variable in found}.values())
+
+    def copy_variables(self) -> None:
+        """Copy every variable not copied yet (made, then at the start of ``fit``: before
+        hyperstep's fit hook binds the clocks' epochs, and then what fit built)."""
+        known = {id(v) for v, _ in self.saved}
+        for variable in self.variables():
+            if id(variable) not in known:
+                self.saved.append((variable, np.array(variable.numpy(), copy=True)))
+
+    def restore(self) -> None:
+        """Write every copy back (variables only if they were copied)."""
+        for variable, value in self.saved:
+            variable.assign(value)
+        for clock, steps_per_epoch, follows_fit, total_given in self.clocks:
+            clock._steps_per_epoch = steps_per_epoch
+            clock.follows_fit = follows_fit
+            clock.total_given = total_given
+        random_state.restore(self.random)
+
+
+def _clocks(model: Any, setter: Any) -> list[Any]:
+    found: list[Any] = []
+    owners: list[Any] = [
+        o for o in wrapped.every_optimizer(model.optimizer) if wrapped.is_hyperstep_optimizer(o)
+    ]
+    for optimizer in owners:
+        found.append(optimizer.clock)
+        found.extend(h.clock for h in optimizer.hyperparameters.values())
+    hyperparameter = getattr(setter, "hyperparameter", None)
+    if hyperparameter is not None:
+        found.append(hyperparameter.clock)
+    return list({id(clock): clock for clock in found}.values())

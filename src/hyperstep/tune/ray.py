@@ -94,7 +94,13 @@ def trainable(
         >>> result["step"], result["hyperparameters"]["learning_rate"]
         (2, 0.05000000074505806)
     """
-    tune = _import_tune()
+    try:
+        from ray import tune
+    except ImportError as error:
+        raise BackendError(
+            "`hs.tune.trainable` needs Ray Tune. Install it with `pip install "
+            f'"hyperstep[tune]"` (or `pip install "ray[tune]"`). ({error})'
+        ) from error
     epochs_per_report = check_positive_int("trainable", "epochs_per_report", epochs_per_report)
     if apply not in APPLY_MODES:
         raise InvalidArgumentError(
@@ -305,14 +311,3 @@ def _read_meta(path: str) -> tuple[int, dict[str, float]]:
         if not number or not abs(value) <= FLOAT32_MAX:
             raise damaged(f"'applied/{key}' is {value!r}, not a finite float32 number")
     return epoch, {key: float(value) for key, value in applied.items()}
-
-
-def _import_tune() -> Any:
-    try:
-        from ray import tune
-    except ImportError as error:
-        raise BackendError(
-            "`hs.tune.trainable` needs Ray Tune. Install it with `pip install "
-            f'"hyperstep[tune]"` (or `pip install "ray[tune]"`). ({error})'
-        ) from error
-    return tune
