@@ -106,9 +106,18 @@ class InGraphStep(NamedTuple):
 
 
 def build_in_graph_step(
-    initial_weights: np.ndarray, *, ordered: bool = True, global_step: bool = False
+    initial_weights: np.ndarray,
+    *,
+    ordered: bool = True,
+    global_step: bool = False,
+    rounded_once: bool = False,
 ) -> InGraphStep:
-    """Method 1 (and 3 by substitution): the formula reads a step variable in the graph."""
+    """Method 1 (and 3 by substitution): the formula reads a step variable in the graph.
+
+    ``rounded_once``: ``step / 1000`` divided in float64 and rounded to float32, the
+    correctly rounded quotient that Grappler's ``x * (1 / 1000)`` rewrite does not change
+    (hyperstep's expressions divide so).
+    """
     graph = tf.Graph()
     with graph.as_default():
         weights = v1.Variable(initial_weights)
@@ -118,7 +127,10 @@ def build_in_graph_step(
             step = v1.train.get_or_create_global_step()
         else:
             step = v1.Variable(0, trainable=False, dtype=tf.int32)
-        coefficient = tf.cast(step, tf.float32) / 1000.0 + 0.01
+        if rounded_once:
+            coefficient = tf.cast(tf.cast(step, tf.float64) / 1000.0, tf.float32) + 0.01
+        else:
+            coefficient = tf.cast(step, tf.float32) / 1000.0 + 0.01
         gradient = v1.gradients(_loss(inputs, labels, weights), [weights])[0]
         update = v1.assign_sub(weights, coefficient * gradient)
         if ordered:
@@ -137,10 +149,17 @@ def build_in_graph_step(
 
 
 def tf1_in_graph_step(
-    data: Data, *, ordered: bool = True, global_step: bool = False, inter_op_threads: int = 2
+    data: Data,
+    *,
+    ordered: bool = True,
+    global_step: bool = False,
+    inter_op_threads: int = 2,
+    rounded_once: bool = False,
 ) -> Result:
     """Method 1: an in-graph step variable (``ordered=False`` is the seed's racing form)."""
-    g = build_in_graph_step(data.weights, ordered=ordered, global_step=global_step)
+    g = build_in_graph_step(
+        data.weights, ordered=ordered, global_step=global_step, rounded_once=rounded_once
+    )
     coefficients = []
     with g.graph.as_default(), _session(g.graph, inter_op_threads) as sess:
         sess.run(v1.global_variables_initializer())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import weakref
 from typing import Any
 
 import keras
@@ -89,6 +90,8 @@ class Clock(keras.layers.Layer):
         readable_in_fit([self.step, *self.epoch_variables, self.total_steps])
         #: whether ``total`` was set by the user (``fit`` keeps it) or bound by a ``fit``
         self.total_given = False
+        #: the hyperparameters read with this clock's ``total``: each checks a new length
+        self.total_readers: weakref.WeakSet[Any] = weakref.WeakSet()
         if total is not None:
             self.total = total
         self.built = True
@@ -226,6 +229,9 @@ class Clock(keras.layers.Layer):
     def bind_total(self, value: int | None, given: bool = False) -> None:
         """Set :attr:`total` (``None``: unknown); ``given``: the user's, which ``fit`` keeps."""
         number = 0 if value is None else _positive_int(value, "total")
+        for reader in list(self.total_readers) if number else []:  # before the length changes
+            if reader.clock is self:
+                reader.check_total(number)
         write_through(self.total_steps, ops.cast(number, self.total_steps.dtype))
         self.total_given = given and value is not None
 

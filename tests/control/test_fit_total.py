@@ -147,6 +147,34 @@ def test_a_fit_of_no_step_binds_no_length_and_refuses_where_a_schedule_reads_tot
     assert plain.clock.total is None and int(keras.ops.convert_to_numpy(plain.iterations)) == 0
 
 
+def test_a_length_its_word_refuses_at_fit_s_total_is_refused_before_any_step() -> None:
+    # 5 epochs of 20 steps: `total - 200` is -100 steps, which `linear` refuses (fit used to
+    # train with what the word made of -100 steps: cosine gave 0)
+    x, y = _data(160)
+    optimizer = hs.scheduled(
+        keras.optimizers.SGD(), learning_rate="linear(1e-3, 1e-5, steps=total - 200)"
+    )
+    model = _model(optimizer)
+    before = [w.copy() for w in model.get_weights()]
+    with pytest.raises(
+        ValueError,
+        match=r"`linear\(0.001, 1e-05, steps=total - 200.0\)` with the run's length `total` = "
+        r"100: `linear\(steps=...\)` must be a positive number of steps. Received: steps=-100.0. "
+        r"Bind a longer run \(`clock.total = n`, or `epochs=` and `steps_per_epoch=` in `fit`\)"
+        r".*max\(total - 200, 1\).*Received: total=100",
+    ):
+        model.fit(x, y, batch_size=8, epochs=5, steps_per_epoch=20, verbose=0)
+    assert int(keras.ops.convert_to_numpy(optimizer.iterations)) == 0  # no step ran
+    for weight, was in zip(model.get_weights(), before, strict=True):
+        np.testing.assert_array_equal(weight, was)
+    optimizer.clock.total = 300  # the fix the message names: a decay of 100 steps
+    seen = Seen(optimizer)
+    model.fit(x, y, batch_size=8, epochs=5, steps_per_epoch=20, verbose=0, callbacks=[seen])
+    by_hand = hs.parse("linear(1e-3, 1e-5, steps=100)")  # one step at a time, as fit reads it
+    expected = [np.float32(keras.ops.convert_to_numpy(by_hand(step))) for step in range(100)]
+    np.testing.assert_array_equal(np.float32(seen.rates), expected)
+
+
 def test_a_schedule_without_total_trains_on_data_of_unknown_length() -> None:
     optimizer = hs.scheduled(keras.optimizers.SGD(), learning_rate="cosine(1e-3, steps=10)")
     x, y = _data(20)

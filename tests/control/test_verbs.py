@@ -50,3 +50,23 @@ def test_expression_is_override_else_base_times_scale_and_pieces_switch_at_steps
     whole = pieces_of([(0, parse("1.0")), (5, parse("2.0"))])
     values = [float(keras.ops.convert_to_numpy(whole(step))) for step in (0, 4, 5, 9)]
     assert values == [1.0, 1.0, 2.0, 2.0]
+
+
+def test_a_schedule_command_refuses_a_length_its_word_refuses_at_the_live_run_s_total() -> None:
+    # `total - 200` at a live length of 100 is -100 steps: refused before the run applies it
+    import hyperstep as hs
+    from hyperstep.control.verbs import meaning
+
+    hp = hs.Hyperparameter(0.9, clock=hs.Clock(total=100), name="momentum")
+    text = "cosine(0.9, steps=total - 200)"
+    command = {"verb": "schedule", "values": {"momentum": text}}
+    with pytest.raises(
+        ValueError,
+        match=r"cosine\(0.9, steps=total - 200.0\)` with the run's length `total` = 100: "
+        r"`cosine\(steps=...\)` must be a positive number of steps. Received: steps=-100.0. "
+        r"Bind a longer run \(`clock.total = n`.*max\(total - 200, 1\).*Received: total=100",
+    ):
+        meaning(command, {"momentum": hp}, None, 3, False)
+    hp.clock.total = 1000  # a length that leaves 800 steps: the schedule written with 800
+    found = meaning(command, {"momentum": hp}, None, 3, False)
+    assert found["schedules"] == {"momentum": text.replace("200", "200.0")}

@@ -106,19 +106,43 @@ def test_graph_and_eager_coefficients_differ_only_by_rounding():
     assert not np.array_equal(graph, eager)  # so the tests below can tell them apart
 
 
-@pytest.mark.parametrize("rule", ["step", "hyperparameter"])
-def test_step_optimizer_rule_matches_fixed_tf1_bit_for_bit(seed000, data, reference, rule):
-    result = seed000.hs_step_optimizer(data, rule=rule)
-    # inside a tf.function, as in the TF1 session, the graph's coefficient values
+@pytest.fixture(scope="module")
+def rounded_once(seed000, data):
+    """The fixed TF1 in-graph step dividing in float64, rounded to float32 once."""
+    return seed000.tf1_in_graph_step(data, ordered=True, rounded_once=True)
+
+
+def test_a_float64_quotient_rounded_once_is_the_eager_float32_quotient_in_a_graph(
+    rounded_once, reference, data
+):
+    # Grappler's rewrite of the float64 division still rounds to the correctly rounded
+    # float32 quotient: NumPy's eager one
+    expected = eager_coefficients(len(data.inputs))
+    np.testing.assert_array_equal(rounded_once.coefficients, expected)
+
+
+def test_step_optimizer_user_rule_matches_fixed_tf1_bit_for_bit(seed000, data, reference):
+    result = seed000.hs_step_optimizer(data, rule="step")
+    # the user's own float32 `step / 1000` inside a tf.function, rewritten as in the TF1 session
     assert result.coefficients.tobytes() == reference.coefficients.tobytes()
     assert result.weights.tobytes() == reference.weights.tobytes()
 
 
-def test_scheduled_sgd_in_fit_matches_fixed_tf1_bit_for_bit(seed000, data, reference):
+def test_step_optimizer_expression_matches_fixed_tf1_rounded_once_bit_for_bit(
+    seed000, data, rounded_once
+):
+    result = seed000.hs_step_optimizer(data, rule="hyperparameter")
+    # the expression `step / 1000 + 0.01` divides in float64 and rounds once, compiled too
+    assert result.coefficients.tobytes() == rounded_once.coefficients.tobytes()
+    assert result.weights.tobytes() == rounded_once.weights.tobytes()
+
+
+def test_scheduled_sgd_in_fit_matches_fixed_tf1_rounded_once_bit_for_bit(
+    seed000, data, rounded_once
+):
     result = seed000.hs_scheduled(data)
-    assert result.weights.tobytes() == reference.weights.tobytes()
-    # the callback reads `learning_rate.value` eagerly, so true division; the update inside
-    # fit's graph used the graph's values (the weights above are equal bit for bit)
+    assert result.weights.tobytes() == rounded_once.weights.tobytes()
+    # the callback reads `learning_rate.value` eagerly: the same values as fit's graph
     np.testing.assert_array_equal(result.coefficients, eager_coefficients(len(data.inputs)))
 
 

@@ -1,7 +1,11 @@
 """The units of hyperstep.schedules.exact: the float32 rounding helpers and the exact float64
 operations, against NumPy."""
 
+import warnings
+
+import keras
 import numpy as np
+import pytest
 from keras import ops
 
 from hyperstep.schedules import exact as c
@@ -89,3 +93,46 @@ def test_sine_words_compiled_by_xla_give_the_eager_float32_bits() -> None:
         eager = schedule(steps).numpy()
         assert compiled.dtype == np.float32
         assert np.array_equal(compiled.view(np.uint32), eager.view(np.uint32)), text
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+def test_in_float64_gives_numpy_s_float32_quotient_and_product_where_compilers_rewrite() -> None:
+    # A compiled step rewrites a division by a constant as a multiply by its reciprocal
+    # (Grappler, XLA, Inductor); in float64 that still rounds to the correctly rounded float32
+    # quotient, which NumPy's float32 division gives on any CPU. Random float32 operands
+    # (quotients in float32's normal range), divisors constant in the compiled function.
+    rng = np.random.default_rng(46)
+    x = (rng.random(200_000) * 2.0 ** rng.integers(-20, 40, 200_000)).astype(np.float32)
+    divisors = [3.0, 10.0, 100.0, 123.7, 1000.0, 0.1 * 1237, 98765.0, 1e-3]
+    divisors += (rng.random(5) * 1e4).astype(np.float32).tolist()
+    for divisor in divisors:
+        d = np.float32(divisor)
+        quotient = _compiled(lambda v, d=d: c.in_float64(ops.divide, v, ops.convert_to_tensor(d)))
+        product = _compiled(lambda v, d=d: c.in_float64(ops.multiply, v, ops.convert_to_tensor(d)))
+        assert np.array_equal(_np(quotient(x)).view(np.uint32), (x / d).view(np.uint32)), divisor
+        assert np.array_equal(_np(product(x)).view(np.uint32), (x * d).view(np.uint32)), divisor
+    y = (rng.random(200_000) * 2.0 ** rng.integers(-10, 20, 200_000)).astype(np.float32)
+    both = _compiled(lambda v, w: c.in_float64(ops.divide, v, w))  # neither a constant
+    assert np.array_equal(_np(both(x, y)).view(np.uint32), (x / y).view(np.uint32))
+
+
+def _compiled(function):
+    """``function`` compiled as this backend's train step is: ``tf.function``, ``jax.jit``,
+    ``torch.compile``."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(function)
+    if backend == "jax":
+        import jax
+
+        return jax.jit(function)
+    import torch
+
+    def call(*arrays):
+        with warnings.catch_warnings():  # torch.compile's own import of a deprecated name
+            warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+            return torch.compile(function)(*(ops.convert_to_tensor(a) for a in arrays))
+
+    return call

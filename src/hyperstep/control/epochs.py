@@ -20,7 +20,7 @@ from hyperstep.clock import Clock
 from hyperstep.control.wrapped import hyperstep_optimizers
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claimed
-from hyperstep.schedules.expressions import Constant
+from hyperstep.schedules.expressions import Constant, bind_total
 
 __all__ = ["FitFollower", "FollowEpochs", "epoch_began", "fit_began", "install"]
 
@@ -46,6 +46,12 @@ class FitFollower:
     def unread_state(self) -> list[str]:
         """The names of saved state loaded that no object reads yet (none by default)."""
         return []
+
+    def check_total(self, total: int | None) -> None:
+        """Raise where a length of the schedule is one its word refuses with the run's length
+        ``total`` (``cosine(1e-3, steps=total - 200)`` at 100: -100 steps), naming both."""
+        if total is not None and self._uses_total:
+            bind_total(self.schedule, total)
 
 
 def install() -> None:
@@ -161,6 +167,8 @@ def bind_length(
                 f"this fit's length, or `clock.total = {bound}` to keep the run's length. "
                 f"Received: total={bound}, {figures}"
             )
+    for _, hp in _hyperparameters(model):  # each length its word takes, before any step
+        hp.check_total(hp.clock.total)
 
 
 def _hyperparameters(model: Any) -> list[tuple[str, Any]]:

@@ -286,6 +286,9 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
         if found is None or found[0] is not self._raw_schedule or found[1] is not self.clock:
             found = (self._raw_schedule, self.clock, read_clock(self._raw_schedule, self.clock))
             self._clocked_schedule = found
+            if self._uses_total:  # each length its word takes, here and at `clock.total = n`
+                self.check_total(self.clock.total)
+                self.clock.total_readers.add(self)
         return found[2]
 
     def _epoch_key(self) -> tuple[Any, ...] | None:

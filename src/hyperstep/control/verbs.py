@@ -298,7 +298,11 @@ def meaning(
             for name, text in command["values"].items()
         }
         from hyperstep.control.value_forms import read_clock
+        from hyperstep.schedules.expressions import bind_total, uses_total
 
+        for name, schedule in found.items():  # a length its word refuses at the live length
+            if uses_total(schedule) and hyperparameters[name].clock.total is not None:
+                bind_total(schedule, hyperparameters[name].clock.total)
         for name in filter(is_rate, found):  # a learning rate's value checked first
             hp = hyperparameters[name]  # its `total`: the live run's
             value = _number(read_clock(found[name], hp.clock)(step)) * _number(hp.scale)

@@ -5,12 +5,14 @@ backend's kernels give the same bits.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import struct
 from collections.abc import Callable
 from typing import Any
 
+from hyperstep import backends
 from hyperstep.backends.scopes import xla_compiling
 from hyperstep.schedules._ops import NUMPY, WIDE, ops
 
@@ -29,6 +31,23 @@ def widened(value: Any) -> Any:
     if getattr(value, "length_expression", False):
         return value.length_value()
     return ops.convert_to_tensor(value, dtype=WIDE)
+
+
+def in_float64(operation: Callable[..., Any], *operands: Any) -> Any:
+    """``operation(*operands)`` computed in float64 (on JAX without x64 too) and rounded once
+    to the first operand's dtype.
+
+    ``a * b`` and ``a / b`` of float32 operands give the correctly rounded float32 result on
+    every read path: where a compiler rewrites a division by a constant as ``a * (1 / b)``
+    (Grappler, XLA, Inductor) or folds ``(x * c1) * c2`` into ``x * (c1 * c2)`` (Grappler),
+    it does so in float64 between the casts, which still rounds to that result (a float32
+    quotient is never within 2**-49 of a float32 tie, float64's two roundings stay within
+    2**-52; a float32 product is exact in float64). So ``step / 1000`` and ``step / total``
+    with ``total`` bound to 1000 give the same bits, compiled or not.
+    """
+    with backends.float64_scope() if WIDE == "float32" else contextlib.nullcontext():
+        wide = operation(*(ops.cast(operand, "float64") for operand in operands))
+        return ops.cast(wide, operands[0].dtype)
 
 
 def rounded_once(value: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:

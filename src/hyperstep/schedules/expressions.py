@@ -31,7 +31,13 @@ from hyperstep.schedules.base import (
     is_scalar_number,
     register,
 )
-from hyperstep.schedules.exact import exact_ceil, exact_floor, exact_maximum, exact_minimum
+from hyperstep.schedules.exact import (
+    exact_ceil,
+    exact_floor,
+    exact_maximum,
+    exact_minimum,
+    in_float64,
+)
 
 
 class LengthNode:
@@ -40,10 +46,20 @@ class LengthNode:
 
     #: whether this node is a length (set by each node from :func:`is_length`)
     length_expression: bool = False
+    #: the number a tree of constants computes, folded in float64 (see :func:`folded`)
+    _fold: float | None = None
 
     def length_value(self) -> Any:
         """This length as a ``WIDE`` scalar tensor (:func:`length_value`)."""
         return length_value(self)  # type: ignore[arg-type]
+
+    def value(self, step: Any) -> Any:
+        """The folded number, the length (as Python folds the number), else :meth:`computed`."""
+        if self._fold is not None:
+            return _constant(self._fold).value(step)
+        if self.length_expression:  # `0.9 * total`: as Python folds the number
+            return _length_at(self, step)  # type: ignore[arg-type]
+        return self.computed(step)  # type: ignore[attr-defined]  # an operation's value
 
 
 # ---- leaves ----------------------------------------------------------------------------
@@ -198,9 +214,6 @@ class Total(LengthNode, Schedule):
     def __init__(self, clock: Any = None) -> None:
         self.clock = clock
 
-    def value(self, step: Any) -> Any:
-        return _length_at(self, step)
-
     def length(self) -> Any:
         """``total`` as a float64 scalar tensor (read in :func:`length_value`)."""
         variable = None if self.clock is None else self.clock.total_steps
@@ -240,7 +253,9 @@ def bind_total(schedule: Schedule, total: int) -> Schedule:
     """Return ``schedule`` written with ``total`` steps: every ``total`` becomes the number.
 
     Each length (``0.9 * total``) is folded in float64 as Python computes it, so the result
-    is the schedule written by hand with that number (its ``repr`` shows it).
+    is the schedule written by hand with that number (its ``repr`` shows it). A length its
+    word refuses (``steps=total - 200`` at 100) raises, naming the schedule and ``total``:
+    ``model.fit`` and steering's ``schedule`` bind this way before any step.
 
     Example:
         >>> from hyperstep.schedules import cosine, warmup
@@ -252,7 +267,15 @@ def bind_total(schedule: Schedule, total: int) -> Schedule:
     def bind(node: Schedule) -> Schedule | None:
         return Constant(float(total)) if isinstance(node, Total) else None
 
-    return schedule.replace(bind)
+    try:
+        return schedule.replace(bind)
+    except InvalidArgumentError as error:
+        raise InvalidArgumentError(
+            f"`{schedule!r}` with the run's length `total` = {total}: {error}. Bind a "
+            "longer run (`clock.total = n`, or `epochs=` and `steps_per_epoch=` in `fit`), or "
+            f"write the length so that it stays valid (`max(total - 200, 1)`). Received: "
+            f"total={total}"
+        ) from None
 
 
 def is_length(schedule: Any) -> bool:
@@ -288,22 +311,30 @@ def check_length(owner: str, name: str, value: Schedule) -> Schedule:
 
 def length_value(schedule: Schedule) -> Any:
     """The length ``schedule`` as a ``WIDE`` scalar tensor: each operation in float64 as
-    Python rounds it (on JAX without x64 too), then rounded to ``WIDE`` once."""
+    Python rounds it (on JAX without x64 too), then rounded to ``WIDE`` once.
+
+    Its numbers enter as ``number * sign(total)``: no operation has a constant operand, so
+    no compiler rewrites ``7 * total / 10`` as ``total * (7 * (1 / 10))`` (Grappler and XLA
+    do with constants: 700.0000000000001 for a total of 1000, where Python gives 700.0)."""
     with backends.float64_scope() if WIDE == "float32" else contextlib.nullcontext():
-        return ops.cast(_float64_length(schedule), WIDE)
+        node = schedule
+        while not isinstance(node, Total):  # a length reads total: its first one
+            node = next(child for child in node.children() if uses_total(child))
+        one = ops.sign(node.length())
+        return ops.cast(_float64_length(schedule, one), WIDE)
 
 
-def _float64_length(schedule: Schedule) -> Any:
+def _float64_length(schedule: Schedule, one: Any) -> Any:
     if isinstance(schedule, Total):
         return schedule.length()
     if isinstance(schedule, Constant):
-        return ops.convert_to_tensor(schedule.value_, "float64")
+        return ops.convert_to_tensor(schedule.value_, "float64") * one
     if isinstance(schedule, Negate):
-        return ops.negative(_float64_length(schedule.operand))
+        return ops.negative(_float64_length(schedule.operand, one))
     if isinstance(schedule, BinaryOp):
-        left, right = _float64_length(schedule.left), _float64_length(schedule.right)
+        left, right = (_float64_length(s, one) for s in (schedule.left, schedule.right))
         return _BINARY[schedule.op][1](left, right)
-    args = [_float64_length(a) for a in schedule.args]
+    args = [_float64_length(a, one) for a in schedule.args]
     functions: dict[str, Callable[..., Any]] = {
         "min": exact_minimum,
         "max": exact_maximum,
@@ -329,8 +360,8 @@ _BINARY: dict[str, tuple[int, Callable[[Any, Any], Any]]] = {
     "!=": (10, lambda a, b: ops.cast(ops.not_equal(a, b), "float32")),
     "+": (20, ops.add),
     "-": (20, ops.subtract),
-    "*": (30, ops.multiply),
-    "/": (30, ops.divide),
+    "*": (30, lambda a, b: in_float64(ops.multiply, a, b)),  # exact in a compiled step too
+    "/": (30, lambda a, b: in_float64(ops.divide, a, b)),
     "//": (30, ops.floor_divide),  # Python's: floor(a / b), also for negative operands
     "%": (30, ops.mod),  # Python's: a - b * floor(a / b), the sign of b
     "**": (50, ops.power),
@@ -443,11 +474,7 @@ class BinaryOp(LengthNode, Schedule):
         )
         self.length_expression = is_length(self)
 
-    def value(self, step: Any) -> Any:
-        if self._fold is not None:
-            return _constant(self._fold).value(step)
-        if self.length_expression:  # `0.9 * total`: as Python folds the number
-            return _length_at(self, step)
+    def computed(self, step: Any) -> Any:
         return _BINARY[self.op][1](self.left.value(step), self.right.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -531,11 +558,7 @@ class Negate(LengthNode, Schedule):
         self._fold = _fold_with(lambda a: -a, [self.operand])
         self.length_expression = is_length(self)
 
-    def value(self, step: Any) -> Any:
-        if self._fold is not None:
-            return _constant(self._fold).value(step)
-        if self.length_expression:
-            return _length_at(self, step)
+    def computed(self, step: Any) -> Any:
         return ops.negative(self.operand.value(step))
 
     def arguments(self) -> dict[str, Any]:
@@ -612,11 +635,7 @@ class Function(LengthNode, Schedule):
         )
         self.length_expression = is_length(self)
 
-    def value(self, step: Any) -> Any:
-        if self._fold is not None:
-            return _constant(self._fold).value(step)
-        if self.length_expression:
-            return _length_at(self, step)
+    def computed(self, step: Any) -> Any:
         return FUNCTIONS[self.name][1](*(a.value(step) for a in self.args))
 
     def arguments(self) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from hyperstep.schedules.exact import (
     cosine_weight,
     exact_maximum,
     exact_minimum,
+    in_float64,
     larger,
     rounded_once,
     sine,
@@ -203,8 +204,10 @@ def cooled_value(value: Any, end: Any, done: Any, steps: Any, shape: str) -> Any
     change = value - end
     if shape == "linear":
         return end + (change * inverse) * (steps - done)
-    if shape == "cosine":
-        return end + change * ops.square(sine((steps - done) * (HALF_PI * inverse)))
+    if shape == "cosine":  # pi / 2 / steps as Python folds it, for a tensor too
+        folded = isinstance(steps, (int, float))
+        rate = HALF_PI * inverse if folded else in_float64(lambda s: HALF_PI * (1 / s), steps)
+        return end + change * ops.square(sine((steps - done) * rate))
     if shape in ("1-sqrt", "minus_sqrt"):
         return end + change * (1.0 - ops.sqrt(done * inverse))
     if shape == "exponential":
