@@ -151,15 +151,16 @@ def keras_value(
     (:mod:`hyperstep.backends.keras_forms`). ``static``: the constant, ``None`` for a
     schedule, whose constant pieces round as a constant does (on JAX: a replayed constant,
     ``where(step < s, 0.9, ...)``)."""
-    constants = (static,) if static is not None else constant_pieces(hyperparameter.schedule)
+    host = update.host_step is not None  # its numbers take a schedule's pieces whole already
+    pieces = () if host or static is not None else constant_pieces(hyperparameter.schedule)
     request = Request(
         name=name.rsplit("/", 1)[-1],
         cls=cls,
         hyperparameter=hyperparameter,
         step=update.step,
-        host=update.host_step is not None,
+        host=host,
         static=static,
-        constants=constants,
+        constants=(static,) if static is not None else pieces,
     )
     return backends.keras_number(request)
 
