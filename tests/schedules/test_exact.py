@@ -32,7 +32,8 @@ def test_exact_minimum_and_maximum_keep_float64() -> None:
 
 def test_power_of_is_the_float64_power_of_the_exact_base() -> None:
     p = np.array([0.0, 1.0, 10.0, 1000.0, 12345.5])
-    got = _np(c.power_of(0.9, ops.convert_to_tensor(p, dtype=c.WIDE)))
+    with c.float64_scope():  # as the words call it (JAX without x64 too)
+        got = _np(c.power_of(0.9, ops.convert_to_tensor(p, dtype="float64")))
     np.testing.assert_allclose(got, 0.9**p, rtol=1e-14)
 
 
@@ -42,9 +43,9 @@ def test_cosine_weight_is_half_one_plus_cos_of_pi_times_one_minus_left() -> None
     np.testing.assert_allclose(got, (1 + np.cos(np.pi * (1 - left))) / 2, atol=1e-15)
 
 
-def test_rounded_once_computes_wide_and_rounds_to_float32_once() -> None:
+def test_rounded_once_computes_in_float64_and_rounds_to_float32_once() -> None:
     class Third:
-        @c.rounded_once
+        @c.rounded_once()
         def value(self, step):
             return step / 3.0
 

@@ -1,5 +1,5 @@
 """The units of hyperstep.schedules._ops: in a process that imported Keras, schedules compute
-with ``keras.ops`` itself, in float64 (float32 only on JAX without x64)."""
+with ``keras.ops`` itself, in float64 (within ``float64_scope`` on JAX without x64)."""
 
 import keras
 import pytest
@@ -17,12 +17,8 @@ def test_a_keras_process_computes_with_keras_ops() -> None:
     assert numpy_ops.request() is False and numpy_ops.selected() is False
 
 
-def test_wide_is_float64_unless_jax_runs_without_x64() -> None:
-    expected = "float64"
-    if keras.backend.backend() == "jax":
-        import jax
-
-        expected = "float64" if jax.config.jax_enable_x64 else "float32"
-    assert expected == _ops.WIDE
-    wide = keras.ops.convert_to_tensor(0.1, dtype=_ops.WIDE)
-    assert keras.backend.standardize_dtype(wide.dtype) == expected
+def test_float64_scope_computes_in_float64_on_jax_without_x64_too() -> None:
+    with _ops.float64_scope():
+        wide = keras.ops.convert_to_tensor(0.1, dtype="float64")
+        assert keras.backend.standardize_dtype(wide.dtype) == "float64"
+        assert float(wide) == 0.1  # the Python float, not its float32 rounding

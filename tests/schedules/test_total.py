@@ -76,19 +76,7 @@ CASES = {
         f"join([1.0, linear(1.0, 0.0, steps={n / 2!r}), 0.0], [{n / 4!r}, {3 * n / 4!r}])"
     ),
 }
-#: the words whose compiled value XLA keeps bitwise in float32 (JAX without x64), where it
-#: fuses the other words' float32 operations (a word written with a number included)
-FLOAT32_COMPILED = [
-    "piecewise([0.3 * total, total / 2, total - 100], [1.0, 0.5, 0.1, 0.01])",
-    "piecewise([100, total / 2], [1.0, 0.5, 0.1], inclusive=True)",
-]
 TOTALS = [1000, 1237, 98765]
-
-
-def _wide_is_float64() -> bool:
-    from hyperstep.backends import wide_float_dtype
-
-    return wide_float_dtype() == "float64"
 
 
 def _bits(values) -> np.ndarray:
@@ -136,36 +124,24 @@ def _compiled(function, variables, steps):
     return jax.jit(stateless)([v.value for v in variables], steps)
 
 
-#: expressions of the step (their `*` and `/` rounded once from float64, see
-#: hyperstep.schedules.exact.in_float64): XLA keeps them bitwise without x64 too
-EXPRESSIONS = [
-    "1e-3 * (1 - progress) ** 2",
-    "min(1.0, step / (0.1 * total))",
-    "step / (0.1 * total)",
-    "progress",
-    "2e-3 * step / total + 1e-4 * progress * 3",
-    "where(step < floor(0.3 * total), 1.0, 0.5)",
-]
-#: written by hand, these compile otherwise than eagerly: a graph compiler rewrites the
-#: warmup's float64 `step / 100` as `step * 0.01` (95 * 0.01 is 0.9500000000000001), which
-#: breaks a float32 tie at step 95 of 1000; the length read at run time keeps the division
-HAND_COMPILED_OFF = {"warmup(cosine(1e-3, steps=0.9 * total), steps=0.1 * total)"}
-HAND_COMPILED_OFF.add("warmup(cosine(1e-3, steps=9 * total / 10), steps=total / 10)")
+#: expressions whose `**` and `+` compute in float32 as written: a compiler fuses them otherwise
+#: than eagerly (as the float32 formula written by hand), whatever the length
+FLOAT32_EXPRESSIONS = ["1e-3 * (1 - progress) ** 2", "2e-3 * step / total + 1e-4 * progress * 3"]
 
 
 @pytest.mark.parametrize("n", TOTALS)
-@pytest.mark.parametrize("text", [text for text in CASES if text not in HAND_COMPILED_OFF])
+@pytest.mark.parametrize("text", list(CASES))
 def test_a_length_in_a_compiled_step_is_the_number_written_by_hand(text, n) -> None:
-    # Grappler and XLA rewrite a division by the constant N, not by a length read at run
-    # time: the expressions round `/` once from float64, the lengths hide their numbers
-    if not _wide_is_float64() and text not in FLOAT32_COMPILED + EXPRESSIONS:
-        pytest.skip("XLA fuses float32 operations under jax.jit (docs), a number's too")
+    # Grappler and XLA rewrite a division by a constant (XLA: by any scalar of a vector), not
+    # by a tensor read at run time: the expressions round `/` once from float64; a word's
+    # numbers of steps, lengths and numbers alike, enter as `number * one` (JAX without x64
+    # too: the words compute in float64 there)
     by_hand = hs.parse(CASES[text](n))
     read = hs.Hyperparameter(text, clock=hs.Clock(total=n))
     steps = _steps(n)
     compiled = _compiled(read.at, read.variables, steps)
     np.testing.assert_array_equal(_bits(compiled), _bits(_compiled(by_hand, [], steps)))
-    if text.startswith(("piecewise", "join", "step", "progress", "min")) and "cos" not in text:
+    if text not in FLOAT32_EXPRESSIONS:  # and as eagerly
         np.testing.assert_array_equal(_bits(compiled), _bits(by_hand(steps)))
 
 

@@ -149,13 +149,11 @@ def compiling() -> bool:
 _compiling_probe: list[Any] = []
 
 
-def xla_compiling(value: Any) -> bool:
-    """Whether ``value`` is computed by code XLA compiles: traced inside ``jax.jit`` (JAX),
-    or inside ``tf.function(jit_compile=True)`` or Keras's ``jit_compile`` (TensorFlow)."""
+def xla_computes() -> bool:
+    """Whether XLA computes the ops called now: always on JAX (eager ops too), inside
+    ``tf.function(jit_compile=True)`` or Keras's ``jit_compile`` on TensorFlow."""
     backend = current_backend()
-    if backend == "jax":
-        return not concrete(value)
-    return backend == "tensorflow" and under_xla()
+    return backend == "jax" or (backend == "tensorflow" and under_xla())
 
 
 def under_xla() -> bool:

@@ -37,7 +37,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from hyperstep.backends import concrete, host_int, integer_dtype, read_once, wide_float_dtype
+from hyperstep.backends import concrete, float64_scope, host_int, integer_dtype, read_once
 from hyperstep.backends.fast_paths import branches_skip, lazy_where
 from hyperstep.backends.keras_forms import scalar_tensor, with_tensor
 from hyperstep.clock import Clock
@@ -191,21 +191,23 @@ def checked_once(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _cooling(start: Any, form: Any, schedule: Schedule, base: Any, step: Any) -> Any:
-    # computed wide (float64; float32 on JAX without x64) and rounded to float32 once, as
-    # the `cooldown` word is: the same bits eagerly and in a graph whose constant folding
-    # turns the word's `x / steps` into a multiply
-    wide = wide_float_dtype()
-    values = ops.cast(ops.convert_to_tensor(form.value), wide)
-    steps, end, shape = values[0], values[1], values[2]
+    # computed in float64 (JAX without x64 too) and rounded to float32 once, as the
+    # `cooldown` word is: the same bits eagerly and in a graph whose constant folding turns
+    # the word's `x / steps` into a multiply
     step = ops.cast(ops.convert_to_tensor(step), "float32")
     s0 = ops.maximum(ops.cast(start, "float32"), 0.0)
-    v0 = ops.cast(ops.cast(schedule(s0), "float32"), wide)
-    done = exact_minimum(exact_maximum(ops.cast(step, wide) - ops.cast(s0, wide), 0.0), steps)
-    value = ops.zeros_like(done)
-    for index, name in enumerate(DECAY_TYPES):  # the shape is a variable: select its value
-        found = cooled_value(v0, end, done, steps, name)
-        value = ops.where(ops.equal(shape, float(index)), found, value)
-    value = ops.cast(ops.cast(value, "float32"), ops.dtype(base))
+    v0 = ops.cast(schedule(s0), "float32")
+    with float64_scope():
+        values = ops.cast(ops.convert_to_tensor(form.value), "float64")
+        steps, end, shape = values[0], values[1], values[2]
+        done = ops.cast(step, "float64") - ops.cast(s0, "float64")
+        done = exact_minimum(exact_maximum(done, 0.0), steps)
+        value = ops.zeros_like(done)
+        for index, name in enumerate(DECAY_TYPES):  # the shape is a variable: select its value
+            found = cooled_value(ops.cast(v0, "float64"), end, done, steps, name)
+            value = ops.where(ops.equal(shape, float(index)), found, value)
+        value = ops.cast(value, "float32")
+    value = ops.cast(value, ops.dtype(base))
     started = ops.logical_and(ops.greater_equal(start, 0), ops.greater_equal(step, s0))
     return ops.where(started, value, base)
 

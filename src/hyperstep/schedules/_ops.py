@@ -8,6 +8,7 @@ Chosen once, when :mod:`hyperstep.schedules` is first imported: NumPy
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from hyperstep.backends import numpy_ops
@@ -16,13 +17,13 @@ from hyperstep.backends import numpy_ops
 NUMPY: bool = numpy_ops.selected()
 
 ops: Any = numpy_ops
-#: the dtype the vocabulary's words compute in before rounding to float32 once (see
-#: ``hyperstep.backends.wide_float_dtype``): float64 but on JAX without x64
-WIDE = "float64"
+#: a scope in which ``ops`` computes in float64, JAX without x64 included
+#: (``hyperstep.backends.float64_scope``): the vocabulary's words compute in it
+float64_scope: Any = contextlib.nullcontext
 if not NUMPY:
     from keras import ops as keras_ops
 
-    from hyperstep.backends import wide_float_dtype
+    from hyperstep import backends
 
     ops = keras_ops
-    WIDE = wide_float_dtype()
+    float64_scope = backends.float64_scope

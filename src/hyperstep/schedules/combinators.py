@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules._ops import WIDE, ops
+from hyperstep.schedules._ops import ops
 from hyperstep.schedules.base import Schedule, ScheduleLike, check_number, register
 from hyperstep.schedules.checks import check_boundaries, check_steps
 from hyperstep.schedules.exact import rounded_once
@@ -52,14 +52,14 @@ class Warmup(Schedule):
         self.steps = check_steps("warmup", "steps", steps)
         self.start = check_number("warmup", "start", start)
 
-    @rounded_once
+    @rounded_once("steps")
     def value(self, step: Any) -> Any:
         # One evaluation of the wrapped schedule (nested warmups stay linear): at step 0
         # (the peak) during the ramp, at ``step - steps`` after it -- never a negative step.
         # The wrapped schedule sees a float32 step, as if called itself.
         ramping = step < self.steps
         shifted = ops.cast(ops.where(ramping, 0.0, step - self.steps), "float32")
-        inner = ops.cast(self.schedule.value(shifted), WIDE)
+        inner = ops.cast(self.schedule.value(shifted), "float64")
         ramp = self.start + (inner - self.start) * (step / self.steps)
         return ops.where(ramping, ramp, inner)
 

@@ -76,7 +76,7 @@ class Cyclic(Schedule):
                 f"{math.log(3.4e38) / math.log(self.gamma):.0f} steps. {received('gamma', gamma)}"
             )
 
-    @rounded_once
+    @rounded_once("steps_up", "steps_down", "_cycle")
     def value(self, step: Any) -> Any:
         up = self.steps_up
         down = up if self.steps_down is None else self.steps_down
@@ -206,7 +206,7 @@ class OneCycle(Schedule):
             begin = end_step
         return phases
 
-    @rounded_once
+    @rounded_once()
     def value(self, step: Any) -> Any:
         # pick each step's phase first (cheap selects of constants), then anneal once
         phases = self._phases

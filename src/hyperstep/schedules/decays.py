@@ -67,7 +67,7 @@ class Linear(Schedule):
         self.steps = check_steps("linear", "steps", steps)
         self.begin = check_steps("linear", "begin", begin, allow_zero=True)
 
-    @rounded_once
+    @rounded_once("steps", "begin")
     def value(self, step: Any) -> Any:
         s = clipped(step - self.begin, 0.0, self.steps)
         # both weights exact for integer steps: accurate at either end of the ramp
@@ -128,7 +128,7 @@ class Exponential(Schedule):
         self.begin = check_steps("exponential", "begin", begin, allow_zero=True)
         self.end = None if end is None else check_number("exponential", "end", end)
 
-    @rounded_once
+    @rounded_once("every", "begin")
     def value(self, step: Any) -> Any:
         t = step - self.begin
         p = t / self.every
@@ -239,7 +239,7 @@ class Polynomial(Schedule):
         self.cycle = check_flag("polynomial", "cycle", cycle)
         self.begin = check_steps("polynomial", "begin", begin, allow_zero=True)
 
-    @rounded_once
+    @rounded_once("steps", "begin")
     def value(self, step: Any) -> Any:
         if self.cycle:
             s = exact_maximum(step - self.begin, 0.0)

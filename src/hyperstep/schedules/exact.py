@@ -1,20 +1,17 @@
-"""Float32-exact ops shared by the schedule families: computed in ``WIDE`` (float64, see
-:mod:`hyperstep.schedules._ops`) and rounded to float32 once, or written so that each
-backend's kernels give the same bits.
+"""Float32-exact ops shared by the schedule families: computed in float64 (within
+:data:`~hyperstep.schedules._ops.float64_scope`, JAX without x64 too) and rounded to float32
+once, or written so that each backend's kernels give the same bits.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-import struct
 from collections.abc import Callable
 from typing import Any
 
-from hyperstep import backends
-from hyperstep.backends.scopes import xla_compiling
-from hyperstep.schedules._ops import NUMPY, WIDE, ops
+from hyperstep.backends.scopes import concrete, xla_computes
+from hyperstep.schedules._ops import NUMPY, float64_scope, ops
 
 #: ``pi / 2``, the factor of ``sin(pi / 2 * left) ** 2`` (the cosine weight)
 HALF_PI = math.pi / 2
@@ -26,11 +23,11 @@ def as_float32(value: float) -> Any:
 
 
 def widened(value: Any) -> Any:
-    """``value`` as a tensor of ``WIDE`` (Keras's torch ``where`` and ``minimum`` round a
-    Python float to float32 first); a length (``0.3 * total``) its value."""
+    """``value`` as a float64 tensor (Keras's torch ``where`` and ``minimum`` round a Python
+    float to float32 first); a length (``0.3 * total``) its value."""
     if getattr(value, "length_expression", False):
         return value.length_value()
-    return ops.convert_to_tensor(value, dtype=WIDE)
+    return ops.convert_to_tensor(value, dtype="float64")
 
 
 def in_float64(operation: Callable[..., Any], *operands: Any) -> Any:
@@ -45,53 +42,68 @@ def in_float64(operation: Callable[..., Any], *operands: Any) -> Any:
     2**-52; a float32 product is exact in float64). So ``step / 1000`` and ``step / total``
     with ``total`` bound to 1000 give the same bits, compiled or not.
     """
-    with backends.float64_scope() if WIDE == "float32" else contextlib.nullcontext():
+    with float64_scope():
         wide = operation(*(ops.cast(operand, "float64") for operand in operands))
         return ops.cast(wide, operands[0].dtype)
 
 
-def rounded_once(value: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """A word's ``value(step)`` computed in float64 and rounded once to float32.
+Value = Callable[[Any, Any], Any]
 
-    Every read path then gives the same float32 bits: one step eagerly, the compiled step
-    (where Grappler turns ``x / c`` into ``x * (1 / c)``: in float64 that still rounds to
-    the correctly rounded float32 quotient), a vector of steps (whose float32 ``sin`` and
-    ``exp`` kernels differ from the scalar ones) and NumPy (the command line's plots). On
-    JAX without x64 (``WIDE`` is float32) the value is computed in float32 as written.
 
-    A length argument (``steps=0.9 * total``) is computed first, in ``WIDE`` as Python
-    folds the number, and the word computes with it as with that number.
+def rounded_once(*lengths: str) -> Callable[[Value], Value]:
+    """A word's ``value(step)`` computed in float64 (JAX without x64 too) and rounded once to
+    float32; ``lengths`` name the word's numbers of steps (``"steps"``).
+
+    Every read path then gives the same float32 bits: one step eagerly, the compiled step, a
+    vector of steps (whose float32 ``sin`` and ``exp`` kernels differ from the scalar ones)
+    and NumPy (the command line's plots). A number of steps that is a length
+    (``steps=0.9 * total``) is computed first, in float64 as Python folds the number; in a
+    compiled step a number written by hand enters as ``number * one``, where ``one`` is 1.0
+    computed from the step, so that no compiler divides by it otherwise than eagerly
+    (Grappler, XLA and Inductor turn ``step / 100`` into ``step * 0.01``: 0.9500000000000001
+    at step 95, which rounds ``warmup(1e-3, steps=100)`` to another float32). See
+    :func:`with_lengths`.
     """
 
-    @functools.wraps(value)
-    def computed(self: Any, step: Any) -> Any:
-        return ops.cast(value(with_lengths(self), ops.cast(step, WIDE)), "float32")
+    def rounded(value: Value) -> Value:
+        @functools.wraps(value)
+        def computed(self: Any, step: Any) -> Any:
+            with float64_scope():
+                step = ops.cast(step, "float64")
+                hide = not NUMPY and (xla_computes() or not concrete(step))
+                one = ops.sign(ops.abs(step) + 1.0) if hide else None
+                return ops.cast(value(with_lengths(self, lengths, one), step), "float32")
 
-    return computed
+        return computed
+
+    return rounded
 
 
-def with_lengths(word: Any) -> Any:
-    """``word``, or a copy whose length arguments (``steps=total``) are their ``WIDE`` values
-    (``length_value()`` of :class:`~hyperstep.schedules.expressions.LengthNode`); the wrapped
-    ``schedule`` of a combinator stays a schedule."""
-    keys = vars(word).get("_length_keys")
-    if keys is None:  # found once per word
-        found = vars(word).items()
-        keys = [k for k, v in found if k != "schedule" and getattr(v, "length_expression", False)]
-        word._length_keys = keys
-    if not keys:
+def with_lengths(word: Any, names: tuple[str, ...], one: Any = None) -> Any:
+    """``word``, or a copy whose numbers of steps ``names`` are float64 tensors: a length
+    (``steps=total``) its value (``length_value()`` of
+    :class:`~hyperstep.schedules.expressions.LengthNode`), a number ``number * one`` where
+    ``one`` is given (a compiler folds no constant then, as none in a length)."""
+    found = {}
+    for name in names:
+        number = vars(word)[name]
+        if getattr(number, "length_expression", False):
+            number = number.length_value()
+        elif one is None or number is None:
+            continue
+        found[name] = number if one is None else number * one
+    if not found:
         return word
-    lengths = {key: vars(word)[key].length_value() for key in keys}
     copy = object.__new__(type(word))
-    vars(copy).update({**vars(word), **lengths})
+    vars(copy).update({**vars(word), **found})
     return copy
 
 
 def larger(a: Any, b: Any) -> Any:
-    """``max(a, b)`` of two numbers of steps: Python's for numbers, else a ``WIDE`` tensor."""
+    """``max(a, b)`` of two numbers of steps: Python's for numbers, else a float64 tensor."""
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return max(a, b)
-    return exact_maximum(ops.convert_to_tensor(a, WIDE), b)
+    return exact_maximum(ops.convert_to_tensor(a, "float64"), b)
 
 
 def clipped(x: Any, low: Any, high: Any) -> Any:
@@ -126,27 +138,16 @@ def exact_ceil(x: Any) -> Any:
 
 
 def power_of(base: float, exponent: Any) -> Any:
-    """``base ** exponent`` for a Python ``base > 0``, corrected for its float32 rounding.
-
-    ``float32(base) ** p`` is off by ``p * (relative rounding of base)``, up to 6e-8 * p;
-    the factor ``exp(p * log(base / float32(base)))`` removes that error. Bases exactly
-    representable in float32 (0.5, 2.0, ...) skip the correction and stay exact.
-    """
-    if WIDE == "float64":  # the exact base (a Python float is a float64)
-        return ops.power(ops.convert_to_tensor(base, WIDE), ops.cast(exponent, WIDE))
-    base32 = struct.unpack("f", struct.pack("f", base))[0]  # float32(base), no numpy
-    result = ops.power(as_float32(base32), exponent)
-    correction = math.log(base / base32)
-    if correction != 0.0:
-        result = result * ops.exp(exponent * correction)
-    return result
+    """``base ** exponent`` in float64 for a Python ``base > 0``: of the exact base (a Python
+    float is a float64), not of its float32 rounding (off by ``p * 6e-8`` relatively)."""
+    return ops.power(ops.convert_to_tensor(base, "float64"), ops.cast(exponent, "float64"))
 
 
 def cosine_weight(left: Any) -> Any:
     """``(1 + cos(pi * (1 - left))) / 2``, written as ``sin(pi / 2 * left) ** 2``; where
     :func:`sine` is a polynomial, ``left`` is first taken into ``[0, 1]`` (the weight is even
     and has period 2), exactly: ``left`` itself there."""
-    if not _polynomial(left):
+    if not _polynomial():
         return ops.square(ops.sin(HALF_PI * left))
     left = left - 2.0 * exact_floor(left * 0.5)
     return ops.square(sine(HALF_PI * exact_minimum(left, 2.0 - left)))
@@ -158,14 +159,15 @@ _SINE_TERMS = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(11))
 
 
 def sine(x: Any) -> Any:
-    """``sin(x)`` for ``x`` in ``[0, pi / 2]`` (a ``WIDE`` tensor).
+    """``sin(x)`` for ``x`` in ``[0, pi / 2]`` (a float64 tensor).
 
-    Where XLA compiles float64 code (:func:`~hyperstep.backends.scopes.xla_compiling`), the
-    Taylor polynomial in multiplies and adds: within a few float64 ulps of ``sin``, so it
-    rounds to the same float32, and it vectorizes (XLA's float64 ``sin`` costs about 3 times
-    its float32 one on a CPU, and the whole of a compiled cosine word). Elsewhere ``ops.sin``.
+    Where XLA computes (:func:`~hyperstep.backends.scopes.xla_computes`), the Taylor
+    polynomial in multiplies and adds: within a few float64 ulps of ``sin``, so it rounds to
+    the same float32, and it vectorizes (XLA's float64 ``sin`` costs about 3 times its
+    float32 one on a CPU, and the whole of a compiled cosine word); on JAX, Keras's
+    ``ops.sin`` of a float64 ``x`` is float32 (Keras 3.15). Elsewhere ``ops.sin``.
     """
-    if not _polynomial(x):
+    if not _polynomial():
         return ops.sin(x)
     square = x * x
     total = _SINE_TERMS[-1] * square
@@ -174,5 +176,5 @@ def sine(x: Any) -> Any:
     return x + x * total
 
 
-def _polynomial(x: Any) -> bool:
-    return not NUMPY and WIDE == "float64" and xla_compiling(x)
+def _polynomial() -> bool:
+    return not NUMPY and xla_computes()

@@ -11,7 +11,6 @@ a Keras schedule) into a node.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -19,7 +18,7 @@ from typing import Any
 
 from hyperstep import backends
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules._ops import NUMPY, WIDE, ops
+from hyperstep.schedules._ops import NUMPY, float64_scope, ops
 from hyperstep.schedules.base import (
     READERS,
     Number,
@@ -50,7 +49,7 @@ class LengthNode:
     _fold: float | None = None
 
     def length_value(self) -> Any:
-        """This length as a ``WIDE`` scalar tensor (:func:`length_value`)."""
+        """This length as a float64 scalar tensor (:func:`length_value`)."""
         return length_value(self)  # type: ignore[arg-type]
 
     def value(self, step: Any) -> Any:
@@ -310,18 +309,18 @@ def check_length(owner: str, name: str, value: Schedule) -> Schedule:
 
 
 def length_value(schedule: Schedule) -> Any:
-    """The length ``schedule`` as a ``WIDE`` scalar tensor: each operation in float64 as
-    Python rounds it (on JAX without x64 too), then rounded to ``WIDE`` once.
+    """The length ``schedule`` as a float64 scalar tensor: each operation in float64 as
+    Python rounds it (within ``float64_scope``: JAX without x64 too).
 
     Its numbers enter as ``number * sign(total)``: no operation has a constant operand, so
     no compiler rewrites ``7 * total / 10`` as ``total * (7 * (1 / 10))`` (Grappler and XLA
     do with constants: 700.0000000000001 for a total of 1000, where Python gives 700.0)."""
-    with backends.float64_scope() if WIDE == "float32" else contextlib.nullcontext():
+    with float64_scope():
         node = schedule
         while not isinstance(node, Total):  # a length reads total: its first one
             node = next(child for child in node.children() if uses_total(child))
         one = ops.sign(node.length())
-        return ops.cast(_float64_length(schedule, one), WIDE)
+        return _float64_length(schedule, one)
 
 
 def _float64_length(schedule: Schedule, one: Any) -> Any:
@@ -347,7 +346,8 @@ def _float64_length(schedule: Schedule, one: Any) -> Any:
 
 def _length_at(schedule: Schedule, step: Any) -> Any:
     """A length evaluated as a schedule: its exact value, rounded once to float32."""
-    return ops.cast(length_value(schedule), "float32") + ops.zeros_like(step)
+    with float64_scope():
+        return ops.cast(length_value(schedule), "float32") + ops.zeros_like(step)
 
 
 # ---- arithmetic nodes ------------------------------------------------------------------

@@ -10,7 +10,6 @@ cooldown beats a linear one), with the phases and shapes of Hugging Face's
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from hyperstep.schedules._ops import ops
@@ -22,7 +21,6 @@ from hyperstep.schedules.exact import (
     cosine_weight,
     exact_maximum,
     exact_minimum,
-    in_float64,
     larger,
     rounded_once,
     sine,
@@ -46,8 +44,8 @@ def decay_factor(shape: str, done: Any, steps: float, cycles: float = 0.5) -> An
         ...     [0.0, 25.0, 100.0]), 100)]
         [1.0, 0.5, 0.0]
     """
-    if shape == "cosine" and cycles != 0.5:
-        return ops.square(ops.cos(math.pi * cycles * (done / steps)))
+    if shape == "cosine" and cycles != 0.5:  # cos(pi c p) ** 2 = sin(pi / 2 * (1 - 2 c p)) ** 2
+        return cosine_weight(1.0 - 2.0 * cycles * (done / steps))
     return cooled_value(1.0, 0.0, done, steps, shape)
 
 
@@ -128,7 +126,7 @@ class WarmupStableDecay(Schedule):
     def natural_steps(self) -> int | float | None:
         return self._end
 
-    @rounded_once
+    @rounded_once("warmup", "decay", "_decay_start", "_end")
     def value(self, step: Any) -> Any:
         w, d, decay_start = self.warmup, self.decay, self._decay_start
         up = _warmup_factor(self.warmup_type, clipped(step, 0.0, larger(w, 1)), larger(w, 1))
@@ -178,7 +176,7 @@ class InverseSqrt(Schedule):
         self._scale = given if given is not None else w if not isinstance(w, int) or w else 10_000
         self._shift = self._scale - w  # as Python subtracts numbers (lengths too, exactly)
 
-    @rounded_once
+    @rounded_once("warmup", "_scale", "_shift")
     def value(self, step: Any) -> Any:
         w = self.warmup
         ramp = step / larger(w, 1)
@@ -197,17 +195,15 @@ def cooled_value(value: Any, end: Any, done: Any, steps: Any, shape: str) -> Any
     product has at most one factor a compiler can know when ``steps``, ``value`` and ``end``
     are constants (XLA and Grappler fold ``x / k`` into ``x * (1 / k)`` and ``(x * k1) * k2``
     into ``x * (k1 * k2)``), so a step that reads them from variables computes the same
-    bits. :class:`Cooldown` and :class:`hyperstep.Cooldown` compute it ``WIDE`` (float64;
-    float32 on JAX without x64) and round to float32 once.
+    bits. :class:`Cooldown` and :class:`hyperstep.Cooldown` compute it in float64 and round
+    to float32 once.
     """
     inverse = 1.0 / steps
     change = value - end
     if shape == "linear":
         return end + (change * inverse) * (steps - done)
-    if shape == "cosine":  # pi / 2 / steps as Python folds it, for a tensor too
-        folded = isinstance(steps, (int, float))
-        rate = HALF_PI * inverse if folded else in_float64(lambda s: HALF_PI * (1 / s), steps)
-        return end + change * ops.square(sine((steps - done) * rate))
+    if shape == "cosine":
+        return end + change * ops.square(sine((steps - done) * (HALF_PI * inverse)))
     if shape in ("1-sqrt", "minus_sqrt"):
         return end + change * (1.0 - ops.sqrt(done * inverse))
     if shape == "exponential":
@@ -258,7 +254,7 @@ class Cooldown(Schedule):
     def natural_steps(self) -> int | float | None:
         return self.start + self.steps
 
-    @rounded_once
+    @rounded_once("start", "steps")
     def value(self, step: Any) -> Any:
         steps = widened(self.steps)  # a number of steps: an int, a float or a length
         done = exact_minimum(exact_maximum(step - widened(self.start), 0.0), steps)
