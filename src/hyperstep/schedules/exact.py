@@ -50,19 +50,22 @@ def in_float64(operation: Callable[..., Any], *operands: Any) -> Any:
 Value = Callable[[Any, Any], Any]
 
 
-def rounded_once(*lengths: str) -> Callable[[Value], Value]:
+def rounded_once(*lengths: str, hidden: bool = True) -> Callable[[Value], Value]:
     """A word's ``value(step)`` computed in float64 (JAX without x64 too) and rounded once to
     float32; ``lengths`` name the word's numbers of steps (``"steps"``).
 
     Every read path then gives the same float32 bits: one step eagerly, the compiled step, a
     vector of steps (whose float32 ``sin`` and ``exp`` kernels differ from the scalar ones)
     and NumPy (the command line's plots). A number of steps that is a length
-    (``steps=0.9 * total``) is computed first, in float64 as Python folds the number; in a
-    compiled step a number written by hand enters as ``number * one``, where ``one`` is 1.0
-    computed from the step, so that no compiler divides by it otherwise than eagerly
-    (Grappler, XLA and Inductor turn ``step / 100`` into ``step * 0.01``: 0.9500000000000001
-    at step 95, which rounds ``warmup(1e-3, steps=100)`` to another float32). See
-    :func:`with_lengths`.
+    (``steps=0.9 * total``) is computed first, in float64 as Python folds the number. Where
+    a compiler could see it (a graph, ``torch.compile``, every XLA computation), a number
+    written by hand enters as ``number * one``, ``one`` 1.0 computed from the step, so that
+    no compiler divides by it otherwise than eagerly: Grappler, XLA and Inductor turn
+    ``step / 100`` into ``step * 0.01`` (XLA ``x / c`` for any scalar ``c`` of a vector),
+    0.9500000000000001 at step 95, which rounds ``warmup(1e-3, steps=100)`` to another
+    float32. ``hidden=False`` where the word's quotients reach only a sine or its own
+    reciprocal (``cosine``, ``cooldown``): a float64 ulp there moves no float32 rounding, and
+    the vector of divisions would double a compiled cosine's time. See :func:`with_lengths`.
     """
 
     def rounded(value: Value) -> Value:
@@ -70,7 +73,7 @@ def rounded_once(*lengths: str) -> Callable[[Value], Value]:
         def computed(self: Any, step: Any) -> Any:
             with float64_scope():
                 step = ops.cast(step, "float64")
-                hide = not NUMPY and (xla_computes() or not concrete(step))
+                hide = hidden and not NUMPY and (xla_computes() or not concrete(step))
                 one = ops.sign(ops.abs(step) + 1.0) if hide else None
                 return ops.cast(value(with_lengths(self, lengths, one), step), "float32")
 

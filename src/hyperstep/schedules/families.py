@@ -97,7 +97,7 @@ class Cosine(Schedule):
         self.exponent = check_positive("cosine", "exponent", exponent)
         self.past_end = check_choice("cosine", "past_end", past_end, ("hold", "periodic"))
 
-    @rounded_once("steps")
+    @rounded_once("steps", hidden=False)
     def value(self, step: Any) -> Any:
         s = step if self.past_end == "periodic" else exact_minimum(step, self.steps)
         c = cosine_weight((self.steps - s) / self.steps)
@@ -190,7 +190,7 @@ class CosineRestarts(Schedule):
         whole = ops.round(start)
         return ops.where(ops.abs(start - whole) <= 1e-6 * whole, whole, start)
 
-    @rounded_once("steps")
+    @rounded_once("steps", hidden=False)
     def value(self, step: Any) -> Any:
         step = exact_maximum(step, 0.0)
         fraction = step / self.steps

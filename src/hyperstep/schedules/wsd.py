@@ -254,7 +254,7 @@ class Cooldown(Schedule):
     def natural_steps(self) -> int | float | None:
         return self.start + self.steps
 
-    @rounded_once("start", "steps")
+    @rounded_once("start", "steps", hidden=False)
     def value(self, step: Any) -> Any:
         steps = widened(self.steps)  # a number of steps: an int, a float or a length
         done = exact_minimum(exact_maximum(step - widened(self.start), 0.0), steps)
