@@ -1,10 +1,10 @@
-"""A traced loss as data: what the doctor's JAX and torch modules return from ``trace``.
+"""A traced loss as data: what the doctor's per-backend modules return from ``trace``.
 
 :class:`Trace` is the loss's computation as a data-flow graph of :class:`TracedOp`, each
-naming its values by id (JAX: a jaxpr's equations; torch: the dispatched torch functions);
-:func:`user_source` names the user's line behind an operation. Backend-neutral: the
-per-backend modules (:mod:`.doctor_jax`, :mod:`.doctor_torch`) build it and
-:mod:`hyperstep.diagnosis.paths` reads it.
+naming its values by id (TensorFlow: the ops of a ``tf.Graph``; JAX: a jaxpr's equations;
+torch: the dispatched torch functions); :func:`user_source` names the user's line behind an
+operation. Backend-neutral: the per-backend modules (:mod:`.doctor_tf`, :mod:`.doctor_jax`,
+:mod:`.doctor_torch`) build it and :mod:`hyperstep.diagnosis.paths` reads it.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ class TracedOp:
             carry none).
         stops: Whether no gradient flows through it (``stop_gradient``, ``round``, a
             callback into Python).
+        nested: Whether its body is another graph (TensorFlow's ``If``, ``While``, function
+            calls): it passes gradients unless the path is read with ``opaque=True``.
     """
 
     type: str
@@ -39,6 +41,7 @@ class TracedOp:
     inputs: tuple[int, ...]
     outputs: tuple[tuple[int, bool], ...]
     stops: bool = False
+    nested: bool = False
 
 
 @dataclasses.dataclass

@@ -1,7 +1,7 @@
 """A variable's paths to the loss: :class:`PathFact` and :class:`OpFact`, and
 :class:`TraceFacts`, which reads them from a backend's
-:class:`~hyperstep.backends.traces.Trace` (JAX's jaxpr, torch's dispatched functions;
-TensorFlow's graph is read by :mod:`hyperstep.diagnosis.graph`).
+:class:`~hyperstep.backends.traces.Trace` (TensorFlow's graph, JAX's jaxpr, torch's
+dispatched functions).
 
 A path is followed from the variable's value along data edges towards the loss. It stops
 at an op through which no gradient flows (``stop_gradient``, ``round``, ``argmax``...) and
@@ -77,9 +77,9 @@ class TraceFacts:
         self._reach = reach
 
     def path(self, variable: Any, opaque: bool = False) -> PathFact:
-        """Classify the variable's paths to the loss (see :class:`PathFact`); ``opaque`` is
-        accepted for :class:`hyperstep.diagnosis.graph.GraphFacts`'s signature: a trace has no
-        opaque ops (nested functions are inlined)."""
+        """Classify the variable's paths to the loss (see :class:`PathFact`); with
+        ``opaque=True`` ops with nested graphs (``If``, ``While``, function calls, custom
+        gradients) also count as stops."""
         trace = self._trace
         source = trace.sources.get(self._key(variable))
         if source is None:
@@ -102,7 +102,7 @@ class TraceFacts:
                     if op.stops and not op.outputs:
                         escapes.append(op)  # the value left for NumPy or Python
                     continue
-                if op.stops:
+                if op.stops or (opaque and op.nested):
                     blockers.append(op)
                     continue
                 for out, carries in op.outputs:

@@ -14,8 +14,7 @@ backend's own evidence comes from :func:`hyperstep.backends.doctor.tracer`):
   ``torch.autograd.grad``), every floating variable measured (trainable or not), gives for
   each variable "no gradient", "exactly zero" or "non-zero";
 * **paths** (traced only when some gradient is missing or zero): which op stops the
-  gradient, and where in the user's code (TF: :class:`hyperstep.diagnosis.graph.GraphFacts`;
-  JAX and torch: :class:`hyperstep.diagnosis.paths.TraceFacts`);
+  gradient, and where in the user's code (:class:`hyperstep.diagnosis.paths.TraceFacts`);
 * **optimizer**: the variables a built optimizer tracks, the variables captured by a cached
   ``model.train_function``, and the learning rate at the current and the next step.
 
@@ -478,23 +477,16 @@ class Facts:
     found: dict[int, Binding] = dataclasses.field(default_factory=dict)
     problem: str | None = None
     empty_shape: tuple[int, ...] | None = None
-    _graph: Any = None
+    _graph: TraceFacts | None = None
     trace_error: str | None = None
 
-    def graph(self) -> Any:
-        """The traced loss (:class:`~hyperstep.diagnosis.paths.TraceFacts`, or on TensorFlow
-        :class:`~hyperstep.diagnosis.graph.GraphFacts`), traced on first use (``None`` if
-        tracing failed)."""
+    def graph(self) -> TraceFacts | None:
+        """The traced loss, traced on first use (``None`` if tracing failed)."""
         if self._graph is None and self.trace_error is None:
             try:
                 tracked, raw = _split([v for v in self.measured if is_float(v)], self.found)
                 trace = tracer().trace(self.compute, self.batch, tracked, raw)
-                if trace is None:
-                    from hyperstep.diagnosis.graph import GraphFacts
-
-                    self._graph = GraphFacts(self.compute, self.batch)
-                else:
-                    self._graph = TraceFacts(trace, key)
+                self._graph = TraceFacts(trace, key)
             except Exception as error:  # the gradient pass worked; a trace is a bonus
                 self.trace_error = f"{type(error).__name__}: {error}"
         return self._graph
