@@ -192,18 +192,14 @@ def trace(compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: 
         return ids.setdefault(tensor.ref(), len(ids))
 
     ops = [op for op in concrete.graph.get_operations() if op in reach]
-    traced = [
-        TracedOp(
-            op.type,
-            op.name,
-            _source(op),
-            tuple(value(t) for t in op.inputs),
-            tuple((value(t), _carries_gradient(t)) for t in op.outputs),
-            stops=_stops_gradient(op),
-            nested=op.type in NESTED,
-        )
-        for op in ops
-    ]
+    traced = []
+    for op in ops:
+        outputs = tuple((value(t), _carries_gradient(t)) for t in op.outputs)
+        stops, nested = _stops_gradient(op), op.type in NESTED
+        # the user's line only where a path may stop (reading every op's stack is slow)
+        source = _source(op) if stops or nested or not all(c for _, c in outputs) else None
+        inputs = tuple(value(t) for t in op.inputs)
+        traced.append(TracedOp(op.type, op.name, source, inputs, outputs, stops, nested))
     captures = {id(external): internal for external, internal in concrete.graph.captures}
     sources = {}
     for variable in [*(underlying(v) for v in variables), *(b.variable for b in raw)]:

@@ -10,6 +10,7 @@ operation. Backend-neutral: the per-backend modules (:mod:`.doctor_tf`, :mod:`.d
 from __future__ import annotations
 
 import dataclasses
+import functools
 import linecache
 import os
 import sysconfig
@@ -75,13 +76,16 @@ _INTERNAL_DIRS = tuple(
 )
 
 
+@functools.lru_cache(maxsize=4096)
+def _internal(filename: str) -> bool:
+    path = os.path.normcase(os.path.realpath(filename))
+    return filename.startswith("<") or "site-packages" in path or path.startswith(_INTERNAL_DIRS)
+
+
 def user_source(frames: Iterable[tuple[str, int]]) -> str | None:
     """``file:line: `code``` of the first frame (innermost first) that is the user's code."""
     for filename, lineno in frames:
-        if filename.startswith("<"):
-            continue
-        path = os.path.normcase(os.path.realpath(filename))
-        if "site-packages" in path or path.startswith(_INTERNAL_DIRS):
+        if _internal(filename):
             continue
         line = linecache.getline(filename, lineno).strip()
         text = f"{filename}:{lineno}"
