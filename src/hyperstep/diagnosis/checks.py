@@ -47,7 +47,6 @@ from hyperstep.diagnosis.probe import (
     Facts,
     VariableFact,
     describe_owner,
-    dtype_name,
     is_keras_class,
     key,
     layer_path,
@@ -221,7 +220,7 @@ Found = list[tuple[int | None, Finding]]
 
 def weight_call(fact: VariableFact, name: str) -> str:
     value = np.asarray(tracer().to_numpy(fact.variable))
-    dtype = dtype_name(fact.variable)
+    dtype = tracer().dtype_name(fact.variable)
     shape = tuple(int(d) for d in value.shape)
     if value.size and np.all(value == 0):
         init = '"zeros"'
@@ -343,7 +342,7 @@ def check_non_float_dtype(facts: Facts) -> Found:
     for fact in facts.variables:
         if not fact.trainable or fact.is_float:
             continue
-        dtype = dtype_name(fact.variable)
+        dtype = tracer().dtype_name(fact.variable)
         found.append(
             (
                 fact.key,

@@ -19,8 +19,8 @@ backend's own evidence comes from :func:`hyperstep.backends.doctor.tracer`):
   ``model.train_function``, and the learning rate at the current and the next step.
 
 Every pass that could change state (``training=True`` updates BatchNormalization
-statistics and advances seed generators) runs between :func:`snapshot` and
-:func:`restore`, so the model and the optimizer end bit for bit as they started.
+statistics and advances seed generators) runs between the backend's ``snapshot`` and
+``restore``, so the model and the optimizer end bit for bit as they started.
 """
 
 from __future__ import annotations
@@ -29,13 +29,14 @@ import dataclasses
 import math
 import sys
 import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import keras
 import numpy as np
 
 from hyperstep.backends.doctor import tracer
+from hyperstep.backends.fit import layers_of
 from hyperstep.diagnosis.paths import PathFact, TraceFacts
 
 # ---- bindings: the variables in the layers' attributes ---------------------------------
@@ -78,25 +79,16 @@ _SKIP_ATTRIBUTES = frozenset(
 _MAX_DEPTH = 4
 
 
-def underlying(variable: Any) -> Any:
-    """The object that names a variable across reads (TF: the ``tf.Variable`` behind a
-    ``keras.Variable``; torch: its ``Parameter``; JAX: the ``keras.Variable``)."""
-    return tracer().underlying(variable)
-
-
 def key(variable: Any) -> int:
-    """Identity of a variable: the id of :func:`underlying`."""
-    return id(underlying(variable))
-
-
-def dtype_name(variable: Any) -> str:
-    """The variable's dtype as Keras names it (``float32``, ``int32``)."""
-    return str(tracer().dtype_name(variable))
+    """Identity of a variable: the id of the object that names it across reads (TF: the
+    ``tf.Variable`` behind a ``keras.Variable``; torch: its ``Parameter``; JAX: the
+    ``keras.Variable``)."""
+    return id(tracer().underlying(variable))
 
 
 def is_float(variable: Any) -> bool:
     """Whether gradients can flow into the variable (floating or complex dtype)."""
-    name = dtype_name(variable)
+    name = tracer().dtype_name(variable)
     return name.startswith(("float", "bfloat", "complex", "half", "double"))
 
 
@@ -128,14 +120,6 @@ class Binding:
             object.__setattr__(self.holder, self.slot, value)
         else:
             self.holder[self.slot] = value
-
-
-def layers_of(model: Any) -> list[Any]:
-    """Every layer of the model (the model first), as Keras tracks them."""
-    flatten = getattr(model, "_flatten_layers", None)
-    if flatten is not None:
-        return list(flatten(include_self=True, recursive=True))
-    return [model]
 
 
 def layer_path(layer: Any) -> str:
@@ -372,16 +356,6 @@ def loss_function(model: Any, loss_fn: Callable[..., Any] | None) -> Callable[[A
     return compiled
 
 
-def snapshot(variables: Iterable[Any]) -> list[tuple[Any, Any]]:
-    """Copy the value of every distinct variable, for :func:`restore`."""
-    return list(tracer().snapshot(variables))
-
-
-def restore(saved: list[tuple[Any, Any]]) -> None:
-    """Assign back the values copied by :func:`snapshot`."""
-    tracer().restore(saved)
-
-
 def _split(variables: list[Any], found: dict[int, Binding]) -> tuple[list[Any], list[Any]]:
     """Keras variables, and raw ones as bindings (a ``var_list`` item found nowhere gets a
     binding with no holder)."""
@@ -408,8 +382,6 @@ def gradient_kinds(
     """
     tracked, raw = _split([v for v in variables if is_float(v)], found or {})
     loss, kinds = tracer().gradient_kinds(compute, batch, tracked, raw)
-    if loss is None:
-        raise TypeError("the loss is None")
     value = float(np.sum(np.asarray(keras.ops.convert_to_numpy(loss), dtype=np.float64)))
     return value, kinds
 
@@ -581,7 +553,7 @@ def collect(
         if key(variable) not in facts:
             name = (
                 getattr(variable, "path", None)
-                or str(getattr(underlying(variable), "name", "variable")).split(":")[0]
+                or str(getattr(tracer().underlying(variable), "name", "variable")).split(":")[0]
             )
             facts[key(variable)] = VariableFact(
                 str(name),
