@@ -283,13 +283,6 @@ def numpy_batch(batch: Any) -> Any:
     )
 
 
-def is_dataset(data: Any) -> bool:
-    import sys
-
-    tf = sys.modules.get("tensorflow")
-    return tf is not None and isinstance(data, tf.data.Dataset)
-
-
 def local_batch(batch: Any) -> Any:
     return batch
 

@@ -217,10 +217,6 @@ def numpy_batch(batch: Any) -> Any:
     return batch
 
 
-def is_dataset(data: Any) -> bool:
-    return isinstance(data, tf.data.Dataset)
-
-
 def local_batch(batch: Any) -> Any:
     """The first replica's part of a distributed batch (the batch itself otherwise)."""
     strategy = tf.distribute.get_strategy()

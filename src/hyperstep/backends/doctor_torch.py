@@ -232,11 +232,6 @@ def numpy_batch(batch: Any) -> Any:
     return keras.tree.map_structure(convert, batch)
 
 
-def is_dataset(data: Any) -> bool:
-    tf = sys.modules.get("tensorflow")
-    return tf is not None and isinstance(data, tf.data.Dataset)
-
-
 def local_batch(batch: Any) -> Any:
     return batch
 

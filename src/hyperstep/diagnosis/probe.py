@@ -315,18 +315,18 @@ def first_batch(data: Any) -> Any:
     """Return one batch: the first element of a ``tf.data.Dataset``, ``PyDataset``, torch
     ``DataLoader`` or iterator, or ``data`` itself (an array, a tuple
     ``(x, y[, sample_weight])`` or a dict)."""
-    backend = tracer()
-    if backend.is_dataset(data):
-        batch = next(iter(data))
-    elif isinstance(data, keras.utils.PyDataset):
+    tf = sys.modules.get("tensorflow")
+    if isinstance(data, keras.utils.PyDataset):
         batch = data[0]
     elif isinstance(data, Iterator):
         batch = next(data)
-    elif type(data).__name__ == "DataLoader" and hasattr(data, "__iter__"):
+    elif (tf is not None and isinstance(data, tf.data.Dataset)) or (
+        type(data).__name__ == "DataLoader" and hasattr(data, "__iter__")
+    ):
         batch = next(iter(data))
     else:
         batch = data
-    return backend.numpy_batch(batch)
+    return tracer().numpy_batch(batch)
 
 
 def empty_batch(batch: Any) -> tuple[int, ...] | None:
