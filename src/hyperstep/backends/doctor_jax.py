@@ -126,20 +126,20 @@ def _swapped(raw: list[Any], values: list[Any]) -> Iterator[None]:
 
 def _loss_of(
     compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]
-) -> Callable[[list[Any], list[Any]], Any]:
+) -> tuple[Callable[[list[Any], list[Any]], Any], list[Any], list[Any]]:
+    """``f(values, raw_values) = loss``, and the values and raw arrays it is read at (the
+    raw arrays that a binding can swap: not a ``tf.Variable``, not a tuple's item)."""
+    raw = [
+        b for b in raw if getattr(b, "holder", None) is not None and not _tf_variable(b.variable)
+    ]
+
     def f(values: list[Any], raw_values: list[Any]) -> Any:
         with keras.StatelessScope(state_mapping=list(zip(variables, values, strict=True))):
             with _swapped(raw, raw_values):
                 loss = compute(batch)
         return jnp.sum(jnp.asarray(loss, jnp.float32))
 
-    return f
-
-
-def _swappable(raw: list[Any]) -> list[Any]:
-    return [
-        b for b in raw if getattr(b, "holder", None) is not None and not _tf_variable(b.variable)
-    ]
+    return f, [v.value for v in variables], [b.variable for b in raw]
 
 
 def gradient_kinds(
@@ -150,10 +150,7 @@ def gradient_kinds(
 
     ``raw`` holds bindings of raw arrays (with ``put``); their kinds are keyed by the id of
     the array."""
-    raw = _swappable(raw)
-    f = _loss_of(compute, batch, variables, raw)
-    values = [v.value for v in variables]
-    raw_values = [b.variable for b in raw]
+    f, values, raw_values = _loss_of(compute, batch, variables, raw)
     loss, (grads, raw_grads) = jax.value_and_grad(f, argnums=(0, 1))(values, raw_values)
     kinds: dict[int, str] = {}
     items = [*variables, *raw_values]
@@ -260,10 +257,8 @@ class _Flattener:
 
 def trace(compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]) -> Trace:
     """The jaxpr of ``f(values) = loss``, flattened into a :class:`Trace`."""
-    raw = _swappable(raw)
-    f = _loss_of(compute, batch, variables, raw)
-    raw_values = [b.variable for b in raw]
-    closed = jax.make_jaxpr(f)([v.value for v in variables], raw_values)
+    f, values, raw_values = _loss_of(compute, batch, variables, raw)
+    closed = jax.make_jaxpr(f)(values, raw_values)
     flat = _Flattener()
     inputs = [flat.fresh() for _ in closed.jaxpr.invars]
     (loss,) = flat.run(closed.jaxpr, inputs)
