@@ -27,7 +27,7 @@ def fact(path, gradient, trainable=True, dtype="float32", origin="model") -> Var
 
 def facts(variables, ops=(), sources=None, centred=(), **kwargs) -> Facts:
     found = Facts(
-        model=None, variables=list(variables), loss=1.0, custom_loop=False,
+        variables=list(variables), loss=1.0,
         var_list_keys=kwargs.get("var_list_keys"), optimizer=kwargs.get("optimizer"),
         optimizer_keys=None, rebound={}, stale=[],
         learning_rates=kwargs.get("learning_rates", []), compute=None, batch=None,
@@ -139,7 +139,7 @@ def valued(path, value=1.0, *, trainable=True, dtype="float32", gradient="nonzer
 
 def own_facts(variables, **kwargs) -> Facts:
     return Facts(
-        model=None, variables=list(variables), loss=1.0, custom_loop=False,
+        variables=list(variables), loss=1.0,
         var_list_keys=kwargs.get("var_list_keys"), optimizer=None,
         optimizer_keys=kwargs.get("optimizer_keys"), rebound=kwargs.get("rebound", {}),
         stale=kwargs.get("stale", []), learning_rates=[], compute=None, batch=None,

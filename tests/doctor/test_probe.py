@@ -93,7 +93,7 @@ def test_collect_records_origin_trainability_gradients_and_rates() -> None:
     extra = keras.Variable(5.0, name="extra")
     compute = probe.loss_function(model, None)
     facts = probe.collect(model, (X, np.ones((3, 2), "float32")), compute, model.optimizer,
-                          [*model.trainable_variables, extra], custom_loop=True)  # fmt: skip
+                          [*model.trainable_variables, extra])  # fmt: skip
     by_path = {fact.path: fact for fact in facts.variables}
     assert by_path["m/s/scale"].origin == "model" and by_path["m/s/scale"].trainable
     assert by_path["m/s/raw"].origin == "attribute"
@@ -105,7 +105,7 @@ def test_collect_records_origin_trainability_gradients_and_rates() -> None:
     assert facts.learning_rates[0].current == pytest.approx(0.1)
     assert facts.problem is None and np.isfinite(facts.loss)
     empty = probe.collect(model, (np.zeros((0, 2), "float32"), np.zeros((0, 2), "float32")),
-                          compute, None, None, custom_loop=False)  # fmt: skip
+                          compute, None, None)  # fmt: skip
     assert empty.problem == "empty-batch" and empty.empty_shape == (0, 2) and empty.loss is None
 
 

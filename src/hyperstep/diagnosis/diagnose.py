@@ -161,7 +161,7 @@ def doctor(
     saved = tracer().snapshot(_state(model, optimizer, variables))
     generators = random_state.capture()  # after a build, whose draws fit would make too
     try:
-        facts = probe.collect(model, batch, checked, optimizer, variables, loss_fn is not None)
+        facts = probe.collect(model, batch, checked, optimizer, variables)
         findings = checks.run_checks(facts)
     finally:
         tracer().restore(saved)

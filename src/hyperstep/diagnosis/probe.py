@@ -433,10 +433,8 @@ class StaleFact:
 class Facts:
     """The evidence about one model, one loss and one batch (see the module docstring)."""
 
-    model: Any
     variables: list[VariableFact]
     loss: float | None
-    custom_loop: bool
     var_list_keys: set[int] | None
     optimizer: Any
     optimizer_keys: set[int] | None
@@ -508,7 +506,6 @@ def collect(
     compute: Callable[[Any], Any],
     optimizer: Any,
     var_list: list[Any] | None,
-    custom_loop: bool,
 ) -> Facts:
     """Gather the facts. Runs the model once (callers snapshot and restore around it)."""
     tracked = list(model.variables)
@@ -602,10 +599,8 @@ def collect(
             ):
                 del facts[k]
     return Facts(
-        model=model,
         variables=list(facts.values()),
         loss=loss,
-        custom_loop=custom_loop,
         var_list_keys=var_list_keys,
         optimizer=optimizer,
         optimizer_keys=optimizer_keys,
