@@ -1,17 +1,11 @@
 """The doctor's evidence on JAX: ``jax.value_and_grad`` and the jaxpr of the loss.
 
-The loss is a function of the variables' values: every variable is read through a
-``keras.StatelessScope(state_mapping=...)`` (what ``model.stateless_call`` does), and each
-floating ``jax.Array`` held on a layer is swapped for its traced value while it runs, so
-
     loss, grads = jax.value_and_grad(f)(values),  f(values) = loss_fn(model, batch)
 
-gives each variable's gradient (``none`` when the loss does not depend on it: JAX returns
-zeros there, so "no gradient" is read from the jaxpr: no path from the value to the loss),
-and ``jax.make_jaxpr(f)(values)`` the computation whose equations name the op that blocks
-a path (``stop_gradient``, ``argmax``, ``round``, ``convert_element_type`` to an integer,
-a comparison, ``pure_callback``). Nothing is assigned: the scope keeps every update
-(BatchNormalization statistics, seed generators) to itself.
+with every variable read through ``keras.StatelessScope(state_mapping=...)`` (nothing is
+assigned) and each floating ``jax.Array`` on a layer swapped for its traced value. JAX gives
+zeros for an unused input: "no gradient" is no path in the jaxpr. See "The doctor on every
+backend" in docs/backends.md.
 """
 
 from __future__ import annotations

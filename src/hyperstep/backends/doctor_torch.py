@@ -1,18 +1,11 @@
 """The doctor's evidence on torch: autograd's gradients and the torch functions the loss calls.
 
-Every ``keras.Variable`` is read through a ``keras.StatelessScope(state_mapping=...)`` as a
-fresh leaf tensor that shares its storage (``value.detach().requires_grad_()``, so
-non-trainable variables are measured too and nothing is assigned), and each
-``torch.nn.Parameter`` (or tensor with ``requires_grad``) held on a layer outside Keras's
-tracking is read as it is. Then
-
     grads = torch.autograd.grad(loss, leaves, allow_unused=True)
 
-gives ``None`` (no gradient: the loss does not reach the leaf in autograd's graph), a
-tensor of zeros or a non-zero one. The same loss run under a
-``torch.overrides.TorchFunctionMode`` records every torch function it calls, with its input
-and output tensors: the data-flow graph that names the op where a path stops (``detach``,
-``round``, ``argmax``, ``to`` an integer dtype, a comparison, ``numpy``).
+with every ``keras.Variable`` read through ``keras.StatelessScope(state_mapping=...)`` as a
+leaf sharing its storage (``value.detach().requires_grad_()``: nothing is assigned); the
+trace is what a ``torch.overrides.TorchFunctionMode`` records. See "The doctor on every
+backend" in docs/backends.md.
 """
 
 from __future__ import annotations
