@@ -171,7 +171,15 @@ def as_written(fix: str, op: OpFact) -> str:
     return fix
 
 
-def _blocked(fact: VariableFact, path: PathFact) -> Finding:
+Found = list[tuple[int | None, Finding]]
+
+
+def _about(fact: VariableFact, code: str, what: str, why: str, fix: str) -> tuple[int, Finding]:
+    """A finding about ``fact``'s variable, keyed by it (for :func:`prune`)."""
+    return fact.key, Finding(fact.path, code, what, why, fix)
+
+
+def _blocked(fact: VariableFact, path: PathFact) -> tuple[int, Finding]:
     if path.blockers:
         # the call the user wrote first; the backend's own ops on its line say no more
         first, *rest = sorted(path.blockers, key=lambda op: called(op) is None)
@@ -195,7 +203,7 @@ def _blocked(fact: VariableFact, path: PathFact) -> Finding:
     why = f"every path from `{fact.path}` to the loss goes through {name}, where the gradient stops"
     if others:
         why += "; also through " + ", ".join(others)
-    return Finding(fact.path, "blocked", f"gradient blocked by {named}", why + ".", fix + ".")
+    return _about(fact, "blocked", f"gradient blocked by {named}", why + ".", fix + ".")
 
 
 def _use(fact: VariableFact) -> str:
@@ -214,8 +222,6 @@ def _use(fact: VariableFact) -> str:
 
 
 # ---- each variable's own facts: tracked, in the optimizer, floating, trainable ---------
-
-Found = list[tuple[int | None, Finding]]
 
 
 def weight_call(fact: VariableFact, name: str) -> str:
@@ -294,19 +300,15 @@ def check_untracked(facts: Facts) -> Found:
                 "a keras.layers.Layer so that Keras tracks it"
             )
         found.append(
-            (
-                fact.key,
-                Finding(
-                    fact.path,
-                    "untracked",
-                    what,
-                    "Keras 3 tracks only variables made with add_weight() or keras.Variable and "
-                    "held directly or in lists/dicts: this one is missing from "
-                    "model.trainable_variables, so fit() and a tape over "
-                    "model.trainable_variables never train it and save_weights() drops it. "
-                    + reads,
-                    fix + ".",
-                ),
+            _about(
+                fact,
+                "untracked",
+                what,
+                "Keras 3 tracks only variables made with add_weight() or keras.Variable and "
+                "held directly or in lists/dicts: this one is missing from "
+                "model.trainable_variables, so fit() and a tape over "
+                "model.trainable_variables never train it and save_weights() drops it. " + reads,
+                fix + ".",
             )
         )
     return found
@@ -344,18 +346,15 @@ def check_non_float_dtype(facts: Facts) -> Found:
             continue
         dtype = tracer().dtype_name(fact.variable)
         found.append(
-            (
-                fact.key,
-                Finding(
-                    fact.path,
-                    "non-float-dtype",
-                    f"trainable variable of dtype {dtype}",
-                    "gradients exist only for floating dtypes, so the optimizer can never "
-                    "update it (Keras warns 'Gradients do not exist', which hides the cause).",
-                    f'make it non-trainable: self.add_weight(..., dtype="{dtype}", '
-                    f'trainable=False) or keras.Variable(value, dtype="{dtype}", '
-                    'trainable=False); if it should learn, make it float: dtype="float32".',
-                ),
+            _about(
+                fact,
+                "non-float-dtype",
+                f"trainable variable of dtype {dtype}",
+                "gradients exist only for floating dtypes, so the optimizer can never "
+                "update it (Keras warns 'Gradients do not exist', which hides the cause).",
+                f'make it non-trainable: self.add_weight(..., dtype="{dtype}", '
+                f'trainable=False) or keras.Variable(value, dtype="{dtype}", '
+                'trainable=False); if it should learn, make it float: dtype="float32".',
             )
         )
     return found
@@ -370,21 +369,18 @@ def check_not_trainable(facts: Facts) -> Found:
         if owner is None or not getattr(owner, "trainable", True) or is_keras_class(owner):
             continue
         found.append(
-            (
-                fact.key,
-                Finding(
-                    fact.path,
-                    "not-trainable",
-                    f"non-trainable variable on the loss's gradient path, created by "
-                    f"{type(owner).__name__}",
-                    "the loss has a gradient for it, but it is marked trainable=False, so it "
-                    "is left out of model.trainable_variables and never updated. If it is a "
-                    "constant on purpose, ignore this or freeze its layer (layer.trainable = "
-                    "False).",
-                    "create it trainable: self.add_weight(..., trainable=True), or set "
-                    f"variable.trainable = True for `{fact.path}` before compile() (then "
-                    "compile again so the optimizer includes it).",
-                ),
+            _about(
+                fact,
+                "not-trainable",
+                f"non-trainable variable on the loss's gradient path, created by "
+                f"{type(owner).__name__}",
+                "the loss has a gradient for it, but it is marked trainable=False, so it "
+                "is left out of model.trainable_variables and never updated. If it is a "
+                "constant on purpose, ignore this or freeze its layer (layer.trainable = "
+                "False).",
+                "create it trainable: self.add_weight(..., trainable=True), or set "
+                f"variable.trainable = True for `{fact.path}` before compile() (then "
+                "compile again so the optimizer includes it).",
             )
         )
     return found
@@ -425,7 +421,7 @@ def check_not_in_optimizer(facts: Facts) -> Found:
             )
         else:
             continue
-        found.append((fact.key, Finding(fact.path, "not-in-optimizer", what, why, fix)))
+        found.append(_about(fact, "not-in-optimizer", what, why, fix))
     return found
 
 
@@ -446,16 +442,13 @@ def check_unused(facts: Facts) -> Found:
             else f"the loss has no gradient for it (tracing failed: {facts.trace_error})"
         )
         found.append(
-            (
-                fact.key,
-                Finding(
-                    fact.path,
-                    "unused",
-                    "the loss does not depend on it",
-                    f"{evidence}, so it gets no gradient and the optimizer skips it (Keras "
-                    "says only 'Gradients do not exist').",
-                    f"{_use(fact)}; if another loss trains it, diagnose that loss.",
-                ),
+            _about(
+                fact,
+                "unused",
+                "the loss does not depend on it",
+                f"{evidence}, so it gets no gradient and the optimizer skips it (Keras "
+                "says only 'Gradients do not exist').",
+                f"{_use(fact)}; if another loss trains it, diagnose that loss.",
             )
         )
     return found
@@ -477,7 +470,7 @@ def check_blocked(facts: Facts) -> Found:
                 continue
             if path.kind == "open":
                 path = PathFact("blocked")
-        found.append((fact.key, _blocked(fact, path)))
+        found.append(_blocked(fact, path))
     return found
 
 
@@ -493,19 +486,16 @@ def check_zero_gradient(facts: Facts) -> Found:
         if graph is not None and graph.normalized(fact.variable):
             continue
         found.append(
-            (
-                fact.key,
-                Finding(
-                    fact.path,
-                    "zero-gradient",
-                    "the gradient is exactly 0 on this batch",
-                    "a differentiable path to the loss exists, but every element of the "
-                    "gradient is 0: e.g. every unit after it is an inactive ReLU (dead ReLU), "
-                    "or it is multiplied by 0, so this step does not move it.",
-                    "check what multiplies it and the activations after it: for dead ReLUs use "
-                    "keras.activations.leaky_relu or a He initializer and a smaller learning "
-                    "rate; check factors that are 0.",
-                ),
+            _about(
+                fact,
+                "zero-gradient",
+                "the gradient is exactly 0 on this batch",
+                "a differentiable path to the loss exists, but every element of the "
+                "gradient is 0: e.g. every unit after it is an inactive ReLU (dead ReLU), "
+                "or it is multiplied by 0, so this step does not move it.",
+                "check what multiplies it and the activations after it: for dead ReLUs use "
+                "keras.activations.leaky_relu or a He initializer and a smaller learning "
+                "rate; check factors that are 0.",
             )
         )
     return found
