@@ -71,6 +71,9 @@ def test_blocked_names_the_op_and_its_fix() -> None:
               [(w, 1)])
     )  # fmt: skip
     assert "through differentiable ops, not Mystery" in unknown[0][1].fix
+    nameless = TracedOp("Round", "model/Round", None, (1,), ((2, True),), stops=True)
+    found = checks.check_blocked(facts([w], [nameless, op("sum", [2], [(99, True)])], [(w, 1)]))
+    assert found[0][1].what == "gradient blocked by Round (op 'model/Round')"  # no user line
 
 
 def test_zero_gradient_needs_an_open_path_not_through_a_normalization() -> None:

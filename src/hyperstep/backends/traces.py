@@ -39,8 +39,8 @@ class TracedOp:
     type: str
     name: str
     source: str | None
-    inputs: tuple[int, ...]
-    outputs: tuple[tuple[int, bool], ...]
+    inputs: tuple[int, ...] = ()
+    outputs: tuple[tuple[int, bool], ...] = ()
     stops: bool = False
     nested: bool = False
 

@@ -42,7 +42,8 @@ import keras
 import numpy as np
 
 from hyperstep.backends.doctor import tracer
-from hyperstep.diagnosis.paths import OpFact, PathFact
+from hyperstep.backends.traces import TracedOp
+from hyperstep.diagnosis.paths import PathFact
 from hyperstep.diagnosis.probe import (
     Facts,
     VariableFact,
@@ -109,34 +110,34 @@ _OPERATORS = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": 
               "equal": "==", "not_equal": "!="}  # fmt: skip
 
 
-def _name(op: OpFact) -> str:
+def _name(op: TracedOp) -> str:
     """The name the user calls the op by (``StopGradient``: ``stop_gradient``, ``gt``:
     ``greater``, ``__float__``: ``numpy``)."""
     own = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", op.type).lower().strip("_")
     return _CALLED.get(own, own)
 
 
-def _line(op: OpFact) -> str:
+def _line(op: TracedOp) -> str:
     """The code of the op's source line (``""`` when unknown)."""
     code = re.search(r"`(.*)`$", op.source or "")
     return code[1] if code else ""
 
 
-def _written(op: OpFact) -> dict[str, str]:
+def _written(op: TracedOp) -> dict[str, str]:
     """The functions the op's source line calls, ``name -> module`` (``ops.round(x)``:
     ``{"round": "ops."}``)."""
     return {name: module for module, name in re.findall(r"([\w.]*\.)(\w+)\(", _line(op))}
 
 
-def called(op: OpFact) -> str | None:
+def called(op: TracedOp) -> str | None:
     """The op as the user's source line writes it (``keras.ops.stop_gradient`` where
     TensorFlow's graph says ``StopGradient``, ``self.w.detach()``, ``>``), or ``None`` when
     the line shows no call that makes it.
 
     Example:
-        >>> called(OpFact("StopGradient", "m/StopGradient", "m.py:3: `y = ops.stop_gradient(w)`"))
+        >>> called(TracedOp("StopGradient", "m/StopGradient", "m.py:3: `y = ops.stop_gradient(w)`"))
         'ops.stop_gradient'
-        >>> called(OpFact("gt", "eqn 4", "m.py:3: `y = ops.where(s > 0.5, 2.0, 1.0)`"))
+        >>> called(TracedOp("gt", "eqn 4", "m.py:3: `y = ops.where(s > 0.5, 2.0, 1.0)`"))
         '>'
     """
     name, written = _name(op), _written(op)
@@ -147,13 +148,13 @@ def called(op: OpFact) -> str | None:
     return symbol if symbol and f" {symbol} " in _line(op) else None
 
 
-def as_written(fix: str, op: OpFact) -> str:
+def as_written(fix: str, op: TracedOp) -> str:
     """``fix`` with its functions spelled as the user's source line spells them: those the
     line calls as written (``keras.ops.stop_gradient`` where TensorFlow's graph says
     ``StopGradient``, ``x.detach()``), the others from the module the blocking op came from.
 
     Example:
-        >>> op = OpFact("Round", "model/Round", "m.py:3: `return ops.round(x @ self.w)`")
+        >>> op = TracedOp("Round", "model/Round", "m.py:3: `return ops.round(x @ self.w)`")
         >>> as_written("y = x + tf.stop_gradient(tf.round(x) - x)", op)
         'y = x + ops.stop_gradient(ops.round(x) - x)'
     """
@@ -171,6 +172,14 @@ def as_written(fix: str, op: OpFact) -> str:
     return fix
 
 
+def _describe(op: TracedOp) -> str:
+    """The op as the user wrote it (:func:`called`) or its type, and where it was made: the
+    user's line, or else the op's name in the trace."""
+    if op.source is None:
+        return f"{op.type} (op '{op.name}')"
+    return f"{called(op) or op.type} (created at {op.source})"
+
+
 Found = list[tuple[int | None, Finding]]
 
 
@@ -184,8 +193,8 @@ def _blocked(fact: VariableFact, path: PathFact) -> tuple[int, Finding]:
         # the call the user wrote first; the backend's own ops on its line say no more
         first, *rest = sorted(path.blockers, key=lambda op: called(op) is None)
         name = called(first) or first.type
-        named = first.describe(called(first))
-        others = [op.describe(called(op)) for op in rest if op.source != first.source][:3]
+        named = _describe(first)
+        others = [_describe(op) for op in rest if op.source != first.source][:3]
         fix = as_written(
             _BLOCK_FIXES.get(
                 _name(first),

@@ -1,5 +1,5 @@
-"""A variable's paths to the loss: :class:`PathFact` and :class:`OpFact`, and
-:class:`TraceFacts`, which reads them from a backend's
+"""A variable's paths to the loss: :class:`PathFact`, and :class:`TraceFacts`, which reads
+them from a backend's
 :class:`~hyperstep.backends.traces.Trace` (TensorFlow's graph, JAX's jaxpr, torch's
 dispatched functions).
 
@@ -13,21 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-
-@dataclasses.dataclass(frozen=True)
-class OpFact:
-    """An op of the traced loss: its type, its name and the user's source line (if known)."""
-
-    type: str
-    name: str
-    source: str | None
-
-    def describe(self, called: str | None = None) -> str:
-        """``called`` (the op as the user wrote it) or the op's type, and where it was made:
-        the user's line, or else the op's name in the trace."""
-        if self.source is None:
-            return f"{self.type} (op '{self.name}')"
-        return f"{called or self.type} (created at {self.source})"
+from hyperstep.backends.traces import TracedOp
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +27,7 @@ class PathFact:
     """
 
     kind: str
-    blockers: tuple[OpFact, ...] = ()
+    blockers: tuple[TracedOp, ...] = ()
 
 
 class TraceFacts:
@@ -119,7 +105,7 @@ class TraceFacts:
         found = sorted(blockers, key=lambda op: not op.stops) or escapes
         if not found:
             return PathFact("unused")
-        return PathFact("blocked", tuple(OpFact(op.type, op.name, op.source) for op in found))
+        return PathFact("blocked", tuple(found))
 
     def normalized(self, variable: Any) -> bool:
         """Whether every differentiable path from the variable to the loss passes through a
