@@ -52,7 +52,9 @@ def test_gradient_kinds_match_the_loss() -> None:
     loss, kinds = tracer().gradient_kinds(_loss(used, zeroed), batch, [used, zeroed, unused], [])
     assert float(ops.convert_to_numpy(loss)) == 3.0  # 1*1 + 1*2
     by_name = {v.name: kinds[id(tracer().underlying(v))] for v in (used, zeroed, unused)}
-    assert by_name == {"used": "nonzero", "zeroed": "zero", "unused": "none"}
+    # JAX gives zeros for an input the loss does not read (the trace says it has no path)
+    none = "zero" if keras.backend.backend() == "jax" else "none"
+    assert by_name == {"used": "nonzero", "zeroed": "zero", "unused": none}
 
 
 def test_snapshot_and_restore_each_variable_once() -> None:

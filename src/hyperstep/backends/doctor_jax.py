@@ -139,23 +139,16 @@ def _loss_of(
 def gradient_kinds(
     compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]
 ) -> tuple[Any, dict[int, str]]:
-    """The loss and each variable's gradient: ``"zero"`` or ``"nonzero"`` (``"none"`` is
-    a fact of the jaxpr: see :func:`trace`; JAX gives zeros for an unused input).
+    """The loss and each variable's gradient: ``"zero"`` or ``"nonzero"`` (JAX gives zeros
+    for an input the loss does not read: the doctor reads "no gradient" from :func:`trace`).
 
     ``raw`` holds bindings of raw arrays (with ``put``); their kinds are keyed by the id of
     the array."""
     f, values, raw_values = _loss_of(compute, batch, variables, raw)
     loss, (grads, raw_grads) = jax.value_and_grad(f, argnums=(0, 1))(values, raw_values)
     kinds: dict[int, str] = {}
-    items = [*variables, *raw_values]
-    for item, grad in zip(items, [*grads, *raw_grads], strict=True):
+    for item, grad in zip([*variables, *raw_values], [*grads, *raw_grads], strict=True):
         kinds[id(item)] = "nonzero" if bool(jnp.any(grad != 0)) else "zero"
-    if "zero" in kinds.values():
-        # "none": the loss does not read the value at all (JAX's zeros say nothing of that)
-        used = _used_inputs(jax.make_jaxpr(f)(values, raw_values).jaxpr)
-        for index, item in enumerate(items):
-            if index not in used:
-                kinds[id(item)] = "none"
     return loss, kinds
 
 
@@ -167,15 +160,6 @@ def _subjaxprs(eqn: Any) -> list[Any]:
             if hasattr(inner, "eqns") and hasattr(inner, "invars"):
                 found.append(inner)
     return found
-
-
-def _used_inputs(jaxpr: Any) -> set[int]:
-    """Indices of the jaxpr's inputs the output depends on (through any equation)."""
-    needed = {id(v) for v in jaxpr.outvars if not hasattr(v, "val")}
-    for eqn in reversed(jaxpr.eqns):
-        if any(id(v) in needed for v in eqn.outvars):
-            needed.update(id(v) for v in eqn.invars if not hasattr(v, "val"))
-    return {i for i, v in enumerate(jaxpr.invars) if id(v) in needed}
 
 
 def _carries(var: Any) -> bool:

@@ -598,7 +598,7 @@ def collect(
                 tracer().raw_kind(fact.variable) == "jax.Array"
             ):
                 del facts[k]
-    return Facts(
+    found_facts = Facts(
         variables=list(facts.values()),
         loss=loss,
         var_list_keys=var_list_keys,
@@ -614,3 +614,9 @@ def collect(
         problem=problem,
         empty_shape=empty,
     )
+    for fact in found_facts.variables:
+        # JAX gives zeros for an input the loss does not read: no path to the loss is none
+        path = found_facts.path(fact.variable) if fact.gradient == "zero" else None
+        if path is not None and path.kind == "unused":
+            fact.gradient = "none"
+    return found_facts
