@@ -99,11 +99,6 @@ def test_signature_text_lists_required_then_defaults() -> None:
     assert [p.name for p in params] == list(inspect.signature(type(hs.linear(0, 1, 10))).parameters)
 
 
-def test_is_number_refuses_bools() -> None:
-    assert language.is_number(3) and language.is_number(2.5)
-    assert not language.is_number(True) and not language.is_number("3")
-
-
 def test_the_operator_tables_cover_pythons_binary_and_comparison_operators() -> None:
     for text, symbol in [("a + b", "+"), ("a // b", "//"), ("a % b", "%"), ("a ** b", "**")]:
         node = ast.parse(text, mode="eval").body

@@ -268,7 +268,7 @@ def as_float(owner: str, name: str, value: Any) -> float:
 
 def check_number(owner: str, name: str, value: Any, *, finite: bool = True) -> float:
     """Return ``value`` as a float, or raise naming ``owner(name=...)`` and the value."""
-    if isinstance(value, bool) or not (isinstance(value, (int, float)) or is_scalar_number(value)):
+    if not is_number(value):
         raise InvalidTypeError(f"`{owner}({name}=...)` must be a number. {received(name, value)}")
     number = as_float(owner, name, value)
     if finite and not math.isfinite(number):
@@ -290,9 +290,7 @@ FLOAT32_MAX = 3.4028235677973362e38
 
 def check_positive_int(owner: str, name: str, value: Any) -> int:
     """Return ``value`` as an int > 0, or raise naming ``owner(name=...)`` and the value."""
-    if isinstance(value, bool) or (
-        not isinstance(value, (int, float)) and not is_scalar_number(value)
-    ):
+    if not is_number(value):
         raise InvalidTypeError(
             f"`{owner}({name}=...)` must be a positive integer. {received(name, value)}"
         )
@@ -313,8 +311,11 @@ def format_value(value: Any) -> str:
     return repr(value)
 
 
-def is_scalar_number(value: Any) -> bool:
-    return isinstance(value, np.generic) and np.issubdtype(type(value), np.number)
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a Python or NumPy scalar number (not a bool)."""
+    if isinstance(value, np.generic):
+        return np.issubdtype(type(value), np.number)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _defaults(cls: type) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from hyperstep.schedules.base import (
     check_number,
     check_positive_int,
     format_value,
-    is_scalar_number,
+    is_number,
     register,
 )
 from hyperstep.schedules.exact import (
@@ -702,7 +702,7 @@ def as_schedule(value: ScheduleLike, name: str = "schedule") -> Schedule:
             f"`{name}` must be a number, a schedule or an expression string, not a bool. "
             f"{received(name, value)}"
         )
-    if isinstance(value, (int, float)) or is_scalar_number(value):
+    if is_number(value):
         return Constant(value if isinstance(value, int) else float(value))
     for kind, read in READERS:
         if isinstance(value, kind):

@@ -47,6 +47,7 @@ from hyperstep.schedules.base import (
     Schedule,
     check_positive_int,
     format_value,
+    is_number,
 )
 from hyperstep.schedules.expressions import (
     FUNCTIONS,
@@ -165,10 +166,6 @@ def then(suggestion: str, sentence: str) -> str:
 def suggest(name: str, options: list[str]) -> str:
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def fold(node: Schedule) -> int | float | None:
