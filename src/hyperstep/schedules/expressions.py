@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -351,36 +352,30 @@ def _length_at(schedule: Schedule, step: Any) -> Any:
 
 
 # ---- arithmetic nodes ------------------------------------------------------------------
-_BINARY: dict[str, tuple[int, Callable[[Any, Any], Any]]] = {
-    "<": (10, lambda a, b: ops.cast(ops.less(a, b), "float32")),
-    "<=": (10, lambda a, b: ops.cast(ops.less_equal(a, b), "float32")),
-    ">": (10, lambda a, b: ops.cast(ops.greater(a, b), "float32")),
-    ">=": (10, lambda a, b: ops.cast(ops.greater_equal(a, b), "float32")),
-    "==": (10, lambda a, b: ops.cast(ops.equal(a, b), "float32")),
-    "!=": (10, lambda a, b: ops.cast(ops.not_equal(a, b), "float32")),
-    "+": (20, ops.add),
-    "-": (20, ops.subtract),
-    "*": (30, lambda a, b: in_float64(ops.multiply, a, b)),  # exact in a compiled step too
-    "/": (30, lambda a, b: in_float64(ops.divide, a, b)),
-    "//": (30, ops.floor_divide),  # Python's: floor(a / b), also for negative operands
-    "%": (30, ops.mod),  # Python's: a - b * floor(a / b), the sign of b
-    "**": (50, ops.power),
-}
-#: the same operators on Python floats, to fold constant sub-expressions in float64
-_PYTHON: dict[str, Callable[[float, float], Any]] = {
-    "<": lambda a, b: float(a < b),
-    "<=": lambda a, b: float(a <= b),
-    ">": lambda a, b: float(a > b),
-    ">=": lambda a, b: float(a >= b),
-    "==": lambda a, b: float(a == b),
-    "!=": lambda a, b: float(a != b),
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "/": lambda a, b: a / b,
-    "//": lambda a, b: a // b,
-    "%": lambda a, b: a % b,
-    "**": lambda a, b: a**b,
+Operation = tuple[int, Callable[[Any, Any], Any], Callable[[float, float], Any]]
+
+
+def _comparison(compare: Callable[[Any, Any], Any], python: Callable[[Any, Any], Any]) -> Operation:
+    """A comparison's row: 1.0 where it holds, else 0.0, on tensors and on Python floats."""
+    return (10, lambda a, b: ops.cast(compare(a, b), "float32"), lambda a, b: float(python(a, b)))
+
+
+#: the operators: symbol -> (precedence, on tensors, on Python floats to fold constant
+#: sub-expressions in float64)
+_BINARY: dict[str, Operation] = {
+    "<": _comparison(ops.less, operator.lt),
+    "<=": _comparison(ops.less_equal, operator.le),
+    ">": _comparison(ops.greater, operator.gt),
+    ">=": _comparison(ops.greater_equal, operator.ge),
+    "==": _comparison(ops.equal, operator.eq),
+    "!=": _comparison(ops.not_equal, operator.ne),
+    "+": (20, ops.add, operator.add),
+    "-": (20, ops.subtract, operator.sub),
+    "*": (30, lambda a, b: in_float64(ops.multiply, a, b), operator.mul),  # exact compiled too
+    "/": (30, lambda a, b: in_float64(ops.divide, a, b), operator.truediv),
+    "//": (30, ops.floor_divide, operator.floordiv),  # Python's: floor(a / b), also for a < 0
+    "%": (30, ops.mod, operator.mod),  # Python's: a - b * floor(a / b), the sign of b
+    "**": (50, ops.power, operator.pow),
 }
 
 
@@ -467,11 +462,7 @@ class BinaryOp(LengthNode, Schedule):
         self.left = as_schedule(left, name="left")
         self.right = as_schedule(right, name="right")
         self.precedence = _BINARY[op][0]  # type: ignore[misc]
-        self._fold = _fold_with(
-            _PYTHON[op],
-            [self.left, self.right],
-            lambda: repr(self),
-        )
+        self._fold = _fold_with(_BINARY[op][2], [self.left, self.right], lambda: repr(self))
         self.length_expression = is_length(self)
 
     def computed(self, step: Any) -> Any:
@@ -508,7 +499,7 @@ class Chain(Schedule):
     precedence = 10
 
     def __init__(self, comparisons: Sequence[str], operands: Sequence[ScheduleLike]) -> None:
-        valid = [op for op, (p, _) in _BINARY.items() if p == 10]
+        valid = [op for op, (p, _, _) in _BINARY.items() if p == 10]
         if isinstance(comparisons, str) or not all(op in valid for op in comparisons):
             raise InvalidArgumentError(
                 f"`Chain(comparisons=...)` must be a list of {valid}. "
@@ -568,34 +559,29 @@ class Negate(LengthNode, Schedule):
         return f"-{_wrap(self.operand, 41)}"
 
 
-#: the functions of the expression language: name -> (number of arguments, implementation)
-FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
-    "min": (2, ops.minimum),
-    "max": (2, ops.maximum),
-    "floor": (1, ops.floor),
-    "ceil": (1, ops.ceil),
-    "exp": (1, ops.exp),
-    "log": (1, ops.log),
-    "sqrt": (1, ops.sqrt),
-    "cos": (1, ops.cos),
-    "sin": (1, ops.sin),
-    "abs": (1, ops.absolute),
-    "where": (3, lambda cond, a, b: ops.where(ops.not_equal(cond, 0.0), a, b)),
-    "clip": (3, lambda x, low, high: ops.minimum(ops.maximum(x, low), high)),
-}
-_PYTHON_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "min": min,
-    "max": max,
-    "floor": math.floor,
-    "ceil": math.ceil,
-    "exp": math.exp,
-    "log": math.log,
-    "sqrt": math.sqrt,
-    "cos": math.cos,
-    "sin": math.sin,
-    "abs": abs,
-    "where": lambda c, a, b: a if c != 0.0 else b,
-    "clip": lambda x, low, high: min(max(x, low), high),
+#: the functions of the expression language: name -> (number of arguments, on tensors, on
+#: Python floats to fold constant arguments in float64)
+FUNCTIONS: dict[str, tuple[int, Callable[..., Any], Callable[..., Any]]] = {
+    "min": (2, ops.minimum, min),
+    "max": (2, ops.maximum, max),
+    "floor": (1, ops.floor, math.floor),
+    "ceil": (1, ops.ceil, math.ceil),
+    "exp": (1, ops.exp, math.exp),
+    "log": (1, ops.log, math.log),
+    "sqrt": (1, ops.sqrt, math.sqrt),
+    "cos": (1, ops.cos, math.cos),
+    "sin": (1, ops.sin, math.sin),
+    "abs": (1, ops.absolute, abs),
+    "where": (
+        3,
+        lambda cond, a, b: ops.where(ops.not_equal(cond, 0.0), a, b),
+        lambda cond, a, b: a if cond != 0.0 else b,
+    ),
+    "clip": (
+        3,
+        lambda x, low, high: ops.minimum(ops.maximum(x, low), high),
+        lambda x, low, high: min(max(x, low), high),
+    ),
 }
 
 
@@ -628,11 +614,7 @@ class Function(LengthNode, Schedule):
             )
         self.name = name
         self.args = [as_schedule(a, name=f"{name} argument") for a in args]
-        self._fold = _fold_with(
-            _PYTHON_FUNCTIONS[name],
-            self.args,
-            lambda: repr(self),
-        )
+        self._fold = _fold_with(FUNCTIONS[name][2], self.args, lambda: repr(self))
         self.length_expression = is_length(self)
 
     def computed(self, step: Any) -> Any:
