@@ -268,17 +268,6 @@ class Clock(keras.layers.Layer):
         found = backends.add_one_in_place(self.step)
         return found if found is not None else self.step.assign_add(1)
 
-    def host_step(self) -> int | None:
-        """``step`` as a Python int where reading it is free, else ``None``.
-
-        Free on eager torch with the step on the CPU, outside ``keras.StatelessScope``
-        (``hs.scheduled`` then hands Keras Python numbers, see
-        :meth:`hyperstep.Hyperparameter.host_float`). Under ``torch.compile`` a Python number
-        would be baked into the graph (a recompile per value), on a GPU reading it waits for
-        the device, and in graphs (TensorFlow, JAX) it is a symbolic value: ``None`` there.
-        """
-        return backends.host_int(self.step)
-
     # ---- training iterations ------------------------------------------------------------
     def iteration(self) -> contextlib.AbstractContextManager[Iteration]:
         """One training iteration of a custom loop: ``with clock.iteration(): ...``.
@@ -313,14 +302,9 @@ class Clock(keras.layers.Layer):
         The epoch's variables (``epoch_index``, ``epoch_start``) are copied too where both
         lists hold them (a reader of ``epoch`` carries them).
 
-        Stateless training (a ``jax.jit`` step with ``model.stateless_call`` and
-        ``optimizer.stateless_apply``) passes each owner's variables as a list of arrays.
-        A shared clock then has one copy of ``step`` per list: in the state of every
-        optimizer on it and, when a hyperparameter read in the forward pass uses it, in
-        the model's non-trainable state. Only the advancing optimizer's copy moves, so
-        copy it into the others after each update: the next forward pass and the next
-        update of every optimizer then read the same step. ``model.fit`` does this for
-        the model's copy itself (the optimizer's copy wins).
+        In a stateless (``jax.jit``) loop only the advancing optimizer's copy of ``step``
+        moves: copy it into the other states after each update (docs/backends.md, "The
+        clock's step in two states").
 
         Args:
             source: ``(variables, values)`` holding the current step, e.g.
