@@ -119,11 +119,7 @@ class Schedule(_Base):  # type: ignore[misc]
     @classmethod
     @naming_loaded_file()
     def from_config(cls, config: Mapping[str, Any]) -> Schedule:
-        valid = list(_defaults(cls)) + [
-            p.name
-            for p in inspect.signature(cls).parameters.values()
-            if p.default is inspect.Parameter.empty
-        ]
+        valid = list(inspect.signature(cls).parameters)
         unknown = sorted(set(config) - set(valid))
         if unknown:
             raise InvalidArgumentError(
@@ -319,14 +315,8 @@ def is_number(value: Any) -> bool:
 
 
 def _defaults(cls: type) -> dict[str, Any]:
-    init = cls.__dict__.get("__init__") or next(
-        k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__
-    )
-    return {
-        key: p.default
-        for key, p in inspect.signature(init).parameters.items()
-        if p.default is not inspect.Parameter.empty
-    }
+    parameters = inspect.signature(cls).parameters.items()
+    return {key: p.default for key, p in parameters if p.default is not inspect.Parameter.empty}
 
 
 def _same(a: Any, b: Any) -> bool:
