@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,18 +124,6 @@ _COLUMNS = (
 )
 
 
-@contextlib.contextmanager
-def deterministic(seed: int) -> Iterator[None]:
-    """Seed Keras, NumPy and Python, and make TensorFlow ops deterministic while inside."""
-    import keras
-
-    from hyperstep import backends
-
-    keras.utils.set_random_seed(seed)
-    with backends.deterministic_ops():
-        yield
-
-
 def train(
     out: str | Path,
     epochs: int = DEFAULT_EPOCHS,
@@ -187,6 +174,9 @@ def train(
 def _resume_or_train(
     out: Path, config: dict[str, Any], fresh: bool, verbose: bool, extra: list[Any]
 ) -> dict[str, Any]:
+    import keras
+
+    from hyperstep import backends
     from hyperstep.errors import InvalidArgumentError
 
     if fresh:
@@ -209,7 +199,8 @@ def _resume_or_train(
         demo_state.clear(out)  # a run killed in its first epoch left nothing to resume
     else:
         demo_state.check_logs(out, checkpoint)
-    with deterministic(config["seed"]):
+    keras.utils.set_random_seed(config["seed"])  # Keras, NumPy and Python
+    with backends.deterministic_ops():
         return _train(out, config, checkpoint, verbose, extra)
 
 
