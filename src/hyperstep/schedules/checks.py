@@ -31,7 +31,7 @@ def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) 
 
     Integral values come back as ``int`` so that ``repr`` writes ``steps=100``. A length
     (an expression of ``total`` such as ``0.9 * total``) comes back as it is: the word
-    computes with its value (:func:`~hyperstep.schedules.expressions.length_value`).
+    computes with its value (:meth:`~hyperstep.schedules.expressions.LengthNode.length_value`).
     """
     if isinstance(value, Schedule):
         number = folded(value)

@@ -51,15 +51,26 @@ class LengthNode:
     _fold: float | None = None
 
     def length_value(self) -> Any:
-        """This length as a ``WIDE`` scalar tensor (:func:`length_value`)."""
-        return length_value(self)  # type: ignore[arg-type]
+        """This length as a ``WIDE`` scalar tensor: each operation in float64 as Python
+        rounds it (on JAX without x64 too), then rounded to ``WIDE`` once.
+
+        Its numbers enter as ``number * sign(total)``: no operation has a constant operand, so
+        no compiler rewrites ``7 * total / 10`` as ``total * (7 * (1 / 10))`` (Grappler and XLA
+        do with constants: 700.0000000000001 for a total of 1000, where Python gives 700.0)."""
+        with backends.float64_scope() if WIDE == "float32" else contextlib.nullcontext():
+            node: Any = self
+            while not isinstance(node, Total):  # a length reads total: its first one
+                node = next(child for child in node.children() if uses_total(child))
+            one = ops.sign(node.length())
+            return ops.cast(_float64_length(self, one), WIDE)  # type: ignore[arg-type]
 
     def value(self, step: Any) -> Any:
-        """The folded number, the length (as Python folds the number), else :meth:`computed`."""
+        """The folded number, the length (as Python folds the number, rounded once to
+        float32), else :meth:`computed`."""
         if self._fold is not None:
             return _constant(self._fold).value(step)
         if self.length_expression:  # `0.9 * total`: as Python folds the number
-            return _length_at(self, step)  # type: ignore[arg-type]
+            return ops.cast(self.length_value(), "float32") + ops.zeros_like(step)
         return self.computed(step)  # type: ignore[attr-defined]  # an operation's value
 
 
@@ -310,21 +321,6 @@ def check_length(owner: str, name: str, value: Schedule) -> Schedule:
     return value
 
 
-def length_value(schedule: Schedule) -> Any:
-    """The length ``schedule`` as a ``WIDE`` scalar tensor: each operation in float64 as
-    Python rounds it (on JAX without x64 too), then rounded to ``WIDE`` once.
-
-    Its numbers enter as ``number * sign(total)``: no operation has a constant operand, so
-    no compiler rewrites ``7 * total / 10`` as ``total * (7 * (1 / 10))`` (Grappler and XLA
-    do with constants: 700.0000000000001 for a total of 1000, where Python gives 700.0)."""
-    with backends.float64_scope() if WIDE == "float32" else contextlib.nullcontext():
-        node = schedule
-        while not isinstance(node, Total):  # a length reads total: its first one
-            node = next(child for child in node.children() if uses_total(child))
-        one = ops.sign(node.length())
-        return ops.cast(_float64_length(schedule, one), WIDE)
-
-
 def _float64_length(schedule: Schedule, one: Any) -> Any:
     if isinstance(schedule, Total):
         return schedule.length()
@@ -344,11 +340,6 @@ def _float64_length(schedule: Schedule, one: Any) -> Any:
         "abs": lambda x: ops.where(ops.less(x, 0.0), -x, x),
     }
     return functions[schedule.name](*args)
-
-
-def _length_at(schedule: Schedule, step: Any) -> Any:
-    """A length evaluated as a schedule: its exact value, rounded once to float32."""
-    return ops.cast(length_value(schedule), "float32") + ops.zeros_like(step)
 
 
 # ---- arithmetic nodes ------------------------------------------------------------------
