@@ -1,10 +1,5 @@
-"""The demo's ``report.png``: hyperparameters and metrics of a run, read from its CSV files.
-
-Up to six panels on one epoch axis: the learning rates (log scale; the schedule alone
-dashed, what the plateau controller made of it solid), weight decay, the trainable
-temperature, loss, accuracy, and a text summary; series that never change are left
-out. Every plateau reduction is a dotted vertical line. Drawn with matplotlib's Agg
-canvas (no pyplot, no global state).
+"""The demo's ``report.png`` (:func:`write_report`): hyperparameters and metrics of a run,
+read from its CSV files.
 """
 
 from __future__ import annotations
@@ -125,7 +120,8 @@ def write_report(
     held: Sequence[dict[str, Any]] = (),
     steering: Sequence[dict[str, Any]] = (),
 ) -> Path:
-    """Draw the panels into ``path`` (1500 x 860 pixels); return the path.
+    """Draw the panels (learning rates, weight decay, temperature, loss, accuracy, a text
+    summary, on one epoch axis) into ``path`` (1500 x 860 pixels); return the path.
 
     ``schedule`` is the learning rate's schedule alone at ``steps["step"]`` (drawn dashed
     under the value in force). ``reductions`` (:func:`plateau_reductions`), ``held``

@@ -1,12 +1,9 @@
 """The expression nodes: the leaves ``constant``, ``step``, ``epoch`` and ``total``, arithmetic
 (``BinaryOp``, ``Chain``, ``Negate``) and the functions (``Function``) of schedules.
 
-``Step() / 1000 + 0.01`` is ``BinaryOp("+", BinaryOp("/", Step(), 1000.0), 0.01)``: a tree
-whose leaves are schedules and numbers (``Constant``). Each node's ``repr`` is the expression
-``hs.parse`` reads back, parenthesized by precedence. A constant sub-expression is folded
-once in float64 (``(0.001 - 1e-05) / 14``) and rounded to float32 once, as Python computes it.
-:func:`as_schedule` turns anything schedule-like (a number, a schedule, an expression string,
-a Keras schedule) into a node.
+``Step() / 1000 + 0.01`` is ``BinaryOp("+", BinaryOp("/", Step(), 1000.0), 0.01)``; each
+node's ``repr`` is the expression ``hs.parse`` reads back. :func:`as_schedule` turns anything
+schedule-like into a node.
 """
 
 from __future__ import annotations
