@@ -195,11 +195,7 @@ _CONDITIONS: dict[int | None, list[Any]] = {}
 
 
 def _stack(table: dict[int | None, list[Any]]) -> list[Any]:
-    key = None if backends.compiling() else threading.get_ident()
-    found = table.get(key)
-    if found is None:
-        found = table[key] = []
-    return found
+    return table.setdefault(None if backends.compiling() else threading.get_ident(), [])
 
 
 def open_iteration(clock: Any) -> Iteration | None:
