@@ -34,12 +34,8 @@ class Clock(keras.layers.Layer):
     steps_per_epoch``.
 
     ``epoch_index``, ``epoch_start`` and ``epoch_length`` are 0 until ``model.fit`` starts:
-    then they are the index fit gives its callbacks, the step at which that epoch began
-    (:meth:`begin_epoch`) and fit's epoch length, so inside ``fit`` ``epoch`` is fit's own
-    epoch, also when epochs differ in length (an input that runs out early); outside
-    ``fit`` it is ``step // steps_per_epoch`` (continued from fit's last epoch after one).
-    Before the epoch length is known ``epoch`` is 0 while nothing was trained (step 0) and
-    while Keras builds a model; later it raises, naming what to pass.
+    inside ``fit`` ``epoch`` is fit's own epoch, also when epochs differ in length
+    (:meth:`epoch_at` has the rule).
 
     **The step is the training iteration.** Every update and every hyperparameter read
     during training iteration ``i`` sees step ``i``, whatever the number and order of
@@ -78,7 +74,7 @@ class Clock(keras.layers.Layer):
 
     A clock is a Keras layer: assigned as an attribute of a layer, a model or an optimizer
     it is saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``),
-    its three variables together (a file saved with ``step`` alone still loads).
+    all its variables together.
 
     Args:
         steps_per_epoch: Updates per epoch (a positive integer), or ``None`` when not known
