@@ -116,7 +116,6 @@ def write_report(
     reductions: Sequence[dict[str, Any]],
     steps_per_epoch: int,
     notes: Sequence[str] = (),
-    initial_temperature: float = 1.0,
     held: Sequence[dict[str, Any]] = (),
     steering: Sequence[dict[str, Any]] = (),
 ) -> Path:
@@ -157,7 +156,7 @@ def write_report(
     temperature = grid[0, 2]
     start = [0.0] if history["epoch"][0] == 0 else []  # the initial value, before epoch 1
     temperature.plot(np.concatenate([start, epochs]),
-                     np.concatenate([[initial_temperature] * len(start), history["temperature"]]),
+                     np.concatenate([[1.0] * len(start), history["temperature"]]),  # initially 1
                      "o-", color="tab:purple", markersize=3,
                      label="temperature T (logits / T), trained")  # fmt: skip
     temperature.set_title("trainable temperature (its own group)")
