@@ -43,17 +43,12 @@ Number = int | float
 ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an expression string
 
 
-#: every schedule class :func:`register` has seen, by its ``keyword``: the expression
-#: language's vocabulary (:func:`hyperstep.schedules.language.vocabulary`) and the nodes
-#: arithmetic builds. The modules that define the classes fill it when they are imported, and
-#: :mod:`hyperstep.schedules` imports them all.
+#: every schedule class :func:`register` has seen, by its ``keyword``: the language's
+#: vocabulary and the nodes arithmetic builds (:mod:`hyperstep.schedules` imports them all)
 CLASSES: dict[str, type[Schedule]] = {}
 
-#: how :func:`~hyperstep.schedules.expressions.as_schedule` reads a value that is neither a
-#: number nor a schedule: ``(type, reader)`` pairs, which the modules that define the readers
-#: add when they are imported (:mod:`~hyperstep.schedules.language`: a string is parsed; with
-#: Keras, :mod:`~hyperstep.schedules.keras_compat`: a Keras schedule is converted), both
-#: imported by :mod:`hyperstep.schedules`
+#: how :func:`~hyperstep.schedules.expressions.as_schedule` reads what is neither a number nor
+#: a schedule: ``(type, reader)`` pairs, added by ``language`` (text) and ``keras_compat``
 READERS: list[tuple[type, Callable[[Any], Schedule]]] = []
 
 
