@@ -155,7 +155,7 @@ def test_a_comparison_chain_is_one_where_every_link_holds() -> None:
         ("1 + None", "None can only be an argument", 4),
         ("step + lr", "unknown name 'lr'", 7),
         ("cosine + 1", "'cosine' is a schedule; call it: cosine(", 0),
-        ("sqrt(step, 2)", "sqrt() takes 1 argument; got 2", 0),
+        ("sqrt(step, 2)", "`sqrt(...)` takes 1 argument. Received: args=[step, constant(2.0)]", 0),
         ("step(1)", "'step' is not a function", 0),
     ],
 )

@@ -363,12 +363,9 @@ class Reader:
         )
 
     def function(self, node: ast.Call, name: str) -> Schedule:
-        arity = FUNCTIONS[name][0]
+        """``name(...)``; ``Function`` checks its number of arguments."""
         if node.keywords:
             raise self.error(node.keywords[0], f"{name}() takes no keyword arguments")
-        if len(node.args) != arity:
-            plural = "s" if arity > 1 else ""
-            raise self.error(node, f"{name}() takes {arity} argument{plural}; got {len(node.args)}")
         args = [self.schedule(arg) for arg in node.args]
         return self.construct(node, Function, {"name": name, "args": args})
 
