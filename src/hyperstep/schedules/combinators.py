@@ -102,11 +102,6 @@ class Join(Schedule):
                 f"`join(schedules=...)` must be a list of schedules. "
                 f"{received('schedules', schedules)}"
             )
-        if len(schedules) < 1:
-            raise InvalidArgumentError(
-                f"`join(schedules=...)` needs at least one schedule. "
-                f"{received('schedules', schedules)}"
-            )
         self.schedules = [
             as_schedule(s, name=f"schedules[{index}]") for index, s in enumerate(schedules)
         ]
