@@ -1,9 +1,5 @@
-"""The :class:`Clock`: the one definition of "step" and "epoch".
-
-A clock owns one int64, non-trainable variable, ``step`` = the number of updates already
-applied, and two that place fit's epochs on it (``epoch_index``, ``epoch_start``).
-Optimizers, free hyperparameters, controllers and loggers read the same clock; exactly one
-thing advances it per training step (see :class:`Clock` for the rule).
+"""The :class:`Clock`: the one definition of "step" and "epoch", read by optimizers, free
+hyperparameters, controllers and loggers alike.
 """
 
 from __future__ import annotations
