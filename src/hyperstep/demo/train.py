@@ -29,10 +29,8 @@ def _callbacks(
     config: dict[str, Any],
     verbose: bool,
 ) -> list[Any]:
-    """The callbacks, in order: hyperparameters into the logs and per step, the plateau,
-    the epoch's record into the logs (the temperature, the plateau's own count of
-    reductions, the scale, the override) and its line, CSVLogger, TensorBoard, the
-    checkpoint."""
+    """The callbacks, in the order they run: the hyperparameters' log, the plateau, the
+    epoch's record, CSVLogger, TensorBoard, the checkpoint."""
     import keras
 
     import hyperstep as hs
