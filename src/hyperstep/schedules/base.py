@@ -17,6 +17,7 @@ Arithmetic on schedules builds the expression nodes of :mod:`hyperstep.schedules
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import sys
@@ -105,7 +106,7 @@ class Schedule(_Base):  # type: ignore[misc]
     def arguments(self) -> dict[str, Any]:
         """Return the constructor keyword arguments that rebuild this schedule, in signature
         order: by default each parameter's attribute of the same name."""
-        return {name: getattr(self, name) for name in inspect.signature(type(self)).parameters}
+        return {name: getattr(self, name) for name in _parameters(type(self))}
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
@@ -114,7 +115,7 @@ class Schedule(_Base):  # type: ignore[misc]
     @classmethod
     @naming_loaded_file()
     def from_config(cls, config: Mapping[str, Any]) -> Schedule:
-        valid = list(inspect.signature(cls).parameters)
+        valid = list(_parameters(cls))
         unknown = sorted(set(config) - set(valid))
         if unknown:
             raise InvalidArgumentError(
@@ -309,8 +310,14 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+@functools.cache
+def _parameters(cls: type) -> Mapping[str, inspect.Parameter]:
+    """The constructor's parameters of a schedule class (``inspect.signature``, read once)."""
+    return inspect.signature(cls).parameters
+
+
 def _defaults(cls: type) -> dict[str, Any]:
-    parameters = inspect.signature(cls).parameters.items()
+    parameters = _parameters(cls).items()
     return {key: p.default for key, p in parameters if p.default is not inspect.Parameter.empty}
 
 

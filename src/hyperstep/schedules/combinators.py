@@ -126,9 +126,6 @@ class Join(Schedule):
             result = ops.where(step < boundary, result, local)
         return result
 
-    def arguments(self) -> dict[str, Any]:
-        return {"schedules": list(self.schedules), "boundaries": list(self.boundaries)}
-
     @property
     def natural_steps(self) -> int | float | None:
         last = self.schedules[-1]

@@ -119,9 +119,6 @@ class Step(Schedule):
     def value(self, step: Any) -> Any:
         return step
 
-    def arguments(self) -> dict[str, Any]:
-        return {}
-
     def __repr__(self) -> str:
         return "step"
 
@@ -158,9 +155,6 @@ class Epoch(Schedule):
                 + received("steps_per_epoch", None)
             )
         return ops.floor(step / float(self.steps_per_epoch))
-
-    def arguments(self) -> dict[str, Any]:
-        return {"steps_per_epoch": self.steps_per_epoch}
 
     def __repr__(self) -> str:
         if self.steps_per_epoch is None:
@@ -456,9 +450,6 @@ class BinaryOp(LengthNode, Schedule):
     def computed(self, step: Any) -> Any:
         return _BINARY[self.op][1](self.left.value(step), self.right.value(step))
 
-    def arguments(self) -> dict[str, Any]:
-        return {"op": self.op, "left": self.left, "right": self.right}
-
     def __repr__(self) -> str:
         p = self.precedence
         if self.op == "**":  # right-associative, and binds tighter than unary minus on its left
@@ -509,9 +500,6 @@ class Chain(Schedule):
             result = term if result is None else ops.multiply(result, term)
         return result
 
-    def arguments(self) -> dict[str, Any]:
-        return {"comparisons": list(self.comparisons), "operands": list(self.operands)}
-
     def __repr__(self) -> str:
         parts = [_wrap(self.operands[0], 11)]
         for op, operand in zip(self.comparisons, self.operands[1:], strict=True):
@@ -539,9 +527,6 @@ class Negate(LengthNode, Schedule):
 
     def computed(self, step: Any) -> Any:
         return ops.negative(self.operand.value(step))
-
-    def arguments(self) -> dict[str, Any]:
-        return {"operand": self.operand}
 
     def __repr__(self) -> str:
         return f"-{_wrap(self.operand, 41)}"
@@ -607,9 +592,6 @@ class Function(LengthNode, Schedule):
 
     def computed(self, step: Any) -> Any:
         return FUNCTIONS[self.name][1](*(a.value(step) for a in self.args))
-
-    def arguments(self) -> dict[str, Any]:
-        return {"name": self.name, "args": list(self.args)}
 
     def __repr__(self) -> str:
         return f"{self.name}({', '.join(a._inline() for a in self.args)})"
