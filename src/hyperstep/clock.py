@@ -177,7 +177,8 @@ class Clock(keras.layers.Layer):
         since = step - ops.cast(self.epoch_start.value, "float32")
         spe = self._steps_per_epoch
         known = spe is not None or self.follows_fit or backends.building_model()
-        if known or _not_after(since) or _positive(self.epoch_length):
+        # (.value: int() of a tf.distribute MirroredVariable fails)
+        if known or _every(since, ops.less_equal) or _every(self.epoch_length.value, ops.greater):
             # no length at all (fit did not know it): epoch_index, within fit's epoch
             fallback = math.inf if spe is None else float(spe)
             length = ops.cast(self.epoch_length.value, "float32")
@@ -333,17 +334,10 @@ class Clock(keras.layers.Layer):
         return f"Clock(steps_per_epoch={self._steps_per_epoch!r}{total}, name={self.name!r})"
 
 
-def _positive(variable: Any) -> bool:
-    """Whether an integer variable is concretely > 0 (False in a traced step)."""
-    value = variable.value  # (int(variable) fails on a tf.distribute MirroredVariable)
-    return backends.concrete(value) and int(ops.convert_to_numpy(value)) > 0
-
-
-def _not_after(since: Any) -> bool:
-    """Whether every concrete ``step - epoch_start`` is <= 0 (False in a traced step)."""
-    if not backends.concrete(since):
-        return False
-    return bool((ops.convert_to_numpy(since) <= 0).all())
+def _every(value: Any, compare: Any) -> bool:
+    """Whether ``compare(value, 0)`` holds at every element of a concrete ``value`` (False in
+    a traced step)."""
+    return backends.concrete(value) and bool(ops.all(compare(value, 0)))
 
 
 def _positive_int(value: Any, name: str = "steps_per_epoch") -> int:
