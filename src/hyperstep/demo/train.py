@@ -322,7 +322,7 @@ def _train(
         "files": {role: str(path) for role, path in files.items() if role != "checkpoint"},
     }
     demo_state.write_json(files["summary"], summary)
-    demo_state.remove_checkpoint(out)
+    demo_state.clear(out, ["checkpoint"])  # a finished run's weights: model.weights.h5
     return summary
 
 
