@@ -17,7 +17,6 @@ Arithmetic on schedules builds the expression nodes of :mod:`hyperstep.schedules
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import sys
@@ -310,10 +309,15 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-@functools.cache
+#: each schedule class's constructor parameters, by class (``inspect.signature`` is slow)
+_PARAMETERS: dict[type, Mapping[str, inspect.Parameter]] = {}
+
+
 def _parameters(cls: type) -> Mapping[str, inspect.Parameter]:
-    """The constructor's parameters of a schedule class (``inspect.signature``, read once)."""
-    return inspect.signature(cls).parameters
+    """The constructor's parameters of a schedule class, read once."""
+    if cls not in _PARAMETERS:
+        _PARAMETERS[cls] = inspect.signature(cls).parameters
+    return _PARAMETERS[cls]
 
 
 def _defaults(cls: type) -> dict[str, Any]:
