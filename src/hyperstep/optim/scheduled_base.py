@@ -1,25 +1,15 @@
 """What an ``hs.scheduled`` optimizer holds: its hyperparameters, their values, its config.
 
-``opt.<name> = value(name) = override if set else schedule(clock.step) * scale``, read through
-:meth:`ScheduledBase.resolve` (a group's value for its variables), once per update and graph
-inside ``apply``, eagerly as a variable whose ``assign`` is ``opt.<name> = x``.
 :class:`ScheduledBase` installs the hyperparameters (from the wrapped optimizer's values and
-the ones given), reads and assigns them, and writes the config; Keras's update hooks are
-:class:`~hyperstep.optim.scheduled_update.ScheduledUpdate`, and the class ``hs.scheduled``
-makes is :class:`~hyperstep.optim.scheduled.ScheduledOptimizer`, whose ``from_config`` picks
-the scheduled class a config names.
+the ones given), reads them (``opt.<name>``) and writes the
+config, ``{"optimizer": <the wrapped optimizer as Keras serializes it>, "hyperparameters",
+"clock", "advance", "groups", "fused"}`` (:func:`serialized`, :func:`wrapped_class`), so a
+file loads wherever Keras can load the wrapped class;
+:class:`~hyperstep.optim.scheduled.ScheduledOptimizer` runs the update.
 
-The config is ``{"optimizer": {"module", "class_name", "config", "registered_name"},
-"hyperparameters", "clock", "advance", "groups", "fused"}``: the wrapped optimizer
-serialized as Keras serializes an instance (:func:`serialized`), found again as Keras finds
-a class (:func:`wrapped_class`), so a file loads wherever Keras can load the wrapped class.
-
-Which constructor arguments of a Keras optimizer are numeric hyperparameters
-(:func:`numeric_names`): a constructor argument whose value is a number (not a bool) that
-the optimizer reads at every update, such as ``learning_rate``, ``beta_1``, ``momentum`` or
-``weight_decay``. Arguments that fix the structure of the update (how many steps to
-accumulate, how slots are initialized, how many Newton-Schulz iterations) are not: changing
-them at run time cannot work, so ``hs.scheduled`` refuses them by name.
+:func:`numeric_names` are the constructor arguments that can be scheduled: numbers (not
+bools) the optimizer reads at every update. One that fixes the structure of the update
+(:data:`STRUCTURAL`) cannot change at run time, so ``hs.scheduled`` refuses it by name.
 """
 
 from __future__ import annotations
@@ -146,18 +136,6 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
     def groups(self) -> dict[str, Group]:
         """The parameter groups, by name (each holding its own Hyperparameters)."""
         return {group.name: group for group in scheduled_state(self).groups}
-
-    def resolve(self, name: str, variable: Any = None) -> Any:
-        """Return hyperparameter ``name`` for the update of ``variable`` at this step.
-
-        A variable in a :class:`~hyperstep.Group` that sets ``name`` gets the group's
-        value, every other variable the optimizer's own: a lookup in the update's one dict
-        of values (:meth:`_hs_values`). Called only inside ``apply`` (the step is fixed).
-        """
-        state = scheduled_state(self)
-        group = state.owner.get(id(variable)) if variable is not None else None
-        found = state.update.read(name, group)
-        return found if found is not None else self._hs_value(name)
 
     # ---- installation -------------------------------------------------------------------
     def _hs_install(
