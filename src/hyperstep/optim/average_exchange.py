@@ -35,6 +35,7 @@ from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import open_iteration
 from hyperstep.optim.rules import Values
+from hyperstep.schedules.checks import check_choice
 
 __all__ = [
     "ATTRIBUTE",
@@ -283,11 +284,7 @@ class Average(keras.callbacks.Callback):
                 )
             clock = own
         init_name = _init_name(name, init)
-        if form not in ("difference", "momentum"):
-            raise InvalidArgumentError(
-                f"`{name}(form=...)` must be 'difference' (avg + (w - avg) * (1 - decay)) or "
-                f"'momentum' (decay * avg + (1 - decay) * w). {received('form', form)}"
-            )
+        check_choice(name, "form", form, ("difference", "momentum"))
         self.optimizer, self.clock, self.start, self.every = optimizer, clock, start, every
         self.variables: list[Any] = []
         self._given = None if isinstance(init, str) else init
@@ -521,6 +518,7 @@ def exchange(source: Any, averaged: bool, *, warn: bool = True) -> bool:
     (with a warning when ``warn``).
     """
     source = _unwrap(source)
+    pairs: list[tuple[Any, Any]] | None = None  # None: x computed from y and z
     if isinstance(source, Average | AverageState):
         state = source.state if isinstance(source, Average) else source
         if averaged and int(ops.convert_to_numpy(state.n_averaged)) == 0:
@@ -535,14 +533,13 @@ def exchange(source: Any, averaged: bool, *, warn: bool = True) -> bool:
                     stacklevel=3,
                 )
             return False
-    pairs: list[tuple[Any, Any]] | None = None  # None: x computed from y and z
-    if isinstance(source, Average):
-        source.build()
-        pairs, flags = list(zip(source.variables, source.averages, strict=True)), [source.swapped]
-    elif isinstance(source, AverageState):
-        variables = source._optimizer()._trainable_variables
-        pairs = list(zip(variables, source.build_averages(), strict=True))
-        flags = [source.swapped]
+        if isinstance(source, Average):
+            source.build()
+            variables = source.variables
+        else:  # restored, not constructed again yet
+            variables = source._optimizer()._trainable_variables
+        pairs = list(zip(variables, state.build_averages(), strict=True))
+        flags = [state.swapped]
     else:
         variables = source._trainable_variables
         flags = [f for f in source._slots["swapped"] if f is not None]

@@ -22,6 +22,7 @@ from hyperstep.control.reading import read_all
 from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int
+from hyperstep.schedules.checks import check_choice
 from hyperstep.tune.replay import flatten
 
 #: what the config value of a hyperparameter writes: its override or its scale
@@ -102,11 +103,7 @@ def trainable(
             f'"hyperstep[tune]"` (or `pip install "ray[tune]"`). ({error})'
         ) from error
     epochs_per_report = check_positive_int("trainable", "epochs_per_report", epochs_per_report)
-    if apply not in APPLY_MODES:
-        raise InvalidArgumentError(
-            f"`trainable(apply=...)` must be one of {list(APPLY_MODES)}: 'override' replaces "
-            f"the schedule by the config value, 'scale' multiplies it. {received('apply', apply)}"
-        )
+    check_choice("trainable", "apply", apply, APPLY_MODES)
     if not callable(build):
         raise InvalidTypeError(
             f"`trainable(build=...)` must be a function of the config returning a compiled "
