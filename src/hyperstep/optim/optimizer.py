@@ -28,9 +28,9 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claim
 from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
-from hyperstep.optim.average_exchange import config_of as average_config
-from hyperstep.optim.average_exchange import copy_of
-from hyperstep.optim.average_exchange import restore as restore_average
+from hyperstep.optim.averaging import config_of as average_config
+from hyperstep.optim.averaging import copy_of
+from hyperstep.optim.averaging import restore as restore_average
 from hyperstep.optim.core import (
     StatelessValues,
     Update,

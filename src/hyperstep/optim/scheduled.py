@@ -30,7 +30,7 @@ from hyperstep.backends import native_variable
 from hyperstep.backends.internals import naming_loaded_file, unpickle_optimizer
 from hyperstep.clock import Clock
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.optim.average_exchange import restore as restore_average
+from hyperstep.optim.averaging import restore as restore_average
 from hyperstep.optim.core import apply_update, from_hyperparameters_config, keras_callable
 from hyperstep.optim.groups import assign_groups
 from hyperstep.optim.scheduled_base import (

@@ -28,7 +28,7 @@ from hyperstep.control.relative import references, resolve
 from hyperstep.control.value_forms import checked_once
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claim
-from hyperstep.optim.average_exchange import config_of as average_config
+from hyperstep.optim.averaging import config_of as average_config
 from hyperstep.optim.core import (
     StatelessValues,
     Update,
