@@ -26,7 +26,7 @@ from hyperstep.control import named_state
 from hyperstep.control.hyperparameter import Hyperparameter, track
 from hyperstep.control.relative import references, resolve
 from hyperstep.control.value_forms import checked_once
-from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.iteration import claim
 from hyperstep.optim.averaging import config_of as average_config
 from hyperstep.optim.core import (
@@ -34,6 +34,7 @@ from hyperstep.optim.core import (
     Update,
     assign_attribute,
     bind_groups,
+    check_arguments,
     deserialize_value,
     hyperparameters_config,
     keras_callable,
@@ -144,7 +145,9 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
         state = scheduled_state(self)
         if isinstance(clock, dict):
             clock = keras.saving.deserialize_keras_object(clock)
-        check_arguments(self._hs_base, given, clock, advance, groups, state.fused_requested)
+        check_names(self._hs_base, given)  # each argument checked once, from here alone
+        check_arguments("hs.scheduled", clock, advance, groups)
+        check_flag("hs.scheduled", "fused", state.fused_requested)
         if clock is None:
             clock = Clock(name=f"{self.name}_clock")
         self.clock = clock
@@ -321,33 +324,6 @@ class ScheduledBase(named_state.SavedByName, StatelessValues):
     # ---- saving (hyperstep.control.named_state.SavedByName) ---------------------------
     def _hs_named(self) -> dict[str, Hyperparameter]:
         return scheduled_state(self).hyperparameters
-
-
-def check_arguments(
-    base: type, given: dict[str, Any], clock: Any, advance: Any, groups: Any, fused: Any = False
-) -> None:
-    """The arguments of a scheduled optimizer (from ``hs.scheduled`` or a config), checked
-    once: a TypeError (:class:`~hyperstep.errors.InvalidTypeError`) for a wrong type, a
-    ValueError (:class:`~hyperstep.errors.InvalidArgumentError`) for a wrong value, each
-    naming the argument and the value received. (Keras's loader rewraps a TypeError from
-    ``from_config`` into its own TypeError, whose message keeps this one.)"""
-    check_names(base, given)
-    if clock is not None and not isinstance(clock, Clock):
-        raise InvalidTypeError(
-            f"`hs.scheduled(clock=...)` must be an `hs.Clock` (or its config) or None. "
-            f"{received('clock', clock)}"
-        )
-    if advance is not None and not isinstance(advance, bool):
-        raise InvalidTypeError(
-            f"`hs.scheduled(advance=...)` must be True, False or None. "
-            f"{received('advance', advance)}"
-        )
-    if isinstance(groups, (str, bytes, dict)) or not isinstance(groups, (list, tuple)):
-        raise InvalidTypeError(
-            "`hs.scheduled(groups=...)` must be a list of `hs.Group` objects. "
-            f"{received('groups', groups)}"
-        )
-    check_flag("hs.scheduled", "fused", fused)
 
 
 # ---- the config: the wrapped optimizer nested, as Keras nests LossScaleOptimizer's inner one
