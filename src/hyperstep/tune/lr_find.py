@@ -25,6 +25,7 @@ from hyperstep.backends import random_state
 from hyperstep.control import wrapped
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules.checks import check_positive
 from hyperstep.tune.finding import LRFinding, ramp
 
 #: Keras's batch size when ``fit`` is given arrays and no ``batch_size``
@@ -244,15 +245,8 @@ def _check_options(model: Any, stop_factor: Any, smoothing: Any, batch_size: Any
             "`model.compile(steps_per_execution=1)`. Received: steps_per_execution="
             f"{model.steps_per_execution}"
         )
-    if stop_factor is not None and (
-        isinstance(stop_factor, bool)
-        or not isinstance(stop_factor, (int, float))
-        or not stop_factor > 0
-    ):
-        raise InvalidArgumentError(
-            "`find_lr(stop_factor=...)` must be a positive number or None. "
-            f"{received('stop_factor', stop_factor)}"
-        )
+    if stop_factor is not None:
+        check_positive("find_lr", "stop_factor", stop_factor)
     if (
         isinstance(smoothing, bool)
         or not isinstance(smoothing, (int, float))
