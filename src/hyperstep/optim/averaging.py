@@ -653,20 +653,11 @@ class EMA(Average):
 
     The average starts (``init``) as a copy of the weights at the first due update
     (``"copy"``), as the weights before the first update (``"initial"``: TF1's
-    ``ExponentialMovingAverage`` with ``num_updates=step`` bit for bit), or as given weights
-    (a list, one per trained variable, or a ``keras.Model`` holding them, e.g. BYOL's
-    independently initialized target or ``keras.models.clone_model(network)``).
-
-    Updated by :meth:`update` after each update (or as a callback in ``fit``), it reads the
-    clock then. :meth:`network` makes it a second network used inside the step (a teacher):
-    then the optimizer's update updates it, at the update's own step.
-
-    Without an optimizer (``optimizer=None``: a student trained by anything) the average
-    reads ``clock`` (the training loop's, advanced by :meth:`hyperstep.Clock.iteration`),
-    or a clock of its own that each :meth:`update` advances after averaging; call
-    :meth:`update` after each update (also with a network), after :meth:`build` with the
-    variables or :meth:`network`. Its state (:attr:`state`, a Keras layer) is then saved by
-    whatever tracks it; a network's weights are the averages.
+    ``ExponentialMovingAverage`` with ``num_updates=step`` bit for bit), or as given weights.
+    Updated by :meth:`update` after each update (or as a callback in ``fit``); a teacher
+    (:meth:`network`) is updated by the optimizer's update. Without an optimizer, it reads
+    ``clock`` or a clock of its own that :meth:`update` advances (docs/recipes.md,
+    "Teachers").
 
     Args:
         optimizer: A hyperstep optimizer, or ``None``.

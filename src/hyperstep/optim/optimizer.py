@@ -112,12 +112,9 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
     updates already applied (the first update sees 0); after each update the optimizer
     advances its clock once.
 
-    Clock, hyperparameter and slot variables are the optimizer's variables, so they are
-    saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``).
-    ``learning_rate`` reads the default group's value; assigning it (as Keras callbacks
-    do) works as on ``hs.scheduled``: a schedule replaces the schedule, a number rescales
-    it (:meth:`hyperstep.Hyperparameter.assign`; the schedule keeps running), while
-    :meth:`hyperstep.Hyperparameter.set` overrides it.
+    Its state is saved with it (docs/backends.md, "Saving"). ``learning_rate`` reads the
+    default group's value; assigning it works as on ``hs.scheduled`` (docs/runtime.md,
+    "Assigning an attribute").
 
     Args:
         rule: A :class:`~hyperstep.rules.Rule` (instance, subclass or name: ``"adam"``).

@@ -756,9 +756,7 @@ def scheduled(
     constant that can still be set or scaled. ``weight_decay`` and the clipping arguments
     stay off (``None``) unless given. The result is a new, unbuilt optimizer of a subclass
     of ``type(optimizer)`` with ``opt.hyperparameters`` (name -> Hyperparameter) and
-    ``opt.clock``; it works in ``compile``/``fit`` (``jit_compile`` too), custom
-    ``tf.function`` loops, ``get_config``/``from_config``, ``.keras``, ``save_weights`` and
-    ``tf.train.Checkpoint``; hyperparameter and clock state are saved with it.
+    ``opt.clock``, saved with it (docs/backends.md, "Saving").
 
     Args:
         optimizer: A fresh (never applied) Keras optimizer.
