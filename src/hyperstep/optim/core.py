@@ -405,8 +405,7 @@ def check_arguments(where: str, clock: Any, advance: Any, groups: Any = ()) -> N
     once: a TypeError naming the argument and the value received."""
     if clock is not None and not isinstance(clock, Clock):
         raise InvalidTypeError(
-            f"`{where}(clock=...)` must be an `hs.Clock` (or its config) or None. "
-            f"{received('clock', clock)}"
+            f"`{where}(clock=...)` must be an `hs.Clock` or None. {received('clock', clock)}"
         )
     if advance is not None and not isinstance(advance, bool):
         raise InvalidTypeError(

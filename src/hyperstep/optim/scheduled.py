@@ -164,8 +164,6 @@ class ScheduledOptimizer(named_state.SavedByName, StatelessValues):
         self, given: dict[str, Any], clock: Any, advance: bool | None, groups: Any = ()
     ) -> None:
         state = scheduled_state(self)
-        if isinstance(clock, dict):
-            clock = keras.saving.deserialize_keras_object(clock)
         check_names(self._hs_base, given)  # each argument checked once, from here alone
         check_arguments("hs.scheduled", clock, advance, groups)
         check_flag("hs.scheduled", "fused", state.fused_requested)
@@ -267,12 +265,9 @@ class ScheduledOptimizer(named_state.SavedByName, StatelessValues):
         return values
 
     def _hs_value(self, name: str) -> Any:
-        """Hyperparameter ``name`` at this update's step: its entry in the update's dict
-        (computed here only for a name outside :meth:`_hs_read_keys`)."""
+        """Hyperparameter ``name`` at this update's step, for a name outside the update's
+        dict (:meth:`_hs_read_keys`)."""
         state = scheduled_state(self)
-        found = state.update.values.get(name)
-        if found is not None:
-            return found
         hyperparameter = state.hyperparameters[name]
         return keras_value(state.update, hyperparameter, name, self._hs_base, state.static[name])
 
