@@ -17,7 +17,6 @@ averages exist once the optimizer is built (created at the first update, save or
 from __future__ import annotations
 
 import contextlib
-import numbers
 import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,6 +36,7 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import open_iteration
 from hyperstep.optim.rules import Values
 from hyperstep.schedules import combinators, decays, families
+from hyperstep.schedules.base import check_number
 from hyperstep.schedules.checks import check_choice
 from hyperstep.schedules.expressions import as_schedule
 
@@ -816,10 +816,7 @@ def swa_learning_rate(
             "`swa_learning_rate(anneal_steps=...)` must be an integer >= 0 (as SWALR's "
             f"anneal_epochs). {received('anneal_steps', anneal_steps)}"
         )
-    if isinstance(swa_lr, bool) or not isinstance(swa_lr, numbers.Real):
-        raise InvalidTypeError(
-            f"`swa_learning_rate(swa_lr=...)` must be a number. {received('swa_lr', swa_lr)}"
-        )
+    check_number("swa_learning_rate", "swa_lr", swa_lr)
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
         raise InvalidArgumentError(
             "`swa_learning_rate(start=...)` must be an integer >= 0 (the step SWA starts "

@@ -25,6 +25,7 @@ from hyperstep.backends import random_state
 from hyperstep.control import wrapped
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules.base import check_number, check_positive_int
 from hyperstep.schedules.checks import check_positive
 from hyperstep.tune.finding import LRFinding, ramp
 
@@ -106,7 +107,7 @@ def find_lr(
     every = wrapped.accumulation_steps(model.optimizer)
     test = _RangeTest(rates, writer, stop_factor, smoothing, _verbosity(verbose), every)
     flags = {name: getattr(model, name, None) for name in ("stop_training", "history")}
-    batches = plan(x, y, batch_size or _KERAS_BATCH_SIZE, steps * every)
+    batches = plan(x, y, int(batch_size or _KERAS_BATCH_SIZE), steps * every)
     builds = backends_internals.first_fit_builds(model)
     _build(model, batches.first)  # what fit would build: its random draws stay consumed
     snapshot = Snapshot(model, writer)  # the global random state and the clocks' settings
@@ -247,21 +248,12 @@ def _check_options(model: Any, stop_factor: Any, smoothing: Any, batch_size: Any
         )
     if stop_factor is not None:
         check_positive("find_lr", "stop_factor", stop_factor)
-    if (
-        isinstance(smoothing, bool)
-        or not isinstance(smoothing, (int, float))
-        or not (0 <= smoothing < 1)
-    ):
+    if not 0 <= check_number("find_lr", "smoothing", smoothing) < 1:
         raise InvalidArgumentError(
             f"`find_lr(smoothing=...)` must be in [0, 1). {received('smoothing', smoothing)}"
         )
-    if batch_size is not None and (
-        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-    ):
-        raise InvalidArgumentError(
-            f"`find_lr(batch_size=...)` must be a positive integer or None. "
-            f"{received('batch_size', batch_size)}"
-        )
+    if batch_size is not None:
+        check_positive_int("find_lr", "batch_size", batch_size)
 
 
 def _verbosity(verbose: int | str) -> int:
