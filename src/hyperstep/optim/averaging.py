@@ -761,16 +761,11 @@ class EMA(Average):
                     "the student. Pass a copy: `init=keras.models.clone_model(student)`. "
                     f"{received('init', self._given)}"
                 )
+            given_values(teacher, variables, "EMA")  # one weight per student's, of its shape
         else:
             teacher = keras.models.clone_model(model)
             teacher.set_weights(model.get_weights())
         targets = list(teacher.trainable_variables)
-        if [tuple(v.shape) for v in targets] != [tuple(v.shape) for v in variables]:
-            raise InvalidArgumentError(
-                "`EMA.network(model)`: the teacher's trainable weights must match the "
-                f"student's. Received: shapes {[tuple(v.shape) for v in targets]} for "
-                f"{[tuple(v.shape) for v in variables]}."
-            )
         held = self.state.averages or self.state._pending
         if held and len(held) != len(targets):
             if int(ops.convert_to_numpy(self.n_averaged)) > 0:

@@ -811,7 +811,6 @@ def scheduled(
     # the other arguments are checked once, where every scheduled optimizer is built
     # (``ScheduledOptimizer._hs_install``: from here and from a config alike)
     # values become schedules at install (strings may name each other: "0.1 * momentum")
-    given = dict(hyperparameters)
     learning_rate = optimizer._learning_rate
     with warnings.catch_warnings():
         if keras_callable(learning_rate):  # Keras warns that it serializes a lambda
@@ -823,7 +822,7 @@ def scheduled(
         config["learning_rate"] = learning_rate  # not its serialized form
     return scheduled_class(cls)(
         **config,
-        hyperparameters=given,
+        hyperparameters=hyperparameters,
         clock=clock,
         advance=advance,
         groups=groups,

@@ -52,18 +52,6 @@ def ramp(min_lr: float, max_lr: float, steps: int, mode: str = "exponential") ->
         >>> [float(v) for v in ramp(0.1, 0.4, steps=4, mode="linear")]
         [0.1, 0.2, 0.30000000000000004, 0.4]
     """
-    check_ramp(min_lr, max_lr, steps, mode)
-    k = np.arange(steps, dtype="float64") / (steps - 1)
-    if mode == "exponential":
-        rates = min_lr * (max_lr / min_lr) ** k
-    else:
-        rates = min_lr + (max_lr - min_lr) * k
-    rates[-1] = max_lr  # exact, whatever the rounding of the power
-    return rates
-
-
-def check_ramp(min_lr: Any, max_lr: Any, steps: Any, mode: Any) -> None:
-    """Raise naming the argument unless the ramp's arguments are usable (see :func:`ramp`)."""
     for name, value in (("min_lr", min_lr), ("max_lr", max_lr)):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
             raise InvalidTypeError(
@@ -91,6 +79,13 @@ def check_ramp(min_lr: Any, max_lr: Any, steps: Any, mode: Any) -> None:
         raise InvalidArgumentError(
             f"`find_lr(mode=...)` must be 'exponential' or 'linear'. {received('mode', mode)}"
         )
+    k = np.arange(steps, dtype="float64") / (steps - 1)
+    if mode == "exponential":
+        rates = min_lr * (max_lr / min_lr) ** k
+    else:
+        rates = min_lr + (max_lr - min_lr) * k
+    rates[-1] = max_lr  # exact, whatever the rounding of the power
+    return rates
 
 
 def _tenth(count: int) -> int:

@@ -102,10 +102,11 @@ def find_lr(
         True
     """
     rates = ramp(min_lr, max_lr, steps, mode)
-    _check_options(model, stop_factor, smoothing, batch_size)
+    _check_options(model, stop_factor, smoothing, batch_size, verbose)
     writer = setter(model.optimizer, hyperparameter)
     every = wrapped.accumulation_steps(model.optimizer)
-    test = _RangeTest(rates, writer, stop_factor, smoothing, _verbosity(verbose), every)
+    progress = 1 if verbose == "auto" else int(verbose)
+    test = _RangeTest(rates, writer, stop_factor, smoothing, progress, every)
     flags = {name: getattr(model, name, None) for name in ("stop_training", "history")}
     batches = plan(x, y, int(batch_size or _KERAS_BATCH_SIZE), steps * every)
     builds = backends_internals.first_fit_builds(model)
@@ -230,7 +231,9 @@ class _RangeTest(keras.callbacks.Callback):
             self.progbar.update(len(self.raw), finalize=True)
 
 
-def _check_options(model: Any, stop_factor: Any, smoothing: Any, batch_size: Any) -> None:
+def _check_options(
+    model: Any, stop_factor: Any, smoothing: Any, batch_size: Any, verbose: Any
+) -> None:
     if not isinstance(model, keras.Model):
         raise InvalidTypeError(
             f"`find_lr(model=...)` must be a Keras model. {received('model', model)}"
@@ -254,16 +257,10 @@ def _check_options(model: Any, stop_factor: Any, smoothing: Any, batch_size: Any
         )
     if batch_size is not None:
         check_positive_int("find_lr", "batch_size", batch_size)
-
-
-def _verbosity(verbose: int | str) -> int:
-    if verbose == "auto":
-        return 1
-    if verbose in (0, 1, 2):
-        return int(verbose)
-    raise InvalidArgumentError(
-        f"`find_lr(verbose=...)` must be 'auto', 0, 1 or 2. {received('verbose', verbose)}"
-    )
+    if verbose not in ("auto", 0, 1, 2):
+        raise InvalidArgumentError(
+            f"`find_lr(verbose=...)` must be 'auto', 0, 1 or 2. {received('verbose', verbose)}"
+        )
 
 
 # ---- the batches ------------------------------------------------------------------------
