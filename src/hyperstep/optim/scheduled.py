@@ -537,17 +537,14 @@ def serialized(cls: type, config: dict[str, Any]) -> dict[str, Any]:
     """``cls`` with ``config`` as Keras serializes an instance: a built-in optimizer under
     its public name (``keras.optimizers.Adam``, also for Keras's torch classes), any other
     class by module, name and registered name (what Keras needs to find it again)."""
-    for klass in cls.__mro__:
-        public = getattr(keras.optimizers, klass.__name__, None)
-        if public is klass and backends.optimizer_class(klass) is cls:
-            return {
-                "module": "keras.optimizers",
-                "class_name": klass.__name__,
-                "config": config,
-                "registered_name": None,
-            }
-        if public is klass:
-            break
+    public = [k for k in cls.__mro__ if getattr(keras.optimizers, k.__name__, None) is k]
+    if public and backends.optimizer_class(public[0]) is cls:
+        return {
+            "module": "keras.optimizers",
+            "class_name": public[0].__name__,
+            "config": config,
+            "registered_name": None,
+        }
     return {
         "module": cls.__module__,
         "class_name": cls.__name__,
