@@ -444,9 +444,7 @@ def _init_name(where: str, init: Any) -> str:
     if isinstance(init, str):
         if init in ("copy", "initial"):
             return init
-    elif isinstance(init, keras.Model) or (
-        isinstance(init, (list, tuple)) and not isinstance(init, str)
-    ):
+    elif isinstance(init, (keras.Model, list, tuple)):
         return "given"
     raise InvalidArgumentError(
         f"`{where}(init=...)` must be 'copy' (the weights after the first update), 'initial' "
