@@ -34,6 +34,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends import Request, after, concrete
+from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.relative import references, relative
 from hyperstep.control.value_forms import constant_pieces
@@ -397,6 +398,24 @@ def apply_update(
         elif advance:
             clock.advance()
     return result
+
+
+def check_arguments(where: str, clock: Any, advance: Any, groups: Any = ()) -> None:
+    """The arguments both optimizers take (from their constructor or a config), checked
+    once: a TypeError naming the argument and the value received."""
+    if clock is not None and not isinstance(clock, Clock):
+        raise InvalidTypeError(
+            f"`{where}(clock=...)` must be an `hs.Clock` or None. {received('clock', clock)}"
+        )
+    if advance is not None and not isinstance(advance, bool):
+        raise InvalidTypeError(
+            f"`{where}(advance=...)` must be True, False or None. {received('advance', advance)}"
+        )
+    if isinstance(groups, (str, bytes, dict)) or not isinstance(groups, (list, tuple)):
+        raise InvalidTypeError(
+            f"`{where}(groups=...)` must be a list of `hs.Group` objects. "
+            f"{received('groups', groups)}"
+        )
 
 
 def bind_groups(
