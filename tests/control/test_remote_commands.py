@@ -331,6 +331,54 @@ def test_a_replaced_schedule_is_driven_again_after_a_resume(tmp_path: Path) -> N
     assert "where(step < 5.0" in repr(lr2.schedule)  # the whole schedule, for eager reads
 
 
+def test_a_resumed_run_re_applies_only_its_own_runs_commands(tmp_path: Path) -> None:
+    """A resume re-applies from the journal what its own run applied, as replay reads it:
+    not the schedule an earlier run of the directory replaced (it once re-applied every
+    journaled command numbered up to the checkpoint's, whichever run applied it)."""
+
+    class Holder(keras.Model):
+        def __init__(self, lr: hs.Hyperparameter) -> None:
+            super().__init__()
+            self.lr = lr
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):  # type: ignore[no-untyped-def]
+            return self.dense(x)
+
+    def build() -> tuple:
+        lr = hs.Hyperparameter("0.1 * (1 - step / 100)", name="learning_rate")
+        holder = Holder(lr)
+        holder(np.ones((1, 1), "float32"))
+        return lr, holder
+
+    first, _ = build()
+    remote = hs.Remote(tmp_path / "run", first)
+    remote.poll()
+    submit(remote.directory, {"verb": "schedule", "values": {"learning_rate": "0.05"}})
+    [entry] = remote.poll()
+    assert entry["status"] == "applied" and repr(first.schedule) == "constant(0.05)"
+    remote.close()
+
+    lr, holder = build()  # a fresh run of the directory: run 2
+    remote = hs.Remote(tmp_path / "run", lr)
+    remote.poll()
+    submit(remote.directory, {"verb": "scale", "values": {"learning_rate": 0.5}})
+    [entry] = remote.poll()
+    assert entry["status"] == "applied"
+    holder.save_weights(tmp_path / "ckpt.weights.h5")
+    remote.close()
+
+    resumed, holder = build()
+    again = hs.Remote(tmp_path / "run", resumed)
+    holder.load_weights(tmp_path / "ckpt.weights.h5")
+    assert again.poll() == []
+    again.close()
+    assert repr(resumed.schedule) == repr(hs.parse("0.1 * (1 - step / 100)"))
+    assert value(resumed) == pytest.approx(0.05, rel=1e-6)  # its own schedule, scaled by 0.5
+    begins = [e for e in entries(again) if e.get("event") == "begin"]
+    assert [(e["run"], e["resumed"]) for e in begins] == [(1, False), (2, False), (2, True)]
+
+
 def test_schedule_retraces_nothing_where_callbacks_run_between_executions(tmp_path: Path) -> None:
     """fit(steps_per_execution=2) runs batch callbacks only between executions: the
     Remote armed the hyperparameter with a table of 2 values before the step was traced, so

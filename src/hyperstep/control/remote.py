@@ -344,45 +344,21 @@ class Remote(keras.callbacks.Callback):
         )
         if not known or applied == 0:
             return
-        taken = {}
-        for entry in entries:
-            seq = entry.get("seq")
-            if (
-                type(seq) is int
-                and seq <= applied
-                and entry.get("status") in ("applied", "pending")
-                and isinstance(entry.get("command"), dict)
-            ):
-                taken[seq] = entry
-        step = self._step()
-
-        def applied_when(seq: int) -> tuple[int, int]:  # the order the run applied them in
-            entry = taken[seq]
-            when = entry.get("step") if entry.get("status") == "applied" else None
-            if type(when) is not int:
-                when = entry["command"].get("at")
-            return (when if type(when) is int else 0, seq)
-
-        for seq in sorted(taken, key=applied_when):  # replacements, holds: not in variables
-            entry, command = taken[seq], taken[seq]["command"]
+        step = self._step()  # replacements, holds: not in variables
+        for entry in verbs.in_effect(verbs.run_entries(entries, run), ("applied", "pending")):
+            seq, command = entry["seq"], entry["command"]
+            if seq > applied:
+                continue
             if "at" in command and command["at"] >= step:  # not yet taken effect
                 self._pending.append((seq, command))
-                continue
-            if entry.get("status") != "applied":
-                continue
-            try:
-                self._restore(entry, command)
-            except Exception as error:  # a journal line the run did not write
-                _warn(f"could not re-apply journaled command {seq} ({error})")
-
-    def _restore(self, entry: dict[str, Any], command: dict[str, Any]) -> None:
-        """Re-apply what a journaled, applied ``command`` holds outside variables: its
-        verb's fold of each name's state, as replay folds it (:meth:`_enact`)."""
-        for name in names_of(command):
-            if name in self.hyperparameters:
-                old = self._track(name)
-                new = verbs.VERBS[command["verb"]].fold(old, command, name, entry)
-                self._enact(name, old, new, int(entry["step"]), restoring=True)
+            elif entry["status"] == "applied":
+                try:  # its verb's fold of each name's state, as replay folds it
+                    for name in filter(self.hyperparameters.__contains__, names_of(command)):
+                        old = self._track(name)
+                        new = verbs.VERBS[command["verb"]].fold(old, command, name, entry)
+                        self._enact(name, old, new, entry["step"], restoring=True)
+                except Exception as error:  # a journal line the run did not write
+                    _warn(f"could not re-apply journaled command {seq} ({error})")
 
     def _due(self) -> list[dict[str, Any]]:
         """Apply the pending commands whose step came, checked again now."""
@@ -666,11 +642,7 @@ class Remote(keras.callbacks.Callback):
         self.write_status()
         self.close()
 
-    @staticmethod
-    def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
-        """The schedules that reproduce the run journaled in ``journal``
-        (:func:`hyperstep.control.verbs.replay`)."""
-        return replay(journal)
+    replay = staticmethod(replay)
 
     def __repr__(self) -> str:
         return f"Remote({str(self.directory)!r}, hyperparameters={list(self.hyperparameters)})"

@@ -145,36 +145,15 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
                 "the journal's last line is cut short (the run was killed while writing "
                 f"it): its command cannot be replayed. Received: journal={path!r}"
             )
-    begins = [
-        i
-        for i, e in enumerate(entries)
-        if e.get("event") == "begin" and isinstance(e.get("hyperparameters"), dict)
-    ]
-    if not begins:
+    entries = run_entries(entries)
+    if not entries:
         raise InvalidArgumentError(
             "the journal has no `begin` entry: not written by hs.Remote. "
             f"Received: journal={path!r}"
         )
-    # the last run that began afresh in this directory, and its resumes
-    first = max((i for i in begins if entries[i].get("resumed") is not True), default=begins[0])
-    begin, entries = entries[first], entries[first:]
-    applied: dict[int, dict[str, Any]] = {}
-    covered: list[tuple[int, int]] = []
-    for entry in entries:
-        seq, status = entry.get("seq"), entry.get("status")
-        if type(seq) is not int or status not in ("applied", "refused", "pending"):
-            continue
-        if status == "applied" and not _well_shaped(entry):
-            warnings.warn(
-                f"skipped the ill-shaped journal entry of command {seq}", RuntimeWarning, 2
-            )
-            continue
-        through = entry.get("through", seq)
-        covered.append((seq, through if type(through) is int else seq))
-        if status == "applied":
-            applied[seq] = entry  # the last time it took effect counts
-    _check_numbers(covered, begin.get("applied"), path)
-    ordered = sorted(applied.values(), key=lambda e: (e["step"], e["seq"]))
+    begin, ordered = entries[0], in_effect(entries)
+    others = [e for e in entries if e.get("status") in ("refused", "pending")]
+    _check_numbers([*ordered, *others], begin, path)
     changed = {name for entry in ordered for name in names_of(entry["command"])}
     result: dict[str, Any] = {}
     for name, start in begin["hyperparameters"].items():
@@ -193,9 +172,50 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
     return result
 
 
+def run_entries(entries: list[dict[str, Any]], run: Any = None) -> list[dict[str, Any]]:
+    """The entries of one run of a journal from its ``begin`` on, its resumes' too: run
+    ``run``'s, or the last run that began afresh where ``run`` is None; [] where none began."""
+    begins = [
+        i
+        for i, e in enumerate(entries)
+        if e.get("event") == "begin"
+        and isinstance(e.get("hyperparameters"), dict)
+        and (run is None or e.get("run") == run)
+    ]
+    if not begins:
+        return []
+    first = max((i for i in begins if entries[i].get("resumed") is not True), default=begins[0])
+    return entries[first:]
+
+
+def in_effect(
+    entries: list[dict[str, Any]], statuses: tuple[str, ...] = ("applied",)
+) -> list[dict[str, Any]]:
+    """The commands journaled with one of ``statuses``, each as journaled last, in the order
+    they took effect: by step (a pending one's ``at``), then number; an ill-shaped entry is
+    skipped with a warning."""
+    last: dict[int, dict[str, Any]] = {}
+    for entry in entries:
+        seq = entry.get("seq")
+        if type(seq) is not int or entry.get("status") not in statuses:
+            continue
+        if not _well_shaped(entry):
+            warnings.warn(
+                f"skipped the ill-shaped journal entry of command {seq}", RuntimeWarning, 3
+            )
+        else:
+            last[seq] = entry
+    return sorted(
+        last.values(),
+        key=lambda e: (e["command"]["at"] if e["status"] == "pending" else e["step"], e["seq"]),
+    )
+
+
 def _well_shaped(entry: dict[str, Any]) -> bool:
-    """Whether an ``applied`` journal entry has what replay reads."""
+    """Whether a journaled command has what replay and a resume read."""
     command, step = entry.get("command"), entry.get("step")
+    if entry.get("status") == "pending":
+        return isinstance(command, dict) and type(command.get("at")) is int
     if type(step) is not int or not isinstance(command, dict):
         return False
     try:
@@ -213,17 +233,19 @@ def _well_shaped(entry: dict[str, Any]) -> bool:
     return True
 
 
-def _check_numbers(covered: list[tuple[int, int]], after: Any, path: str) -> None:
-    """Refuse a journal whose commands after ``after`` skip a number."""
+def _check_numbers(entries: list[dict[str, Any]], begin: dict[str, Any], path: str) -> None:
+    """Refuse a journal whose commands after the ``begin``'s last applied skip a number."""
+    after = begin.get("applied")
     expected = (after if type(after) is int else 0) + 1
-    for seq, through in sorted(covered):
-        if seq > expected:
+    for entry in sorted((e for e in entries if type(e.get("seq")) is int), key=lambda e: e["seq"]):
+        if entry["seq"] > expected:
             raise InvalidArgumentError(
                 f"the journal has no entry for command {expected} (a line lost or cut "
                 f"short): the run it describes cannot be replayed exactly. "
                 f"Received: journal={path!r}"
             )
-        expected = max(expected, through + 1)
+        through = entry.get("through")
+        expected = max(expected, (through if type(through) is int else entry["seq"]) + 1)
 
 
 def expression(state: Track, exact: bool) -> Any:
