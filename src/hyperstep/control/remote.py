@@ -38,7 +38,6 @@ from hyperstep.control.directory import (
     JOURNAL,
     WORKER_JOURNAL,
     append_journal,
-    check_command,
     check_directory,
     command_after,
     command_path,
@@ -50,7 +49,7 @@ from hyperstep.control.directory import (
 )
 from hyperstep.control.reading import collect
 from hyperstep.control.value_forms import read_clock
-from hyperstep.control.verbs import Track, cooled, names_of, pieces_of, replay
+from hyperstep.control.verbs import Track, check_command, cooled, names_of, pieces_of, replay
 from hyperstep.control.wrapped import every_optimizer, hyperstep_optimizer
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule

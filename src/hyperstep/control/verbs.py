@@ -1,20 +1,17 @@
-"""The steering verbs, one row each: what the CLI says of it, what it takes, and what it
-does to a hyperparameter's state.
+"""The steering verbs, one row each: what the CLI says of it, what it takes (checked by
+:func:`check_command`), and what it does to a hyperparameter's state.
 
 ``state' = fold(state, command, name, entry)`` is the new :class:`Track` of hyperparameter
-``name`` once ``command`` (journaled as ``entry``) took effect: ``set`` holds an override,
-``scale`` multiplies, ``clear`` drops the override, ``schedule`` replaces the schedule,
-``cooldown`` cools (from the override it held, if any), ``stop`` changes nothing. The value a
-step reads is ``override if set else cooled(base)(step) * scale``; :func:`replay` folds the
+``name`` once ``command`` (journaled as ``entry``) took effect. :func:`replay` folds the
 journal's applied commands through this table into one schedule per hyperparameter, and
-:class:`hyperstep.Remote` applies the same folds live (then writes what changed into the
-hyperparameter). What a command means in a run beyond its text (the schedule in effect, the
-cooldown it starts) is :func:`meaning`, journaled with it. The table imports no Keras (the
-CLI reads its help).
+:class:`hyperstep.Remote` applies the same folds live; what a command means in a run beyond
+its text (the schedule in effect, the cooldown it starts) is :func:`meaning`, journaled with
+it. The table imports no Keras (the CLI reads its help and checks commands with it).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from collections.abc import Callable
@@ -22,10 +19,20 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hyperstep.control.directory import check_command, check_rate, is_rate, read_journal
-from hyperstep.errors import InvalidArgumentError
+from hyperstep.control.directory import read_journal
+from hyperstep.errors import HyperstepError, InvalidArgumentError
 
-__all__ = ["VERBS", "Track", "Verb", "replay"]
+__all__ = ["VERBS", "Track", "Verb", "check_command", "parse_number", "parse_schedule", "replay"]
+
+
+#: the largest finite float32
+FLOAT32_MAX = 3.4028235677973362e38
+#: the cooldown shapes (as :class:`hyperstep.Cooldown`)
+SHAPES = ("1-sqrt", "linear", "cosine", "exponential", "minus_sqrt")
+#: the largest step (``--at``, a cooldown's ``steps``): 2**53, exact in float64
+MAX_STEP = 2**53
+#: the flags a command may carry (see :func:`check_command`)
+FLAGS = ("queued", "force", "from_now")
 
 
 class Track(NamedTuple):
@@ -101,6 +108,209 @@ VERBS: dict[str, Verb] = {
     "cooldown": Verb("start hyperparameters' cooldowns", "names", None, _cooldown),
     "stop": Verb("end fit cleanly after the current step", None, None, _stop),
 }
+
+
+# ---- what a command may hold ------------------------------------------------------------
+def parse_number(name: str, value: Any) -> float:
+    """``value`` (a number, or its text) as a float that float32 holds: finite, at most
+    ``FLOAT32_MAX`` in magnitude.
+
+    Raises:
+        InvalidArgumentError: Otherwise, naming ``name`` and the value.
+    """
+    number: float | None = None
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):
+            number = float(value.strip())
+    except (ValueError, OverflowError):
+        number = None
+    if number is None or not math.isfinite(number) or abs(number) > FLOAT32_MAX:
+        shown = repr(value) if len(repr(value)) < 60 else f"{repr(value)[:40]}..."
+        raise InvalidArgumentError(
+            f"{name} needs a finite number within float32's range (|x| <= 3.4e38), e.g. "
+            f"{name}=1e-4. Received: {name}={shown}"
+        )
+    return number
+
+
+def parse_schedule(name: str, text: Any) -> str:
+    """Check that ``text`` is an ``hs.parse`` expression; return the schedule's ``repr``.
+
+    The expression is parsed from its syntax tree with a whitelist (never evaluated as
+    Python). Without Keras in the process the schedule is built on NumPy.
+
+    Raises:
+        InvalidArgumentError: If ``text`` is not a string or does not parse.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError(
+            f'{name} needs a schedule expression, e.g. {name}="cosine(1e-3, steps=1000)". '
+            f"Received: {name}={text!r}"
+        )
+    from hyperstep.backends import numpy_ops
+
+    numpy_ops.request()  # no Keras in a process that has not imported it
+    from hyperstep.schedules.language import parse
+
+    try:
+        return repr(parse(text))
+    except (HyperstepError, ArithmeticError, ValueError, TypeError, RecursionError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise InvalidArgumentError(f"{name}: {reason}. Received: {name}={text!r}") from None
+
+
+def check_command(command: Any, names: Any = None, step: int | None = None) -> dict[str, Any]:
+    """Check a command object; return it normalized (numbers as floats, schedules as reprs).
+
+    A command is ``{"verb": ..., ...}`` with what its row of :data:`VERBS` takes:
+    ``"values": {name: value}`` (numbers, schedules), ``"names": [...]`` (``cooldown``'s
+    default ``["learning_rate"]``, and its optional ``"steps"`` and ``"shape"``) or nothing;
+    any of them ``"at": step``.
+    Flags: ``"queued"`` (sent for the next run of ``DIR``), ``"force"`` (a ``learning_rate``
+    set or scaled to zero or below), ``"from_now"`` (``schedule``: its ``step`` counts from
+    the step the command takes effect).
+
+    Args:
+        command: The decoded JSON object.
+        names: The hyperparameter names that exist, or None to skip that check.
+        step: The run's step, if known: a ``schedule`` of a learning rate is checked at
+            the step it takes effect (:func:`check_rate`) where it can be evaluated there.
+
+    Raises:
+        InvalidArgumentError: One line naming what is wrong.
+    """
+    if not isinstance(command, dict):
+        raise InvalidArgumentError(f"command must be an object. Received: {command!r}")
+    verb = command.get("verb")
+    if verb not in VERBS:
+        raise InvalidArgumentError(f"unknown verb; one of {list(VERBS)}. Received: verb={verb!r}")
+    out: dict[str, Any] = {"verb": verb}
+    takes, at = VERBS[verb].takes, command.get("at")
+    if at is not None:
+        if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at <= MAX_STEP:
+            raise InvalidArgumentError(f"at must be a step, an integer >= 0. Received: at={at!r}")
+        out["at"] = at
+    for flag in FLAGS:
+        given_flag = command.get(flag, False)
+        if not isinstance(given_flag, bool) or (
+            given_flag and flag == "from_now" and takes != "schedules"
+        ):
+            raise InvalidArgumentError(
+                f"{flag} must be true or false (from_now: on schedule only). "
+                f"Received: {flag}={given_flag!r}"
+            )
+        if given_flag:
+            out[flag] = True
+    if takes in ("numbers", "schedules"):
+        values = command.get("values")
+        if not isinstance(values, dict) or not values:
+            raise InvalidArgumentError(
+                f"{verb} needs at least one NAME=VALUE. Received: values={values!r}"
+            )
+        checked: dict[str, Any] = {}
+        for name, value in values.items():
+            _check_name(name, names)
+            if takes == "schedules":
+                checked[name] = parse_schedule(name, value)
+                when = out.get("at", step)
+                if when is not None and is_rate(name):
+                    found = schedule_value(checked[name], 0 if out.get("from_now") else when)
+                    if found is not None:
+                        check_rate(out, name, found, value, when)
+            else:
+                checked[name] = parse_number(name, value)
+                check_rate(out, name, checked[name], value)
+        out["values"] = checked
+    elif takes == "names":
+        given = command.get("names", ["learning_rate"] if verb == "cooldown" else None)
+        if not isinstance(given, list) or not given:
+            raise InvalidArgumentError(f"{verb} needs at least one NAME. Received: names={given!r}")
+        for name in given:
+            _check_name(name, names)
+        out["names"] = list(given)
+        if verb == "cooldown":
+            steps, shape = command.get("steps"), command.get("shape")
+            if steps is not None:
+                if (
+                    isinstance(steps, bool)
+                    or not isinstance(steps, int)
+                    or not 1 <= steps <= MAX_STEP
+                ):
+                    raise InvalidArgumentError(
+                        "cooldown steps must be a positive integer, at most 2**53. "
+                        f"Received: steps={steps!r}"
+                    )
+                out["steps"] = steps
+            if shape is not None:
+                if shape not in SHAPES:
+                    raise InvalidArgumentError(
+                        f"cooldown shape must be one of {list(SHAPES)}. Received: shape={shape!r}"
+                    )
+                out["shape"] = shape
+    return out
+
+
+def check_rate(
+    command: dict[str, Any], name: str, value: float, given: Any, step: int | None = None
+) -> None:
+    """Refuse ``command`` if it would make learning rate ``name`` ``value`` (a ``set``'s or
+    ``scale``'s number, a ``schedule``'s value where it takes effect): zero, negative or not
+    finite, unless it is forced.
+
+    Raises:
+        InvalidArgumentError: Naming the value and ``--force``.
+    """
+    if command.get("force") or not is_rate(name) or (math.isfinite(value) and value > 0):
+        return
+    what = "zero" if value == 0 else "negative" if math.isfinite(value) else f"{value}"
+    where = "" if step is None else f" at step {step}"
+    raise InvalidArgumentError(
+        f"{command['verb']} would make {name} {what}{where}: refused unless forced "
+        f"(`--force`). Received: {name}={given!r}"
+    )
+
+
+def schedule_value(text: str, step: int) -> float | None:
+    """The value of the ``hs.parse`` expression ``text`` at ``step`` (on NumPy where Keras
+    is not imported); None where it cannot be evaluated here (it reads ``epoch`` or the
+    run's ``total``, which only the run knows)."""
+    from hyperstep.backends import numpy_ops
+
+    numpy_ops.request()  # no Keras in a process that has not imported it
+    from hyperstep.schedules.expressions import uses_epoch, uses_total
+    from hyperstep.schedules.language import parse
+
+    try:
+        schedule = parse(text)
+        if uses_epoch(schedule) or uses_total(schedule):
+            return None
+        with warnings.catch_warnings():  # log(0), 1 / 0: their value, refused as such
+            warnings.simplefilter("ignore")
+            return float(schedule(float(step)))
+    except (HyperstepError, ArithmeticError, ValueError, TypeError, RecursionError):
+        return None
+
+
+def is_rate(name: str) -> bool:
+    """Whether ``name`` is a learning rate (``learning_rate``, a group's ``g/learning_rate``):
+    zero, negative and non-finite values are refused without ``force``."""
+    return name.rsplit("/", 1)[-1] == "learning_rate"
+
+
+def _check_name(name: Any, names: Any) -> None:
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"a hyperparameter name must be a string. Received: {name!r}")
+    if names is not None and name not in names:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(names), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InvalidArgumentError(
+            f"no hyperparameter {name!r} in this run{hint}; it has {sorted(names)}. "
+            f"Received: {name!r}"
+        )
 
 
 def names_of(command: dict[str, Any]) -> list[str]:
