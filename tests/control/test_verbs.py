@@ -114,7 +114,7 @@ def test_parse_number_refuses_naming_the_argument(value) -> None:
 def test_parse_schedule_returns_the_repr_or_names_the_problem() -> None:
     from hyperstep.schedules.language import parse
 
-    assert parse_schedule("lr", "0.1 * 0.5") == repr(parse("0.1 * 0.5"))
+    assert repr(parse_schedule("lr", "0.1 * 0.5")) == repr(parse("0.1 * 0.5"))
     for bad in ("", "  ", 3, "cosine(", "__import__('os')"):
         with pytest.raises(InvalidArgumentError, match=r"lr.*Received: lr="):
             parse_schedule("lr", bad)
@@ -172,5 +172,5 @@ def test_check_command_checks_a_learning_rate_schedule_where_it_takes_effect() -
     check_command(schedule("learning_rate", "step - 1", from_now=True, force=True), step=0)
     check_command(schedule("beta", "step - 1"), step=0)  # not a learning rate
     # it reads `epoch` (only the run knows its length): the run checks it
-    assert schedule_value("0.1 * (1 - epoch)", 5) is None
-    assert schedule_value("0.5 - step", 2) == -1.5
+    assert schedule_value(parse("0.1 * (1 - epoch)"), 5) is None
+    assert schedule_value(parse("0.5 - step"), 2) == -1.5

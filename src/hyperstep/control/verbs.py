@@ -135,8 +135,8 @@ def parse_number(name: str, value: Any) -> float:
     return number
 
 
-def parse_schedule(name: str, text: Any) -> str:
-    """Check that ``text`` is an ``hs.parse`` expression; return the schedule's ``repr``.
+def parse_schedule(name: str, text: Any) -> Any:
+    """Check that ``text`` is an ``hs.parse`` expression; return the schedule.
 
     The expression is parsed from its syntax tree with a whitelist (never evaluated as
     Python). Without Keras in the process the schedule is built on NumPy.
@@ -155,7 +155,7 @@ def parse_schedule(name: str, text: Any) -> str:
     from hyperstep.schedules.language import parse
 
     try:
-        return repr(parse(text))
+        return parse(text)
     except (HyperstepError, ArithmeticError, ValueError, TypeError, RecursionError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise InvalidArgumentError(f"{name}: {reason}. Received: {name}={text!r}") from None
@@ -187,7 +187,8 @@ def check_command(command: Any, names: Any = None, step: int | None = None) -> d
     if verb not in VERBS:
         raise InvalidArgumentError(f"unknown verb; one of {list(VERBS)}. Received: verb={verb!r}")
     out: dict[str, Any] = {"verb": verb}
-    takes, at = VERBS[verb].takes, command.get("at")
+    takes = VERBS[verb].takes
+    at = command.get("at")
     if at is not None:
         if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at <= MAX_STEP:
             raise InvalidArgumentError(f"at must be a step, an integer >= 0. Received: at={at!r}")
@@ -213,10 +214,11 @@ def check_command(command: Any, names: Any = None, step: int | None = None) -> d
         for name, value in values.items():
             _check_name(name, names)
             if takes == "schedules":
-                checked[name] = parse_schedule(name, value)
+                schedule = parse_schedule(name, value)
+                checked[name] = repr(schedule)
                 when = out.get("at", step)
                 if when is not None and is_rate(name):
-                    found = schedule_value(checked[name], 0 if out.get("from_now") else when)
+                    found = schedule_value(schedule, 0 if out.get("from_now") else when)
                     if found is not None:
                         check_rate(out, name, found, value, when)
             else:
@@ -272,20 +274,14 @@ def check_rate(
     )
 
 
-def schedule_value(text: str, step: int) -> float | None:
-    """The value of the ``hs.parse`` expression ``text`` at ``step`` (on NumPy where Keras
-    is not imported); None where it cannot be evaluated here (it reads ``epoch`` or the
-    run's ``total``, which only the run knows)."""
-    from hyperstep.backends import numpy_ops
-
-    numpy_ops.request()  # no Keras in a process that has not imported it
+def schedule_value(schedule: Any, step: int) -> float | None:
+    """The value of ``schedule`` (:func:`parse_schedule`'s) at ``step``; None where it cannot
+    be evaluated here (it reads ``epoch`` or the run's ``total``, which only the run knows)."""
     from hyperstep.schedules.expressions import uses_epoch, uses_total
-    from hyperstep.schedules.language import parse
 
+    if uses_epoch(schedule) or uses_total(schedule):
+        return None
     try:
-        schedule = parse(text)
-        if uses_epoch(schedule) or uses_total(schedule):
-            return None
         with warnings.catch_warnings():  # log(0), 1 / 0: their value, refused as such
             warnings.simplefilter("ignore")
             return float(schedule(float(step)))
