@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hyperstep.cli.arguments import MAX_STEPS
+from hyperstep.cli.arguments import MAX_STEPS, positive_int
 from hyperstep.control.verbs import VERBS, check_command
 
 #: the verbs this module registers, in the order ``--help`` lists them
@@ -49,7 +49,7 @@ def register(subparsers: Any) -> None:
         if verb == "cooldown":
             parser.add_argument(
                 "--steps",
-                type=_steps,
+                type=positive_int,
                 default=None,
                 metavar="N",
                 help="the cooldown's length: creates the hyperparameter's cooldown if it has "
@@ -101,17 +101,11 @@ def _step(text: str) -> int:
     return value
 
 
-def _steps(text: str) -> int:
-    value = _step(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number of steps, got {text!r}")
-    return value
-
-
 def command_of(args: argparse.Namespace) -> dict[str, Any]:
     """The command object ``args`` describe (not yet checked)."""
     command: dict[str, Any] = {"verb": args.verb}
-    items, takes = getattr(args, "items", None) or [], VERBS[args.verb].takes
+    items = getattr(args, "items", None) or []
+    takes = VERBS[args.verb].takes
     if takes in ("numbers", "schedules"):
         values: dict[str, Any] = {}
         for item in items:
