@@ -168,11 +168,8 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
     @property
     def value(self) -> Any:
         """The effective value at the clock's current step (a float32 scalar tensor)."""
-        held = held_state(self.step_variables)  # JAX fit holding the state: read it there
-        if held is not None:
-            with held:
-                return self.at(self.clock.step.value)
-        return self.at(self.clock.step.value)
+        with self._held():  # JAX fit holding the state: the step read there
+            return self.at(self.clock.step.value)
 
     def at(self, step: Any) -> Any:
         """Return the effective value at ``step`` (a number or an array of steps).
