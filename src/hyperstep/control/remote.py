@@ -366,14 +366,12 @@ class Remote(keras.callbacks.Callback):
     def _take(self, seq: int) -> dict[str, Any]:
         raw: Any = None
         try:
-            if seq <= self._older:  # read only to tell whether it was sent for this run
-                raw = self._read(seq)
-                if not (isinstance(raw, dict) and raw.get("queued") is True):
-                    raise InvalidArgumentError(
-                        f"command {seq} was sent before this run began (to an earlier run "
-                        "of this directory): not applied. Received: a fresh run"
-                    )
-            raw = self._read(seq) if raw is None else raw
+            raw = self._read(seq)
+            if seq <= self._older and not (isinstance(raw, dict) and raw.get("queued") is True):
+                raise InvalidArgumentError(
+                    f"command {seq} was sent before this run began (to an earlier run "
+                    "of this directory): not applied. Received: a fresh run"
+                )
             command = check_command(raw, self.hyperparameters)
             at = command.get("at")
             if at is not None:
