@@ -320,21 +320,15 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
     ``value(step)`` of the returned schedule is, bit for bit, the value the controlled run's
     updates used at ``step``: its original schedule times its scale, with every applied
     command from the step it took effect (``where(step < s1, v0, where(step < s2, v1,
-    ...))``; an override is a constant, a scale multiplies, a cooldown is its formula, a
-    replaced schedule driven through the float32 override is ``scale * new``, rounded to
-    float32 as the override held it). Where the run handed Keras a float64 value (the
-    journal's ``exact``: TensorFlow's ``hs.scheduled`` names but ``learning_rate``) the
-    pieces are those whose float64 form (:func:`hyperstep.control.value_forms.exact_value`)
-    is that value. A fresh run built with these schedules (and the same data) ends with
-    the controlled run's weights. Only hyperparameters a command changed are returned, and a
-    command applied again after a resume counts where it took effect last.
+    ...))``), each piece rounded as the run rounded it (:func:`expression`;
+    docs/steering.md, "Replaying a run exactly"). A fresh run built with these schedules
+    (and the same data) ends with the controlled run's weights. The journal's last run that
+    began afresh is replayed, with its resumes; a command applied again after a resume
+    counts where it took effect last, and an ill-shaped line is skipped with a warning. Only
+    the hyperparameters a command changed are returned (and parsed).
 
     Args:
         journal: The ``journal.jsonl`` of the controlled run (or its directory).
-
-    The journal's last run that began afresh is replayed (with its resumes); an ill-shaped
-    line is skipped with a warning, and only the hyperparameters a command changed are
-    parsed.
 
     Raises:
         InvalidArgumentError: If the journal has no ``begin`` entry (not a Remote's journal),
@@ -357,7 +351,8 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
             "the journal has no `begin` entry: not written by hs.Remote. "
             f"Received: journal={path!r}"
         )
-    begin, ordered = entries[0], in_effect(entries)
+    begin = entries[0]
+    ordered = in_effect(entries)
     others = [e for e in entries if e.get("status") in ("refused", "pending")]
     _check_numbers([*ordered, *others], begin, path)
     changed = {name for entry in ordered for name in names_of(entry["command"])}
