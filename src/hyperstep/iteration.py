@@ -18,6 +18,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends.fit import follow_train_steps
+from hyperstep.backends.jax import advance_in_state
 from hyperstep.errors import InvalidArgumentError
 
 
@@ -243,7 +244,7 @@ def fit_iteration(model: Any, train_step: Callable[..., Any]) -> Callable[..., A
         def stateless_step(state: Any, data: Any) -> Any:
             with training_iteration(None, finish=False) as iteration:
                 logs, new_state = train_step(state, data)
-            return logs, backends.advance_in_state(model, new_state, iteration)
+            return logs, advance_in_state(model, new_state, iteration)
 
         return stateless_step
 
