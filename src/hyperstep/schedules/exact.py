@@ -54,18 +54,14 @@ def rounded_once(*lengths: str, hidden: bool = True) -> Callable[[Value], Value]
     """A word's ``value(step)`` computed in float64 (JAX without x64 too) and rounded once to
     float32; ``lengths`` name the word's numbers of steps (``"steps"``).
 
-    Every read path then gives the same float32 bits: one step eagerly, the compiled step, a
-    vector of steps (whose float32 ``sin`` and ``exp`` kernels differ from the scalar ones)
-    and NumPy (the command line's plots). A number of steps that is a length
-    (``steps=0.9 * total``) is computed first, in float64 as Python folds the number. Where
-    a compiler could see it (a graph, ``torch.compile``, every XLA computation), a number
-    written by hand enters as ``number * one``, ``one`` 1.0 computed from the step, so that
-    no compiler divides by it otherwise than eagerly: Grappler, XLA and Inductor turn
-    ``step / 100`` into ``step * 0.01`` (XLA ``x / c`` for any scalar ``c`` of a vector),
-    0.9500000000000001 at step 95, which rounds ``warmup(1e-3, steps=100)`` to another
-    float32. ``hidden=False`` where the word's quotients reach only a sine or its own
-    reciprocal (``cosine``, ``cooldown``): a float64 ulp there moves no float32 rounding, and
-    the vector of divisions would double a compiled cosine's time. See :func:`with_lengths`.
+    Every read path then gives the same float32 bits (eagerly, compiled, on a vector of steps,
+    in NumPy). A length (``steps=0.9 * total``) is computed first, as Python folds the number.
+    Where a compiler sees it (a graph, ``torch.compile``, any XLA computation), a number
+    written by hand enters as ``number * one``, ``one`` 1.0 computed from the step: Grappler,
+    XLA and Inductor turn ``step / 100`` into ``step * 0.01`` (0.9500000000000001 at step 95,
+    another float32 for ``warmup(1e-3, steps=100)``). ``hidden=False`` where the quotients
+    reach only a sine or the word's own reciprocal (``cosine``, ``cooldown``): a float64 ulp
+    moves no float32 rounding there, and vector divisions would double a compiled cosine's time.
     """
 
     def rounded(value: Value) -> Value:
