@@ -112,7 +112,7 @@ class Update:
         outer = (self.step, self.values, self.host_step, self.graph, self.thread)
         self.graph = _graph_key()
         self.thread = None if backends.compiling() else threading.get_ident()
-        self.host_step = clock.host_step() if host else None
+        self.host_step = backends.host_int(clock.step) if host else None
         if self.host_step is not None:  # `Hyperparameter.at` takes a Python int too
             self.step = self.host_step
         else:
