@@ -18,11 +18,11 @@ variant for one block of steps, in a rotating order):
                  ``ResourceApplyAdam`` and weight decay in one multiply;
 * ``optax``      (JAX only) the same three schedules through
                  ``optax.inject_hyperparams(optax.adamw)``, in the same jitted step;
-* ``keras+12``   (JAX only) the baseline with 12 unused scalar variables added to the
-                 optimizer: as many extra scalars as ``hs.scheduled(AdamW)`` passes through
+* ``keras+22``   (JAX only) the baseline with 22 unused scalar variables added to the
+                 optimizer: as many extra arrays as ``hs.scheduled(AdamW)`` passes through
                  the jitted step (Keras's own unused ``learning_rate`` variable, the
-                 clock's step, 2 per hyperparameter read), to show what passing them costs
-                 by itself.
+                 clock's step, and scale, override, cooldown start and form of each of the
+                 5 hyperparameters), to show what passing them costs by itself.
 
 Each backend runs on one thread and steps are timed in process CPU time (steadier than wall
 time when other processes share the machine). Prints min/median/max milliseconds per step,
@@ -230,7 +230,7 @@ def child(repeats: int, steps: int) -> dict[str, Any]:
         runs["fused"] = make(mlp(), _optimizer("fused"), x, y)
     if backend == "jax":
         runs["optax"] = _step_optax(mlp(), x, y)
-        runs["keras+12"] = make(*_padded(12), x, y)
+        runs["keras+22"] = make(*_padded(22), x, y)
     for run in runs.values():  # compile and warm up
         run(max(steps // 4, 5))
     names = list(runs)

@@ -80,10 +80,10 @@ def test_each_scheduled_mistake_raises_one_exception_type_naming_the_argument(
 
 
 def test_scheduled_checks_its_arguments_once(monkeypatch):
-    from hyperstep.optim import scheduled_base
+    from hyperstep.optim import scheduled
 
     calls = {"arguments": 0, "names": 0}
-    check_arguments, check_names = scheduled_base.check_arguments, scheduled_base.check_names
+    check_arguments, check_names = scheduled.check_arguments, scheduled.check_names
 
     def counted_arguments(*args, **kwargs):
         calls["arguments"] += 1
@@ -93,8 +93,8 @@ def test_scheduled_checks_its_arguments_once(monkeypatch):
         calls["names"] += 1
         return check_names(*args, **kwargs)
 
-    monkeypatch.setattr(scheduled_base, "check_arguments", counted_arguments)
-    monkeypatch.setattr(scheduled_base, "check_names", counted_names)
+    monkeypatch.setattr(scheduled, "check_arguments", counted_arguments)
+    monkeypatch.setattr(scheduled, "check_names", counted_names)
     hs.scheduled(keras.optimizers.SGD(), learning_rate=0.1, groups=[], fused=False)
     assert calls == {"arguments": 1, "names": 1}
 

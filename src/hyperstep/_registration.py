@@ -46,9 +46,6 @@ def _standin(registered_name: str, module: str) -> type:
             return real.from_config(config)
         return real.from_config(config, custom_objects)
 
-    def get_config(self: Any) -> dict[str, Any]:  # pragma: no cover - never instantiated
-        return {}
-
     return type(
         registered_name.split(">")[1],
         (),
@@ -57,7 +54,6 @@ def _standin(registered_name: str, module: str) -> type:
             "__module__": module,
             "__doc__": f"Stands for {registered_name} until {module} is imported.",
             "from_config": classmethod(from_config),
-            "get_config": get_config,
         },
     )
 

@@ -1,9 +1,5 @@
-"""The :class:`Clock`: the one definition of "step" and "epoch".
-
-A clock owns one int64, non-trainable variable, ``step`` = the number of updates already
-applied, and two that place fit's epochs on it (``epoch_index``, ``epoch_start``).
-Optimizers, free hyperparameters, controllers and loggers read the same clock; exactly one
-thing advances it per training step (see :class:`Clock` for the rule).
+"""The :class:`Clock`: the one definition of "step" and "epoch", read by optimizers, free
+hyperparameters, controllers and loggers alike.
 """
 
 from __future__ import annotations
@@ -34,12 +30,8 @@ class Clock(keras.layers.Layer):
     steps_per_epoch``.
 
     ``epoch_index``, ``epoch_start`` and ``epoch_length`` are 0 until ``model.fit`` starts:
-    then they are the index fit gives its callbacks, the step at which that epoch began
-    (:meth:`begin_epoch`) and fit's epoch length, so inside ``fit`` ``epoch`` is fit's own
-    epoch, also when epochs differ in length (an input that runs out early); outside
-    ``fit`` it is ``step // steps_per_epoch`` (continued from fit's last epoch after one).
-    Before the epoch length is known ``epoch`` is 0 while nothing was trained (step 0) and
-    while Keras builds a model; later it raises, naming what to pass.
+    inside ``fit`` ``epoch`` is fit's own epoch, also when epochs differ in length
+    (:meth:`epoch_at` has the rule).
 
     **The step is the training iteration.** Every update and every hyperparameter read
     during training iteration ``i`` sees step ``i``, whatever the number and order of
@@ -78,7 +70,7 @@ class Clock(keras.layers.Layer):
 
     A clock is a Keras layer: assigned as an attribute of a layer, a model or an optimizer
     it is saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``),
-    its three variables together (a file saved with ``step`` alone still loads).
+    all its variables together.
 
     Args:
         steps_per_epoch: Updates per epoch (a positive integer), or ``None`` when not known
@@ -185,7 +177,8 @@ class Clock(keras.layers.Layer):
         since = step - ops.cast(self.epoch_start.value, "float32")
         spe = self._steps_per_epoch
         known = spe is not None or self.follows_fit or backends.building_model()
-        if known or _not_after(since) or _positive(self.epoch_length):
+        # (.value: int() of a tf.distribute MirroredVariable fails)
+        if known or _every(since, ops.less_equal) or _every(self.epoch_length.value, ops.greater):
             # no length at all (fit did not know it): epoch_index, within fit's epoch
             fallback = math.inf if spe is None else float(spe)
             length = ops.cast(self.epoch_length.value, "float32")
@@ -268,17 +261,6 @@ class Clock(keras.layers.Layer):
         found = backends.add_one_in_place(self.step)
         return found if found is not None else self.step.assign_add(1)
 
-    def host_step(self) -> int | None:
-        """``step`` as a Python int where reading it is free, else ``None``.
-
-        Free on eager torch with the step on the CPU, outside ``keras.StatelessScope``
-        (``hs.scheduled`` then hands Keras Python numbers, see
-        :meth:`hyperstep.Hyperparameter.host_float`). Under ``torch.compile`` a Python number
-        would be baked into the graph (a recompile per value), on a GPU reading it waits for
-        the device, and in graphs (TensorFlow, JAX) it is a symbolic value: ``None`` there.
-        """
-        return backends.host_int(self.step)
-
     # ---- training iterations ------------------------------------------------------------
     def iteration(self) -> contextlib.AbstractContextManager[Iteration]:
         """One training iteration of a custom loop: ``with clock.iteration(): ...``.
@@ -313,14 +295,9 @@ class Clock(keras.layers.Layer):
         The epoch's variables (``epoch_index``, ``epoch_start``) are copied too where both
         lists hold them (a reader of ``epoch`` carries them).
 
-        Stateless training (a ``jax.jit`` step with ``model.stateless_call`` and
-        ``optimizer.stateless_apply``) passes each owner's variables as a list of arrays.
-        A shared clock then has one copy of ``step`` per list: in the state of every
-        optimizer on it and, when a hyperparameter read in the forward pass uses it, in
-        the model's non-trainable state. Only the advancing optimizer's copy moves, so
-        copy it into the others after each update: the next forward pass and the next
-        update of every optimizer then read the same step. ``model.fit`` does this for
-        the model's copy itself (the optimizer's copy wins).
+        In a stateless (``jax.jit``) loop only the advancing optimizer's copy of ``step``
+        moves: copy it into the other states after each update (docs/backends.md, "The
+        clock's step in two states").
 
         Args:
             source: ``(variables, values)`` holding the current step, e.g.
@@ -357,17 +334,10 @@ class Clock(keras.layers.Layer):
         return f"Clock(steps_per_epoch={self._steps_per_epoch!r}{total}, name={self.name!r})"
 
 
-def _positive(variable: Any) -> bool:
-    """Whether an integer variable is concretely > 0 (False in a traced step)."""
-    value = variable.value  # (int(variable) fails on a tf.distribute MirroredVariable)
-    return backends.concrete(value) and int(ops.convert_to_numpy(value)) > 0
-
-
-def _not_after(since: Any) -> bool:
-    """Whether every concrete ``step - epoch_start`` is <= 0 (False in a traced step)."""
-    if not backends.concrete(since):
-        return False
-    return bool((ops.convert_to_numpy(since) <= 0).all())
+def _every(value: Any, compare: Any) -> bool:
+    """Whether ``compare(value, 0)`` holds at every element of a concrete ``value`` (False in
+    a traced step)."""
+    return backends.concrete(value) and bool(ops.all(compare(value, 0)))
 
 
 def _positive_int(value: Any, name: str = "steps_per_epoch") -> int:

@@ -1,11 +1,7 @@
-"""The training iteration: which optimizer advances a :class:`~hyperstep.Clock`, and when.
-
-The rule (see :class:`~hyperstep.Clock`): every update and every read during training
-iteration ``i`` sees step ``i``; the clock advances once, after the iteration, by whether an
-update was applied. An iteration is ``fit``'s train step (:func:`fit_iteration`) or
-``with clock.iteration():`` (:func:`training_iteration`). Outside one, the optimizer that
-claimed the clock (:func:`claim`) advances it right after its own update, and
-:func:`note_update` warns where another one updates after it.
+"""The training iteration: which optimizer advances a :class:`~hyperstep.Clock`, and when
+(the rule is the Clock's): ``fit``'s train step (:func:`fit_iteration`), ``with
+clock.iteration():`` (:func:`training_iteration`), else the optimizer that claimed the clock
+(:func:`claim`), which :func:`note_update` checks.
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends.fit import follow_train_steps
+from hyperstep.backends.jax import advance_in_state
 from hyperstep.errors import InvalidArgumentError
 
 
@@ -199,11 +196,7 @@ _CONDITIONS: dict[int | None, list[Any]] = {}
 
 
 def _stack(table: dict[int | None, list[Any]]) -> list[Any]:
-    key = None if backends.compiling() else threading.get_ident()
-    found = table.get(key)
-    if found is None:
-        found = table[key] = []
-    return found
+    return table.setdefault(None if backends.compiling() else threading.get_ident(), [])
 
 
 def open_iteration(clock: Any) -> Iteration | None:
@@ -251,7 +244,7 @@ def fit_iteration(model: Any, train_step: Callable[..., Any]) -> Callable[..., A
         def stateless_step(state: Any, data: Any) -> Any:
             with training_iteration(None, finish=False) as iteration:
                 logs, new_state = train_step(state, data)
-            return logs, backends.advance_in_state(model, new_state, iteration)
+            return logs, advance_in_state(model, new_state, iteration)
 
         return stateless_step
 

@@ -52,7 +52,9 @@ def test_gradient_kinds_match_the_loss() -> None:
     loss, kinds = tracer().gradient_kinds(_loss(used, zeroed), batch, [used, zeroed, unused], [])
     assert float(ops.convert_to_numpy(loss)) == 3.0  # 1*1 + 1*2
     by_name = {v.name: kinds[id(tracer().underlying(v))] for v in (used, zeroed, unused)}
-    assert by_name == {"used": "nonzero", "zeroed": "zero", "unused": "none"}
+    # JAX gives zeros for an input the loss does not read (the trace says it has no path)
+    none = "zero" if keras.backend.backend() == "jax" else "none"
+    assert by_name == {"used": "nonzero", "zeroed": "zero", "unused": none}
 
 
 def test_snapshot_and_restore_each_variable_once() -> None:
@@ -83,17 +85,15 @@ def test_build_runs_the_loss_once_and_puts_the_state_back() -> None:
     np.testing.assert_array_equal(tracer().to_numpy(dense.kernel), np.ones((2, 1)))
 
 
-def test_trace_records_the_ops_from_the_variables_or_leaves_it_to_the_graph() -> None:
+def test_trace_records_the_ops_from_the_variables() -> None:
     used, zeroed, unused = _variables()
     batch = ops.convert_to_tensor(np.array([1.0, 2.0], "float32"))
     backend = tracer()
     found = backend.trace(_loss(used, zeroed), batch, [used, zeroed, unused], [])
-    if keras.backend.backend() == "tensorflow":
-        assert found is None  # hyperstep.diagnosis.graph reads TensorFlow's graph
-        return
     assert isinstance(found, Trace) and found.ops
     sources = {id(backend.underlying(v)) for v in (used, zeroed, unused)}
     if keras.backend.backend() == "jax":
         assert set(found.sources) == sources
-    else:  # torch records the variables its autograd reaches
+    else:  # TensorFlow's graph captures, and torch's autograd reaches, the variables read
+        assert {id(backend.underlying(v)) for v in (used, zeroed)} <= set(found.sources)
         assert set(found.sources) <= sources

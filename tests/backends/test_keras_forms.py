@@ -27,7 +27,7 @@ from hyperstep.backends.keras_forms import (
     trains_statelessly,
     with_tensor,
 )
-from hyperstep.optim import scheduled_base
+from hyperstep.optim import scheduled
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 
@@ -103,11 +103,11 @@ def test_every_keras_optimizer_class_has_a_row_of_its_own_names() -> None:
         for name in dir(K)
         if isinstance(getattr(K, name), type)
         and issubclass(getattr(K, name), K.Optimizer)
-        and name not in ("Optimizer", *scheduled_base.WRAPPERS)
+        and name not in ("Optimizer", *scheduled.WRAPPERS)
     }
     assert every == set(ROWS)
     for name, found in ROWS.items():
-        names = set(scheduled_base.numeric_names(getattr(K, name)))
+        names = set(scheduled.numeric_names(getattr(K, name)))
         assert found.torch_numbers | found.jax_arrays <= names, name
 
 

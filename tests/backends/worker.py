@@ -402,7 +402,6 @@ def check_tensorflow_only() -> dict[str, str]:
     }
     for module in [
         "hyperstep.control.distribute",
-        "hyperstep.diagnosis.graph",
         "hyperstep.backends.tensorflow",
     ]:
         attempts[module] = lambda module=module: importlib.import_module(module)

@@ -10,6 +10,7 @@ import pytest
 
 import hyperstep.demo
 from hyperstep.cli import demo
+from hyperstep.cli.main import main
 from hyperstep.errors import InvalidArgumentError
 
 
@@ -114,7 +115,7 @@ def test_an_interrupted_run_names_the_command_that_resumes(calls, capsys) -> Non
 
 def test_an_error_or_ctrl_c_before_training(calls, capsys) -> None:
     calls[0]["summary"] = InvalidArgumentError("bad out")
-    assert demo.run(_parse()) == 2
+    assert main(["demo"]) == 2
     assert capsys.readouterr().err == "hyperstep demo: error: bad out\n"
     calls[0]["summary"] = KeyboardInterrupt()
     assert demo.run(_parse()) == demo.INTERRUPTED == 130

@@ -42,6 +42,17 @@ def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
     assert "Traceback" not in err
 
 
+def test_a_command_s_error_is_one_line_naming_the_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing"
+    assert main(["set", str(missing), "learning_rate=1e-4"]) == 2
+    assert main(["show", str(missing)]) == 2
+    set_error, show_error = capsys.readouterr().err.splitlines()
+    assert set_error.startswith(f"hyperstep set: error: control directory '{missing}' does not")
+    assert show_error.startswith(f"hyperstep show: error: control directory '{missing}' does not")
+
+
 def test_every_command_module_registers_a_subcommand_with_a_function() -> None:
     for module in main_module.COMMANDS:
         parser = argparse.ArgumentParser()

@@ -32,6 +32,25 @@ def entries(remote: hs.Remote) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
+class Holder(keras.Model):
+    """A model holding a free hyperparameter: saved with its weights."""
+
+    def __init__(self, lr: hs.Hyperparameter) -> None:
+        super().__init__()
+        self.lr = lr
+        self.dense = keras.layers.Dense(1)
+
+    def call(self, x):  # type: ignore[no-untyped-def]
+        return self.dense(x)
+
+
+def build(schedule: object = "0.1 * (1 - step / 100)") -> tuple:
+    lr = hs.Hyperparameter(schedule, name="learning_rate")
+    holder = Holder(lr)
+    holder(np.ones((1, 1), "float32"))
+    return lr, holder
+
+
 def test_commands_apply_at_the_next_poll_in_order_and_are_journaled(tmp_path: Path) -> None:
     lr, beta, remote = make(tmp_path)
     assert remote.poll() == []
@@ -218,22 +237,7 @@ def test_a_resumed_run_applies_each_command_once(tmp_path: Path) -> None:
     """Resume from a checkpoint taken after a command: not applied again; from one taken
     before it: applied again (the steps after the checkpoint are trained again)."""
 
-    class Holder(keras.Model):
-        def __init__(self, lr: hs.Hyperparameter) -> None:
-            super().__init__()
-            self.lr = lr  # saved with the model
-            self.dense = keras.layers.Dense(1)
-
-        def call(self, x):  # type: ignore[no-untyped-def]
-            return self.dense(x)
-
-    def build() -> tuple:
-        lr = hs.Hyperparameter(0.1, name="learning_rate")
-        holder = Holder(lr)
-        holder(np.ones((1, 1), "float32"))
-        return lr, holder
-
-    lr, holder = build()
+    lr, holder = build(0.1)
     remote = hs.Remote(tmp_path / "run", lr)
     remote.poll()
     holder.save_weights(tmp_path / "before.weights.h5")
@@ -243,7 +247,7 @@ def test_a_resumed_run_applies_each_command_once(tmp_path: Path) -> None:
     remote.close()  # the run ends: the directory is free for the resumed ones
 
     for checkpoint, applied in (("after", 0), ("before", 1)):
-        lr2, holder2 = build()
+        lr2, holder2 = build(0.1)
         again = hs.Remote(tmp_path / "run", lr2)
         holder2.load_weights(tmp_path / f"{checkpoint}.weights.h5")
         found = again.poll()
@@ -288,21 +292,6 @@ def test_a_replaced_schedule_is_driven_again_after_a_resume(tmp_path: Path) -> N
     """The replacement lives in the Remote, not in variables: a run restored from a
     checkpoint taken after a `schedule` command follows the new schedule again."""
 
-    class Holder(keras.Model):
-        def __init__(self, lr: hs.Hyperparameter) -> None:
-            super().__init__()
-            self.lr = lr
-            self.dense = keras.layers.Dense(1)
-
-        def call(self, x):  # type: ignore[no-untyped-def]
-            return self.dense(x)
-
-    def build() -> tuple:
-        lr = hs.Hyperparameter("0.1 * (1 - step / 100)", name="learning_rate")
-        holder = Holder(lr)
-        holder(np.ones((1, 1), "float32"))
-        return lr, holder
-
     new = "0.05 * 0.9 ** step"
     lr, holder = build()
     remote = hs.Remote(tmp_path / "run", lr)
@@ -329,6 +318,39 @@ def test_a_replaced_schedule_is_driven_again_after_a_resume(tmp_path: Path) -> N
         again.poll()
         assert value(lr2) == pytest.approx(float(hs.parse(new)(step)), rel=1e-6)
     assert "where(step < 5.0" in repr(lr2.schedule)  # the whole schedule, for eager reads
+
+
+def test_a_resumed_run_re_applies_only_its_own_runs_commands(tmp_path: Path) -> None:
+    """A resume re-applies from the journal what its own run applied, as replay reads it:
+    not the schedule an earlier run of the directory replaced (it once re-applied every
+    journaled command numbered up to the checkpoint's, whichever run applied it)."""
+
+    first, _ = build()
+    remote = hs.Remote(tmp_path / "run", first)
+    remote.poll()
+    submit(remote.directory, {"verb": "schedule", "values": {"learning_rate": "0.05"}})
+    [entry] = remote.poll()
+    assert entry["status"] == "applied" and repr(first.schedule) == "constant(0.05)"
+    remote.close()
+
+    lr, holder = build()  # a fresh run of the directory: run 2
+    remote = hs.Remote(tmp_path / "run", lr)
+    remote.poll()
+    submit(remote.directory, {"verb": "scale", "values": {"learning_rate": 0.5}})
+    [entry] = remote.poll()
+    assert entry["status"] == "applied"
+    holder.save_weights(tmp_path / "ckpt.weights.h5")
+    remote.close()
+
+    resumed, holder = build()
+    again = hs.Remote(tmp_path / "run", resumed)
+    holder.load_weights(tmp_path / "ckpt.weights.h5")
+    assert again.poll() == []
+    again.close()
+    assert repr(resumed.schedule) == repr(hs.parse("0.1 * (1 - step / 100)"))
+    assert value(resumed) == pytest.approx(0.05, rel=1e-6)  # its own schedule, scaled by 0.5
+    begins = [e for e in entries(again) if e.get("event") == "begin"]
+    assert [(e["run"], e["resumed"]) for e in begins] == [(1, False), (2, False), (2, True)]
 
 
 def test_schedule_retraces_nothing_where_callbacks_run_between_executions(tmp_path: Path) -> None:

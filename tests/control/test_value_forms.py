@@ -116,14 +116,26 @@ def _state(start: int, steps: float = 10.0, end: float = 0.0, shape: str = "line
 
 
 @pytest.mark.backend("tensorflow", "jax")
-@pytest.mark.parametrize(("start", "which"), [(-1, 1), (3, 0), (3, 1), (3, 2)])
-def test_checked_once_gives_each_value_with_one_cond_for_all(start: int, which: int) -> None:
-    # an update's values traced with one cond for every cooldown: each the value its own form
-    # gives eagerly, dormant or started (a cooldown of schedule `which` only, found by the
-    # one check whichever it is)
+@pytest.mark.parametrize(
+    ("start", "which", "steer"),
+    [
+        *[(-1, 1, None), (3, 0, None), (3, 1, None), (3, 2, None)],
+        *[(-1, 1, "scale"), (-1, 2, "override"), (3, 0, "scale"), (3, 2, "override")],
+    ],
+)
+def test_checked_once_gives_each_value_with_one_cond_for_all(
+    start: int, which: int, steer: str | None
+) -> None:
+    # an update's values traced with one cond for every cooldown, scale and override: each
+    # the value its own form gives eagerly, dormant or started, steered or not (a cooldown
+    # of schedule `which` only, a scale or an override of the last, found by the one check)
     hps = [hs.Hyperparameter(parse(text), name=f"h{i}") for i, text in enumerate(SCHEDULES)]
     hps[which].cooldown_form.assign(form_of(4, 0.0, "linear"))
     hps[which].cooldown_start.assign(start)
+    if steer == "scale":
+        hps[-1].scale.assign(0.3)
+    elif steer == "override":
+        hps[-1].set(0.7)
 
     variables = [v for hp in hps for v in hp._step_state()]
 
@@ -150,6 +162,8 @@ def test_checked_once_gives_each_value_with_one_cond_for_all(start: int, which: 
         conds = [e for e in jaxpr.eqns if e.primitive.name == "cond"]
     assert len(conds) == 1  # one for all three (the test fails with one per hyperparameter)
     assert [float(v) for v in traced(step, state)] == expected
+    if steer is not None:
+        return
     # started at 3 from the schedule there: a quarter of it left at step 6; dormant: the
     # schedule's 0.25
     at_start = [0.9, 0.9, 0.40625][which]

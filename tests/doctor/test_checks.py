@@ -27,7 +27,7 @@ def fact(path, gradient, trainable=True, dtype="float32", origin="model") -> Var
 
 def facts(variables, ops=(), sources=None, centred=(), **kwargs) -> Facts:
     found = Facts(
-        model=None, variables=list(variables), loss=1.0, custom_loop=False,
+        variables=list(variables), loss=1.0,
         var_list_keys=kwargs.get("var_list_keys"), optimizer=kwargs.get("optimizer"),
         optimizer_keys=None, rebound={}, stale=[],
         learning_rates=kwargs.get("learning_rates", []), compute=None, batch=None,
@@ -71,6 +71,9 @@ def test_blocked_names_the_op_and_its_fix() -> None:
               [(w, 1)])
     )  # fmt: skip
     assert "through differentiable ops, not Mystery" in unknown[0][1].fix
+    nameless = TracedOp("Round", "model/Round", None, (1,), ((2, True),), stops=True)
+    found = checks.check_blocked(facts([w], [nameless, op("sum", [2], [(99, True)])], [(w, 1)]))
+    assert found[0][1].what == "gradient blocked by Round (op 'model/Round')"  # no user line
 
 
 def test_zero_gradient_needs_an_open_path_not_through_a_normalization() -> None:
@@ -139,7 +142,7 @@ def valued(path, value=1.0, *, trainable=True, dtype="float32", gradient="nonzer
 
 def own_facts(variables, **kwargs) -> Facts:
     return Facts(
-        model=None, variables=list(variables), loss=1.0, custom_loop=False,
+        variables=list(variables), loss=1.0,
         var_list_keys=kwargs.get("var_list_keys"), optimizer=None,
         optimizer_keys=kwargs.get("optimizer_keys"), rebound=kwargs.get("rebound", {}),
         stale=kwargs.get("stale", []), learning_rates=[], compute=None, batch=None,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hyperstep.backends.traces import Trace, TracedOp
-from hyperstep.diagnosis.paths import OpFact, PathFact, TraceFacts
+from hyperstep.diagnosis.paths import PathFact, TraceFacts
 
 
 def op(type_, inputs, outputs, stops=False, source=None) -> TracedOp:
@@ -28,12 +28,7 @@ def test_a_stopping_op_blocks_and_is_named() -> None:
     ops = [op("stop_gradient", [1], [(3, True)], stops=True, source="me.py:3"),
            op("sum", [3], [(99, True)])]  # fmt: skip
     path = facts(ops, {"w": 1}).path("w")
-    assert path.kind == "blocked"
-    assert path.blockers == (OpFact("stop_gradient", "stop_gradient #[1]", "me.py:3"),)
-    assert path.blockers[0].describe() == "stop_gradient (created at me.py:3)"
-    assert (
-        path.blockers[0].describe("ops.stop_gradient") == "ops.stop_gradient (created at me.py:3)"
-    )
+    assert path.kind == "blocked" and path.blockers == (ops[0],)
 
 
 def test_an_integer_output_on_the_way_to_the_loss_blocks_after_the_stopping_ops() -> None:
@@ -68,11 +63,7 @@ def test_normalized_is_every_open_path_passing_a_centred_value() -> None:
     assert facts(ops, {}, centred={3}).normalized("w") is False  # not in the trace
 
 
-def test_op_fact_without_a_source_says_only_the_op() -> None:
-    assert OpFact("Round", "model/Round", None).describe() == "Round (op 'model/Round')"
-
-
-@pytest.mark.backend("jax", "torch")
+@pytest.mark.backend("tensorflow", "jax", "torch")
 def test_the_backends_own_trace_is_read_the_same_way() -> None:
     import keras
 
@@ -91,6 +82,6 @@ def test_the_backends_own_trace_is_read_the_same_way() -> None:
     found = TraceFacts(trace, probe.key)
     assert found.path(a).kind == "open" and found.path(c).kind == "unused"
     assert found.path(b).kind == "blocked" and found.path(d).kind == "blocked"
-    assert found.path(b).blockers[0].type in ("stop_gradient", "detach")
-    assert found.path(d).blockers[0].type == "round"
+    assert found.path(b).blockers[0].type in ("StopGradient", "stop_gradient", "detach")
+    assert found.path(d).blockers[0].type in ("Round", "round")
     assert "test_paths.py" in (found.path(d).blockers[0].source or "")  # the user's line

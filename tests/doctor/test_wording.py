@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import hyperstep as hs
+from hyperstep.backends.traces import TracedOp
 from hyperstep.diagnosis import BATCH_CODES, CODES
 from hyperstep.diagnosis.checks import as_written
-from hyperstep.diagnosis.paths import OpFact
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 
@@ -329,20 +329,20 @@ def test_each_finding_reads_as_sentences_naming_what_the_user_wrote(name):
 
 def test_a_fix_keeps_tensorflow_s_spelling_for_tensorflow_code_and_names_detach():
     fix = "use a straight-through estimator: y = x + tf.stop_gradient(tf.round(x) - x)"
-    assert as_written(fix, OpFact("Round", "m/Round", "m.py:3: `y = tf.round(x)`")) == fix
-    assert as_written(fix, OpFact("Round", "m/Round", None)) == fix
-    assert as_written(fix, OpFact("Round", "m/Round", "m.py:3: `y = tf.math.round(x)`")) == (
+    assert as_written(fix, TracedOp("Round", "m/Round", "m.py:3: `y = tf.round(x)`")) == fix
+    assert as_written(fix, TracedOp("Round", "m/Round", None)) == fix
+    assert as_written(fix, TracedOp("Round", "m/Round", "m.py:3: `y = tf.math.round(x)`")) == (
         "use a straight-through estimator: y = x + tf.stop_gradient(tf.math.round(x) - x)"
     )
     torch_fix = "remove keras.ops.stop_gradient (or .detach()) around it"
-    assert as_written(torch_fix, OpFact("detach", "d", "m.py:3: `w = self.w.detach()`")) == (
+    assert as_written(torch_fix, TracedOp("detach", "d", "m.py:3: `w = self.w.detach()`")) == (
         "remove .detach() around it"
     )
-    written = OpFact("detach", "d", "m.py:3: `w = keras.ops.stop_gradient(self.w)`")
+    written = TracedOp("detach", "d", "m.py:3: `w = keras.ops.stop_gradient(self.w)`")
     assert as_written(torch_fix, written) == "remove keras.ops.stop_gradient around it"
-    assert as_written(torch_fix, OpFact("detach", "d", None)) == torch_fix
+    assert as_written(torch_fix, TracedOp("detach", "d", None)) == torch_fix
     argmax = "y = soft + tf.stop_gradient(hard - soft)"
-    assert as_written(argmax, OpFact("ArgMax", "a", "m.py:3: `k = keras.ops.argmax(x)`")) == (
+    assert as_written(argmax, TracedOp("ArgMax", "a", "m.py:3: `k = keras.ops.argmax(x)`")) == (
         "y = soft + keras.ops.stop_gradient(hard - soft)"
     )
 

@@ -1,5 +1,5 @@
-"""The units of hyperstep.optim.average_exchange, through the public ``hs.EMA``, ``hs.SWA``
-and ``hs.averaged_weights``: the average's update against float64 closed forms, the exact
+"""The average and its exchange (hyperstep.optim.averaging), through the public ``hs.EMA``,
+``hs.SWA`` and ``hs.averaged_weights``: the average's update against float64 closed forms, the exact
 two-way exchange, and the ``init=`` forms and their errors; ``AverageState``'s variables,
 config and stored order, its averages built from given values, and
 ``attach``/``config_of``/``restore`` on an optimizer (the save-and-resume runs are in
@@ -13,7 +13,7 @@ import pytest
 
 import hyperstep as hs
 from hyperstep.errors import InvalidArgumentError
-from hyperstep.optim.average_exchange import (
+from hyperstep.optim.averaging import (
     ATTRIBUTE,
     AverageState,
     attach,

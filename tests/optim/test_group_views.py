@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import hyperstep as hs
-from hyperstep.optim.scheduled_base import group_view
+from hyperstep.optim.scheduled import group_view
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 

@@ -395,11 +395,11 @@ def test_pick_clock_returns_the_clock_given() -> None:
     assert pick_clock(clock, [{"learning_rate": other}], "fallback") is clock
 
 
-def test_pick_clock_refuses_what_is_not_a_clock_naming_it() -> None:
+def test_a_clock_that_is_not_a_clock_is_refused_naming_it() -> None:
     with pytest.raises(InvalidTypeError, match=re.escape("Received: clock='clock'")):
-        pick_clock("clock", [], "fallback")
+        hs.StepOptimizer("sgd", clock="clock")
     with pytest.raises(InvalidTypeError, match=r"`StepOptimizer\(clock=\.\.\.\)` must be"):
-        pick_clock(3, [], "fallback")
+        hs.StepOptimizer("sgd", clock=3)
 
 
 def test_pick_clock_takes_the_first_hyperparameters_clock() -> None:

@@ -1,9 +1,9 @@
-"""The units of hyperstep.optim.scheduled_base, through ``hs.scheduled``: the hyperparameter
-table, ``resolve`` (a group's value for its variables), the nested config and its round
-trip, and ``check_arguments``'s refusals naming argument and value; the wrapped optimizer
-serialized as Keras serializes an instance, found again as Keras finds a class, and the
-errors for a config that names none; which constructor arguments of Keras's optimizers are
-numeric hyperparameters (against their documented signatures), and the refusal wording of
+"""What an ``hs.scheduled`` optimizer holds (hyperstep.optim.scheduled): the hyperparameter
+table, a group's value for its variables, the nested config and its round trip, and
+``check_arguments``'s refusals naming argument and value; the wrapped optimizer serialized
+as Keras serializes an instance, found again as Keras finds a class, and the errors for a
+config that names none; which constructor arguments of Keras's optimizers are numeric
+hyperparameters (against their documented signatures), and the refusal wording of
 ``check_names``."""
 
 import keras
@@ -12,8 +12,8 @@ import pytest
 
 import hyperstep as hs
 from hyperstep.errors import InvalidArgumentError
-from hyperstep.optim import scheduled_base
-from hyperstep.optim.scheduled_base import inner_config, serialized, wrapped_class
+from hyperstep.optim import scheduled
+from hyperstep.optim.scheduled import inner_config, serialized, wrapped_class
 
 K = keras.optimizers
 
@@ -26,7 +26,7 @@ def test_hyperparameters_hold_every_numeric_name_and_each_groups_own() -> None:
     opt = hs.scheduled(
         K.Adam(), beta_1="0.9", groups=[hs.Group("head", match="*head*", learning_rate=0.5)]
     )
-    names = scheduled_base.numeric_names(K.Adam)
+    names = scheduled.numeric_names(K.Adam)
     on = {"learning_rate", "beta_1", "beta_2", "epsilon", "ema_momentum"}  # the others: None
     assert on <= set(names)
     assert set(opt.hyperparameters) == {*on, "head/learning_rate"}
@@ -34,22 +34,14 @@ def test_hyperparameters_hold_every_numeric_name_and_each_groups_own() -> None:
     assert opt.hyperparameters is not opt.hyperparameters  # a copy each time
 
 
-def test_resolve_gives_a_groups_variable_the_groups_value() -> None:
+def test_a_groups_variable_trains_with_the_groups_value() -> None:
     opt = hs.scheduled(
         K.SGD(learning_rate=0.1),
         groups=[hs.Group("head", match="*head*", learning_rate="0.5 + step")],
     )
     body, head = keras.Variable(np.ones(2), name="body"), keras.Variable(np.ones(2), name="head")
-    seen, original = {}, opt.update_step
-
-    def update_step(gradient, variable, learning_rate):
-        seen[variable.name.split(":")[0]] = number(opt.resolve("learning_rate", variable))
-        return original(gradient, variable, learning_rate)
-
-    opt.update_step = update_step
     opt.clock.step.assign(2)
     opt.apply([np.ones(2, "float32")] * 2, [body, head])
-    assert seen == {"body": pytest.approx(0.1), "head": pytest.approx(2.5)}
     np.testing.assert_allclose(head.numpy(), 1.0 - 2.5)  # SGD: w - lr * g, the group's lr
     np.testing.assert_allclose(body.numpy(), 1.0 - 0.1)
 
@@ -161,27 +153,27 @@ BASE = ["weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "ema_momentu
     ],
 )
 def test_numeric_names_are_the_learning_rate_the_own_numbers_then_the_base_ones(cls, own):
-    assert scheduled_base.numeric_names(cls) == ["learning_rate", *own, *BASE]
+    assert scheduled.numeric_names(cls) == ["learning_rate", *own, *BASE]
 
 
 def test_constructor_arguments_collect_the_bases_defaults() -> None:
-    found = scheduled_base.constructor_arguments(K.SGD)
+    found = scheduled.constructor_arguments(K.SGD)
     assert found["momentum"] == 0.0 and found["nesterov"] is False
     assert found["gradient_accumulation_steps"] is None  # BaseOptimizer's
     assert "self" not in found and "kwargs" not in found
 
 
 def test_check_names_words_each_kind_of_refusal() -> None:
-    scheduled_base.check_names(K.Adam, {"beta_1": 0.8, "clipnorm": 1.0})  # accepted
+    scheduled.check_names(K.Adam, {"beta_1": 0.8, "clipnorm": 1.0})  # accepted
     with pytest.raises(InvalidArgumentError) as caught:
-        scheduled_base.check_names(K.Adam, {"amsgrad": True}, where="hs.StepOptimizer")
+        scheduled.check_names(K.Adam, {"amsgrad": True}, where="hs.StepOptimizer")
     text = str(caught.value)
     assert text.startswith("`hs.StepOptimizer(Adam(), amsgrad=...)`: `amsgrad` is not a numeric")
     assert "(it is a bool" in text and text.endswith("Received: amsgrad=True")
-    assert f"Valid: {', '.join(scheduled_base.numeric_names(K.Adam))}." in text
+    assert f"Valid: {', '.join(scheduled.numeric_names(K.Adam))}." in text
     with pytest.raises(InvalidArgumentError, match=r"SGD has no hyperparameter 'zzz'\. Valid"):
-        scheduled_base.check_names(K.SGD, {"zzz": 1})  # no close name: no suggestion
+        scheduled.check_names(K.SGD, {"zzz": 1})  # no close name: no suggestion
     with pytest.raises(InvalidArgumentError, match=r"'momentun'\. Did you mean 'momentum'\?"):
-        scheduled_base.check_names(K.SGD, {"momentun": 1})
+        scheduled.check_names(K.SGD, {"momentun": 1})
     with pytest.raises(InvalidArgumentError, match=r"cannot be scheduled: it only initializes"):
-        scheduled_base.check_names(K.Adagrad, {"initial_accumulator_value": 0.2})
+        scheduled.check_names(K.Adagrad, {"initial_accumulator_value": 0.2})

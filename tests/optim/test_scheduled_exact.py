@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import hyperstep as hs
 from hyperstep.errors import InvalidArgumentError
-from hyperstep.optim import scheduled_base
+from hyperstep.optim import scheduled
 from hyperstep.schedules.expressions import Constant
 
 K = keras.optimizers
@@ -111,18 +111,16 @@ def test_traced_scheduled_values_are_bitwise_the_plain_optimizer_traced_per_step
 
 
 def test_names_that_fix_the_update_structure_are_refused_by_their_explicit_list():
-    # no source reading: `scheduled_base.STRUCTURAL` names them, each with its reason
+    # no source reading: `scheduled.STRUCTURAL` names them, each with its reason
     checked, classes = set(), set()
     for name in dir(K):
         cls = getattr(K, name)
         if not (isinstance(cls, type) and issubclass(cls, K.Optimizer)):
             continue
-        if name in ("Optimizer", *scheduled_base.WRAPPERS):
+        if name in ("Optimizer", *scheduled.WRAPPERS):
             continue
         classes.add(name)
-        for argument in set(scheduled_base.constructor_arguments(cls)) & set(
-            scheduled_base.STRUCTURAL
-        ):
+        for argument in set(scheduled.constructor_arguments(cls)) & set(scheduled.STRUCTURAL):
             with pytest.raises(InvalidArgumentError, match=f"`{argument}` cannot be scheduled"):
                 hs.scheduled(cls(), **{argument: 2})
             checked.add((name, argument))

@@ -121,7 +121,7 @@ CATALOGUE = [
     ),
     ("join unsorted", lambda: hs.join([1.0, 2.0, 3.0], [20, 10]), V, _r("boundaries=[20, 10]")),
     ("join duplicate", lambda: hs.join([1.0, 2.0, 3.0], [5, 5]), V, _r("boundaries=[5, 5]")),
-    ("join empty", lambda: hs.join([], []), V, _r("Received: schedules=[]")),
+    ("join empty", lambda: hs.join([], []), V, _r("Received: 0 schedules and boundaries=[]")),
     ("join not a list", lambda: hs.join(None, []), T, "Received: schedules=None"),
     # children of the wrong kind
     ("warmup of a bool", lambda: hs.warmup(True, 10), T, "Received: schedule=True"),

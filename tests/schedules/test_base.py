@@ -11,7 +11,7 @@ import pytest
 import hyperstep.schedules as hs
 from hyperstep import parse
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError
-from hyperstep.schedules.base import check_number, check_positive_int
+from hyperstep.schedules.base import check_number, check_positive_int, is_number
 from hyperstep.schedules.expressions import (
     BinaryOp,
     Constant,
@@ -215,3 +215,8 @@ def test_arguments_default_to_the_attributes_named_by_the_signature() -> None:
     assert repr(Shifted(cos)) == f"shifted({cos!r})"
     copy = Shifted.from_config(json.loads(json.dumps(s.get_config())))
     assert repr(copy) == repr(s)
+
+
+def test_is_number_takes_python_and_numpy_numbers_and_refuses_bools() -> None:
+    assert is_number(3) and is_number(2.5) and is_number(np.float32(0.5)) and is_number(np.int64(7))
+    assert not any(is_number(v) for v in (True, np.bool_(True), "3", None, np.array(1.0)))

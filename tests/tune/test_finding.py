@@ -12,7 +12,7 @@ from scipy.stats import median_abs_deviation
 
 import hyperstep as hs
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError
-from hyperstep.tune.finding import CAP, CONFIDENT_FALL, FACTOR, WIDTH, check_ramp, ramp
+from hyperstep.tune.finding import CAP, CONFIDENT_FALL, FACTOR, WIDTH, ramp
 
 
 def test_exponential_ramp_is_geomspace_with_both_ends_exact() -> None:
@@ -41,10 +41,10 @@ def test_linear_ramp_is_linspace() -> None:
         ((1e-3, 1.0, 10, "log"), InvalidArgumentError, "mode='log'"),
     ],
 )
-def test_check_ramp_names_the_argument_and_value(args, error, text) -> None:
+def test_ramp_names_the_argument_and_value(args, error, text) -> None:
     with pytest.raises(error, match=f"find_lr.*{text.replace('.', '[.]')}"):
-        check_ramp(*args)
-    check_ramp(np.float32(1e-3), 1.0, np.int32(2), "exponential")  # NumPy scalars are numbers
+        ramp(*args)
+    ramp(np.float32(1e-3), 1.0, np.int32(2), "exponential")  # NumPy scalars are numbers
 
 
 def _finding(losses, mode="exponential", steps=None) -> hs.LRFinding:

@@ -180,14 +180,6 @@ def on_claim() -> None:
         optimizer_copy_wins_in_fit()
 
 
-def advance_in_state(model: Any, state: Any, iteration: Any) -> Any:
-    """JAX's fit: the state a train step returns, with each clock of ``iteration`` advanced
-    in it (:func:`hyperstep.backends.jax.advance_in_state`)."""
-    from hyperstep.backends.jax import advance_in_state as advance
-
-    return advance(model, state, iteration)
-
-
 def distributes() -> bool:
     """Whether ``tf.distribute`` strategies can hold the state (the TensorFlow backend):
     metrics are reduced across replicas and variables read in their strategy's scope."""

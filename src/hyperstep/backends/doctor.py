@@ -14,9 +14,8 @@ variables, so :mod:`hyperstep.diagnosis` never asks which backend it runs on:
 * ``gradient_kinds(compute, batch, variables, raw)``: the loss and, per variable,
   ``"none"``, ``"zero"`` or ``"nonzero"`` from the backend's own gradients;
 * ``trace(compute, batch, variables, raw)``: the loss's computation as a
-  :class:`~hyperstep.backends.traces.Trace` (JAX: the jaxpr; torch: the dispatched torch
-  functions), or ``None`` on TensorFlow, where :mod:`hyperstep.diagnosis.graph` reads the
-  traced ``tf.Graph`` itself;
+  :class:`~hyperstep.backends.traces.Trace` (TensorFlow: the traced ``tf.Graph``; JAX: the
+  jaxpr; torch: the dispatched torch functions);
 * ``local_batch(batch)``, ``numpy_batch(batch)``.
 """
 

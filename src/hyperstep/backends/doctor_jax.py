@@ -1,17 +1,11 @@
 """The doctor's evidence on JAX: ``jax.value_and_grad`` and the jaxpr of the loss.
 
-The loss is a function of the variables' values: every variable is read through a
-``keras.StatelessScope(state_mapping=...)`` (what ``model.stateless_call`` does), and each
-floating ``jax.Array`` held on a layer is swapped for its traced value while it runs, so
-
     loss, grads = jax.value_and_grad(f)(values),  f(values) = loss_fn(model, batch)
 
-gives each variable's gradient (``none`` when the loss does not depend on it: JAX returns
-zeros there, so "no gradient" is read from the jaxpr: no path from the value to the loss),
-and ``jax.make_jaxpr(f)(values)`` the computation whose equations name the op that blocks
-a path (``stop_gradient``, ``argmax``, ``round``, ``convert_element_type`` to an integer,
-a comparison, ``pure_callback``). Nothing is assigned: the scope keeps every update
-(BatchNormalization statistics, seed generators) to itself.
+with every variable read through ``keras.StatelessScope(state_mapping=...)`` (nothing is
+assigned) and each floating ``jax.Array`` on a layer swapped for its traced value. JAX gives
+zeros for an unused input: "no gradient" is no path in the jaxpr. See "The doctor on every
+backend" in docs/backends.md.
 """
 
 from __future__ import annotations
@@ -126,45 +120,35 @@ def _swapped(raw: list[Any], values: list[Any]) -> Iterator[None]:
 
 def _loss_of(
     compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]
-) -> Callable[[list[Any], list[Any]], Any]:
+) -> tuple[Callable[[list[Any], list[Any]], Any], list[Any], list[Any]]:
+    """``f(values, raw_values) = loss``, and the values and raw arrays it is read at (the
+    raw arrays that a binding can swap: not a ``tf.Variable``, not a tuple's item)."""
+    raw = [
+        b for b in raw if getattr(b, "holder", None) is not None and not _tf_variable(b.variable)
+    ]
+
     def f(values: list[Any], raw_values: list[Any]) -> Any:
         with keras.StatelessScope(state_mapping=list(zip(variables, values, strict=True))):
             with _swapped(raw, raw_values):
                 loss = compute(batch)
         return jnp.sum(jnp.asarray(loss, jnp.float32))
 
-    return f
-
-
-def _swappable(raw: list[Any]) -> list[Any]:
-    return [
-        b for b in raw if getattr(b, "holder", None) is not None and not _tf_variable(b.variable)
-    ]
+    return f, [v.value for v in variables], [b.variable for b in raw]
 
 
 def gradient_kinds(
     compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]
 ) -> tuple[Any, dict[int, str]]:
-    """The loss and each variable's gradient: ``"zero"`` or ``"nonzero"`` (``"none"`` is
-    a fact of the jaxpr: see :func:`trace`; JAX gives zeros for an unused input).
+    """The loss and each variable's gradient: ``"zero"`` or ``"nonzero"`` (JAX gives zeros
+    for an input the loss does not read: the doctor reads "no gradient" from :func:`trace`).
 
     ``raw`` holds bindings of raw arrays (with ``put``); their kinds are keyed by the id of
     the array."""
-    raw = _swappable(raw)
-    f = _loss_of(compute, batch, variables, raw)
-    values = [v.value for v in variables]
-    raw_values = [b.variable for b in raw]
+    f, values, raw_values = _loss_of(compute, batch, variables, raw)
     loss, (grads, raw_grads) = jax.value_and_grad(f, argnums=(0, 1))(values, raw_values)
     kinds: dict[int, str] = {}
-    items = [*variables, *raw_values]
-    for item, grad in zip(items, [*grads, *raw_grads], strict=True):
+    for item, grad in zip([*variables, *raw_values], [*grads, *raw_grads], strict=True):
         kinds[id(item)] = "nonzero" if bool(jnp.any(grad != 0)) else "zero"
-    if "zero" in kinds.values():
-        # "none": the loss does not read the value at all (JAX's zeros say nothing of that)
-        used = _used_inputs(jax.make_jaxpr(f)(values, raw_values).jaxpr)
-        for index, item in enumerate(items):
-            if index not in used:
-                kinds[id(item)] = "none"
     return loss, kinds
 
 
@@ -176,15 +160,6 @@ def _subjaxprs(eqn: Any) -> list[Any]:
             if hasattr(inner, "eqns") and hasattr(inner, "invars"):
                 found.append(inner)
     return found
-
-
-def _used_inputs(jaxpr: Any) -> set[int]:
-    """Indices of the jaxpr's inputs the output depends on (through any equation)."""
-    needed = {id(v) for v in jaxpr.outvars if not hasattr(v, "val")}
-    for eqn in reversed(jaxpr.eqns):
-        if any(id(v) in needed for v in eqn.outvars):
-            needed.update(id(v) for v in eqn.invars if not hasattr(v, "val"))
-    return {i for i, v in enumerate(jaxpr.invars) if id(v) in needed}
 
 
 def _carries(var: Any) -> bool:
@@ -260,10 +235,8 @@ class _Flattener:
 
 def trace(compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]) -> Trace:
     """The jaxpr of ``f(values) = loss``, flattened into a :class:`Trace`."""
-    raw = _swappable(raw)
-    f = _loss_of(compute, batch, variables, raw)
-    raw_values = [b.variable for b in raw]
-    closed = jax.make_jaxpr(f)([v.value for v in variables], raw_values)
+    f, values, raw_values = _loss_of(compute, batch, variables, raw)
+    closed = jax.make_jaxpr(f)(values, raw_values)
     flat = _Flattener()
     inputs = [flat.fresh() for _ in closed.jaxpr.invars]
     (loss,) = flat.run(closed.jaxpr, inputs)
@@ -281,13 +254,6 @@ def numpy_batch(batch: Any) -> Any:
     return keras.tree.map_structure(
         lambda v: v.numpy() if isinstance(v, (tf.Tensor, tf.Variable)) else v, batch
     )
-
-
-def is_dataset(data: Any) -> bool:
-    import sys
-
-    tf = sys.modules.get("tensorflow")
-    return tf is not None and isinstance(data, tf.data.Dataset)
 
 
 def local_batch(batch: Any) -> Any:

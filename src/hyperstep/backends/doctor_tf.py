@@ -1,6 +1,6 @@
-"""The doctor's evidence on TensorFlow: ``tf.GradientTape`` gradients, ``tf.Variable`` state.
+"""The doctor's evidence on TensorFlow: ``tf.GradientTape`` gradients, ``tf.Variable`` state,
+and the loss traced once as a ``tf.Graph``.
 
-The loss's graph is read by :mod:`hyperstep.diagnosis.graph` (``trace`` returns ``None``).
 See :mod:`hyperstep.backends.doctor` for what each function answers.
 """
 
@@ -12,6 +12,54 @@ from typing import Any
 import keras
 import numpy as np
 import tensorflow as tf
+
+from hyperstep.backends.internals import gradient_function
+from hyperstep.backends.traces import Trace, TracedOp, user_source
+
+#: Ops through which no useful gradient flows (the registered gradient is None or zero).
+NON_DIFFERENTIABLE = frozenset(
+    {
+        "StopGradient",
+        "ArgMax",
+        "ArgMin",
+        "Round",
+        "Rint",
+        "Floor",
+        "Ceil",
+        "Sign",
+        "FloorDiv",
+        "TruncateDiv",
+        "Equal",
+        "NotEqual",
+        "Less",
+        "LessEqual",
+        "Greater",
+        "GreaterEqual",
+        "IsNan",
+        "IsInf",
+        "IsFinite",
+        "EagerPyFunc",
+        "PyFunc",
+        "PyFuncStateless",
+    }
+)
+#: Ops whose bodies live in other graphs: assumed to pass gradients unless nothing else explains.
+NESTED = frozenset(
+    {
+        "PartitionedCall",
+        "StatefulPartitionedCall",
+        "If",
+        "StatelessIf",
+        "While",
+        "StatelessWhile",
+        "Case",
+        "StatelessCase",
+        "IdentityN",
+    }
+)
+#: Ops that read only a shape: their integer output carries no gradient, and they are named
+#: after the ops that stop one.
+_SHAPE_LIKE = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastArgs"})
 
 
 def is_raw_variable(value: Any) -> bool:
@@ -101,18 +149,72 @@ def gradient_kinds(
     return loss, kinds
 
 
-def trace(compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]) -> None:
-    """``None``: on TensorFlow :mod:`hyperstep.diagnosis.graph` traces the loss's graph."""
-    return None
+def _stops_gradient(op: Any) -> bool:
+    if op.type in NON_DIFFERENTIABLE:
+        return True
+    if op.type in NESTED or op.type in _SHAPE_LIKE:
+        return False
+    try:
+        return gradient_function(op) is None
+    except LookupError:
+        return True
+
+
+def _carries_gradient(tensor: Any) -> bool:
+    dtype = tensor.dtype
+    return bool(dtype.is_floating or dtype.is_complex or dtype in (tf.resource, tf.variant))
+
+
+def _source(op: Any) -> str | None:
+    """The innermost frame of the op's creation stack that is the user's code."""
+    try:
+        frames = list(op.traceback)
+    except (AttributeError, TypeError):
+        return None
+    return user_source((frame.filename, frame.lineno) for frame in reversed(frames))
+
+
+def trace(compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]) -> Trace:
+    """The loss traced once (``tf.function(compute).get_concrete_function(batch)``): the ops
+    the loss depends on along data edges, each variable's value its captured handle, the
+    inputs of ``tf.nn.moments`` centred."""
+    concrete = tf.function(compute).get_concrete_function(batch)
+    reach: set[Any] = set()
+    stack = [concrete.outputs[0].op]
+    while stack:
+        op = stack.pop()
+        if op not in reach:
+            reach.add(op)
+            stack.extend(t.op for t in op.inputs)
+    ids: dict[Any, int] = {}
+
+    def value(tensor: Any) -> int:
+        return ids.setdefault(tensor.ref(), len(ids))
+
+    ops = [op for op in concrete.graph.get_operations() if op in reach]
+    traced = []
+    for op in ops:
+        outputs = tuple((value(t), _carries_gradient(t)) for t in op.outputs)
+        stops, nested = _stops_gradient(op), op.type in NESTED
+        # the user's line only where a path may stop (reading every op's stack is slow)
+        source = _source(op) if stops or nested or not all(c for _, c in outputs) else None
+        inputs = tuple(value(t) for t in op.inputs)
+        traced.append(TracedOp(op.type, op.name, source, inputs, outputs, stops, nested))
+    captures = {id(external): internal for external, internal in concrete.graph.captures}
+    sources = {}
+    for variable in [*(underlying(v) for v in variables), *(b.variable for b in raw)]:
+        placeholder = captures.get(id(variable.handle))
+        if placeholder is not None:
+            sources[id(variable)] = value(placeholder)
+    centred = {
+        value(op.inputs[0]) for op in ops if op.type == "Mean" and op.name.endswith("moments/mean")
+    }
+    return Trace(traced, sources, value(concrete.outputs[0]), centred)
 
 
 def numpy_batch(batch: Any) -> Any:
     """The batch as it is (TensorFlow reads tensors of any kind)."""
     return batch
-
-
-def is_dataset(data: Any) -> bool:
-    return isinstance(data, tf.data.Dataset)
 
 
 def local_batch(batch: Any) -> Any:

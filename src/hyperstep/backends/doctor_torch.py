@@ -1,22 +1,16 @@
 """The doctor's evidence on torch: autograd's gradients and the torch functions the loss calls.
 
-Every ``keras.Variable`` is read through a ``keras.StatelessScope(state_mapping=...)`` as a
-fresh leaf tensor that shares its storage (``value.detach().requires_grad_()``, so
-non-trainable variables are measured too and nothing is assigned), and each
-``torch.nn.Parameter`` (or tensor with ``requires_grad``) held on a layer outside Keras's
-tracking is read as it is. Then
-
     grads = torch.autograd.grad(loss, leaves, allow_unused=True)
 
-gives ``None`` (no gradient: the loss does not reach the leaf in autograd's graph), a
-tensor of zeros or a non-zero one. The same loss run under a
-``torch.overrides.TorchFunctionMode`` records every torch function it calls, with its input
-and output tensors: the data-flow graph that names the op where a path stops (``detach``,
-``round``, ``argmax``, ``to`` an integer dtype, a comparison, ``numpy``).
+with every ``keras.Variable`` read through ``keras.StatelessScope(state_mapping=...)`` as a
+leaf sharing its storage (``value.detach().requires_grad_()``: nothing is assigned); the
+trace is what a ``torch.overrides.TorchFunctionMode`` records. See "The doctor on every
+backend" in docs/backends.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -107,22 +101,22 @@ def build(compute: Callable[[Any], Any], batch: Any, state: list[Any]) -> None:
         restore(saved)
 
 
-def _leaves(variables: list[Any]) -> list[Any]:
-    return [v.value.detach().requires_grad_(True) for v in variables]
-
-
-def _raw(raw: list[Any]) -> list[Any]:
-    return [b.variable for b in raw if isinstance(b.variable, torch.Tensor)]
+def _run(
+    compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any], mode: Any
+) -> tuple[Any, list[Any], list[Any]]:
+    """The loss run once (inside ``mode``) on a leaf per variable, the leaves and the raw
+    tensors."""
+    leaves = [v.value.detach().requires_grad_(True) for v in variables]
+    with keras.StatelessScope(state_mapping=list(zip(variables, leaves, strict=True))), mode:
+        loss = compute(batch)
+    return loss, leaves, [b.variable for b in raw if isinstance(b.variable, torch.Tensor)]
 
 
 def gradient_kinds(
     compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]
 ) -> tuple[Any, dict[int, str]]:
     """The loss and, by ``id(underlying(v))``, ``"none"``, ``"zero"`` or ``"nonzero"``."""
-    leaves = _leaves(variables)
-    tensors = _raw(raw)
-    with keras.StatelessScope(state_mapping=list(zip(variables, leaves, strict=True))):
-        loss = compute(batch)
+    loss, leaves, tensors = _run(compute, batch, variables, raw, contextlib.nullcontext())
     loss = torch.as_tensor(loss)
     inputs = [*leaves, *tensors]
     total = loss.float().sum()
@@ -205,12 +199,8 @@ def _centred(ops: list[TracedOp]) -> set[int]:
 
 def trace(compute: Callable[[Any], Any], batch: Any, variables: list[Any], raw: list[Any]) -> Trace:
     """The torch functions of one run of the loss, as a :class:`Trace`."""
-    leaves = _leaves(variables)
-    tensors = _raw(raw)
     recorder = _Recorder()
-    with keras.StatelessScope(state_mapping=list(zip(variables, leaves, strict=True))):
-        with recorder:
-            loss = compute(batch)
+    loss, leaves, tensors = _run(compute, batch, variables, raw, recorder)
     sources = {id(underlying(v)): id(leaf) for v, leaf in zip(variables, leaves, strict=True)}
     sources.update({id(t): id(t) for t in tensors})
     recorder.keep.extend([loss, *leaves])
@@ -230,11 +220,6 @@ def numpy_batch(batch: Any) -> Any:
         return value
 
     return keras.tree.map_structure(convert, batch)
-
-
-def is_dataset(data: Any) -> bool:
-    tf = sys.modules.get("tensorflow")
-    return tf is not None and isinstance(data, tf.data.Dataset)
 
 
 def local_batch(batch: Any) -> Any:

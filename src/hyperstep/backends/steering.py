@@ -1,16 +1,6 @@
-"""What :class:`hyperstep.Remote` needs from each backend: workers that agree, and a
-schedule's value computed as a traced step computes it.
-
-* :func:`workers` tells whether several processes train one model (``tf.distribute``'s
-  ``MultiWorkerMirroredStrategy``; JAX with ``jax.process_count() > 1``; an initialized
-  ``torch.distributed``), which one this is and whether it is the chief.
-* :func:`agreement` returns the collective that makes every worker apply the same commands at
-  the same step: each worker counts the commands it can read, and all take the smallest count
-  (every worker calls it at every step boundary, in the same order).
-* :func:`traced_values` returns a function giving a schedule's values at a range of steps,
-  each evaluated as a compiled training step does at one scalar step (a ``tf.function`` or
-  ``jax.jit`` mapping the schedule over scalar steps; eager ops on torch), so a value
-  computed on the host equals, to the bit, the one a fresh run computes inside its step.
+"""What :class:`hyperstep.Remote` needs from each backend: workers that agree
+(:func:`workers`, :func:`agreement`), and a schedule's value computed as a traced step
+computes it (:func:`traced_values`).
 """
 
 from __future__ import annotations
@@ -116,7 +106,9 @@ def tensorflow_workers(strategy: Any) -> int:
 
 
 def agreement(place: Workers) -> Callable[[int], int] | None:
-    """The collective ``count -> min(count over workers)``, or None for one worker."""
+    """The collective ``count -> min(count over workers)``, or None for one worker: the
+    workers apply the commands all of them can read (each calls it at every step boundary,
+    in the same order)."""
     if place.count == 1:
         return None
     backend = current_backend()

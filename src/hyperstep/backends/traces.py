@@ -1,15 +1,16 @@
-"""A traced loss as data: what the doctor's JAX and torch modules return from ``trace``.
+"""A traced loss as data: what the doctor's per-backend modules return from ``trace``.
 
 :class:`Trace` is the loss's computation as a data-flow graph of :class:`TracedOp`, each
-naming its values by id (JAX: a jaxpr's equations; torch: the dispatched torch functions);
-:func:`user_source` names the user's line behind an operation. Backend-neutral: the
-per-backend modules (:mod:`.doctor_jax`, :mod:`.doctor_torch`) build it and
-:mod:`hyperstep.diagnosis.paths` reads it.
+naming its values by id (TensorFlow: the ops of a ``tf.Graph``; JAX: a jaxpr's equations;
+torch: the dispatched torch functions); :func:`user_source` names the user's line behind an
+operation. Backend-neutral: the per-backend modules (:mod:`.doctor_tf`, :mod:`.doctor_jax`,
+:mod:`.doctor_torch`) build it and :mod:`hyperstep.diagnosis.paths` reads it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import linecache
 import os
 import sysconfig
@@ -31,14 +32,17 @@ class TracedOp:
             carry none).
         stops: Whether no gradient flows through it (``stop_gradient``, ``round``, a
             callback into Python).
+        nested: Whether its body is another graph (TensorFlow's ``If``, ``While``, function
+            calls): it passes gradients unless the path is read with ``opaque=True``.
     """
 
     type: str
     name: str
     source: str | None
-    inputs: tuple[int, ...]
-    outputs: tuple[tuple[int, bool], ...]
+    inputs: tuple[int, ...] = ()
+    outputs: tuple[tuple[int, bool], ...] = ()
     stops: bool = False
+    nested: bool = False
 
 
 @dataclasses.dataclass
@@ -72,13 +76,16 @@ _INTERNAL_DIRS = tuple(
 )
 
 
+@functools.lru_cache(maxsize=4096)
+def _internal(filename: str) -> bool:
+    path = os.path.normcase(os.path.realpath(filename))
+    return filename.startswith("<") or "site-packages" in path or path.startswith(_INTERNAL_DIRS)
+
+
 def user_source(frames: Iterable[tuple[str, int]]) -> str | None:
     """``file:line: `code``` of the first frame (innermost first) that is the user's code."""
     for filename, lineno in frames:
-        if filename.startswith("<"):
-            continue
-        path = os.path.normcase(os.path.realpath(filename))
-        if "site-packages" in path or path.startswith(_INTERNAL_DIRS):
+        if _internal(filename):
             continue
         line = linecache.getline(filename, lineno).strip()
         text = f"{filename}:{lineno}"

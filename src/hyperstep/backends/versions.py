@@ -1,19 +1,12 @@
 """Every private API of Keras, TensorFlow, JAX and torch that hyperstep uses, behind one
 version check.
 
-Each is listed in :data:`PRIVATE_APIS` with the package it belongs to and what hyperstep does
-with it; :data:`VERIFIED` holds the versions each package was verified on (the dev pins and
-the oldest supported, ``make test-oldest``). Code reaches an API only through :func:`reach`
-(or, on a hot path, turns its ``AttributeError`` into :func:`missing`'s error):
-
-- on any version, the API is used if it is there (outside the verified range too);
-- if it is not, a :class:`~hyperstep.errors.BackendError` names the API, the installed
-  version, the verified range and what to do, instead of an ``AttributeError`` deep inside;
-- an API marked ``optional`` (a diagnostic, a faster path) is skipped instead: :func:`reach`
-  returns its ``fallback``.
-
-``tests/backends/test_internals.py`` pins each behaviour relied on, so an upgrade that moves
-one fails one named test.
+:data:`PRIVATE_APIS` lists each with its package and what hyperstep does with it,
+:data:`VERIFIED` the versions each package was verified on (the dev pins and the oldest
+supported, ``make test-oldest``). Code reaches an API only through :func:`reach` (or, on a hot
+path, turns its ``AttributeError`` into :func:`missing`'s error). See "Private APIs and the
+versions they were verified on" in docs/backends.md; ``tests/backends/test_internals.py`` pins
+each behaviour relied on.
 """
 
 from __future__ import annotations

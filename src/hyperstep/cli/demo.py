@@ -57,7 +57,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the demo from parsed command-line arguments; return the exit status."""
+    """Run the demo from parsed command-line arguments; return the exit status (an error
+    raises, for :func:`hyperstep.cli.main.main`'s exit status 2)."""
     missing = [package for module, package in _EXTRAS if importlib.util.find_spec(module) is None]
     if missing:
         print(
@@ -68,16 +69,12 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     from hyperstep.demo import train
-    from hyperstep.errors import HyperstepError
 
     try:
         with quiet_stderr():
             summary = train(
                 args.out, args.epochs, args.seed, fresh=args.fresh, control=args.control
             )
-    except HyperstepError as error:
-        print(f"hyperstep demo: error: {error}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:  # before training started: nothing to keep
         print("\nhyperstep demo: interrupted before training started.", file=sys.stderr)
         return INTERRUPTED

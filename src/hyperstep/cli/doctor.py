@@ -1,22 +1,13 @@
 """``hyperstep doctor MODULE:FUNCTION [--loss NAME] [--json]``: :func:`hyperstep.doctor`.
 
-``FUNCTION`` (no arguments) returns what to diagnose, in one of three shapes:
-
-* ``(model, batch)``: a model compiled with a loss (or any model with ``--loss NAME``),
-  and one batch such as ``(x, y)``;
-* ``(model, batch, optimizer)`` or ``(model, batch, loss_fn)``: with the optimizer that
-  trains it, or with ``loss_fn(model, batch) -> loss`` for a custom loop;
-* a dict with the keys ``model`` and ``data`` and, optionally, ``optimizer``, ``loss_fn``
-  and ``var_list`` (the arguments of :func:`hyperstep.doctor`).
-
-Exit status: 0 when no findings, 1 with findings, 2 on usage errors (one line on stderr).
+``FUNCTION`` (no arguments) returns what to diagnose in one of the shapes of
+:data:`SHAPES`; the exit status is 0 when no findings, 1 with findings (docs/cli.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from hyperstep.cli.arguments import (
@@ -92,25 +83,20 @@ def arguments(returned: Any, target: str = "FUNCTION") -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the subcommand; return the exit status (0 healthy, 1 findings, 2 usage error)."""
-    from hyperstep.errors import HyperstepError
+    """Run the subcommand; return the exit status (0 healthy, 1 findings; a usage error
+    raises, for :func:`hyperstep.cli.main.main`'s exit status 2)."""
+    check_loss_names(args.loss)
+    with quiet_stderr():
+        function = load_target(args.target)
+        kwargs = arguments(call_target(function, args.target), args.target)
+        from hyperstep.diagnosis.diagnose import doctor
 
-    try:
-        check_loss_names(args.loss)
-        with quiet_stderr():
-            function = load_target(args.target)
-            kwargs = arguments(call_target(function, args.target), args.target)
-            from hyperstep.diagnosis.diagnose import doctor
-
-            custom = "loss_fn" in kwargs  # loss_fn(model, batch) takes any batch
-            if not custom:
-                check_targets(kwargs["data"], args.target)
-            model = compile_with_loss(
-                kwargs.pop("model"), args.loss, args.target, needs_loss=not custom
-            )
-            diagnosis = doctor(model, kwargs.pop("data"), **kwargs)
-    except (UsageError, HyperstepError) as error:
-        print(f"hyperstep doctor: error: {error}", file=sys.stderr)
-        return 2
+        custom = "loss_fn" in kwargs  # loss_fn(model, batch) takes any batch
+        if not custom:
+            check_targets(kwargs["data"], args.target)
+        model = compile_with_loss(
+            kwargs.pop("model"), args.loss, args.target, needs_loss=not custom
+        )
+        diagnosis = doctor(model, kwargs.pop("data"), **kwargs)
     print(json.dumps(diagnosis.to_dict(), indent=2) if args.json else diagnosis)
     return 0 if diagnosis.ok else 1

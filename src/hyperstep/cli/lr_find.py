@@ -1,15 +1,7 @@
 """``hyperstep lr-find MODULE:FUNCTION``: run :func:`hyperstep.find_lr` from the shell.
 
-``FUNCTION`` (no arguments) returns ``(model, data)`` as for ``hyperstep doctor``: a
-compiled model and what ``model.fit`` accepts, ``(x, y)`` arrays, a ``tf.data`` dataset or
-a generator (or a dict with the keys ``model`` and ``data``); an uncompiled model needs
-``--loss NAME`` (and takes ``--optimizer NAME``, default ``sgd``). Prints the suggestions
-and writes the plot (``--out``, default ``lr.png``); ``--json`` prints the finding as JSON.
-A progress bar only when standard output is a terminal. Exit status: 0 done, 2 on usage
-errors, with one message on stderr: a bad ``MODULE:FUNCTION``, a function that raises or
-returns something else, arrays without targets, data whose shape does not fit the model,
-an uncompiled model, a plot path that is a folder or has no image extension matplotlib
-writes (``--out`` is checked before anything runs).
+``FUNCTION`` returns ``(model, data)`` (or a dict with the keys ``model`` and ``data``);
+what it prints, writes and refuses, and with which exit status: docs/cli.md.
 """
 
 from __future__ import annotations
@@ -116,35 +108,32 @@ def model_and_data(returned: Any, target: str) -> tuple[Any, Any, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the subcommand; return the exit status (0 done, 2 usage error)."""
+    """Run the subcommand; return the exit status (0 done; a usage error raises, for
+    :func:`hyperstep.cli.main.main`'s exit status 2)."""
     from hyperstep.errors import HyperstepError
 
-    try:
-        check_arguments(args)
-        returned = call_target(load_target(args.target), args.target)
-        model, x, y = model_and_data(returned, args.target)
-        model = compile_with_loss(model, args.loss, args.target, args.optimizer)
-        check_data(model, x, y, args.target)
-        with quiet_stderr():
-            from hyperstep.tune.lr_find import find_lr
+    check_arguments(args)
+    returned = call_target(load_target(args.target), args.target)
+    model, x, y = model_and_data(returned, args.target)
+    model = compile_with_loss(model, args.loss, args.target, args.optimizer)
+    check_data(model, x, y, args.target)
+    with quiet_stderr():
+        from hyperstep.tune.lr_find import find_lr
 
-        bar = not args.json and sys.stdout.isatty()
-        try:
-            finding = find_lr(
-                model, x, y, min_lr=args.min_lr, max_lr=args.max_lr, steps=args.steps,
-                mode=args.mode, verbose="auto" if bar else 0,
-            )  # fmt: skip
-        except (ValueError, TypeError) as error:
-            if isinstance(error, HyperstepError):
-                raise
-            first = (str(error).strip().splitlines() or [""])[0]
-            raise UsageError(
-                f"the data {args.target} returned does not fit the model: "
-                f"{type(error).__name__}: {first}"
-            ) from None
-    except (UsageError, HyperstepError) as error:
-        print(f"hyperstep lr-find: error: {error}", file=sys.stderr)
-        return 2
+    bar = not args.json and sys.stdout.isatty()
+    try:
+        finding = find_lr(
+            model, x, y, min_lr=args.min_lr, max_lr=args.max_lr, steps=args.steps,
+            mode=args.mode, verbose="auto" if bar else 0,
+        )  # fmt: skip
+    except (ValueError, TypeError) as error:
+        if isinstance(error, HyperstepError):
+            raise
+        first = (str(error).strip().splitlines() or [""])[0]
+        raise UsageError(
+            f"the data {args.target} returned does not fit the model: "
+            f"{type(error).__name__}: {first}"
+        ) from None
     from hyperstep.tune.finding import FACTOR
 
     plot: str | None = args.out

@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from hyperstep.cli import demo, doctor, lr_find, plot, show, steer
-from hyperstep.cli.arguments import Parser
+from hyperstep.cli.arguments import Parser, UsageError
 
 #: the subcommand modules, in the order ``--help`` lists them
 COMMANDS = (plot, doctor, lr_find, demo, steer, show)
@@ -49,8 +49,8 @@ def command_names(module: object) -> tuple[str, ...]:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status.
 
-    Usage errors, bad expressions and unusable files return 2 with one line on stderr,
-    never a traceback; Ctrl-C returns 130.
+    Usage errors, bad expressions and unusable files return 2 with one line on stderr
+    (``hyperstep COMMAND: error: ...``), never a traceback; Ctrl-C returns 130.
 
     Example:
         >>> main(["--version"])  # doctest: +ELLIPSIS
@@ -72,10 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from hyperstep.errors import HyperstepError
 
+    name = getattr(args, "verb", None) or command_names(sys.modules[func.__module__])[0]
     try:
         return int(func(args))
-    except (HyperstepError, OSError) as error:
-        print(f"hyperstep: error: {error}", file=sys.stderr)
+    except (UsageError, HyperstepError, OSError) as error:
+        print(f"hyperstep {name}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\nhyperstep: interrupted", file=sys.stderr)

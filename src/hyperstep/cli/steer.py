@@ -1,14 +1,10 @@
 """``hyperstep set|scale|clear|schedule|cooldown|stop DIR ...``: steer a running job.
 
-Each verb checks what it can (the directory is safe, values are numbers within float32's
-range or ``hs.parse`` expressions, names exist in the run's last ``status.json``), then
-writes one numbered command file that the run's :class:`hyperstep.Remote` applies at its
-next step. A command refused here is journaled and exits with status 2; ``--wait`` waits
-for the run's verdict (exit 1 when it refuses). When no live run holds ``DIR`` (it ended,
-stopped, or never started) a verb answers at once with one line and exit status 1, unless
-``--queue`` queues it for the next run. Commands are numbered from the larger of the
-highest command file and the run's last applied one. No Keras is imported: the command is
-quick.
+Each verb checks what it can without Keras (the directory, the command with
+:func:`hyperstep.control.verbs.check_command`, the names in the run's last ``status.json``),
+then writes one numbered command file that the run's :class:`hyperstep.Remote` applies at
+its next step. What it answers when no live run holds ``DIR``, ``--queue`` and ``--wait``:
+docs/steering.md.
 """
 
 from __future__ import annotations
@@ -19,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hyperstep.cli.arguments import MAX_STEPS
-from hyperstep.control.verbs import VERBS
+from hyperstep.cli.arguments import MAX_STEPS, positive_int
+from hyperstep.control.verbs import VERBS, check_command
 
 #: the verbs this module registers, in the order ``--help`` lists them
 NAMES = tuple(VERBS)
@@ -53,7 +49,7 @@ def register(subparsers: Any) -> None:
         if verb == "cooldown":
             parser.add_argument(
                 "--steps",
-                type=_steps,
+                type=positive_int,
                 default=None,
                 metavar="N",
                 help="the cooldown's length: creates the hyperparameter's cooldown if it has "
@@ -75,14 +71,14 @@ def register(subparsers: Any) -> None:
             help="when no live run holds DIR (it ended, or has not started), queue the "
             "command for the next run of DIR instead of refusing",
         )
-        if verb in ("set", "scale", "schedule"):
+        if takes in ("numbers", "schedules"):
             parser.add_argument(
                 "--force",
                 action="store_true",
                 help="allow a learning_rate of zero, below or not finite (refused without "
                 "it; a schedule's where it takes effect)",
             )
-        if verb == "schedule":
+        if takes == "schedules":
             parser.add_argument(
                 "--from-now",
                 action="store_true",
@@ -105,18 +101,12 @@ def _step(text: str) -> int:
     return value
 
 
-def _steps(text: str) -> int:
-    value = _step(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number of steps, got {text!r}")
-    return value
-
-
 def command_of(args: argparse.Namespace) -> dict[str, Any]:
     """The command object ``args`` describe (not yet checked)."""
     command: dict[str, Any] = {"verb": args.verb}
     items = getattr(args, "items", None) or []
-    if args.verb in ("set", "scale", "schedule"):
+    takes = VERBS[args.verb].takes
+    if takes in ("numbers", "schedules"):
         values: dict[str, Any] = {}
         for item in items:
             name, sep, value = item.partition("=")
@@ -128,7 +118,7 @@ def command_of(args: argparse.Namespace) -> dict[str, Any]:
                 )
             values[name.strip()] = value.strip()
         command["values"] = values
-    elif args.verb in ("clear", "cooldown"):
+    elif takes == "names":
         if items:
             command["names"] = list(items)
     if args.verb == "cooldown":
@@ -158,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     names = None if status is None or not live else status.get("hyperparameters")
     step = status.get("step") if status is not None and live else None
     try:
-        checked = protocol.check_command(command, names, step if type(step) is int else None)
+        checked = check_command(command, names, step if type(step) is int else None)
     except InvalidArgumentError as error:
         protocol.append_journal(
             path,

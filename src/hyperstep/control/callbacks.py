@@ -35,10 +35,9 @@ class LogHyperparameters(keras.callbacks.Callback):
     """Put hyperparameters into ``fit``'s logs; optionally write them per step.
 
     At each epoch end, ``logs[name] = value`` for every logged hyperparameter: the value the
-    epoch trained with, read before any controller changes it at that epoch's end, whatever
-    the callback order (:func:`~hyperstep.control.reading.epoch_values`; a value already
-    in the logs, as Keras's ``ReduceLROnPlateau`` writes it, is kept). History, CSVLogger
-    and TensorBoard record it, in any order (``fit`` puts it into the logs first).
+    epoch trained with, whatever the callback order
+    (:func:`~hyperstep.control.reading.epoch_values`; docs/runtime.md, "Logging", has what
+    History, CSVLogger and TensorBoard then hold).
 
     Which are logged: given an optimizer, only the hyperparameters that can move (a
     schedule that is not a constant, a controller such as ``ReduceOnPlateau``, or a scale

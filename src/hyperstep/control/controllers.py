@@ -330,9 +330,6 @@ class ReduceOnPlateau(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         logs = logs if logs is not None else {}
-        if self._decided == epoch and self.monitor in logs:
-            logs[self.target.name] = self._trained_with(epoch)  # decided by on_test_end
-            return
         if self.monitor not in logs:
             raise InvalidArgumentError(
                 f"ReduceOnPlateau(monitor={self.monitor!r}) found no {self.monitor!r} in the "
@@ -340,7 +337,8 @@ class ReduceOnPlateau(keras.callbacks.Callback):
                 "validation data to fit() (every epoch) or monitor one of these keys."
             )
         logs[self.target.name] = self._trained_with(epoch)
-        self._decide(epoch, logs[self.monitor])
+        if self._decided != epoch:  # else decided by on_test_end
+            self._decide(epoch, logs[self.monitor])
 
     def _logged_hyperparameters(self) -> dict[str, Any]:
         """What ``on_epoch_end`` logs (``fit`` puts it into the logs before any callback)."""

@@ -7,7 +7,6 @@ checkpoint is worth branching from: a :class:`Cooldown` starts then, without ret
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from typing import Any
@@ -98,8 +97,7 @@ class Cooldown:
         (the value follows the cooldown as if started then).
         """
         if at is None:
-            held = held_state([self.target.clock.step])
-            with held if held is not None else contextlib.nullcontext():
+            with self.target._held():  # a JAX fit's step, where one holds it
                 at = self.target.clock.step.value
                 at = int(at) if concrete(at) else at
         elif isinstance(at, (bool, int, float)):
@@ -129,8 +127,7 @@ class Cooldown:
     @property
     def start_step(self) -> int | None:
         """The step the cooldown starts at, or None before :meth:`start` (read eagerly)."""
-        held = held_state([self._start])
-        with held if held is not None else contextlib.nullcontext():
+        with self.target._held():
             value = int(self._start.value)
         return value if value >= 0 else None
 

@@ -1,25 +1,11 @@
 """The control directory of a run steered from outside: commands in, a journal and a status out.
 
-A run started with :class:`hyperstep.Remote` reads commands from ``DIR/commands/`` and
-writes ``DIR/journal.jsonl`` (every command, accepted or refused) and ``DIR/status.json``
-(its step and every hyperparameter's state). The ``hyperstep set|scale|clear|schedule|
-cooldown|stop|show DIR`` commands write and read those files. This module is the protocol,
-shared by both sides; it imports neither Keras nor a backend, so the commands start fast.
-
-* Only the user who owns ``DIR`` steers the run (no port is opened): a directory writable
-  by its group or by everyone, owned by another user, or in a parent others can write
-  without the sticky bit, is refused; so is a command file that is not a regular file of
-  that user writable only by them.
-* Every file is opened without following a symbolic link (``O_NOFOLLOW``) and without
-  blocking (``O_NONBLOCK``: a FIFO never hangs the run), then checked with ``fstat``; files
-  the run creates are 0600, temporary files ``O_EXCL``.
-* A command is one JSON object, written to a temporary file and linked to
-  ``commands/NNNNNNNN.json`` (``os.link`` fails if the name exists): names are consecutive
-  sequence numbers, each written once and complete, so several writers at once each get their
-  own number and the run applies them all, once, in order.
-* Values are numbers (finite, within float32's range) or ``hs.parse`` expressions, never code;
-  integers have at most 20 digits and a command is at most 64 KiB.
-* One live run holds ``DIR`` (``flock`` on ``DIR/.lock``, which names its process).
+A run started with :class:`hyperstep.Remote` reads numbered commands from ``DIR/commands/``
+and writes ``DIR/journal.jsonl`` (every command, accepted or refused) and
+``DIR/status.json``; the ``hyperstep`` steering commands write and read those files. This
+module is the files' protocol, shared by both sides; it imports neither Keras nor a backend,
+so the commands start fast. Its safety promises (who may write what, no link followed, no
+FIFO blocking, atomic numbering, one live run per directory) are in docs/steering.md.
 """
 
 from __future__ import annotations
@@ -37,25 +23,19 @@ from hyperstep.errors import InvalidArgumentError
 
 __all__ = [
     "COMMANDS",
-    "FLOAT32_MAX",
     "JOURNAL",
     "LOCK",
     "STATUS",
-    "VERBS",
     "WORKER_JOURNAL",
     "append_journal",
-    "check_command",
     "check_directory",
     "command_after",
     "command_path",
     "held",
     "hold",
-    "is_rate",
     "loads",
     "next_sequence",
     "open_file",
-    "parse_number",
-    "parse_schedule",
     "read_command",
     "read_journal",
     "read_status",
@@ -69,21 +49,11 @@ STATUS = "status.json"
 LOCK = ".lock"
 #: the journal of worker ``index`` other than the chief (the chief's is ``JOURNAL``)
 WORKER_JOURNAL = "journal.worker{index}.jsonl"
-#: the verbs a command may carry (``show`` only reads)
-VERBS = ("set", "scale", "clear", "schedule", "cooldown", "stop")
-#: the largest finite float32
-FLOAT32_MAX = 3.4028235677973362e38  # the largest float finite in float32
-#: the cooldown shapes (as :class:`hyperstep.Cooldown`)
-SHAPES = ("1-sqrt", "linear", "cosine", "exponential", "minus_sqrt")
 #: the largest command file read (a command is a few hundred bytes)
 MAX_COMMAND_BYTES = 65536
-#: the largest step (``--at``, a cooldown's ``steps``): 2**53, exact in float64
-MAX_STEP = 2**53
 #: the most digits of an integer in a command or journal line (2**64 has 20)
 MAX_DIGITS = 20
 _DIGITS = 8
-#: the flags a command may carry (see :func:`check_command`)
-FLAGS = ("queued", "force", "from_now")
 #: opens that never follow a link nor block (0 where the platform lacks the flag)
 _SAFE_OPEN = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _SAFE_OPEN |= getattr(os, "O_CLOEXEC", 0)
@@ -349,208 +319,6 @@ def read_command(path: Path) -> dict[str, Any]:
             f"command must be a JSON object. Received: {type(command).__name__}"
         )
     return command
-
-
-# ---- values -----------------------------------------------------------------------------
-def parse_number(name: str, value: Any) -> float:
-    """``value`` (a number, or its text) as a float that float32 holds: finite, at most
-    ``FLOAT32_MAX`` in magnitude.
-
-    Raises:
-        InvalidArgumentError: Otherwise, naming ``name`` and the value.
-    """
-    number: float | None = None
-    try:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            number = float(value)
-        elif isinstance(value, str):
-            number = float(value.strip())
-    except (ValueError, OverflowError):
-        number = None
-    if number is None or not math.isfinite(number) or abs(number) > FLOAT32_MAX:
-        shown = repr(value) if len(repr(value)) < 60 else f"{repr(value)[:40]}..."
-        raise InvalidArgumentError(
-            f"{name} needs a finite number within float32's range (|x| <= 3.4e38), e.g. "
-            f"{name}=1e-4. Received: {name}={shown}"
-        )
-    return number
-
-
-def parse_schedule(name: str, text: Any) -> str:
-    """Check that ``text`` is an ``hs.parse`` expression; return the schedule's ``repr``.
-
-    The expression is parsed from its syntax tree with a whitelist (never evaluated as
-    Python). Without Keras in the process the schedule is built on NumPy.
-
-    Raises:
-        InvalidArgumentError: If ``text`` is not a string or does not parse.
-    """
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidArgumentError(
-            f'{name} needs a schedule expression, e.g. {name}="cosine(1e-3, steps=1000)". '
-            f"Received: {name}={text!r}"
-        )
-    from hyperstep.backends import numpy_ops
-
-    numpy_ops.request()  # no Keras in a process that has not imported it
-    from hyperstep.errors import HyperstepError
-    from hyperstep.schedules.language import parse
-
-    try:
-        return repr(parse(text))
-    except (HyperstepError, ArithmeticError, ValueError, TypeError, RecursionError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise InvalidArgumentError(f"{name}: {reason}. Received: {name}={text!r}") from None
-
-
-def check_command(command: Any, names: Any = None, step: int | None = None) -> dict[str, Any]:
-    """Check a command object; return it normalized (numbers as floats, schedules as reprs).
-
-    A command is ``{"verb": ..., ...}``: ``set``/``scale``/``schedule`` carry
-    ``"values": {name: value}``, ``clear`` and ``cooldown`` ``"names": [...]``, any of them
-    ``"at": step``; ``cooldown`` optional ``"steps"`` and ``"shape"``; ``stop`` nothing.
-    Flags: ``"queued"`` (sent for the next run of ``DIR``), ``"force"`` (a ``learning_rate``
-    set or scaled to zero or below), ``"from_now"`` (``schedule``: its ``step`` counts from
-    the step the command takes effect).
-
-    Args:
-        command: The decoded JSON object.
-        names: The hyperparameter names that exist, or None to skip that check.
-        step: The run's step, if known: a ``schedule`` of a learning rate is checked at
-            the step it takes effect (:func:`check_rate`) where it can be evaluated there.
-
-    Raises:
-        InvalidArgumentError: One line naming what is wrong.
-    """
-    if not isinstance(command, dict):
-        raise InvalidArgumentError(f"command must be an object. Received: {command!r}")
-    verb = command.get("verb")
-    if verb not in VERBS:
-        raise InvalidArgumentError(f"unknown verb; one of {list(VERBS)}. Received: verb={verb!r}")
-    out: dict[str, Any] = {"verb": verb}
-    at = command.get("at")
-    if at is not None:
-        if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at <= MAX_STEP:
-            raise InvalidArgumentError(f"at must be a step, an integer >= 0. Received: at={at!r}")
-        out["at"] = at
-    for flag in FLAGS:
-        given_flag = command.get(flag, False)
-        if not isinstance(given_flag, bool) or (
-            given_flag and flag == "from_now" and verb != "schedule"
-        ):
-            raise InvalidArgumentError(
-                f"{flag} must be true or false (from_now: on schedule only). "
-                f"Received: {flag}={given_flag!r}"
-            )
-        if given_flag:
-            out[flag] = True
-    if verb in ("set", "scale", "schedule"):
-        values = command.get("values")
-        if not isinstance(values, dict) or not values:
-            raise InvalidArgumentError(
-                f"{verb} needs at least one NAME=VALUE. Received: values={values!r}"
-            )
-        checked: dict[str, Any] = {}
-        for name, value in values.items():
-            _check_name(name, names)
-            if verb == "schedule":
-                checked[name] = parse_schedule(name, value)
-                when = out.get("at", step)
-                if when is not None and is_rate(name):
-                    found = schedule_value(checked[name], 0 if out.get("from_now") else when)
-                    if found is not None:
-                        check_rate(out, name, found, value, when)
-            else:
-                checked[name] = parse_number(name, value)
-                check_rate(out, name, checked[name], value)
-        out["values"] = checked
-    elif verb in ("clear", "cooldown"):
-        given = command.get("names", ["learning_rate"] if verb == "cooldown" else None)
-        if not isinstance(given, list) or not given:
-            raise InvalidArgumentError(f"{verb} needs at least one NAME. Received: names={given!r}")
-        for name in given:
-            _check_name(name, names)
-        out["names"] = list(given)
-        if verb == "cooldown":
-            steps, shape = command.get("steps"), command.get("shape")
-            if steps is not None:
-                if isinstance(steps, bool) or not isinstance(steps, int):
-                    steps = None
-                if steps is None or not 1 <= steps <= MAX_STEP:
-                    raise InvalidArgumentError(
-                        "cooldown steps must be a positive integer, at most 2**53. "
-                        f"Received: steps={command.get('steps')!r}"
-                    )
-                out["steps"] = steps
-            if shape is not None:
-                if shape not in SHAPES:
-                    raise InvalidArgumentError(
-                        f"cooldown shape must be one of {list(SHAPES)}. Received: shape={shape!r}"
-                    )
-                out["shape"] = shape
-    return out
-
-
-def check_rate(
-    command: dict[str, Any], name: str, value: float, given: Any, step: int | None = None
-) -> None:
-    """Refuse ``command`` if it would make learning rate ``name`` ``value`` (a ``set``'s or
-    ``scale``'s number, a ``schedule``'s value where it takes effect): zero, negative or not
-    finite, unless it is forced.
-
-    Raises:
-        InvalidArgumentError: Naming the value and ``--force``.
-    """
-    if command.get("force") or not is_rate(name) or (math.isfinite(value) and value > 0):
-        return
-    what = "zero" if value == 0 else "negative" if math.isfinite(value) else f"{value}"
-    where = "" if step is None else f" at step {step}"
-    raise InvalidArgumentError(
-        f"{command['verb']} would make {name} {what}{where}: refused unless forced "
-        f"(`--force`). Received: {name}={given!r}"
-    )
-
-
-def schedule_value(text: str, step: int) -> float | None:
-    """The value of the ``hs.parse`` expression ``text`` at ``step`` (on NumPy where Keras
-    is not imported); None where it cannot be evaluated here (it reads ``epoch`` or the
-    run's ``total``, which only the run knows)."""
-    from hyperstep.backends import numpy_ops
-
-    numpy_ops.request()  # no Keras in a process that has not imported it
-    from hyperstep.errors import HyperstepError
-    from hyperstep.schedules.expressions import uses_epoch, uses_total
-    from hyperstep.schedules.language import parse
-
-    try:
-        schedule = parse(text)
-        if uses_epoch(schedule) or uses_total(schedule):
-            return None
-        with warnings.catch_warnings():  # log(0), 1 / 0: their value, refused as such
-            warnings.simplefilter("ignore")
-            return float(schedule(float(step)))
-    except (HyperstepError, ArithmeticError, ValueError, TypeError, RecursionError):
-        return None
-
-
-def is_rate(name: str) -> bool:
-    """Whether ``name`` is a learning rate (``learning_rate``, a group's ``g/learning_rate``):
-    zero, negative and non-finite values are refused without ``force``."""
-    return name.rsplit("/", 1)[-1] == "learning_rate"
-
-
-def _check_name(name: Any, names: Any) -> None:
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"a hyperparameter name must be a string. Received: {name!r}")
-    if names is not None and name not in names:
-        import difflib
-
-        close = difflib.get_close_matches(name, list(names), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise InvalidArgumentError(
-            f"no hyperparameter {name!r} in this run{hint}; it has {sorted(names)}. "
-            f"Received: {name!r}"
-        )
 
 
 # ---- journal and status -----------------------------------------------------------------

@@ -4,7 +4,8 @@ What every ``fit`` does by itself (:mod:`hyperstep.backends.fit`), and every hyp
 callback explicitly: :func:`fit_began` and :func:`epoch_began`, as :class:`FollowEpochs`
 describes. A layer fit's start may move onto the optimizer's clock is a
 :class:`FitFollower` (a :class:`~hyperstep.Hyperparameter` is one): this module sits below
-the hyperparameter, whose constructor calls :func:`install`.
+the hyperparameter, whose constructor registers :func:`fit_began` and :func:`epoch_began`
+with :func:`hyperstep.backends.fit.follow_fit`.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from typing import Any
 
 import keras
 
-from hyperstep.backends.fit import follow_fit, layers_of
+from hyperstep.backends.fit import layers_of
 from hyperstep.clock import Clock
 from hyperstep.control.wrapped import hyperstep_optimizers
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import claimed
 from hyperstep.schedules.expressions import Constant, bind_total
 
-__all__ = ["FitFollower", "FollowEpochs", "epoch_began", "fit_began", "install"]
+__all__ = ["FitFollower", "FollowEpochs", "epoch_began", "fit_began"]
 
 
 class FitFollower:
@@ -43,23 +44,11 @@ class FitFollower:
     schedule: Any
     _uses_total: bool
 
-    def unread_state(self) -> list[str]:
-        """The names of saved state loaded that no object reads yet (none by default)."""
-        return []
-
     def check_total(self, total: int | None) -> None:
         """Raise where a length of the schedule is one its word refuses with the run's length
         ``total`` (``cosine(1e-3, steps=total - 200)`` at 100: -100 steps), naming both."""
         if total is not None and self._uses_total:
             bind_total(self.schedule, total)
-
-
-def install() -> None:
-    """Follow every ``model.fit``'s epochs from now on: register :func:`fit_began` and
-    :func:`epoch_began` with :func:`hyperstep.backends.fit.follow_fit` (once; called by
-    every ``Hyperparameter``; Keras's ``CallbackList`` was wrapped when that module was
-    imported)."""
-    follow_fit(fit_began, epoch_began)
 
 
 def optimizer_clock(model: Any) -> Clock | None:
@@ -123,7 +112,8 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
     warn_unread(model)
     given = (params or {}).get("steps")
     steps = given if isinstance(given, int) and not isinstance(given, bool) else 0
-    for clock in clocks_of(model, extra):
+    clocks = clocks_of(model, extra)
+    for clock in clocks:
         if steps > 0:
             if clock.steps_per_epoch is None:
                 clock.steps_per_epoch = steps
@@ -133,7 +123,7 @@ def fit_began(model: Any, params: Mapping[str, Any] | None, extra: Iterable[Cloc
         clock.follows_fit = True
     epochs = (params or {}).get("epochs")
     length = steps * epochs if steps > 0 and isinstance(epochs, int) else None
-    bind_length(model, clocks_of(model, extra), length, params)
+    bind_length(model, clocks, length, params)
 
 
 def bind_length(

@@ -23,12 +23,12 @@ from hyperstep.backends import (
     raw,
     unmapped_in_jit,
 )
-from hyperstep.backends.fit import held_state, write_through
+from hyperstep.backends.fit import follow_fit, held_state, write_through
 from hyperstep.backends.internals import naming_loaded_file
 from hyperstep.backends.steering import strategy_scope
 from hyperstep.clock import Clock
 from hyperstep.control import value_forms
-from hyperstep.control.epochs import FitFollower, install
+from hyperstep.control.epochs import FitFollower, epoch_began, fit_began
 from hyperstep.control.relative import references
 from hyperstep.control.value_forms import ValueState, host_value, host_values, read_clock
 from hyperstep.control.wrapped import hyperstep_optimizer, hyperstep_optimizers
@@ -137,7 +137,7 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
         #: a Remote's table of a replaced schedule's values (:meth:`arm`)
         self._armed: tuple[Any, Any] | None = None
         self.built = True
-        install()  # fit's epochs reach the clocks (a handler; Keras is not patched)
+        follow_fit(fit_began, epoch_began)  # fit's epochs reach the clocks (registered once)
 
     # ---- the schedule -------------------------------------------------------------------
     @property
@@ -168,11 +168,8 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
     @property
     def value(self) -> Any:
         """The effective value at the clock's current step (a float32 scalar tensor)."""
-        held = held_state(self.step_variables)  # JAX fit holding the state: read it there
-        if held is not None:
-            with held:
-                return self.at(self.clock.step.value)
-        return self.at(self.clock.step.value)
+        with self._held():  # JAX fit holding the state: the step read there
+            return self.at(self.clock.step.value)
 
     def at(self, step: Any) -> Any:
         """Return the effective value at ``step`` (a number or an array of steps).

@@ -16,6 +16,7 @@ so ``get_config``/``from_config`` and ``.keras`` files round-trip.
 
 from __future__ import annotations
 
+import graphlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -127,29 +128,11 @@ def resolve(
 
 
 def _cycle(edges: Mapping[str, list[str]]) -> list[str]:
-    """Return a cycle of ``edges`` as ``[a, b, ..., a]``, or ``[]``."""
-    state: dict[str, int] = {}  # 1: on the path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> list[str]:
-        state[node] = 1
-        path.append(node)
-        for nxt in edges.get(node, []):
-            if state.get(nxt) == 1:
-                return [*path[path.index(nxt) :], nxt]
-            if nxt not in state:
-                found = visit(nxt)
-                if found:
-                    return found
-        path.pop()
-        state[node] = 2
-        return []
-
-    for node in edges:
-        if node not in state:
-            found = visit(node)
-            if found:
-                return found
+    """Return a cycle of ``edges`` as ``[a, b, ..., a]`` (each naming the next), or ``[]``."""
+    try:  # graphlib lists a cycle along predecessors: reversed, each node names the next
+        graphlib.TopologicalSorter(edges).prepare()
+    except graphlib.CycleError as error:
+        return list(reversed(error.args[1]))
     return []
 
 

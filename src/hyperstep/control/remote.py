@@ -1,12 +1,6 @@
-"""Steering a running job from outside: :class:`Remote` applies commands from a directory.
-
-``hyperstep set runs/exp1 learning_rate=1e-4`` (and ``scale``, ``clear``, ``schedule``,
-``cooldown``, ``stop``) writes a numbered command file into ``runs/exp1/commands/``; the
-run's :class:`Remote` applies it at the next step boundary with the hyperparameter's own
-``set``/``clear``/``scale.assign``/``Cooldown.start`` (an ``assign``: nothing retraces) and
-journals it in ``runs/exp1/journal.jsonl``. :func:`replay` turns the journal back into one
-schedule per hyperparameter that reproduces the controlled run's values exactly. The
-protocol (files, numbering, safety checks) is :mod:`hyperstep.control.directory`.
+"""Steering a running job from outside: :class:`Remote` applies the commands written into a
+directory (:mod:`hyperstep.control.directory`, the protocol) with the verbs of
+:mod:`hyperstep.control.verbs`, and journals them for :func:`~hyperstep.control.verbs.replay`.
 """
 
 from __future__ import annotations
@@ -38,7 +32,6 @@ from hyperstep.control.directory import (
     JOURNAL,
     WORKER_JOURNAL,
     append_journal,
-    check_command,
     check_directory,
     command_after,
     command_path,
@@ -50,7 +43,7 @@ from hyperstep.control.directory import (
 )
 from hyperstep.control.reading import collect
 from hyperstep.control.value_forms import read_clock
-from hyperstep.control.verbs import Track, cooled, names_of, pieces_of, replay
+from hyperstep.control.verbs import Track, check_command, cooled, names_of, pieces_of, replay
 from hyperstep.control.wrapped import every_optimizer, hyperstep_optimizer
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule
@@ -71,24 +64,13 @@ class Remote(keras.callbacks.Callback):
     """Apply commands written into ``directory`` by other processes, at step boundaries.
 
     In ``fit`` the commands that arrived are applied at the start of the next batch; in a
-    custom loop call :meth:`poll` once per iteration, before the update. Between commands a
-    poll costs one ``os.stat``; every ``status_every`` seconds it writes
-    ``directory/status.json`` (``hyperstep show`` prints it). Each verb (``set``, ``scale``,
-    ``clear``, ``schedule``, ``cooldown``, ``stop``; any with ``--at STEP``) is a row of
-    :data:`hyperstep.control.verbs.VERBS`: the Remote applies its fold, what :meth:`replay`
-    folds over the journal, and writes what changed by ``assign`` (nothing retraces; a
-    schedule replaced under a traced step is driven through the override it reads,
-    :meth:`hyperstep.Hyperparameter.arm`). Names are the optimizer's hyperparameter keys (a
-    group's as ``group/name``) and those given as ``hyperparameters``.
-
-    Every command, applied or refused, is a line of ``directory/journal.jsonl``; nothing in
-    the directory raises out of :meth:`poll`. The last command applied is a state variable
-    of the first optimizer hyperparameter by name (``remote_applied``, beside the run's id
-    ``remote_run``), saved with it, so a resumed run applies each command once. One live
-    run holds the directory (``DIR/.lock``); a fresh run refuses the commands written before
-    it, but those sent with ``--queue``. With several workers every worker polls, all apply
-    the same commands at the same step (one collective per step), and the chief writes the
-    journal and status. docs/steering.md has the protocol, the safety promises and costs.
+    custom loop call :meth:`poll` once per iteration, before the update. Each verb is a row
+    of :data:`hyperstep.control.verbs.VERBS`: the Remote applies its fold, what
+    :meth:`replay` folds over the journal ``directory/journal.jsonl``, and writes what
+    changed by ``assign`` (nothing retraces). Names are the optimizer's hyperparameter keys
+    (a group's as ``group/name``) and those given as ``hyperparameters``. docs/steering.md
+    has the protocol (the status file, resuming, one live run per directory, several
+    workers), the safety promises and costs.
 
     Args:
         directory: The control directory (created with mode 0700 if missing). One directory
@@ -310,7 +292,10 @@ class Remote(keras.callbacks.Callback):
         self._agree = agreement(self._place)
         if not self._place.chief:
             self._journal_name = WORKER_JOURNAL.format(index=self._place.index)
-        entries = _journal(self.directory, self._journal_name)
+        try:
+            entries = read_journal(self.directory / self._journal_name)
+        except OSError:
+            entries = []
         run = _int(self._run)
         known = run != 0 and any(e.get("event") == "begin" and e.get("run") == run for e in entries)
         if not known:
@@ -320,69 +305,46 @@ class Remote(keras.callbacks.Callback):
             seen = [e.get("through", e.get("seq")) for e in entries]
             journaled = max([0, *(s for s in seen if type(s) is int)])
             self._applied.assign(journaled)
-            older = max(0, _highest(self.directory) - journaled)
+            try:  # the commands sent before this run began
+                older = max(0, next_sequence(self.directory) - 1 - journaled)
+            except OSError:
+                older = 0
             if self._agree is not None:  # what every worker saw: none obeys what another refuses
                 older = self._agree(older)
             self._older = journaled + older
         applied = _int(self._applied)
         self._advance(applied + 1)
-        self._journal(
-            None,
-            None,
-            None,
-            self._step(),
-            event="begin",
-            run=run,
-            resumed=known,
-            worker=self._place.index,
-            applied=applied,
-            pid=os.getpid(),
-            hyperparameters={
+        begin = {
+            "event": "begin",
+            "step": self._step(),
+            "run": run,
+            "resumed": known,
+            "worker": self._place.index,
+            "applied": applied,
+            "pid": os.getpid(),
+            "hyperparameters": {
                 n: {**_describe(hp), "exact": n in self._exact}
                 for n, hp in self.hyperparameters.items()
             },
-        )
+        }
+        self._write(append_journal, begin, self._journal_name)
         if not known or applied == 0:
             return
-        taken = {}
-        for entry in entries:
-            seq = entry.get("seq")
-            if (
-                type(seq) is int
-                and seq <= applied
-                and entry.get("status") in ("applied", "pending")
-                and isinstance(entry.get("command"), dict)
-            ):
-                taken[seq] = entry
-        step = self._step()
-
-        def applied_when(seq: int) -> tuple[int, int]:  # the order the run applied them in
-            entry = taken[seq]
-            when = entry.get("step") if entry.get("status") == "applied" else None
-            if type(when) is not int:
-                when = entry["command"].get("at")
-            return (when if type(when) is int else 0, seq)
-
-        for seq in sorted(taken, key=applied_when):  # replacements, holds: not in variables
-            entry, command = taken[seq], taken[seq]["command"]
+        step = self._step()  # replacements, holds: not in variables
+        for entry in verbs.in_effect(verbs.run_entries(entries, run), ("applied", "pending")):
+            seq, command = entry["seq"], entry["command"]
+            if seq > applied:
+                continue
             if "at" in command and command["at"] >= step:  # not yet taken effect
                 self._pending.append((seq, command))
-                continue
-            if entry.get("status") != "applied":
-                continue
-            try:
-                self._restore(entry, command)
-            except Exception as error:  # a journal line the run did not write
-                _warn(f"could not re-apply journaled command {seq} ({error})")
-
-    def _restore(self, entry: dict[str, Any], command: dict[str, Any]) -> None:
-        """Re-apply what a journaled, applied ``command`` holds outside variables: its
-        verb's fold of each name's state, as replay folds it (:meth:`_enact`)."""
-        for name in names_of(command):
-            if name in self.hyperparameters:
-                old = self._track(name)
-                new = verbs.VERBS[command["verb"]].fold(old, command, name, entry)
-                self._enact(name, old, new, int(entry["step"]), restoring=True)
+            elif entry["status"] == "applied":
+                try:  # its verb's fold of each name's state, as replay folds it
+                    for name in filter(self.hyperparameters.__contains__, names_of(command)):
+                        old = self._track(name)
+                        new = verbs.VERBS[command["verb"]].fold(old, command, name, entry)
+                        self._enact(name, old, new, entry["step"], restoring=True)
+                except Exception as error:  # a journal line the run did not write
+                    _warn(f"could not re-apply journaled command {seq} ({error})")
 
     def _due(self) -> list[dict[str, Any]]:
         """Apply the pending commands whose step came, checked again now."""
@@ -404,14 +366,12 @@ class Remote(keras.callbacks.Callback):
     def _take(self, seq: int) -> dict[str, Any]:
         raw: Any = None
         try:
-            if seq <= self._older:  # read only to tell whether it was sent for this run
-                raw = self._read(seq)
-                if not (isinstance(raw, dict) and raw.get("queued") is True):
-                    raise InvalidArgumentError(
-                        f"command {seq} was sent before this run began (to an earlier run "
-                        "of this directory): not applied. Received: a fresh run"
-                    )
-            raw = self._read(seq) if raw is None else raw
+            raw = self._read(seq)
+            if seq <= self._older and not (isinstance(raw, dict) and raw.get("queued") is True):
+                raise InvalidArgumentError(
+                    f"command {seq} was sent before this run began (to an earlier run "
+                    "of this directory): not applied. Received: a fresh run"
+                )
             command = check_command(raw, self.hyperparameters)
             at = command.get("at")
             if at is not None:
@@ -557,14 +517,11 @@ class Remote(keras.callbacks.Callback):
                 replacement.written = value
 
     def _journal(
-        self, seq: int | None, command: Any, status: str | None, step: int | None, **fields: Any
+        self, seq: int | None, command: Any, status: str, step: int | None, **fields: Any
     ) -> dict[str, Any]:
         entry = {"seq": seq, "command": command, "status": status, "step": step, **fields}
-        if status is None:  # an event
-            entry = {"event": fields.pop("event"), "step": step, **fields}
         self._write(append_journal, entry, self._journal_name)
-        if status is not None:
-            self._recent.append(entry)
+        self._recent.append(entry)
         return entry
 
     def _write(self, write: Any, *args: Any) -> None:
@@ -666,11 +623,7 @@ class Remote(keras.callbacks.Callback):
         self.write_status()
         self.close()
 
-    @staticmethod
-    def replay(journal: str | os.PathLike[str]) -> dict[str, Schedule]:
-        """The schedules that reproduce the run journaled in ``journal``
-        (:func:`hyperstep.control.verbs.replay`)."""
-        return replay(journal)
+    replay = staticmethod(replay)
 
     def __repr__(self) -> str:
         return f"Remote({str(self.directory)!r}, hyperparameters={list(self.hyperparameters)})"
@@ -768,21 +721,6 @@ def _repr(schedule: Any) -> str:
             text = "(a schedule nested too deep to print)"
         found = _REPRS[id(schedule)] = (schedule, text)
     return found[1]
-
-
-def _journal(directory: Any, name: str = JOURNAL) -> list[dict[str, Any]]:
-    try:
-        return read_journal(directory / name)
-    except OSError:
-        return []
-
-
-def _highest(directory: Any) -> int:
-    """The highest command number in ``directory`` (0 when none or unreadable)."""
-    try:
-        return next_sequence(directory) - 1
-    except OSError:
-        return 0
 
 
 def _refuse(directory: Any, error: BaseException) -> None:

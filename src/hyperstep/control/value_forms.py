@@ -22,13 +22,15 @@ once, so that from its start it is bitwise the schedule word
 ``cooldown(schedule(start), start, steps, shape, end)`` on every read path. Its state is
 made with the hyperparameter, before any step is traced: ``cooldown_start`` (-1 while
 dormant) and ``cooldown_form`` (float32 ``[steps, end, shape index]``). In a traced
-TensorFlow or JAX step the dormant cooldowns of an update cost one read each, one ``max``
-and one ``cond`` (:func:`checked_once`); on eager torch one host read each.
+TensorFlow or JAX step an update's cooldown starts, scales and overrides cost one read each,
+three reductions and one ``cond`` while none is steered (:func:`checked_once`); on eager
+torch one host read each.
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -102,8 +104,11 @@ class ValueState(NamedTuple):
 # ---- the forms -------------------------------------------------------------------------------
 def at(state: ValueState, step: Any) -> Any:
     """``override_at(step) if not nan else cooled(step) * scale`` with ``keras.ops``."""
+    base = cooled(state, state.schedule(step), step)
+    if _steering_deferred(state, base, "float32"):
+        return base  # `base * 1`, unless checked_once's check finds it steered
     override = override_at(state, step)  # used twice: read once
-    scaled = ops.multiply(cooled(state, state.schedule(step), step), state.scale.value)
+    scaled = ops.multiply(base, state.scale.value)
     return ops.where(ops.isnan(override), scaled, override)
 
 
@@ -111,6 +116,8 @@ def exact_at(state: ValueState, step: Any) -> Any:
     """:func:`at` for a scalar step in float64, constants exact (:func:`exact_value`), so
     that Keras's ``1 - beta_1`` from it matches Python-float arithmetic bit for bit."""
     base = cooled(state, exact_value(state.schedule, step), step)
+    if _steering_deferred(state, base, "float64"):
+        return base  # `base * 1`, unless checked_once's check finds it steered
     override = override_at(state, step)  # used twice: read once
     scaled = ops.multiply(base, ops.cast(state.scale.value, "float64"))
     return ops.where(ops.isnan(override), scaled, ops.cast(override, "float64"))
@@ -156,36 +163,60 @@ def cooled(state: ValueState, base: Any, step: Any) -> Any:
         return on()
     deferred = _DEFERRED.get() if branches_skip() else None  # (torch.compile: no ContextVar)
     if deferred is not None:  # checked with the update's others (checked_once)
-        deferred.append(start_value)
+        deferred["start"].append(start_value)
         return base
     return lazy_where(ops.greater_equal(start_value, 0), on, lambda: base)
 
 
-#: while :func:`checked_once` computes an update's values: the traced cooldowns' starts
-_DEFERRED: contextvars.ContextVar[list[Any] | None]
+#: while :func:`checked_once` computes an update's values: what it checks once, the traced
+#: cooldowns' starts and (outside its steered branch) the scales and overrides
+_DEFERRED: contextvars.ContextVar[dict[str, list[Any]] | None]
 _DEFERRED = contextvars.ContextVar("deferred", default=None)
 
 
-def checked_once(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
-    """``compute()``, an update's values in the forms Keras gets, with the dormant cooldowns of
-    a traced step checked by one ``cond`` for all of them rather than one each: computed as
-    if none started, and again, each cooldown checked, in the branch where one has."""
+def _steering_deferred(state: ValueState, base: Any, dtype: str) -> bool:
+    """Whether :func:`checked_once` checks ``state``'s scale and override (a traced step, not
+    armed, ``base`` of the value's ``dtype``): then the value is ``base``, as if they were 1
+    and nan."""
+    deferred = _DEFERRED.get() if branches_skip() else None  # (torch.compile: no ContextVar)
+    if deferred is None or "scale" not in deferred or state.table is not None:
+        return False
+    if concrete(state.scale.value) or ops.dtype(base) != dtype:
+        return False
+    deferred["scale"].append(read_once(state.scale))
+    deferred["override"].append(read_once(state.override))
+    return True
+
+
+def checked_once(compute: Callable[[], Mapping[str, Any]], steered: bool = False) -> dict[str, Any]:
+    """``compute()``, an update's values in the forms Keras gets, in a traced step computed as
+    if nothing were steered (scale 1, no override, cooldown dormant) and checked by one
+    ``cond`` for all of them rather than per value: where any is steered, computed again in
+    that branch (``steered=True``), there each started cooldown checked once the same way."""
     if not branches_skip():  # torch computes both branches: nothing to check once
         return dict(compute())
-    starts: list[Any] = []
-    token = _DEFERRED.set(starts)
+    checks: dict[str, list[Any]] = {"start": []}
+    if not steered:
+        checks.update(scale=[], override=[])
+    token = _DEFERRED.set(checks)
     try:
         values = dict(compute())
     finally:
         _DEFERRED.reset(token)
-    if not starts:  # eager, or nothing to check
+    plain: list[Any] = []  # fewer ops than a check per value
+    if checks["start"]:
+        plain.append(ops.less(ops.max(ops.stack(checks["start"])), 0))
+    if checks.get("scale"):
+        plain.append(ops.all(ops.equal(ops.stack(checks["scale"]), 1.0)))
+        plain.append(ops.all(ops.isnan(ops.stack(checks["override"]))))
+    if not plain:  # eager, or nothing to check
         return values
     keys = list(values)
-    started = ops.greater_equal(ops.max(ops.stack(starts)), 0)  # fewer ops than any(start >= 0)
+    again = compute if steered else (lambda: checked_once(compute, steered=True))
     flat = lazy_where(
-        started,
-        lambda: [scalar_tensor(value) for value in compute().values()],
+        functools.reduce(ops.logical_and, plain),
         lambda: [scalar_tensor(values[key]) for key in keys],
+        lambda: [scalar_tensor(value) for value in again().values()],
     )
     return {key: with_tensor(values[key], tensor) for key, tensor in zip(keys, flat, strict=True)}
 

@@ -1,20 +1,17 @@
-"""The steering verbs, one row each: what the CLI says of it, what it takes, and what it
-does to a hyperparameter's state.
+"""The steering verbs, one row each: what the CLI says of it, what it takes (checked by
+:func:`check_command`), and what it does to a hyperparameter's state.
 
 ``state' = fold(state, command, name, entry)`` is the new :class:`Track` of hyperparameter
-``name`` once ``command`` (journaled as ``entry``) took effect: ``set`` holds an override,
-``scale`` multiplies, ``clear`` drops the override, ``schedule`` replaces the schedule,
-``cooldown`` cools (from the override it held, if any), ``stop`` changes nothing. The value a
-step reads is ``override if set else cooled(base)(step) * scale``; :func:`replay` folds the
+``name`` once ``command`` (journaled as ``entry``) took effect. :func:`replay` folds the
 journal's applied commands through this table into one schedule per hyperparameter, and
-:class:`hyperstep.Remote` applies the same folds live (then writes what changed into the
-hyperparameter). What a command means in a run beyond its text (the schedule in effect, the
-cooldown it starts) is :func:`meaning`, journaled with it. The table imports no Keras (the
-CLI reads its help).
+:class:`hyperstep.Remote` applies the same folds live; what a command means in a run beyond
+its text (the schedule in effect, the cooldown it starts) is :func:`meaning`, journaled with
+it. The table imports no Keras (the CLI reads its help and checks commands with it).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from collections.abc import Callable
@@ -22,10 +19,20 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hyperstep.control.directory import check_command, check_rate, is_rate, read_journal
-from hyperstep.errors import InvalidArgumentError
+from hyperstep.control.directory import read_journal
+from hyperstep.errors import HyperstepError, InvalidArgumentError
 
-__all__ = ["VERBS", "Track", "Verb", "replay"]
+__all__ = ["VERBS", "Track", "Verb", "check_command", "parse_number", "parse_schedule", "replay"]
+
+
+#: the largest finite float32
+FLOAT32_MAX = 3.4028235677973362e38
+#: the cooldown shapes (as :class:`hyperstep.Cooldown`)
+SHAPES = ("1-sqrt", "linear", "cosine", "exponential", "minus_sqrt")
+#: the largest step (``--at``, a cooldown's ``steps``): 2**53, exact in float64
+MAX_STEP = 2**53
+#: the flags a command may carry (see :func:`check_command`)
+FLAGS = ("queued", "force", "from_now")
 
 
 class Track(NamedTuple):
@@ -103,6 +110,205 @@ VERBS: dict[str, Verb] = {
 }
 
 
+# ---- what a command may hold ------------------------------------------------------------
+def parse_number(name: str, value: Any) -> float:
+    """``value`` (a number, or its text) as a float that float32 holds: finite, at most
+    ``FLOAT32_MAX`` in magnitude.
+
+    Raises:
+        InvalidArgumentError: Otherwise, naming ``name`` and the value.
+    """
+    number: float | None = None
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):
+            number = float(value.strip())
+    except (ValueError, OverflowError):
+        number = None
+    if number is None or not math.isfinite(number) or abs(number) > FLOAT32_MAX:
+        shown = repr(value) if len(repr(value)) < 60 else f"{repr(value)[:40]}..."
+        raise InvalidArgumentError(
+            f"{name} needs a finite number within float32's range (|x| <= 3.4e38), e.g. "
+            f"{name}=1e-4. Received: {name}={shown}"
+        )
+    return number
+
+
+def parse_schedule(name: str, text: Any) -> Any:
+    """Check that ``text`` is an ``hs.parse`` expression; return the schedule.
+
+    The expression is parsed from its syntax tree with a whitelist (never evaluated as
+    Python). Without Keras in the process the schedule is built on NumPy.
+
+    Raises:
+        InvalidArgumentError: If ``text`` is not a string or does not parse.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError(
+            f'{name} needs a schedule expression, e.g. {name}="cosine(1e-3, steps=1000)". '
+            f"Received: {name}={text!r}"
+        )
+    from hyperstep.backends import numpy_ops
+
+    numpy_ops.request()  # no Keras in a process that has not imported it
+    from hyperstep.schedules.language import parse
+
+    try:
+        return parse(text)
+    except (HyperstepError, ArithmeticError, ValueError, TypeError, RecursionError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise InvalidArgumentError(f"{name}: {reason}. Received: {name}={text!r}") from None
+
+
+def check_command(command: Any, names: Any = None, step: int | None = None) -> dict[str, Any]:
+    """Check a command object; return it normalized (numbers as floats, schedules as reprs).
+
+    A command is ``{"verb": ..., ...}`` with what its row of :data:`VERBS` takes:
+    ``"values": {name: value}`` (numbers, schedules), ``"names": [...]`` (``cooldown``'s
+    default ``["learning_rate"]``, and its optional ``"steps"`` and ``"shape"``) or nothing;
+    any of them ``"at": step``.
+    Flags: ``"queued"`` (sent for the next run of ``DIR``), ``"force"`` (a ``learning_rate``
+    set or scaled to zero or below), ``"from_now"`` (``schedule``: its ``step`` counts from
+    the step the command takes effect).
+
+    Args:
+        command: The decoded JSON object.
+        names: The hyperparameter names that exist, or None to skip that check.
+        step: The run's step, if known: a ``schedule`` of a learning rate is checked at
+            the step it takes effect (:func:`check_rate`) where it can be evaluated there.
+
+    Raises:
+        InvalidArgumentError: One line naming what is wrong.
+    """
+    if not isinstance(command, dict):
+        raise InvalidArgumentError(f"command must be an object. Received: {command!r}")
+    verb = command.get("verb")
+    if verb not in VERBS:
+        raise InvalidArgumentError(f"unknown verb; one of {list(VERBS)}. Received: verb={verb!r}")
+    out: dict[str, Any] = {"verb": verb}
+    takes = VERBS[verb].takes
+    at = command.get("at")
+    if at is not None:
+        if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at <= MAX_STEP:
+            raise InvalidArgumentError(f"at must be a step, an integer >= 0. Received: at={at!r}")
+        out["at"] = at
+    for flag in FLAGS:
+        given_flag = command.get(flag, False)
+        if not isinstance(given_flag, bool) or (
+            given_flag and flag == "from_now" and takes != "schedules"
+        ):
+            raise InvalidArgumentError(
+                f"{flag} must be true or false (from_now: on schedule only). "
+                f"Received: {flag}={given_flag!r}"
+            )
+        if given_flag:
+            out[flag] = True
+    if takes in ("numbers", "schedules"):
+        values = command.get("values")
+        if not isinstance(values, dict) or not values:
+            raise InvalidArgumentError(
+                f"{verb} needs at least one NAME=VALUE. Received: values={values!r}"
+            )
+        checked: dict[str, Any] = {}
+        for name, value in values.items():
+            _check_name(name, names)
+            if takes == "schedules":
+                schedule = parse_schedule(name, value)
+                checked[name] = repr(schedule)
+                when = out.get("at", step)
+                if when is not None and is_rate(name):
+                    found = schedule_value(schedule, 0 if out.get("from_now") else when)
+                    if found is not None:
+                        check_rate(out, name, found, value, when)
+            else:
+                checked[name] = parse_number(name, value)
+                check_rate(out, name, checked[name], value)
+        out["values"] = checked
+    elif takes == "names":
+        given = command.get("names", ["learning_rate"] if verb == "cooldown" else None)
+        if not isinstance(given, list) or not given:
+            raise InvalidArgumentError(f"{verb} needs at least one NAME. Received: names={given!r}")
+        for name in given:
+            _check_name(name, names)
+        out["names"] = list(given)
+        if verb == "cooldown":
+            steps, shape = command.get("steps"), command.get("shape")
+            if steps is not None:
+                if (
+                    isinstance(steps, bool)
+                    or not isinstance(steps, int)
+                    or not 1 <= steps <= MAX_STEP
+                ):
+                    raise InvalidArgumentError(
+                        "cooldown steps must be a positive integer, at most 2**53. "
+                        f"Received: steps={steps!r}"
+                    )
+                out["steps"] = steps
+            if shape is not None:
+                if shape not in SHAPES:
+                    raise InvalidArgumentError(
+                        f"cooldown shape must be one of {list(SHAPES)}. Received: shape={shape!r}"
+                    )
+                out["shape"] = shape
+    return out
+
+
+def check_rate(
+    command: dict[str, Any], name: str, value: float, given: Any, step: int | None = None
+) -> None:
+    """Refuse ``command`` if it would make learning rate ``name`` ``value`` (a ``set``'s or
+    ``scale``'s number, a ``schedule``'s value where it takes effect): zero, negative or not
+    finite, unless it is forced.
+
+    Raises:
+        InvalidArgumentError: Naming the value and ``--force``.
+    """
+    if command.get("force") or not is_rate(name) or (math.isfinite(value) and value > 0):
+        return
+    what = "zero" if value == 0 else "negative" if math.isfinite(value) else f"{value}"
+    where = "" if step is None else f" at step {step}"
+    raise InvalidArgumentError(
+        f"{command['verb']} would make {name} {what}{where}: refused unless forced "
+        f"(`--force`). Received: {name}={given!r}"
+    )
+
+
+def schedule_value(schedule: Any, step: int) -> float | None:
+    """The value of ``schedule`` (:func:`parse_schedule`'s) at ``step``; None where it cannot
+    be evaluated here (it reads ``epoch`` or the run's ``total``, which only the run knows)."""
+    from hyperstep.schedules.expressions import uses_epoch, uses_total
+
+    if uses_epoch(schedule) or uses_total(schedule):
+        return None
+    try:
+        with warnings.catch_warnings():  # log(0), 1 / 0: their value, refused as such
+            warnings.simplefilter("ignore")
+            return float(schedule(float(step)))
+    except (HyperstepError, ArithmeticError, ValueError, TypeError, RecursionError):
+        return None
+
+
+def is_rate(name: str) -> bool:
+    """Whether ``name`` is a learning rate (``learning_rate``, a group's ``g/learning_rate``):
+    zero, negative and non-finite values are refused without ``force``."""
+    return name.rsplit("/", 1)[-1] == "learning_rate"
+
+
+def _check_name(name: Any, names: Any) -> None:
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"a hyperparameter name must be a string. Received: {name!r}")
+    if names is not None and name not in names:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(names), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InvalidArgumentError(
+            f"no hyperparameter {name!r} in this run{hint}; it has {sorted(names)}. "
+            f"Received: {name!r}"
+        )
+
+
 def names_of(command: dict[str, Any]) -> list[str]:
     """The hyperparameter names a command acts on."""
     return list(command.get("values", command.get("names", [])))
@@ -114,21 +320,15 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
     ``value(step)`` of the returned schedule is, bit for bit, the value the controlled run's
     updates used at ``step``: its original schedule times its scale, with every applied
     command from the step it took effect (``where(step < s1, v0, where(step < s2, v1,
-    ...))``; an override is a constant, a scale multiplies, a cooldown is its formula, a
-    replaced schedule driven through the float32 override is ``scale * new``, rounded to
-    float32 as the override held it). Where the run handed Keras a float64 value (the
-    journal's ``exact``: TensorFlow's ``hs.scheduled`` names but ``learning_rate``) the
-    pieces are those whose float64 form (:func:`hyperstep.control.value_forms.exact_value`)
-    is that value. A fresh run built with these schedules (and the same data) ends with
-    the controlled run's weights. Only hyperparameters a command changed are returned, and a
-    command applied again after a resume counts where it took effect last.
+    ...))``), each piece rounded as the run rounded it (:func:`expression`;
+    docs/steering.md, "Replaying a run exactly"). A fresh run built with these schedules
+    (and the same data) ends with the controlled run's weights. The journal's last run that
+    began afresh is replayed, with its resumes; a command applied again after a resume
+    counts where it took effect last, and an ill-shaped line is skipped with a warning. Only
+    the hyperparameters a command changed are returned (and parsed).
 
     Args:
         journal: The ``journal.jsonl`` of the controlled run (or its directory).
-
-    The journal's last run that began afresh is replayed (with its resumes); an ill-shaped
-    line is skipped with a warning, and only the hyperparameters a command changed are
-    parsed.
 
     Raises:
         InvalidArgumentError: If the journal has no ``begin`` entry (not a Remote's journal),
@@ -145,36 +345,16 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
                 "the journal's last line is cut short (the run was killed while writing "
                 f"it): its command cannot be replayed. Received: journal={path!r}"
             )
-    begins = [
-        i
-        for i, e in enumerate(entries)
-        if e.get("event") == "begin" and isinstance(e.get("hyperparameters"), dict)
-    ]
-    if not begins:
+    entries = run_entries(entries)
+    if not entries:
         raise InvalidArgumentError(
             "the journal has no `begin` entry: not written by hs.Remote. "
             f"Received: journal={path!r}"
         )
-    # the last run that began afresh in this directory, and its resumes
-    first = max((i for i in begins if entries[i].get("resumed") is not True), default=begins[0])
-    begin, entries = entries[first], entries[first:]
-    applied: dict[int, dict[str, Any]] = {}
-    covered: list[tuple[int, int]] = []
-    for entry in entries:
-        seq, status = entry.get("seq"), entry.get("status")
-        if type(seq) is not int or status not in ("applied", "refused", "pending"):
-            continue
-        if status == "applied" and not _well_shaped(entry):
-            warnings.warn(
-                f"skipped the ill-shaped journal entry of command {seq}", RuntimeWarning, 2
-            )
-            continue
-        through = entry.get("through", seq)
-        covered.append((seq, through if type(through) is int else seq))
-        if status == "applied":
-            applied[seq] = entry  # the last time it took effect counts
-    _check_numbers(covered, begin.get("applied"), path)
-    ordered = sorted(applied.values(), key=lambda e: (e["step"], e["seq"]))
+    begin = entries[0]
+    ordered = in_effect(entries)
+    others = [e for e in entries if e.get("status") in ("refused", "pending")]
+    _check_numbers([*ordered, *others], begin, path)
     changed = {name for entry in ordered for name in names_of(entry["command"])}
     result: dict[str, Any] = {}
     for name, start in begin["hyperparameters"].items():
@@ -193,9 +373,50 @@ def replay(journal: str | os.PathLike[str]) -> dict[str, Any]:
     return result
 
 
+def run_entries(entries: list[dict[str, Any]], run: Any = None) -> list[dict[str, Any]]:
+    """The entries of one run of a journal from its ``begin`` on, its resumes' too: run
+    ``run``'s, or the last run that began afresh where ``run`` is None; [] where none began."""
+    begins = [
+        i
+        for i, e in enumerate(entries)
+        if e.get("event") == "begin"
+        and isinstance(e.get("hyperparameters"), dict)
+        and (run is None or e.get("run") == run)
+    ]
+    if not begins:
+        return []
+    first = max((i for i in begins if entries[i].get("resumed") is not True), default=begins[0])
+    return entries[first:]
+
+
+def in_effect(
+    entries: list[dict[str, Any]], statuses: tuple[str, ...] = ("applied",)
+) -> list[dict[str, Any]]:
+    """The commands journaled with one of ``statuses``, each as journaled last, in the order
+    they took effect: by step (a pending one's ``at``), then number; an ill-shaped entry is
+    skipped with a warning."""
+    last: dict[int, dict[str, Any]] = {}
+    for entry in entries:
+        seq = entry.get("seq")
+        if type(seq) is not int or entry.get("status") not in statuses:
+            continue
+        if not _well_shaped(entry):
+            warnings.warn(
+                f"skipped the ill-shaped journal entry of command {seq}", RuntimeWarning, 3
+            )
+        else:
+            last[seq] = entry
+    return sorted(
+        last.values(),
+        key=lambda e: (e["command"]["at"] if e["status"] == "pending" else e["step"], e["seq"]),
+    )
+
+
 def _well_shaped(entry: dict[str, Any]) -> bool:
-    """Whether an ``applied`` journal entry has what replay reads."""
+    """Whether a journaled command has what replay and a resume read."""
     command, step = entry.get("command"), entry.get("step")
+    if entry.get("status") == "pending":
+        return isinstance(command, dict) and type(command.get("at")) is int
     if type(step) is not int or not isinstance(command, dict):
         return False
     try:
@@ -213,17 +434,19 @@ def _well_shaped(entry: dict[str, Any]) -> bool:
     return True
 
 
-def _check_numbers(covered: list[tuple[int, int]], after: Any, path: str) -> None:
-    """Refuse a journal whose commands after ``after`` skip a number."""
+def _check_numbers(entries: list[dict[str, Any]], begin: dict[str, Any], path: str) -> None:
+    """Refuse a journal whose commands after the ``begin``'s last applied skip a number."""
+    after = begin.get("applied")
     expected = (after if type(after) is int else 0) + 1
-    for seq, through in sorted(covered):
-        if seq > expected:
+    for entry in sorted((e for e in entries if type(e.get("seq")) is int), key=lambda e: e["seq"]):
+        if entry["seq"] > expected:
             raise InvalidArgumentError(
                 f"the journal has no entry for command {expected} (a line lost or cut "
                 f"short): the run it describes cannot be replayed exactly. "
                 f"Received: journal={path!r}"
             )
-        expected = max(expected, through + 1)
+        through = entry.get("through")
+        expected = max(expected, (through if type(through) is int else entry["seq"]) + 1)
 
 
 def expression(state: Track, exact: bool) -> Any:

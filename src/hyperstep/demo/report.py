@@ -1,10 +1,5 @@
-"""The demo's ``report.png``: hyperparameters and metrics of a run, read from its CSV files.
-
-Up to six panels on one epoch axis: the learning rates (log scale; the schedule alone
-dashed, what the plateau controller made of it solid), weight decay, the trainable
-temperature, loss, accuracy, and a text summary; series that never change are left
-out. Every plateau reduction is a dotted vertical line. Drawn with matplotlib's Agg
-canvas (no pyplot, no global state).
+"""The demo's ``report.png`` (:func:`write_report`): hyperparameters and metrics of a run,
+read from its CSV files.
 """
 
 from __future__ import annotations
@@ -121,11 +116,11 @@ def write_report(
     reductions: Sequence[dict[str, Any]],
     steps_per_epoch: int,
     notes: Sequence[str] = (),
-    initial_temperature: float = 1.0,
     held: Sequence[dict[str, Any]] = (),
     steering: Sequence[dict[str, Any]] = (),
 ) -> Path:
-    """Draw the panels into ``path`` (1500 x 860 pixels); return the path.
+    """Draw the panels (learning rates, weight decay, temperature, loss, accuracy, a text
+    summary, on one epoch axis) into ``path`` (1500 x 860 pixels); return the path.
 
     ``schedule`` is the learning rate's schedule alone at ``steps["step"]`` (drawn dashed
     under the value in force). ``reductions`` (:func:`plateau_reductions`), ``held``
@@ -161,7 +156,7 @@ def write_report(
     temperature = grid[0, 2]
     start = [0.0] if history["epoch"][0] == 0 else []  # the initial value, before epoch 1
     temperature.plot(np.concatenate([start, epochs]),
-                     np.concatenate([[initial_temperature] * len(start), history["temperature"]]),
+                     np.concatenate([[1.0] * len(start), history["temperature"]]),  # initially 1
                      "o-", color="tab:purple", markersize=3,
                      label="temperature T (logits / T), trained")  # fmt: skip
     temperature.set_title("trainable temperature (its own group)")

@@ -20,7 +20,7 @@ import csv
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -288,17 +288,11 @@ def truncate_logs(out: Path, epoch: int, step: int) -> None:
     truncate_csv(files["hyperparameters"], "step", step)
 
 
-def clear(out: Path) -> None:
-    """Remove the files a run writes (and only those) from ``out``."""
-    for path in paths(out).values():
+def clear(out: Path, roles: Iterable[str] = FILES) -> None:
+    """Remove the files a run writes (and only those) from ``out``: all, or those of ``roles``."""
+    for role in roles:
+        path = paths(out)[role]
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
-
-
-def remove_checkpoint(out: Path) -> None:
-    """Remove the checkpoint of a finished run (its weights are in ``model.weights.h5``)."""
-    folder = paths(out)["checkpoint"]
-    if folder.is_dir():
-        shutil.rmtree(folder)

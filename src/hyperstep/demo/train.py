@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +29,8 @@ def _callbacks(
     config: dict[str, Any],
     verbose: bool,
 ) -> list[Any]:
-    """The callbacks, in order: hyperparameters into the logs and per step, the plateau,
-    the epoch's record into the logs (the temperature, the plateau's own count of
-    reductions, the scale, the override) and its line, CSVLogger, TensorBoard, the
-    checkpoint."""
+    """The callbacks, in the order they run: the hyperparameters' log, the plateau, the
+    epoch's record, CSVLogger, TensorBoard, the checkpoint."""
     import keras
 
     import hyperstep as hs
@@ -125,18 +122,6 @@ _COLUMNS = (
 )
 
 
-@contextlib.contextmanager
-def deterministic(seed: int) -> Iterator[None]:
-    """Seed Keras, NumPy and Python, and make TensorFlow ops deterministic while inside."""
-    import keras
-
-    from hyperstep import backends
-
-    keras.utils.set_random_seed(seed)
-    with backends.deterministic_ops():
-        yield
-
-
 def train(
     out: str | Path,
     epochs: int = DEFAULT_EPOCHS,
@@ -187,6 +172,9 @@ def train(
 def _resume_or_train(
     out: Path, config: dict[str, Any], fresh: bool, verbose: bool, extra: list[Any]
 ) -> dict[str, Any]:
+    import keras
+
+    from hyperstep import backends
     from hyperstep.errors import InvalidArgumentError
 
     if fresh:
@@ -209,7 +197,8 @@ def _resume_or_train(
         demo_state.clear(out)  # a run killed in its first epoch left nothing to resume
     else:
         demo_state.check_logs(out, checkpoint)
-    with deterministic(config["seed"]):
+    keras.utils.set_random_seed(config["seed"])  # Keras, NumPy and Python
+    with backends.deterministic_ops():
         return _train(out, config, checkpoint, verbose, extra)
 
 
@@ -333,7 +322,7 @@ def _train(
         "files": {role: str(path) for role, path in files.items() if role != "checkpoint"},
     }
     demo_state.write_json(files["summary"], summary)
-    demo_state.remove_checkpoint(out)
+    demo_state.clear(out, ["checkpoint"])  # a finished run's weights: model.weights.h5
     return summary
 
 

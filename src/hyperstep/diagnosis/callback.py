@@ -91,10 +91,6 @@ class Doctor(keras.callbacks.Callback):
 
 def _peek(iterator: Any) -> tuple[Any, Iterator[Any]]:
     """Take the first batch and return it with an iterator that yields it again first."""
-    get_next = getattr(iterator, "get_next", None)
-    if get_next is not None:
-        first = get_next()
-        return first, itertools.chain([first], iterator)
     iterator = iter(iterator)
     first = next(iterator)
     return first, itertools.chain([first], iterator)

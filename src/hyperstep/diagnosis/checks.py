@@ -42,12 +42,12 @@ import keras
 import numpy as np
 
 from hyperstep.backends.doctor import tracer
-from hyperstep.diagnosis.paths import OpFact, PathFact
+from hyperstep.backends.traces import TracedOp
+from hyperstep.diagnosis.paths import PathFact
 from hyperstep.diagnosis.probe import (
     Facts,
     VariableFact,
     describe_owner,
-    dtype_name,
     is_keras_class,
     key,
     layer_path,
@@ -110,34 +110,34 @@ _OPERATORS = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": 
               "equal": "==", "not_equal": "!="}  # fmt: skip
 
 
-def _name(op: OpFact) -> str:
+def _name(op: TracedOp) -> str:
     """The name the user calls the op by (``StopGradient``: ``stop_gradient``, ``gt``:
     ``greater``, ``__float__``: ``numpy``)."""
     own = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", op.type).lower().strip("_")
     return _CALLED.get(own, own)
 
 
-def _line(op: OpFact) -> str:
+def _line(op: TracedOp) -> str:
     """The code of the op's source line (``""`` when unknown)."""
     code = re.search(r"`(.*)`$", op.source or "")
     return code[1] if code else ""
 
 
-def _written(op: OpFact) -> dict[str, str]:
+def _written(op: TracedOp) -> dict[str, str]:
     """The functions the op's source line calls, ``name -> module`` (``ops.round(x)``:
     ``{"round": "ops."}``)."""
     return {name: module for module, name in re.findall(r"([\w.]*\.)(\w+)\(", _line(op))}
 
 
-def called(op: OpFact) -> str | None:
+def called(op: TracedOp) -> str | None:
     """The op as the user's source line writes it (``keras.ops.stop_gradient`` where
     TensorFlow's graph says ``StopGradient``, ``self.w.detach()``, ``>``), or ``None`` when
     the line shows no call that makes it.
 
     Example:
-        >>> called(OpFact("StopGradient", "m/StopGradient", "m.py:3: `y = ops.stop_gradient(w)`"))
+        >>> called(TracedOp("StopGradient", "m/StopGradient", "m.py:3: `y = ops.stop_gradient(w)`"))
         'ops.stop_gradient'
-        >>> called(OpFact("gt", "eqn 4", "m.py:3: `y = ops.where(s > 0.5, 2.0, 1.0)`"))
+        >>> called(TracedOp("gt", "eqn 4", "m.py:3: `y = ops.where(s > 0.5, 2.0, 1.0)`"))
         '>'
     """
     name, written = _name(op), _written(op)
@@ -148,13 +148,13 @@ def called(op: OpFact) -> str | None:
     return symbol if symbol and f" {symbol} " in _line(op) else None
 
 
-def as_written(fix: str, op: OpFact) -> str:
+def as_written(fix: str, op: TracedOp) -> str:
     """``fix`` with its functions spelled as the user's source line spells them: those the
     line calls as written (``keras.ops.stop_gradient`` where TensorFlow's graph says
     ``StopGradient``, ``x.detach()``), the others from the module the blocking op came from.
 
     Example:
-        >>> op = OpFact("Round", "model/Round", "m.py:3: `return ops.round(x @ self.w)`")
+        >>> op = TracedOp("Round", "model/Round", "m.py:3: `return ops.round(x @ self.w)`")
         >>> as_written("y = x + tf.stop_gradient(tf.round(x) - x)", op)
         'y = x + ops.stop_gradient(ops.round(x) - x)'
     """
@@ -172,13 +172,29 @@ def as_written(fix: str, op: OpFact) -> str:
     return fix
 
 
-def _blocked(fact: VariableFact, path: PathFact) -> Finding:
+def _describe(op: TracedOp) -> str:
+    """The op as the user wrote it (:func:`called`) or its type, and where it was made: the
+    user's line, or else the op's name in the trace."""
+    if op.source is None:
+        return f"{op.type} (op '{op.name}')"
+    return f"{called(op) or op.type} (created at {op.source})"
+
+
+Found = list[tuple[int | None, Finding]]
+
+
+def _about(fact: VariableFact, code: str, what: str, why: str, fix: str) -> tuple[int, Finding]:
+    """A finding about ``fact``'s variable, keyed by it (for :func:`prune`)."""
+    return fact.key, Finding(fact.path, code, what, why, fix)
+
+
+def _blocked(fact: VariableFact, path: PathFact) -> tuple[int, Finding]:
     if path.blockers:
         # the call the user wrote first; the backend's own ops on its line say no more
         first, *rest = sorted(path.blockers, key=lambda op: called(op) is None)
         name = called(first) or first.type
-        named = first.describe(called(first))
-        others = [op.describe(called(op)) for op in rest if op.source != first.source][:3]
+        named = _describe(first)
+        others = [_describe(op) for op in rest if op.source != first.source][:3]
         fix = as_written(
             _BLOCK_FIXES.get(
                 _name(first),
@@ -196,7 +212,7 @@ def _blocked(fact: VariableFact, path: PathFact) -> Finding:
     why = f"every path from `{fact.path}` to the loss goes through {name}, where the gradient stops"
     if others:
         why += "; also through " + ", ".join(others)
-    return Finding(fact.path, "blocked", f"gradient blocked by {named}", why + ".", fix + ".")
+    return _about(fact, "blocked", f"gradient blocked by {named}", why + ".", fix + ".")
 
 
 def _use(fact: VariableFact) -> str:
@@ -216,12 +232,10 @@ def _use(fact: VariableFact) -> str:
 
 # ---- each variable's own facts: tracked, in the optimizer, floating, trainable ---------
 
-Found = list[tuple[int | None, Finding]]
-
 
 def weight_call(fact: VariableFact, name: str) -> str:
     value = np.asarray(tracer().to_numpy(fact.variable))
-    dtype = dtype_name(fact.variable)
+    dtype = tracer().dtype_name(fact.variable)
     shape = tuple(int(d) for d in value.shape)
     if value.size and np.all(value == 0):
         init = '"zeros"'
@@ -295,19 +309,15 @@ def check_untracked(facts: Facts) -> Found:
                 "a keras.layers.Layer so that Keras tracks it"
             )
         found.append(
-            (
-                fact.key,
-                Finding(
-                    fact.path,
-                    "untracked",
-                    what,
-                    "Keras 3 tracks only variables made with add_weight() or keras.Variable and "
-                    "held directly or in lists/dicts: this one is missing from "
-                    "model.trainable_variables, so fit() and a tape over "
-                    "model.trainable_variables never train it and save_weights() drops it. "
-                    + reads,
-                    fix + ".",
-                ),
+            _about(
+                fact,
+                "untracked",
+                what,
+                "Keras 3 tracks only variables made with add_weight() or keras.Variable and "
+                "held directly or in lists/dicts: this one is missing from "
+                "model.trainable_variables, so fit() and a tape over "
+                "model.trainable_variables never train it and save_weights() drops it. " + reads,
+                fix + ".",
             )
         )
     return found
@@ -343,20 +353,17 @@ def check_non_float_dtype(facts: Facts) -> Found:
     for fact in facts.variables:
         if not fact.trainable or fact.is_float:
             continue
-        dtype = dtype_name(fact.variable)
+        dtype = tracer().dtype_name(fact.variable)
         found.append(
-            (
-                fact.key,
-                Finding(
-                    fact.path,
-                    "non-float-dtype",
-                    f"trainable variable of dtype {dtype}",
-                    "gradients exist only for floating dtypes, so the optimizer can never "
-                    "update it (Keras warns 'Gradients do not exist', which hides the cause).",
-                    f'make it non-trainable: self.add_weight(..., dtype="{dtype}", '
-                    f'trainable=False) or keras.Variable(value, dtype="{dtype}", '
-                    'trainable=False); if it should learn, make it float: dtype="float32".',
-                ),
+            _about(
+                fact,
+                "non-float-dtype",
+                f"trainable variable of dtype {dtype}",
+                "gradients exist only for floating dtypes, so the optimizer can never "
+                "update it (Keras warns 'Gradients do not exist', which hides the cause).",
+                f'make it non-trainable: self.add_weight(..., dtype="{dtype}", '
+                f'trainable=False) or keras.Variable(value, dtype="{dtype}", '
+                'trainable=False); if it should learn, make it float: dtype="float32".',
             )
         )
     return found
@@ -371,21 +378,18 @@ def check_not_trainable(facts: Facts) -> Found:
         if owner is None or not getattr(owner, "trainable", True) or is_keras_class(owner):
             continue
         found.append(
-            (
-                fact.key,
-                Finding(
-                    fact.path,
-                    "not-trainable",
-                    f"non-trainable variable on the loss's gradient path, created by "
-                    f"{type(owner).__name__}",
-                    "the loss has a gradient for it, but it is marked trainable=False, so it "
-                    "is left out of model.trainable_variables and never updated. If it is a "
-                    "constant on purpose, ignore this or freeze its layer (layer.trainable = "
-                    "False).",
-                    "create it trainable: self.add_weight(..., trainable=True), or set "
-                    f"variable.trainable = True for `{fact.path}` before compile() (then "
-                    "compile again so the optimizer includes it).",
-                ),
+            _about(
+                fact,
+                "not-trainable",
+                f"non-trainable variable on the loss's gradient path, created by "
+                f"{type(owner).__name__}",
+                "the loss has a gradient for it, but it is marked trainable=False, so it "
+                "is left out of model.trainable_variables and never updated. If it is a "
+                "constant on purpose, ignore this or freeze its layer (layer.trainable = "
+                "False).",
+                "create it trainable: self.add_weight(..., trainable=True), or set "
+                f"variable.trainable = True for `{fact.path}` before compile() (then "
+                "compile again so the optimizer includes it).",
             )
         )
     return found
@@ -426,7 +430,7 @@ def check_not_in_optimizer(facts: Facts) -> Found:
             )
         else:
             continue
-        found.append((fact.key, Finding(fact.path, "not-in-optimizer", what, why, fix)))
+        found.append(_about(fact, "not-in-optimizer", what, why, fix))
     return found
 
 
@@ -447,16 +451,13 @@ def check_unused(facts: Facts) -> Found:
             else f"the loss has no gradient for it (tracing failed: {facts.trace_error})"
         )
         found.append(
-            (
-                fact.key,
-                Finding(
-                    fact.path,
-                    "unused",
-                    "the loss does not depend on it",
-                    f"{evidence}, so it gets no gradient and the optimizer skips it (Keras "
-                    "says only 'Gradients do not exist').",
-                    f"{_use(fact)}; if another loss trains it, diagnose that loss.",
-                ),
+            _about(
+                fact,
+                "unused",
+                "the loss does not depend on it",
+                f"{evidence}, so it gets no gradient and the optimizer skips it (Keras "
+                "says only 'Gradients do not exist').",
+                f"{_use(fact)}; if another loss trains it, diagnose that loss.",
             )
         )
     return found
@@ -478,7 +479,7 @@ def check_blocked(facts: Facts) -> Found:
                 continue
             if path.kind == "open":
                 path = PathFact("blocked")
-        found.append((fact.key, _blocked(fact, path)))
+        found.append(_blocked(fact, path))
     return found
 
 
@@ -494,19 +495,16 @@ def check_zero_gradient(facts: Facts) -> Found:
         if graph is not None and graph.normalized(fact.variable):
             continue
         found.append(
-            (
-                fact.key,
-                Finding(
-                    fact.path,
-                    "zero-gradient",
-                    "the gradient is exactly 0 on this batch",
-                    "a differentiable path to the loss exists, but every element of the "
-                    "gradient is 0: e.g. every unit after it is an inactive ReLU (dead ReLU), "
-                    "or it is multiplied by 0, so this step does not move it.",
-                    "check what multiplies it and the activations after it: for dead ReLUs use "
-                    "keras.activations.leaky_relu or a He initializer and a smaller learning "
-                    "rate; check factors that are 0.",
-                ),
+            _about(
+                fact,
+                "zero-gradient",
+                "the gradient is exactly 0 on this batch",
+                "a differentiable path to the loss exists, but every element of the "
+                "gradient is 0: e.g. every unit after it is an inactive ReLU (dead ReLU), "
+                "or it is multiplied by 0, so this step does not move it.",
+                "check what multiplies it and the activations after it: for dead ReLUs use "
+                "keras.activations.leaky_relu or a He initializer and a smaller learning "
+                "rate; check factors that are 0.",
             )
         )
     return found

@@ -10,6 +10,7 @@ import keras
 
 from hyperstep.backends import internals, random_state
 from hyperstep.backends.doctor import tracer
+from hyperstep.backends.fit import layers_of
 from hyperstep.diagnosis import checks, probe
 from hyperstep.diagnosis.report import Diagnosis
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
@@ -154,16 +155,16 @@ def doctor(
             )
         return loss
 
-    if not all(getattr(layer, "built", True) for layer in probe.layers_of(model)):
+    if not all(getattr(layer, "built", True) for layer in layers_of(model)):
         # run the loss once, then put back every variable (new ones to their initial value)
         tracer().build(checked, batch, _state(model, optimizer, variables))
-    saved = probe.snapshot(_state(model, optimizer, variables))
+    saved = tracer().snapshot(_state(model, optimizer, variables))
     generators = random_state.capture()  # after a build, whose draws fit would make too
     try:
-        facts = probe.collect(model, batch, checked, optimizer, variables, loss_fn is not None)
+        facts = probe.collect(model, batch, checked, optimizer, variables)
         findings = checks.run_checks(facts)
     finally:
-        probe.restore(saved)
+        tracer().restore(saved)
         random_state.restore(generators)
         internals.build_again_in_fit(builds)
     return Diagnosis(findings, variables=len(facts.variables), loss=facts.loss)

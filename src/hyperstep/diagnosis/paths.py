@@ -1,7 +1,7 @@
-"""A variable's paths to the loss: :class:`PathFact` and :class:`OpFact`, and
-:class:`TraceFacts`, which reads them from a backend's
-:class:`~hyperstep.backends.traces.Trace` (JAX's jaxpr, torch's dispatched functions;
-TensorFlow's graph is read by :mod:`hyperstep.diagnosis.graph`).
+"""A variable's paths to the loss: :class:`PathFact`, and :class:`TraceFacts`, which reads
+them from a backend's
+:class:`~hyperstep.backends.traces.Trace` (TensorFlow's graph, JAX's jaxpr, torch's
+dispatched functions).
 
 A path is followed from the variable's value along data edges towards the loss. It stops
 at an op through which no gradient flows (``stop_gradient``, ``round``, ``argmax``...) and
@@ -13,21 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-
-@dataclasses.dataclass(frozen=True)
-class OpFact:
-    """An op of the traced loss: its type, its name and the user's source line (if known)."""
-
-    type: str
-    name: str
-    source: str | None
-
-    def describe(self, called: str | None = None) -> str:
-        """``called`` (the op as the user wrote it) or the op's type, and where it was made:
-        the user's line, or else the op's name in the trace."""
-        if self.source is None:
-            return f"{self.type} (op '{self.name}')"
-        return f"{called or self.type} (created at {self.source})"
+from hyperstep.backends.traces import TracedOp
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +27,7 @@ class PathFact:
     """
 
     kind: str
-    blockers: tuple[OpFact, ...] = ()
+    blockers: tuple[TracedOp, ...] = ()
 
 
 class TraceFacts:
@@ -77,9 +63,9 @@ class TraceFacts:
         self._reach = reach
 
     def path(self, variable: Any, opaque: bool = False) -> PathFact:
-        """Classify the variable's paths to the loss (see :class:`PathFact`); ``opaque`` is
-        accepted for :class:`hyperstep.diagnosis.graph.GraphFacts`'s signature: a trace has no
-        opaque ops (nested functions are inlined)."""
+        """Classify the variable's paths to the loss (see :class:`PathFact`); with
+        ``opaque=True`` ops with nested graphs (``If``, ``While``, function calls, custom
+        gradients) also count as stops."""
         trace = self._trace
         source = trace.sources.get(self._key(variable))
         if source is None:
@@ -102,7 +88,7 @@ class TraceFacts:
                     if op.stops and not op.outputs:
                         escapes.append(op)  # the value left for NumPy or Python
                     continue
-                if op.stops:
+                if op.stops or (opaque and op.nested):
                     blockers.append(op)
                     continue
                 for out, carries in op.outputs:
@@ -119,7 +105,7 @@ class TraceFacts:
         found = sorted(blockers, key=lambda op: not op.stops) or escapes
         if not found:
             return PathFact("unused")
-        return PathFact("blocked", tuple(OpFact(op.type, op.name, op.source) for op in found))
+        return PathFact("blocked", tuple(found))
 
     def normalized(self, variable: Any) -> bool:
         """Whether every differentiable path from the variable to the loss passes through a

@@ -14,14 +14,13 @@ backend's own evidence comes from :func:`hyperstep.backends.doctor.tracer`):
   ``torch.autograd.grad``), every floating variable measured (trainable or not), gives for
   each variable "no gradient", "exactly zero" or "non-zero";
 * **paths** (traced only when some gradient is missing or zero): which op stops the
-  gradient, and where in the user's code (TF: :class:`hyperstep.diagnosis.graph.GraphFacts`;
-  JAX and torch: :class:`hyperstep.diagnosis.paths.TraceFacts`);
+  gradient, and where in the user's code (:class:`hyperstep.diagnosis.paths.TraceFacts`);
 * **optimizer**: the variables a built optimizer tracks, the variables captured by a cached
   ``model.train_function``, and the learning rate at the current and the next step.
 
 Every pass that could change state (``training=True`` updates BatchNormalization
-statistics and advances seed generators) runs between :func:`snapshot` and
-:func:`restore`, so the model and the optimizer end bit for bit as they started.
+statistics and advances seed generators) runs between the backend's ``snapshot`` and
+``restore``, so the model and the optimizer end bit for bit as they started.
 """
 
 from __future__ import annotations
@@ -30,13 +29,14 @@ import dataclasses
 import math
 import sys
 import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import keras
 import numpy as np
 
 from hyperstep.backends.doctor import tracer
+from hyperstep.backends.fit import layers_of
 from hyperstep.diagnosis.paths import PathFact, TraceFacts
 
 # ---- bindings: the variables in the layers' attributes ---------------------------------
@@ -79,25 +79,16 @@ _SKIP_ATTRIBUTES = frozenset(
 _MAX_DEPTH = 4
 
 
-def underlying(variable: Any) -> Any:
-    """The object that names a variable across reads (TF: the ``tf.Variable`` behind a
-    ``keras.Variable``; torch: its ``Parameter``; JAX: the ``keras.Variable``)."""
-    return tracer().underlying(variable)
-
-
 def key(variable: Any) -> int:
-    """Identity of a variable: the id of :func:`underlying`."""
-    return id(underlying(variable))
-
-
-def dtype_name(variable: Any) -> str:
-    """The variable's dtype as Keras names it (``float32``, ``int32``)."""
-    return str(tracer().dtype_name(variable))
+    """Identity of a variable: the id of the object that names it across reads (TF: the
+    ``tf.Variable`` behind a ``keras.Variable``; torch: its ``Parameter``; JAX: the
+    ``keras.Variable``)."""
+    return id(tracer().underlying(variable))
 
 
 def is_float(variable: Any) -> bool:
     """Whether gradients can flow into the variable (floating or complex dtype)."""
-    name = dtype_name(variable)
+    name = tracer().dtype_name(variable)
     return name.startswith(("float", "bfloat", "complex", "half", "double"))
 
 
@@ -129,14 +120,6 @@ class Binding:
             object.__setattr__(self.holder, self.slot, value)
         else:
             self.holder[self.slot] = value
-
-
-def layers_of(model: Any) -> list[Any]:
-    """Every layer of the model (the model first), as Keras tracks them."""
-    flatten = getattr(model, "_flatten_layers", None)
-    if flatten is not None:
-        return list(flatten(include_self=True, recursive=True))
-    return [model]
 
 
 def layer_path(layer: Any) -> str:
@@ -332,18 +315,18 @@ def first_batch(data: Any) -> Any:
     """Return one batch: the first element of a ``tf.data.Dataset``, ``PyDataset``, torch
     ``DataLoader`` or iterator, or ``data`` itself (an array, a tuple
     ``(x, y[, sample_weight])`` or a dict)."""
-    backend = tracer()
-    if backend.is_dataset(data):
-        batch = next(iter(data))
-    elif isinstance(data, keras.utils.PyDataset):
+    tf = sys.modules.get("tensorflow")
+    if isinstance(data, keras.utils.PyDataset):
         batch = data[0]
     elif isinstance(data, Iterator):
         batch = next(data)
-    elif type(data).__name__ == "DataLoader" and hasattr(data, "__iter__"):
+    elif (tf is not None and isinstance(data, tf.data.Dataset)) or (
+        type(data).__name__ == "DataLoader" and hasattr(data, "__iter__")
+    ):
         batch = next(iter(data))
     else:
         batch = data
-    return backend.numpy_batch(batch)
+    return tracer().numpy_batch(batch)
 
 
 def empty_batch(batch: Any) -> tuple[int, ...] | None:
@@ -373,16 +356,6 @@ def loss_function(model: Any, loss_fn: Callable[..., Any] | None) -> Callable[[A
     return compiled
 
 
-def snapshot(variables: Iterable[Any]) -> list[tuple[Any, Any]]:
-    """Copy the value of every distinct variable, for :func:`restore`."""
-    return list(tracer().snapshot(variables))
-
-
-def restore(saved: list[tuple[Any, Any]]) -> None:
-    """Assign back the values copied by :func:`snapshot`."""
-    tracer().restore(saved)
-
-
 def _split(variables: list[Any], found: dict[int, Binding]) -> tuple[list[Any], list[Any]]:
     """Keras variables, and raw ones as bindings (a ``var_list`` item found nowhere gets a
     binding with no holder)."""
@@ -409,8 +382,6 @@ def gradient_kinds(
     """
     tracked, raw = _split([v for v in variables if is_float(v)], found or {})
     loss, kinds = tracer().gradient_kinds(compute, batch, tracked, raw)
-    if loss is None:
-        raise TypeError("the loss is None")
     value = float(np.sum(np.asarray(keras.ops.convert_to_numpy(loss), dtype=np.float64)))
     return value, kinds
 
@@ -462,10 +433,8 @@ class StaleFact:
 class Facts:
     """The evidence about one model, one loss and one batch (see the module docstring)."""
 
-    model: Any
     variables: list[VariableFact]
     loss: float | None
-    custom_loop: bool
     var_list_keys: set[int] | None
     optimizer: Any
     optimizer_keys: set[int] | None
@@ -478,23 +447,16 @@ class Facts:
     found: dict[int, Binding] = dataclasses.field(default_factory=dict)
     problem: str | None = None
     empty_shape: tuple[int, ...] | None = None
-    _graph: Any = None
+    _graph: TraceFacts | None = None
     trace_error: str | None = None
 
-    def graph(self) -> Any:
-        """The traced loss (:class:`~hyperstep.diagnosis.paths.TraceFacts`, or on TensorFlow
-        :class:`~hyperstep.diagnosis.graph.GraphFacts`), traced on first use (``None`` if
-        tracing failed)."""
+    def graph(self) -> TraceFacts | None:
+        """The traced loss, traced on first use (``None`` if tracing failed)."""
         if self._graph is None and self.trace_error is None:
             try:
                 tracked, raw = _split([v for v in self.measured if is_float(v)], self.found)
                 trace = tracer().trace(self.compute, self.batch, tracked, raw)
-                if trace is None:
-                    from hyperstep.diagnosis.graph import GraphFacts
-
-                    self._graph = GraphFacts(self.compute, self.batch)
-                else:
-                    self._graph = TraceFacts(trace, key)
+                self._graph = TraceFacts(trace, key)
             except Exception as error:  # the gradient pass worked; a trace is a bonus
                 self.trace_error = f"{type(error).__name__}: {error}"
         return self._graph
@@ -544,7 +506,6 @@ def collect(
     compute: Callable[[Any], Any],
     optimizer: Any,
     var_list: list[Any] | None,
-    custom_loop: bool,
 ) -> Facts:
     """Gather the facts. Runs the model once (callers snapshot and restore around it)."""
     tracked = list(model.variables)
@@ -589,7 +550,7 @@ def collect(
         if key(variable) not in facts:
             name = (
                 getattr(variable, "path", None)
-                or str(getattr(underlying(variable), "name", "variable")).split(":")[0]
+                or str(getattr(tracer().underlying(variable), "name", "variable")).split(":")[0]
             )
             facts[key(variable)] = VariableFact(
                 str(name),
@@ -637,11 +598,9 @@ def collect(
                 tracer().raw_kind(fact.variable) == "jax.Array"
             ):
                 del facts[k]
-    return Facts(
-        model=model,
+    found_facts = Facts(
         variables=list(facts.values()),
         loss=loss,
-        custom_loop=custom_loop,
         var_list_keys=var_list_keys,
         optimizer=optimizer,
         optimizer_keys=optimizer_keys,
@@ -655,3 +614,9 @@ def collect(
         problem=problem,
         empty_shape=empty,
     )
+    for fact in found_facts.variables:
+        # JAX gives zeros for an input the loss does not read: no path to the loss is none
+        path = found_facts.path(fact.variable) if fact.gradient == "zero" else None
+        if path is not None and path.kind == "unused":
+            fact.gradient = "none"
+    return found_facts

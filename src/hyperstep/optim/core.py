@@ -34,6 +34,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends import Request, after, concrete
+from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.relative import references, relative
 from hyperstep.control.value_forms import constant_pieces
@@ -112,7 +113,7 @@ class Update:
         outer = (self.step, self.values, self.host_step, self.graph, self.thread)
         self.graph = _graph_key()
         self.thread = None if backends.compiling() else threading.get_ident()
-        self.host_step = clock.host_step() if host else None
+        self.host_step = backends.host_int(clock.step) if host else None
         if self.host_step is not None:  # `Hyperparameter.at` takes a Python int too
             self.step = self.host_step
         else:
@@ -397,6 +398,24 @@ def apply_update(
         elif advance:
             clock.advance()
     return result
+
+
+def check_arguments(where: str, clock: Any, advance: Any, groups: Any = ()) -> None:
+    """The arguments both optimizers take (from their constructor or a config), checked
+    once: a TypeError naming the argument and the value received."""
+    if clock is not None and not isinstance(clock, Clock):
+        raise InvalidTypeError(
+            f"`{where}(clock=...)` must be an `hs.Clock` or None. {received('clock', clock)}"
+        )
+    if advance is not None and not isinstance(advance, bool):
+        raise InvalidTypeError(
+            f"`{where}(advance=...)` must be True, False or None. {received('advance', advance)}"
+        )
+    if isinstance(groups, (str, bytes, dict)) or not isinstance(groups, (list, tuple)):
+        raise InvalidTypeError(
+            f"`{where}(groups=...)` must be a list of `hs.Group` objects. "
+            f"{received('groups', groups)}"
+        )
 
 
 def bind_groups(

@@ -22,19 +22,12 @@ from typing import Any
 import keras
 from keras import ops
 
+from hyperstep.backends import concrete
 from hyperstep.backends.internals import naming_loaded_file
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import conditional
 
 __all__ = ["SkipNonFinite"]
-
-
-def _concrete(flag: Any) -> bool | None:
-    """``flag`` as a Python bool when it has a value now (eager), else ``None`` (traced)."""
-    try:
-        return bool(ops.convert_to_numpy(flag))
-    except Exception:  # a symbolic tensor or a tracer: decide in the graph
-        return None
 
 
 @keras.saving.register_keras_serializable(package="hyperstep")
@@ -107,11 +100,10 @@ class SkipNonFinite(keras.optimizers.Optimizer):
             self.build(trainable_variables)
             self.built = True
         go = self._count(grads)
-        decided = _concrete(go)
-        if decided is None:  # the iteration's clock advances only where it applies
+        if not concrete(go):  # traced: the iteration's clock advances only where it applies
             with conditional(go):
                 ops.cond(go, lambda: self._inner_apply(grads, trainable_variables), lambda: None)
-        elif decided:
+        elif bool(ops.convert_to_numpy(go)):
             self.inner_optimizer.apply(grads, trainable_variables)
 
     def _inner_apply(self, grads: Any, trainable_variables: Any) -> None:

@@ -24,19 +24,20 @@ from hyperstep.clock import Clock
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.control.named_state import SavedByName
 from hyperstep.control.relative import resolve
-from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.iteration import claim
 from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
-from hyperstep.optim.average_exchange import config_of as average_config
-from hyperstep.optim.average_exchange import copy_of
-from hyperstep.optim.average_exchange import restore as restore_average
+from hyperstep.optim.averaging import config_of as average_config
+from hyperstep.optim.averaging import copy_of
+from hyperstep.optim.averaging import restore as restore_average
 from hyperstep.optim.core import (
     StatelessValues,
     Update,
     apply_update,
     assign_attribute,
     bind_groups,
+    check_arguments,
     from_hyperparameters_config,
     hyperparameters_config,
     live_value,
@@ -44,6 +45,7 @@ from hyperstep.optim.core import (
 )
 from hyperstep.optim.groups import Group, assign_groups
 from hyperstep.optim.rules import Rule, Values, deserialize_rule, get_rule
+from hyperstep.schedules.checks import check_flag
 
 #: Keras optimizer arguments StepOptimizer passes through (``weight_decay`` is a rule's).
 KERAS_ARGUMENTS = (
@@ -76,13 +78,9 @@ def check_names(rule: Rule, owner: str, given: Mapping[str, Any]) -> None:
 
 
 def pick_clock(clock: Any, tables: list[Mapping[str, Any]], name: str) -> Any:
-    """``clock`` (checked), else the clock of the first Hyperparameter in ``tables``, else a
-    new :class:`~hyperstep.Clock` named ``name``."""
+    """``clock``, else the clock of the first Hyperparameter in ``tables``, else a new
+    :class:`~hyperstep.Clock` named ``name``."""
     if clock is not None:
-        if not isinstance(clock, Clock):
-            raise InvalidTypeError(
-                f"`StepOptimizer(clock=...)` must be an `hs.Clock`. {received('clock', clock)}"
-            )
         return clock
     for table in tables:
         for value in table.values():
@@ -114,12 +112,9 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
     updates already applied (the first update sees 0); after each update the optimizer
     advances its clock once.
 
-    Clock, hyperparameter and slot variables are the optimizer's variables, so they are
-    saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``).
-    ``learning_rate`` reads the default group's value; assigning it (as Keras callbacks
-    do) works as on ``hs.scheduled``: a schedule replaces the schedule, a number rescales
-    it (:meth:`hyperstep.Hyperparameter.assign`; the schedule keeps running), while
-    :meth:`hyperstep.Hyperparameter.set` overrides it.
+    Its state is saved with it (docs/backends.md, "Saving"). ``learning_rate`` reads the
+    default group's value; assigning it works as on ``hs.scheduled`` (docs/runtime.md,
+    "Assigning an attribute").
 
     Args:
         rule: A :class:`~hyperstep.rules.Rule` (instance, subclass or name: ``"adam"``).
@@ -175,11 +170,8 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
         fused: bool | None = None,
         **hyperparameters: Any,
     ) -> None:
-        if fused is not None and not isinstance(fused, bool):
-            raise InvalidTypeError(
-                "`StepOptimizer(fused=...)` must be True, False or None. "
-                + received("fused", fused)
-            )
+        if fused is not None:
+            check_flag("StepOptimizer", "fused", fused)
         keras_arguments = {
             k: hyperparameters.pop(k) for k in KERAS_ARGUMENTS if k in hyperparameters
         }
@@ -192,11 +184,7 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
                 f"arguments: {reserved}. Rename them in `hyperparameters`."
             )
         check_names(rule, "StepOptimizer", hyperparameters)
-        if advance is not None and not isinstance(advance, bool):
-            raise InvalidTypeError(
-                "`StepOptimizer(advance=...)` must be True, False or None. "
-                + received("advance", advance)
-            )
+        check_arguments("StepOptimizer", clock, advance, groups)
         super().__init__(learning_rate=_no_learning_rate, name=name, **keras_arguments)
         self.rule = rule
         self.fused = fused

@@ -43,17 +43,12 @@ Number = int | float
 ScheduleLike = Any  # a number, a Schedule, a Keras LearningRateSchedule or an expression string
 
 
-#: every schedule class :func:`register` has seen, by its ``keyword``: the expression
-#: language's vocabulary (:func:`hyperstep.schedules.language.vocabulary`) and the nodes
-#: arithmetic builds. The modules that define the classes fill it when they are imported, and
-#: :mod:`hyperstep.schedules` imports them all.
+#: every schedule class :func:`register` has seen, by its ``keyword``: the language's
+#: vocabulary and the nodes arithmetic builds (:mod:`hyperstep.schedules` imports them all)
 CLASSES: dict[str, type[Schedule]] = {}
 
-#: how :func:`~hyperstep.schedules.expressions.as_schedule` reads a value that is neither a
-#: number nor a schedule: ``(type, reader)`` pairs, which the modules that define the readers
-#: add when they are imported (:mod:`~hyperstep.schedules.language`: a string is parsed; with
-#: Keras, :mod:`~hyperstep.schedules.keras_compat`: a Keras schedule is converted), both
-#: imported by :mod:`hyperstep.schedules`
+#: how :func:`~hyperstep.schedules.expressions.as_schedule` reads what is neither a number nor
+#: a schedule: ``(type, reader)`` pairs, added by ``language`` (text) and ``keras_compat``
 READERS: list[tuple[type, Callable[[Any], Schedule]]] = []
 
 
@@ -110,7 +105,7 @@ class Schedule(_Base):  # type: ignore[misc]
     def arguments(self) -> dict[str, Any]:
         """Return the constructor keyword arguments that rebuild this schedule, in signature
         order: by default each parameter's attribute of the same name."""
-        return {name: getattr(self, name) for name in inspect.signature(type(self)).parameters}
+        return {name: getattr(self, name) for name in _parameters(type(self))}
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
@@ -119,11 +114,7 @@ class Schedule(_Base):  # type: ignore[misc]
     @classmethod
     @naming_loaded_file()
     def from_config(cls, config: Mapping[str, Any]) -> Schedule:
-        valid = list(_defaults(cls)) + [
-            p.name
-            for p in inspect.signature(cls).parameters.values()
-            if p.default is inspect.Parameter.empty
-        ]
+        valid = list(_parameters(cls))
         unknown = sorted(set(config) - set(valid))
         if unknown:
             raise InvalidArgumentError(
@@ -268,7 +259,7 @@ def as_float(owner: str, name: str, value: Any) -> float:
 
 def check_number(owner: str, name: str, value: Any, *, finite: bool = True) -> float:
     """Return ``value`` as a float, or raise naming ``owner(name=...)`` and the value."""
-    if isinstance(value, bool) or not (isinstance(value, (int, float)) or is_scalar_number(value)):
+    if not is_number(value):
         raise InvalidTypeError(f"`{owner}({name}=...)` must be a number. {received(name, value)}")
     number = as_float(owner, name, value)
     if finite and not math.isfinite(number):
@@ -290,9 +281,7 @@ FLOAT32_MAX = 3.4028235677973362e38
 
 def check_positive_int(owner: str, name: str, value: Any) -> int:
     """Return ``value`` as an int > 0, or raise naming ``owner(name=...)`` and the value."""
-    if isinstance(value, bool) or (
-        not isinstance(value, (int, float)) and not is_scalar_number(value)
-    ):
+    if not is_number(value):
         raise InvalidTypeError(
             f"`{owner}({name}=...)` must be a positive integer. {received(name, value)}"
         )
@@ -313,19 +302,27 @@ def format_value(value: Any) -> str:
     return repr(value)
 
 
-def is_scalar_number(value: Any) -> bool:
-    return isinstance(value, np.generic) and np.issubdtype(type(value), np.number)
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a Python or NumPy scalar number (not a bool)."""
+    if isinstance(value, np.generic):
+        return np.issubdtype(type(value), np.number)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: each schedule class's constructor parameters, by class (``inspect.signature`` is slow)
+_PARAMETERS: dict[type, Mapping[str, inspect.Parameter]] = {}
+
+
+def _parameters(cls: type) -> Mapping[str, inspect.Parameter]:
+    """The constructor's parameters of a schedule class, read once."""
+    if cls not in _PARAMETERS:
+        _PARAMETERS[cls] = inspect.signature(cls).parameters
+    return _PARAMETERS[cls]
 
 
 def _defaults(cls: type) -> dict[str, Any]:
-    init = cls.__dict__.get("__init__") or next(
-        k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__
-    )
-    return {
-        key: p.default
-        for key, p in inspect.signature(init).parameters.items()
-        if p.default is not inspect.Parameter.empty
-    }
+    parameters = _parameters(cls).items()
+    return {key: p.default for key, p in parameters if p.default is not inspect.Parameter.empty}
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -21,15 +21,9 @@ from hyperstep.schedules.base import (
     Schedule,
     as_float,
     check_number,
-    is_scalar_number,
+    is_number,
 )
 from hyperstep.schedules.expressions import check_length, folded
-
-
-def _is_number(value: Any) -> bool:
-    return not isinstance(value, bool) and (
-        isinstance(value, (int, float)) or is_scalar_number(value)
-    )
 
 
 def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) -> Any:
@@ -37,7 +31,7 @@ def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) 
 
     Integral values come back as ``int`` so that ``repr`` writes ``steps=100``. A length
     (an expression of ``total`` such as ``0.9 * total``) comes back as it is: the word
-    computes with its value (:func:`~hyperstep.schedules.expressions.length_value`).
+    computes with its value (:meth:`~hyperstep.schedules.expressions.LengthNode.length_value`).
     """
     if isinstance(value, Schedule):
         number = folded(value)
@@ -45,7 +39,7 @@ def check_steps(owner: str, name: str, value: Any, *, allow_zero: bool = False) 
             return check_length(owner, name, value)
         value = number
     what = "a non-negative number of steps" if allow_zero else "a positive number of steps"
-    if not _is_number(value):
+    if not is_number(value):
         raise InvalidTypeError(f"`{owner}({name}=...)` must be {what}. {received(name, value)}")
     number = as_float(owner, name, value)
     if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
@@ -140,7 +134,7 @@ def check_numbers(owner: str, name: str, value: Any) -> list[float]:
             f"`{owner}({name}=...)` must be a list of numbers. {received(name, value)}"
         )
     for item in value:
-        if not _is_number(item) or not math.isfinite(as_float(owner, name, item)):
+        if not is_number(item) or not math.isfinite(as_float(owner, name, item)):
             raise InvalidArgumentError(
                 f"`{owner}({name}=...)` must be a list of finite numbers; found {item!r}. "
                 f"{received(name, value)}"

@@ -102,11 +102,6 @@ class Join(Schedule):
                 f"`join(schedules=...)` must be a list of schedules. "
                 f"{received('schedules', schedules)}"
             )
-        if len(schedules) < 1:
-            raise InvalidArgumentError(
-                f"`join(schedules=...)` needs at least one schedule. "
-                f"{received('schedules', schedules)}"
-            )
         self.schedules = [
             as_schedule(s, name=f"schedules[{index}]") for index, s in enumerate(schedules)
         ]
@@ -130,9 +125,6 @@ class Join(Schedule):
             local = schedule.value(ops.maximum(step - boundary, 0.0))
             result = ops.where(step < boundary, result, local)
         return result
-
-    def arguments(self) -> dict[str, Any]:
-        return {"schedules": list(self.schedules), "boundaries": list(self.boundaries)}
 
     @property
     def natural_steps(self) -> int | float | None:

@@ -1,8 +1,5 @@
 """Cyclical schedules: ``cyclic`` (torch ``CyclicLR``) and ``one_cycle`` (torch
 ``OneCycleLR``, optax ``cosine_onecycle_schedule``).
-
-Like the other families they are pure float32 functions of the step written with
-``keras.ops``; ``one_cycle(compat=...)`` picks torch's or optax's phase ends.
 """
 
 from __future__ import annotations

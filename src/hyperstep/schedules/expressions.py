@@ -1,12 +1,9 @@
 """The expression nodes: the leaves ``constant``, ``step``, ``epoch`` and ``total``, arithmetic
 (``BinaryOp``, ``Chain``, ``Negate``) and the functions (``Function``) of schedules.
 
-``Step() / 1000 + 0.01`` is ``BinaryOp("+", BinaryOp("/", Step(), 1000.0), 0.01)``: a tree
-whose leaves are schedules and numbers (``Constant``). Each node's ``repr`` is the expression
-``hs.parse`` reads back, parenthesized by precedence. A constant sub-expression is folded
-once in float64 (``(0.001 - 1e-05) / 14``) and rounded to float32 once, as Python computes it.
-:func:`as_schedule` turns anything schedule-like (a number, a schedule, an expression string,
-a Keras schedule) into a node.
+``Step() / 1000 + 0.01`` is ``BinaryOp("+", BinaryOp("/", Step(), 1000.0), 0.01)``; each
+node's ``repr`` is the expression ``hs.parse`` reads back. :func:`as_schedule` turns anything
+schedule-like into a node.
 """
 
 from __future__ import annotations
@@ -14,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,7 +26,7 @@ from hyperstep.schedules.base import (
     check_number,
     check_positive_int,
     format_value,
-    is_scalar_number,
+    is_number,
     register,
 )
 from hyperstep.schedules.exact import (
@@ -50,15 +48,26 @@ class LengthNode:
     _fold: float | None = None
 
     def length_value(self) -> Any:
-        """This length as a ``WIDE`` scalar tensor (:func:`length_value`)."""
-        return length_value(self)  # type: ignore[arg-type]
+        """This length as a ``WIDE`` scalar tensor: each operation in float64 as Python
+        rounds it (on JAX without x64 too), then rounded to ``WIDE`` once.
+
+        Its numbers enter as ``number * sign(total)``: no operation has a constant operand, so
+        no compiler rewrites ``7 * total / 10`` as ``total * (7 * (1 / 10))`` (Grappler and XLA
+        do with constants: 700.0000000000001 for a total of 1000, where Python gives 700.0)."""
+        with backends.float64_scope() if WIDE == "float32" else contextlib.nullcontext():
+            node: Any = self
+            while not isinstance(node, Total):  # a length reads total: its first one
+                node = next(child for child in node.children() if uses_total(child))
+            one = ops.sign(node.length())
+            return ops.cast(_float64_length(self, one), WIDE)  # type: ignore[arg-type]
 
     def value(self, step: Any) -> Any:
-        """The folded number, the length (as Python folds the number), else :meth:`computed`."""
+        """The folded number, the length (as Python folds the number, rounded once to
+        float32), else :meth:`computed`."""
         if self._fold is not None:
             return _constant(self._fold).value(step)
         if self.length_expression:  # `0.9 * total`: as Python folds the number
-            return _length_at(self, step)  # type: ignore[arg-type]
+            return ops.cast(self.length_value(), "float32") + ops.zeros_like(step)
         return self.computed(step)  # type: ignore[attr-defined]  # an operation's value
 
 
@@ -110,9 +119,6 @@ class Step(Schedule):
     def value(self, step: Any) -> Any:
         return step
 
-    def arguments(self) -> dict[str, Any]:
-        return {}
-
     def __repr__(self) -> str:
         return "step"
 
@@ -149,9 +155,6 @@ class Epoch(Schedule):
                 + received("steps_per_epoch", None)
             )
         return ops.floor(step / float(self.steps_per_epoch))
-
-    def arguments(self) -> dict[str, Any]:
-        return {"steps_per_epoch": self.steps_per_epoch}
 
     def __repr__(self) -> str:
         if self.steps_per_epoch is None:
@@ -309,21 +312,6 @@ def check_length(owner: str, name: str, value: Schedule) -> Schedule:
     return value
 
 
-def length_value(schedule: Schedule) -> Any:
-    """The length ``schedule`` as a ``WIDE`` scalar tensor: each operation in float64 as
-    Python rounds it (on JAX without x64 too), then rounded to ``WIDE`` once.
-
-    Its numbers enter as ``number * sign(total)``: no operation has a constant operand, so
-    no compiler rewrites ``7 * total / 10`` as ``total * (7 * (1 / 10))`` (Grappler and XLA
-    do with constants: 700.0000000000001 for a total of 1000, where Python gives 700.0)."""
-    with backends.float64_scope() if WIDE == "float32" else contextlib.nullcontext():
-        node = schedule
-        while not isinstance(node, Total):  # a length reads total: its first one
-            node = next(child for child in node.children() if uses_total(child))
-        one = ops.sign(node.length())
-        return ops.cast(_float64_length(schedule, one), WIDE)
-
-
 def _float64_length(schedule: Schedule, one: Any) -> Any:
     if isinstance(schedule, Total):
         return schedule.length()
@@ -345,42 +333,31 @@ def _float64_length(schedule: Schedule, one: Any) -> Any:
     return functions[schedule.name](*args)
 
 
-def _length_at(schedule: Schedule, step: Any) -> Any:
-    """A length evaluated as a schedule: its exact value, rounded once to float32."""
-    return ops.cast(length_value(schedule), "float32") + ops.zeros_like(step)
-
-
 # ---- arithmetic nodes ------------------------------------------------------------------
-_BINARY: dict[str, tuple[int, Callable[[Any, Any], Any]]] = {
-    "<": (10, lambda a, b: ops.cast(ops.less(a, b), "float32")),
-    "<=": (10, lambda a, b: ops.cast(ops.less_equal(a, b), "float32")),
-    ">": (10, lambda a, b: ops.cast(ops.greater(a, b), "float32")),
-    ">=": (10, lambda a, b: ops.cast(ops.greater_equal(a, b), "float32")),
-    "==": (10, lambda a, b: ops.cast(ops.equal(a, b), "float32")),
-    "!=": (10, lambda a, b: ops.cast(ops.not_equal(a, b), "float32")),
-    "+": (20, ops.add),
-    "-": (20, ops.subtract),
-    "*": (30, lambda a, b: in_float64(ops.multiply, a, b)),  # exact in a compiled step too
-    "/": (30, lambda a, b: in_float64(ops.divide, a, b)),
-    "//": (30, ops.floor_divide),  # Python's: floor(a / b), also for negative operands
-    "%": (30, ops.mod),  # Python's: a - b * floor(a / b), the sign of b
-    "**": (50, ops.power),
-}
-#: the same operators on Python floats, to fold constant sub-expressions in float64
-_PYTHON: dict[str, Callable[[float, float], Any]] = {
-    "<": lambda a, b: float(a < b),
-    "<=": lambda a, b: float(a <= b),
-    ">": lambda a, b: float(a > b),
-    ">=": lambda a, b: float(a >= b),
-    "==": lambda a, b: float(a == b),
-    "!=": lambda a, b: float(a != b),
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "/": lambda a, b: a / b,
-    "//": lambda a, b: a // b,
-    "%": lambda a, b: a % b,
-    "**": lambda a, b: a**b,
+Operation = tuple[int, Callable[[Any, Any], Any], Callable[[float, float], Any]]
+
+
+def _comparison(compare: Callable[[Any, Any], Any], python: Callable[[Any, Any], Any]) -> Operation:
+    """A comparison's row: 1.0 where it holds, else 0.0, on tensors and on Python floats."""
+    return (10, lambda a, b: ops.cast(compare(a, b), "float32"), lambda a, b: float(python(a, b)))
+
+
+#: the operators: symbol -> (precedence, on tensors, on Python floats to fold constant
+#: sub-expressions in float64)
+_BINARY: dict[str, Operation] = {
+    "<": _comparison(ops.less, operator.lt),
+    "<=": _comparison(ops.less_equal, operator.le),
+    ">": _comparison(ops.greater, operator.gt),
+    ">=": _comparison(ops.greater_equal, operator.ge),
+    "==": _comparison(ops.equal, operator.eq),
+    "!=": _comparison(ops.not_equal, operator.ne),
+    "+": (20, ops.add, operator.add),
+    "-": (20, ops.subtract, operator.sub),
+    "*": (30, lambda a, b: in_float64(ops.multiply, a, b), operator.mul),  # exact compiled too
+    "/": (30, lambda a, b: in_float64(ops.divide, a, b), operator.truediv),
+    "//": (30, ops.floor_divide, operator.floordiv),  # Python's: floor(a / b), also for a < 0
+    "%": (30, ops.mod, operator.mod),  # Python's: a - b * floor(a / b), the sign of b
+    "**": (50, ops.power, operator.pow),
 }
 
 
@@ -467,18 +444,11 @@ class BinaryOp(LengthNode, Schedule):
         self.left = as_schedule(left, name="left")
         self.right = as_schedule(right, name="right")
         self.precedence = _BINARY[op][0]  # type: ignore[misc]
-        self._fold = _fold_with(
-            _PYTHON[op],
-            [self.left, self.right],
-            lambda: repr(self),
-        )
+        self._fold = _fold_with(_BINARY[op][2], [self.left, self.right], lambda: repr(self))
         self.length_expression = is_length(self)
 
     def computed(self, step: Any) -> Any:
         return _BINARY[self.op][1](self.left.value(step), self.right.value(step))
-
-    def arguments(self) -> dict[str, Any]:
-        return {"op": self.op, "left": self.left, "right": self.right}
 
     def __repr__(self) -> str:
         p = self.precedence
@@ -508,7 +478,7 @@ class Chain(Schedule):
     precedence = 10
 
     def __init__(self, comparisons: Sequence[str], operands: Sequence[ScheduleLike]) -> None:
-        valid = [op for op, (p, _) in _BINARY.items() if p == 10]
+        valid = [op for op, (p, _, _) in _BINARY.items() if p == 10]
         if isinstance(comparisons, str) or not all(op in valid for op in comparisons):
             raise InvalidArgumentError(
                 f"`Chain(comparisons=...)` must be a list of {valid}. "
@@ -529,9 +499,6 @@ class Chain(Schedule):
             term = _BINARY[op][1](left, right)
             result = term if result is None else ops.multiply(result, term)
         return result
-
-    def arguments(self) -> dict[str, Any]:
-        return {"comparisons": list(self.comparisons), "operands": list(self.operands)}
 
     def __repr__(self) -> str:
         parts = [_wrap(self.operands[0], 11)]
@@ -561,41 +528,33 @@ class Negate(LengthNode, Schedule):
     def computed(self, step: Any) -> Any:
         return ops.negative(self.operand.value(step))
 
-    def arguments(self) -> dict[str, Any]:
-        return {"operand": self.operand}
-
     def __repr__(self) -> str:
         return f"-{_wrap(self.operand, 41)}"
 
 
-#: the functions of the expression language: name -> (number of arguments, implementation)
-FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
-    "min": (2, ops.minimum),
-    "max": (2, ops.maximum),
-    "floor": (1, ops.floor),
-    "ceil": (1, ops.ceil),
-    "exp": (1, ops.exp),
-    "log": (1, ops.log),
-    "sqrt": (1, ops.sqrt),
-    "cos": (1, ops.cos),
-    "sin": (1, ops.sin),
-    "abs": (1, ops.absolute),
-    "where": (3, lambda cond, a, b: ops.where(ops.not_equal(cond, 0.0), a, b)),
-    "clip": (3, lambda x, low, high: ops.minimum(ops.maximum(x, low), high)),
-}
-_PYTHON_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "min": min,
-    "max": max,
-    "floor": math.floor,
-    "ceil": math.ceil,
-    "exp": math.exp,
-    "log": math.log,
-    "sqrt": math.sqrt,
-    "cos": math.cos,
-    "sin": math.sin,
-    "abs": abs,
-    "where": lambda c, a, b: a if c != 0.0 else b,
-    "clip": lambda x, low, high: min(max(x, low), high),
+#: the functions of the expression language: name -> (number of arguments, on tensors, on
+#: Python floats to fold constant arguments in float64)
+FUNCTIONS: dict[str, tuple[int, Callable[..., Any], Callable[..., Any]]] = {
+    "min": (2, ops.minimum, min),
+    "max": (2, ops.maximum, max),
+    "floor": (1, ops.floor, math.floor),
+    "ceil": (1, ops.ceil, math.ceil),
+    "exp": (1, ops.exp, math.exp),
+    "log": (1, ops.log, math.log),
+    "sqrt": (1, ops.sqrt, math.sqrt),
+    "cos": (1, ops.cos, math.cos),
+    "sin": (1, ops.sin, math.sin),
+    "abs": (1, ops.absolute, abs),
+    "where": (
+        3,
+        lambda cond, a, b: ops.where(ops.not_equal(cond, 0.0), a, b),
+        lambda cond, a, b: a if cond != 0.0 else b,
+    ),
+    "clip": (
+        3,
+        lambda x, low, high: ops.minimum(ops.maximum(x, low), high),
+        lambda x, low, high: min(max(x, low), high),
+    ),
 }
 
 
@@ -628,18 +587,11 @@ class Function(LengthNode, Schedule):
             )
         self.name = name
         self.args = [as_schedule(a, name=f"{name} argument") for a in args]
-        self._fold = _fold_with(
-            _PYTHON_FUNCTIONS[name],
-            self.args,
-            lambda: repr(self),
-        )
+        self._fold = _fold_with(FUNCTIONS[name][2], self.args, lambda: repr(self))
         self.length_expression = is_length(self)
 
     def computed(self, step: Any) -> Any:
         return FUNCTIONS[self.name][1](*(a.value(step) for a in self.args))
-
-    def arguments(self) -> dict[str, Any]:
-        return {"name": self.name, "args": list(self.args)}
 
     def __repr__(self) -> str:
         return f"{self.name}({', '.join(a._inline() for a in self.args)})"
@@ -702,7 +654,7 @@ def as_schedule(value: ScheduleLike, name: str = "schedule") -> Schedule:
             f"`{name}` must be a number, a schedule or an expression string, not a bool. "
             f"{received(name, value)}"
         )
-    if isinstance(value, (int, float)) or is_scalar_number(value):
+    if is_number(value):
         return Constant(value if isinstance(value, int) else float(value))
     for kind, read in READERS:
         if isinstance(value, kind):

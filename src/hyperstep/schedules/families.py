@@ -279,14 +279,6 @@ class Piecewise(Schedule):
             result = ops.where(reached, v, result)
         return result
 
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "boundaries": list(self.boundaries),
-            "values": list(self.values),
-            "inclusive": self.inclusive,
-            "unit": self.unit,
-        }
-
 
 cosine = Cosine
 cosine_restarts = CosineRestarts

@@ -1,11 +1,4 @@
-"""Hugging Face schedules by name: ``from_hf("cosine", 3e-4, num_warmup_steps=..., ...)``.
-
-:func:`from_hf` builds, from the hyperstep vocabulary, the schedule that
-``transformers.get_scheduler(name, optimizer, num_warmup_steps, num_training_steps,
-scheduler_specific_kwargs)`` gives an optimizer whose learning rate is ``peak``: the same
-value at every step (to float32 rounding), for every ``SchedulerType`` that is a pure
-function of the step. As there, ``num_training_steps`` counts the warmup.
-"""
+"""Hugging Face schedules by name, in the hyperstep vocabulary: :func:`from_hf`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Keras schedules as hyperstep schedules: :func:`from_keras` and :class:`KerasSchedule`.
-
-Each of Keras's six built-in schedules converts (:data:`_CONVERTERS`, one row each) into a
-hyperstep schedule that gives Keras's own float32 value, bit for bit, at every step, on
-every backend: ``piecewise(..., inclusive=True)``, ``inverse_time`` and the four words of
-:mod:`hyperstep.schedules.keras_formulas` (docs/schedules.md, "Porting bitwise"). Any
-other Keras ``LearningRateSchedule`` (a subclass of a built-in, which may override
-``__call__``, or a built-in whose arguments Keras computes in another dtype, such as an
-integer learning rate) is wrapped in a :class:`KerasSchedule`, which calls it.
+"""Keras schedules as hyperstep schedules: :func:`from_keras` converts Keras's six built-ins
+bitwise (:data:`_CONVERTERS`, one row each) and wraps any other in :class:`KerasSchedule`.
 """
 
 from __future__ import annotations

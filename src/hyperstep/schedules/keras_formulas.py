@@ -1,15 +1,9 @@
 """Keras's decay formulas in Keras's own float32 operation order, bitwise.
 
-``exponential_decay``, ``polynomial_decay``, ``cosine_decay`` and ``cosine_decay_restarts``
-take the arguments of Keras's ``ExponentialDecay``, ``PolynomialDecay``, ``CosineDecay`` and
-``CosineDecayRestarts`` (same names, same order) and compute exactly the float32 operations
-of ``keras/src/optimizers/schedules/learning_rate_schedule.py``, in its order, so that they
-give Keras's own float32 value, bit for bit, at every step and on every backend: eagerly
-against Keras eagerly, and inside a traced step against Keras traced the same way (a graph
-compiler rewrites both alike, e.g. TensorFlow's ``x / c`` into ``x * (1 / c)``).
-:func:`hyperstep.schedules.from_keras` converts those four Keras classes into them; the
-vocabulary's ``exponential``, ``polynomial``, ``cosine`` and ``cosine_restarts`` are a few
-ulp more accurate (docs/schedules.md, "Porting bitwise").
+Each class takes the arguments of the Keras class of its name and computes its float32
+operations in Keras's order, so that it gives Keras's own value bit for bit, eagerly and
+traced, on every backend; :func:`hyperstep.schedules.from_keras` converts into them
+(docs/schedules.md, "Porting bitwise").
 """
 
 from __future__ import annotations

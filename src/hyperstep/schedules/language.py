@@ -4,19 +4,15 @@ The text is read with :func:`ast.parse` (``mode="eval"``) and the syntax tree is
 against a strict whitelist; no user code is ever compiled to run (no ``eval``/``exec``).
 Allowed:
 
-- numbers, ``inf``, ``pi``, ``e``, ``True``/``False``/``None`` and strings as call arguments
-  (``mode="triangular"``), lists as call arguments (``boundaries=[100, 200]``);
-- the names ``step`` and ``epoch`` (``floor(step / steps_per_epoch)``), and the numbers
-  ``pi`` and ``e``;
+- numbers, ``inf``, ``pi``, ``e``; ``True``/``False``/``None``, strings and lists as call
+  arguments (``mode="triangular"``, ``boundaries=[100, 200]``);
+- the names ``step``, ``epoch``, ``total`` and ``progress`` (:data:`NAMES`);
 - ``+ - * / // % **`` (``//`` and ``%`` as in Python, also for negative operands), unary
   ``-``/``+``, parentheses and comparisons
   ``< <= > >= == !=`` (1.0 where true, 0.0 where false; chains mean "and");
-- the functions ``min, max, floor, ceil, exp, log, sqrt, cos, sin, abs, where, clip``;
-- the schedule vocabulary (``constant, linear, exponential, inverse_time, polynomial, wsd,
-  inverse_sqrt, cosine, cosine_restarts, piecewise, cyclic, one_cycle, warmup, join``) with
-  positional and keyword arguments as in Python. The vocabulary is collected from the
-  ``keyword`` of every schedule class, and arguments are matched against the class's
-  signature.
+- the functions of :data:`~hyperstep.schedules.expressions.FUNCTIONS`;
+- the schedule vocabulary (:func:`vocabulary`), with positional and keyword arguments
+  matched against each class's signature.
 
 Arithmetic on plain numbers inside a schedule's arguments is folded into a number
 (``linear(0, 1, 10 * 1000)``); everywhere else it builds schedule nodes, whose constant
@@ -47,6 +43,7 @@ from hyperstep.schedules.base import (
     Schedule,
     check_positive_int,
     format_value,
+    is_number,
 )
 from hyperstep.schedules.expressions import (
     FUNCTIONS,
@@ -165,10 +162,6 @@ def then(suggestion: str, sentence: str) -> str:
 def suggest(name: str, options: list[str]) -> str:
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def fold(node: Schedule) -> int | float | None:
@@ -370,12 +363,9 @@ class Reader:
         )
 
     def function(self, node: ast.Call, name: str) -> Schedule:
-        arity = FUNCTIONS[name][0]
+        """``name(...)``; ``Function`` checks its number of arguments."""
         if node.keywords:
             raise self.error(node.keywords[0], f"{name}() takes no keyword arguments")
-        if len(node.args) != arity:
-            plural = "s" if arity > 1 else ""
-            raise self.error(node, f"{name}() takes {arity} argument{plural}; got {len(node.args)}")
         args = [self.schedule(arg) for arg in node.args]
         return self.construct(node, Function, {"name": name, "args": args})
 

@@ -52,18 +52,6 @@ def ramp(min_lr: float, max_lr: float, steps: int, mode: str = "exponential") ->
         >>> [float(v) for v in ramp(0.1, 0.4, steps=4, mode="linear")]
         [0.1, 0.2, 0.30000000000000004, 0.4]
     """
-    check_ramp(min_lr, max_lr, steps, mode)
-    k = np.arange(steps, dtype="float64") / (steps - 1)
-    if mode == "exponential":
-        rates = min_lr * (max_lr / min_lr) ** k
-    else:
-        rates = min_lr + (max_lr - min_lr) * k
-    rates[-1] = max_lr  # exact, whatever the rounding of the power
-    return rates
-
-
-def check_ramp(min_lr: Any, max_lr: Any, steps: Any, mode: Any) -> None:
-    """Raise naming the argument unless the ramp's arguments are usable (see :func:`ramp`)."""
     for name, value in (("min_lr", min_lr), ("max_lr", max_lr)):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
             raise InvalidTypeError(
@@ -91,6 +79,13 @@ def check_ramp(min_lr: Any, max_lr: Any, steps: Any, mode: Any) -> None:
         raise InvalidArgumentError(
             f"`find_lr(mode=...)` must be 'exponential' or 'linear'. {received('mode', mode)}"
         )
+    k = np.arange(steps, dtype="float64") / (steps - 1)
+    if mode == "exponential":
+        rates = min_lr * (max_lr / min_lr) ** k
+    else:
+        rates = min_lr + (max_lr - min_lr) * k
+    rates[-1] = max_lr  # exact, whatever the rounding of the power
+    return rates
 
 
 def _tenth(count: int) -> int:
@@ -269,17 +264,13 @@ class LRFinding:
                 f"{received('compat', compat)}"
             )
         log = self.mode == "exponential" and compat is None
-        index = self._steepest(skip_begin, skip_end, log)
-        return None if index is None else float(self.learning_rates[index])
-
-    def _steepest(self, skip_begin: int, skip_end: int, log: bool) -> int | None:
         kept = np.arange(len(self.losses))[skip_begin : max(len(self.losses) - skip_end, 0)]
         kept = kept[np.isfinite(self.losses[kept])]
         if len(kept) < 2:
             return None
         x = self.learning_rates[kept]
         slopes = np.gradient(self.losses[kept], np.log(x) if log else x)
-        return int(kept[int(np.argmin(slopes))])
+        return float(self.learning_rates[kept[int(np.argmin(slopes))]])
 
     def valley(self, skip_begin: int | None = None, skip_end: int = 5) -> float | None:
         """The learning rate two thirds down the longest valley of the loss (fastai's rule).
@@ -294,10 +285,7 @@ class LRFinding:
         Returns:
             A learning rate of :attr:`learning_rates`, or ``None`` when no point is left.
         """
-        index = self._valley(self.steps // 10 if skip_begin is None else skip_begin, skip_end)
-        return None if index is None else float(self.learning_rates[index])
-
-    def _valley(self, skip_begin: int, skip_end: int) -> int | None:
+        skip_begin = self.steps // 10 if skip_begin is None else skip_begin
         losses = self.losses[skip_begin : max(len(self.losses) - skip_end, 0)]
         nans = np.flatnonzero(np.isnan(losses))
         if len(nans):
@@ -314,7 +302,8 @@ class LRFinding:
         start = end - int(depth[end]) if end > 0 else 0  # fastai's start, one before the run
         sections = (end - start) / 3
         index = start + int(sections) + int(sections / 2)
-        return skip_begin + index % len(losses)  # fastai's -1 (a 2-point run at 0): the last
+        # fastai's -1 (a 2-point run at 0): the last
+        return float(self.learning_rates[skip_begin + index % len(losses)])
 
     # ---- output -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -373,13 +362,10 @@ class LRFinding:
             lowest = int(np.argmin(centred))
             ax.plot(rates[lowest], centred[lowest], "v", color="C1", ms=7, label="minimum")
             ax.axvline(suggestion, color="C3", lw=1.5, label=f"suggestion: {suggestion:.3g}")
-        marks = (
-            (self._steepest(10, 1, self.mode == "exponential"), "C4", "o", "steepest"),
-            (self._valley(self.steps // 10, 5), "C2", "D", "valley"),
-        )
-        for index, color, marker, name in marks:
-            if index is not None:
-                lr = self.learning_rates[index]
+        marks = ((self.steepest(), "C4", "o", "steepest"), (self.valley(), "C2", "D", "valley"))
+        for lr, color, marker, name in marks:
+            if lr is not None:
+                index = int(np.flatnonzero(self.learning_rates == lr)[0])
                 ax.plot(
                     lr, self.losses[index], marker, color=color, ms=6, label=f"{name}: {lr:.3g}"
                 )

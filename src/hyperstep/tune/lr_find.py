@@ -15,7 +15,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 import numpy as np
@@ -25,6 +25,8 @@ from hyperstep.backends import random_state
 from hyperstep.control import wrapped
 from hyperstep.control.hyperparameter import Hyperparameter
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules.base import check_number, check_positive_int
+from hyperstep.schedules.checks import check_positive
 from hyperstep.tune.finding import LRFinding, ramp
 
 #: Keras's batch size when ``fit`` is given arrays and no ``batch_size``
@@ -100,12 +102,13 @@ def find_lr(
         True
     """
     rates = ramp(min_lr, max_lr, steps, mode)
-    _check_options(model, stop_factor, smoothing, batch_size)
+    _check_options(model, stop_factor, smoothing, batch_size, verbose)
     writer = setter(model.optimizer, hyperparameter)
     every = wrapped.accumulation_steps(model.optimizer)
-    test = _RangeTest(rates, writer, stop_factor, smoothing, _verbosity(verbose), every)
+    progress = 1 if verbose == "auto" else int(verbose)
+    test = _RangeTest(rates, writer, stop_factor, smoothing, progress, every)
     flags = {name: getattr(model, name, None) for name in ("stop_training", "history")}
-    batches = plan(x, y, batch_size or _KERAS_BATCH_SIZE, steps * every)
+    batches = plan(x, y, int(batch_size or _KERAS_BATCH_SIZE), steps * every)
     builds = backends_internals.first_fit_builds(model)
     _build(model, batches.first)  # what fit would build: its random draws stay consumed
     snapshot = Snapshot(model, writer)  # the global random state and the clocks' settings
@@ -228,7 +231,9 @@ class _RangeTest(keras.callbacks.Callback):
             self.progbar.update(len(self.raw), finalize=True)
 
 
-def _check_options(model: Any, stop_factor: Any, smoothing: Any, batch_size: Any) -> None:
+def _check_options(
+    model: Any, stop_factor: Any, smoothing: Any, batch_size: Any, verbose: Any
+) -> None:
     if not isinstance(model, keras.Model):
         raise InvalidTypeError(
             f"`find_lr(model=...)` must be a Keras model. {received('model', model)}"
@@ -244,55 +249,31 @@ def _check_options(model: Any, stop_factor: Any, smoothing: Any, batch_size: Any
             "`model.compile(steps_per_execution=1)`. Received: steps_per_execution="
             f"{model.steps_per_execution}"
         )
-    if stop_factor is not None and (
-        isinstance(stop_factor, bool)
-        or not isinstance(stop_factor, (int, float))
-        or not stop_factor > 0
-    ):
-        raise InvalidArgumentError(
-            "`find_lr(stop_factor=...)` must be a positive number or None. "
-            f"{received('stop_factor', stop_factor)}"
-        )
-    if (
-        isinstance(smoothing, bool)
-        or not isinstance(smoothing, (int, float))
-        or not (0 <= smoothing < 1)
-    ):
+    if stop_factor is not None:
+        check_positive("find_lr", "stop_factor", stop_factor)
+    if not 0 <= check_number("find_lr", "smoothing", smoothing) < 1:
         raise InvalidArgumentError(
             f"`find_lr(smoothing=...)` must be in [0, 1). {received('smoothing', smoothing)}"
         )
-    if batch_size is not None and (
-        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-    ):
+    if batch_size is not None:
+        check_positive_int("find_lr", "batch_size", batch_size)
+    if verbose not in ("auto", 0, 1, 2):
         raise InvalidArgumentError(
-            f"`find_lr(batch_size=...)` must be a positive integer or None. "
-            f"{received('batch_size', batch_size)}"
+            f"`find_lr(verbose=...)` must be 'auto', 0, 1 or 2. {received('verbose', verbose)}"
         )
 
 
-def _verbosity(verbose: int | str) -> int:
-    if verbose == "auto":
-        return 1
-    if verbose in (0, 1, 2):
-        return int(verbose)
-    raise InvalidArgumentError(
-        f"`find_lr(verbose=...)` must be 'auto', 0, 1 or 2. {received('verbose', verbose)}"
-    )
-
-
 # ---- the batches ------------------------------------------------------------------------
-class Plan:
-    """What to hand ``fit``: :meth:`data` (``x``, ``y``; arrays are drawn when it is
-    called), ``fit``'s other arguments, and a first batch to build with (the ``(x, y)``
-    tuple or the element data yield; ``None`` when there is none)."""
+class Plan(NamedTuple):
+    """What to hand ``fit``: ``data()`` (``x`` and ``y``; arrays are drawn when it is called,
+    from NumPy's global generator), ``fit``'s other arguments, a first batch to build with
+    (the ``(x, y)`` tuple or the element data yield; ``None`` when there is none), and
+    whether the data make one pass only (a generator)."""
 
-    def __init__(self, x: Any, y: Any, fit: dict[str, Any], first: Any, one_pass: bool):
-        self.x, self.y, self.fit, self.first, self.one_pass = x, y, fit, first, one_pass
-        self.draw: Any = None
-
-    def data(self) -> tuple[Any, Any]:
-        """``x`` and ``y`` for ``fit`` (arrays: drawn now, from NumPy's global generator)."""
-        return (self.x, self.y) if self.draw is None else self.draw()
+    data: Callable[[], tuple[Any, Any]]
+    fit: dict[str, Any]
+    first: Any
+    one_pass: bool = False
 
 
 def plan(x: Any, y: Any, batch_size: int, batches: int) -> Plan:
@@ -317,22 +298,22 @@ def plan(x: Any, y: Any, batch_size: int, batches: int) -> Plan:
     if _is_dataset(x):
         first = next(iter(x.take(1)), None)
         fit = {"steps_per_epoch": batches, "epochs": 1, "shuffle": False}
-        return Plan(x.repeat(), None, fit, first, False)
+        return Plan(lambda: (x.repeat(), None), fit, first)
     if inspect.isgenerator(x) or isinstance(x, Iterator):
         first = next(x, None)
         rest = x if first is None else itertools.chain([first], x)
-        return Plan(_generator(rest), None, {"epochs": 1, "shuffle": False}, first, True)
+        return Plan(lambda: (_generator(rest), None), {"epochs": 1, "shuffle": False}, first, True)
     if isinstance(x, keras.utils.PyDataset):
         fit = {"epochs": batches, "shuffle": False}  # a PyDataset shuffles itself
-        return Plan(x, y, fit, x[0] if _length(x) else None, False)
+        return Plan(lambda: (x, y), fit, x[0] if _length(x) else None)
     if leaves and all(hasattr(a, "shape") and len(a.shape) > 0 for a in leaves):
         # other arrays (tensors): fit shuffles them, one epoch per pass
         first = keras.tree.map_structure(lambda a: a[:batch_size], (x, y))
         x, y = _whole_batches(x, y, batch_size)
         fit = {"epochs": batches, "shuffle": True, "batch_size": batch_size}
-        return Plan(x, y, fit, first, False)
+        return Plan(lambda: (x, y), fit, first)
     first = next(iter(x), None) if hasattr(x, "__iter__") else None  # a DataLoader
-    return Plan(x, y, {"epochs": batches, "shuffle": False}, first, False)
+    return Plan(lambda: (x, y), {"epochs": batches, "shuffle": False}, first)
 
 
 def _arrays(x: Any, y: Any, batch_size: int, batches: int, size: int) -> Plan:
@@ -346,9 +327,7 @@ def _arrays(x: Any, y: Any, batch_size: int, batches: int, size: int) -> Plan:
 
     needed = batches * batch
     first = keras.tree.map_structure(lambda a: a[:batch], (x, y))
-    found = Plan(None, None, {"batch_size": batch, "epochs": 1, "shuffle": False}, first, False)
-    found.draw = draw
-    return found
+    return Plan(draw, {"batch_size": batch, "epochs": 1, "shuffle": False}, first)
 
 
 def _whole_batches(x: Any, y: Any, batch_size: int) -> tuple[Any, Any]:
@@ -377,64 +356,74 @@ def _generator(items: Any) -> Any:
 
 # ---- the learning rate's writer ---------------------------------------------------------
 class Setter:
-    """Writes a learning rate: ``set(value)``; ``variables``: what it writes."""
+    """Writes a learning rate: ``set(value)`` writes ``value * ratio`` into each target;
+    ``current`` is the first target's value before the test, ``hyperparameter`` the
+    :class:`~hyperstep.Hyperparameter` given (else ``None``)."""
 
     def __init__(
-        self, write: Callable[[float], None], variables: list[Any], current: float
+        self,
+        targets: list[tuple[Callable[[float], None], float]],
+        current: float,
+        hyperparameter: Hyperparameter | None = None,
     ) -> None:
-        self.set = write
-        self.variables = variables
-        self.current = current  # the value before the test, for the ratios
-        self.hyperparameter: Hyperparameter | None = None  # when one was given
+        self.targets, self.current, self.hyperparameter = targets, current, hyperparameter
+
+    def set(self, value: float) -> None:
+        for write, ratio in self.targets:
+            write(value * ratio)
 
 
 def setter(optimizer: Any, hyperparameter: Any) -> Setter:
     """How to set ``hyperparameter`` of ``optimizer`` and of the optimizers it wraps: through
-    a wrapper (``LossScaleOptimizer``, ``hs.SkipNonFinite``) the wrapped optimizer's; in a
-    ``MultiOptimizer`` the first sub-optimizer's, and every other at its current ratio to
-    the first (``lr_i = lr * lr_i(now) / lr_0(now)``)."""
+    a wrapper (``LossScaleOptimizer``, ``hs.SkipNonFinite``) the wrapped optimizer's; a
+    hyperstep optimizer's by its override; the first value found (in a ``MultiOptimizer``,
+    the first sub-optimizer's) takes the test's, and every other (a group's, another
+    sub-optimizer's) keeps its current ratio to it (``lr_i = lr * lr_i(now) / lr_0(now)``)."""
     if isinstance(hyperparameter, Hyperparameter):
         value = float(keras.ops.convert_to_numpy(hyperparameter.value))
-        found = Setter(hyperparameter.set, list(hyperparameter.variables), value)
-        found.hyperparameter = hyperparameter
-        return found
+        return Setter([(hyperparameter.set, 1.0)], value, hyperparameter)
     if not isinstance(hyperparameter, str):
         raise InvalidTypeError(
             "`find_lr(hyperparameter=...)` must be a hyperparameter name such as "
             f"'learning_rate' or an `hs.Hyperparameter`. "
             f"{received('hyperparameter', hyperparameter)}"
         )
-    setters = [_leaf(leaf, hyperparameter) for leaf in wrapped.leaf_optimizers(optimizer)]
-    if len(setters) == 1:
-        return setters[0]
-    first = setters[0]
-    ratios = [_ratio(s.current, first.current, hyperparameter) for s in setters]
-
-    def write(value: float) -> None:
-        for each, ratio in zip(setters, ratios, strict=True):
-            each.set(value * ratio)
-
-    return Setter(write, [v for s in setters for v in s.variables], first.current)
-
-
-def _ratio(value: float, main: float, name: str) -> float:
-    if main == 0.0 or not math.isfinite(value / main):
-        raise InvalidArgumentError(
-            f"`find_lr`: each sub-optimizer keeps its ratio to the first one's {name}, "
-            f"which is {main}. Set a nonzero value first. Received: {name}={value} "
-            f"against {main}"
-        )
-    return value / main
+    leaves = wrapped.leaf_optimizers(optimizer)
+    (_, first, main), *others = [t for leaf in leaves for t in _targets(leaf, hyperparameter)]
+    targets = [(first, 1.0)]
+    for key, write, value in others:
+        if main == 0.0 or not math.isfinite(value / main):
+            raise InvalidArgumentError(
+                f"`find_lr`: {key} keeps its ratio to the first {hyperparameter}, which is "
+                f"{main}. Set a nonzero value first (on a hyperstep optimizer: "
+                f"`optimizer.hyperparameters[{hyperparameter!r}].set(x)`). "
+                f"Received: {key}={value}, {hyperparameter}={main}"
+            )
+        targets.append((write, value / main))
+    return Setter(targets, main)
 
 
-def _leaf(optimizer: Any, hyperparameter: str) -> Setter:
+def _targets(optimizer: Any, name: str) -> list[tuple[str, Callable[[float], None], float]]:
+    """``(key, write, value now)`` for ``name`` in ``optimizer`` (no wrapper): a hyperstep
+    optimizer's hyperparameter, then each group's; a plain optimizer's learning rate."""
     if wrapped.is_hyperstep_optimizer(optimizer):
-        return _hyperparameters_setter(optimizer, hyperparameter)
-    if hyperparameter != "learning_rate":
+        found = optimizer.hyperparameters
+        if name not in found:
+            raise InvalidArgumentError(
+                f"`find_lr(hyperparameter=...)` is not a hyperparameter of this "
+                f"{type(optimizer).__name__}. Valid: {sorted(k for k in found if '/' not in k)}. "
+                f"{received('hyperparameter', name)}"
+            )
+        keys = [name, *(key for key in found if key.endswith(f"/{name}"))]
+        return [
+            (key, found[key].set, float(keras.ops.convert_to_numpy(found[key].value)))
+            for key in keys
+        ]
+    if name != "learning_rate":
         raise InvalidArgumentError(
             f"`find_lr(hyperparameter=...)`: a plain {type(optimizer).__name__} keeps only "
             "its learning rate in a variable. Wrap it with `hs.scheduled(...)` to ramp "
-            f"another hyperparameter. {received('hyperparameter', hyperparameter)}"
+            f"another hyperparameter. {received('hyperparameter', name)}"
         )
     if isinstance(optimizer.get_config().get("learning_rate"), dict):
         raise InvalidArgumentError(
@@ -449,41 +438,7 @@ def _leaf(optimizer: Any, hyperparameter: str) -> Setter:
         optimizer.learning_rate = value
 
     current = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
-    return Setter(write, [], current)
-
-
-def _hyperparameters_setter(optimizer: Any, name: str) -> Setter:
-    """Override ``name`` and, at their current ratio to it, every group's ``name``."""
-    found = optimizer.hyperparameters
-    if name not in found:
-        raise InvalidArgumentError(
-            f"`find_lr(hyperparameter=...)` is not a hyperparameter of this "
-            f"{type(optimizer).__name__}. Valid: {sorted(k for k in found if '/' not in k)}. "
-            f"{received('hyperparameter', name)}"
-        )
-    main = found[name]
-    current = float(keras.ops.convert_to_numpy(main.value))
-    targets = [(main, 1.0)]
-    for key, group in found.items():
-        if key.endswith(f"/{name}"):
-            value = float(keras.ops.convert_to_numpy(group.value))
-            if current == 0.0 or not math.isfinite(value / current):
-                raise InvalidArgumentError(
-                    f"`find_lr`: group {key.split('/')[0]!r} keeps its ratio to the main "
-                    f"{name}, which is {current} at step {int(optimizer.clock.step.numpy())}. "
-                    f"Set a nonzero value first (`optimizer.hyperparameters[{name!r}].set(x)`"
-                    f"). Received: {key}={value}, {name}={current}"
-                )
-            targets.append((group, value / current))
-
-    def write(value: float) -> None:
-        for hyperparameter, ratio in targets:
-            hyperparameter.set(value * ratio)
-
-    variables = [optimizer.clock.step]
-    for hyperparameter in found.values():
-        variables.extend(hyperparameter.variables)
-    return Setter(write, variables, current)
+    return [(f"{optimizer.name}/{name}", write, current)]
 
 
 # ---- what the test puts back ------------------------------------------------------------
@@ -498,10 +453,18 @@ class Snapshot:
     """
 
     def __init__(self, model: Any, setter: Any) -> None:
-        self.model, self.setter = model, setter
+        self.model = model
         self.random = random_state.capture()
+        owners = [
+            o for o in wrapped.every_optimizer(model.optimizer) if wrapped.is_hyperstep_optimizer(o)
+        ]
+        self.hyperparameters = [hp for o in owners for hp in o.hyperparameters.values()]
+        if setter.hyperparameter is not None:
+            self.hyperparameters.append(setter.hyperparameter)
+        clocks = [*(o.clock for o in owners), *(hp.clock for hp in self.hyperparameters)]
         self.clocks = [
-            (c, c._steps_per_epoch, c.follows_fit, c.total_given) for c in _clocks(model, setter)
+            (c, c._steps_per_epoch, c.follows_fit, c.total_given)
+            for c in {id(clock): clock for clock in clocks}.values()
         ]
         for clock, *_ in self.clocks:  # the run's length stays: the test's fit keeps it
             clock.total_given = clock.total_given or clock.total is not None
@@ -511,12 +474,11 @@ class Snapshot:
     def variables(self) -> list[Any]:
         """Every variable the test may change, each once."""
         model = self.model
-        found = [*model.variables, *model.metrics_variables, *self.setter.variables]
+        found = [*model.variables, *model.metrics_variables]
         for optimizer in wrapped.every_optimizer(model.optimizer):
             found.extend(optimizer.variables)
-            if wrapped.is_hyperstep_optimizer(optimizer):
-                for hyperparameter in optimizer.hyperparameters.values():
-                    found.extend(hyperparameter.variables)
+        for hyperparameter in self.hyperparameters:
+            found.extend(hyperparameter.variables)
         for clock, *_ in self.clocks:
             found.extend(clock.variables)
         return list({id(variable): variable for variable in found}.values())
@@ -538,17 +500,3 @@ class Snapshot:
             clock.follows_fit = follows_fit
             clock.total_given = total_given
         random_state.restore(self.random)
-
-
-def _clocks(model: Any, setter: Any) -> list[Any]:
-    found: list[Any] = []
-    owners: list[Any] = [
-        o for o in wrapped.every_optimizer(model.optimizer) if wrapped.is_hyperstep_optimizer(o)
-    ]
-    for optimizer in owners:
-        found.append(optimizer.clock)
-        found.extend(h.clock for h in optimizer.hyperparameters.values())
-    hyperparameter = getattr(setter, "hyperparameter", None)
-    if hyperparameter is not None:
-        found.append(hyperparameter.clock)
-    return list({id(clock): clock for clock in found}.values())

@@ -22,6 +22,7 @@ from hyperstep.control.reading import read_all
 from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int
+from hyperstep.schedules.checks import check_choice
 from hyperstep.tune.replay import flatten
 
 #: what the config value of a hyperparameter writes: its override or its scale
@@ -54,12 +55,9 @@ def trainable(
       schedule keeps running and PBT tunes a multiplier (a controller writing the same
       scale is overruled at each explore).
 
-    A config value is applied when the member starts and whenever it differs from the value
-    the restored checkpoint was trained with (an explore); a member restored with its own
-    config continues exactly. Checkpoints are ``model.save_weights`` files (with the
-    optimizer: slots, clock, hyperparameters and controller state) plus the epoch and the
-    applied values. Use the class with ``ray.tune.Tuner(..., tune_config=TuneConfig(
-    reuse_actors=True))`` so that PBT reuses the running model (``reset_config``).
+    Checkpoints, exploits and exact resume: docs/tune.md. Use the class with
+    ``ray.tune.Tuner(..., tune_config=TuneConfig(reuse_actors=True))`` so that PBT reuses
+    the running model (``reset_config``).
 
     Args:
         build: ``build(config)`` returns a compiled Keras model whose optimizer is
@@ -102,11 +100,7 @@ def trainable(
             f'"hyperstep[tune]"` (or `pip install "ray[tune]"`). ({error})'
         ) from error
     epochs_per_report = check_positive_int("trainable", "epochs_per_report", epochs_per_report)
-    if apply not in APPLY_MODES:
-        raise InvalidArgumentError(
-            f"`trainable(apply=...)` must be one of {list(APPLY_MODES)}: 'override' replaces "
-            f"the schedule by the config value, 'scale' multiplies it. {received('apply', apply)}"
-        )
+    check_choice("trainable", "apply", apply, APPLY_MODES)
     if not callable(build):
         raise InvalidTypeError(
             f"`trainable(build=...)` must be a function of the config returning a compiled "
@@ -195,11 +189,12 @@ class Member:
         names = self.hyperparameters if self.model is not None else {}
         return {k: v for k, v in flatten(config).items() if k not in names}
 
-    def wanted(self, config: Mapping[str, Any]) -> dict[str, float]:
-        """Return the config values of the model's hyperparameters (checked numbers)."""
-        values = {}
+    def apply(self, config: Mapping[str, Any]) -> None:
+        """Write each config value that names a hyperparameter (a finite number) into its
+        variables, where it differs from the value applied last."""
         config = flatten(config)
-        for key in sorted(set(config) & set(self.hyperparameters)):
+        hyperparameters = self.hyperparameters
+        for key in sorted(set(config) & set(hyperparameters)):
             value = config[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 value = getattr(value, "item", lambda v=value: v)()
@@ -212,20 +207,13 @@ class Member:
                     f"`config[{key!r}]` names a hyperparameter and must be a finite number. "
                     f"{received(f'config[{key!r}]', config[key])}"
                 )
-            values[key] = float(value)
-        return values
-
-    def apply(self, config: Mapping[str, Any]) -> None:
-        """Write each changed config value into its hyperparameter's variables."""
-        for key, value in self.wanted(config).items():
-            if self.applied.get(key) == value:
+            if self.applied.get(key) == float(value):
                 continue
-            hyperparameter = self.hyperparameters[key]
             if self.mode == "override":
-                hyperparameter.set(value)
+                hyperparameters[key].set(float(value))
             else:
-                hyperparameter.scale.assign(value)
-            self.applied[key] = value
+                hyperparameters[key].scale.assign(float(value))
+            self.applied[key] = float(value)
 
     # ---- training -----------------------------------------------------------------------
     def train(self, config: Mapping[str, Any]) -> dict[str, Any]:

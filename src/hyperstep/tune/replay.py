@@ -78,12 +78,11 @@ def replay(
         boundaries.append(report)
         configs.append(config)
     boundaries = [b * steps_per_report for b in boundaries]
-    initial, configs = flatten(initial), [flatten(c) for c in configs]
-    keys = [k for k, v in initial.items() if _numeric(v) and all(k in c for c in configs)]
+    configs = [flatten(c) for c in configs]  # the first is the lineage's initial config
     return {
         key: piecewise(boundaries, [float(c[key]) for c in configs])
-        for key in keys
-        if all(_numeric(c[key]) for c in configs)
+        for key in configs[0]
+        if all(key in c and _numeric(c[key]) for c in configs)
     }
 
 
