@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from sklearn.datasets import load_digits
 
 from hyperstep.demo.model import (
     BATCH_SIZE,
@@ -23,6 +22,8 @@ from hyperstep.demo.model import (
 
 
 def test_load_data_splits_the_digits_80_20_by_seed() -> None:
+    from sklearn.datasets import load_digits  # here: collecting the file imports no sklearn
+
     digits = load_digits()
     data = load_data(3)
     assert len(data.x_train) == int(0.8 * 1797) and len(data.x_val) == 1797 - int(0.8 * 1797)

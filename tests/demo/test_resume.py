@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hyperstep.demo import train
 
 SPE = 8  # 256 training images in batches of 32
@@ -54,6 +56,7 @@ def steps_in(path: Path) -> list[int]:
         return [int(row["step"]) for row in csv.DictReader(f) if row["step"]]
 
 
+@pytest.mark.slow  # a kill loop: three runs of the demo's training, one in a fresh process
 def test_sigkill_then_the_same_command_ends_like_the_uninterrupted_run(
     tmp_path: Path, assert_same_run: Any, hang_timeout: float
 ) -> None:

@@ -85,6 +85,7 @@ function load(url) {
 def test_every_internal_link_of_every_page_opens_a_page_and_its_anchor_from_disk(
     site: Path, tmp_path: Path
 ) -> None:
+    site = Path(shutil.copytree(site, tmp_path / "site"))  # the harness goes beside the pages
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
     pages.remove("404.html")  # a server's page, never linked
     harness = site / "follow-every-link.html"

@@ -200,9 +200,15 @@ def _cosine_adam() -> Any:
     return hs.scheduled(K.Adam(), learning_rate="cosine(0.05, steps=40, end=0.001)")
 
 
+@pytest.fixture(scope="module")
+def plain() -> np.ndarray:
+    """The rates of the cosine Adam fit with no callback changing them."""
+    return _fit(keras.callbacks.History(), _cosine_adam())
+
+
 @pytest.mark.parametrize("factor", [0.5, 0.2])
 def test_keras_reduce_lr_on_plateau_multiplies_the_schedule_like_hs_reduce_on_plateau(
-    factor: float,
+    factor: float, plain: np.ndarray
 ) -> None:
     args = {"monitor": "loss", "factor": factor, "patience": 1, "cooldown": 1, "min_delta": 0.5}
     keras_rates = _fit(keras.callbacks.ReduceLROnPlateau(**args), _cosine_adam())
@@ -212,16 +218,14 @@ def test_keras_reduce_lr_on_plateau_multiplies_the_schedule_like_hs_reduce_on_pl
     # both read back exactly float32(old * factor) at the reducing step (as a plain Keras
     # optimizer does), then the schedule runs on under the same scale: bitwise
     np.testing.assert_array_equal(keras_rates.view(np.uint32), hs_rates.view(np.uint32))
-    plain = _fit(keras.callbacks.History(), _cosine_adam())
     assert np.sum(keras_rates < plain * 0.99) >= 8  # it did reduce ...
     assert len(np.unique(keras_rates[-12:])) == 12  # ... and the schedule kept running
 
 
-def test_keras_learning_rate_scheduler_rescales_the_schedule_each_epoch() -> None:
+def test_keras_learning_rate_scheduler_rescales_the_schedule_each_epoch(plain: np.ndarray) -> None:
     # LearningRateScheduler sets the value at each epoch's start; the schedule runs on within
     # the epoch from there (4 steps an epoch)
     rates = _fit(keras.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.5), _cosine_adam())
-    plain = _fit(keras.callbacks.History(), _cosine_adam())
     expected = plain * np.repeat(0.5 ** np.arange(1, 9), 4)
     np.testing.assert_allclose(rates, expected, rtol=1e-5)
 

@@ -126,10 +126,10 @@ def _worker(tmp_path):
     ("mode", "kill_at"),
     # five kill points: before, inside and after the override window (9..14), in a custom
     # loop with tf.train.Checkpoint and in fit() with BackupAndRestore (epoch ends: 4k + 3)
-    # (three in `make test-slow`: each kills and restarts a process, 5-9 s on 2 cores)
+    # (four in `make test-slow`: each kills and restarts a process, 5-9 s on 2 cores)
     [
         pytest.param("loop", 2, marks=pytest.mark.slow),
-        ("loop", 10),
+        pytest.param("loop", 10, marks=pytest.mark.slow),
         pytest.param("loop", 17, marks=pytest.mark.slow),
         ("fit", 7),
         pytest.param("fit", 11, marks=pytest.mark.slow),

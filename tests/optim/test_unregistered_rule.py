@@ -51,9 +51,18 @@ def _python(code: str, cwd: Path, *argv: str) -> subprocess.CompletedProcess[str
     )  # fmt: skip
 
 
+@pytest.mark.parametrize(  # three fresh processes a backend: two in `make test-slow`
+    "backend",
+    [
+        pytest.param("tensorflow", marks=pytest.mark.slow),
+        pytest.param("jax", marks=pytest.mark.slow),
+        "torch",
+    ],
+)
 def test_loading_a_rule_no_module_registered_says_which_and_what_to_import(
-    tmp_path: Path,
+    tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("KERAS_BACKEND", backend)  # the processes' (this pass's) backend
     (tmp_path / "my_rules.py").write_text(RULES)
     saved = _python(SAVE, tmp_path)
     assert saved.returncode == 0, saved.stderr[-3000:]

@@ -18,7 +18,9 @@ from hyperstep import parse
 from hyperstep.schedules.hf import NAMES
 
 torch = pytest.importorskip("torch")
-optimization = pytest.importorskip("transformers.optimization")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is None, reason="transformers is not installed"
+)  # imported where used: collecting the file costs a process no transformers import
 
 _spec = importlib.util.spec_from_file_location(
     "schedule_reference", pathlib.Path(__file__).with_name("reference.py")
@@ -29,6 +31,8 @@ _spec.loader.exec_module(ref)
 
 def hf_values(name, peak, steps, **kwargs) -> np.ndarray:
     """``peak * lr_lambda(t)`` of ``transformers.get_scheduler(name, ...)`` for t in steps."""
+    from transformers import optimization
+
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=peak)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # HF warns when both stable and training steps are given

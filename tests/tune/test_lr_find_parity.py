@@ -12,11 +12,18 @@ import keras
 import numpy as np
 import pytest
 import torch
-from pytorch_lightning.tuner import lr_finder
 
 import hyperstep as hs
 from hyperstep.tune.finding import ramp
 from hyperstep.tune.lr_find import _RangeTest
+
+
+def _lr_finder() -> Any:
+    """``pytorch_lightning.tuner.lr_finder``, imported where a test uses it (seconds that
+    the pytest processes running the other files do not spend collecting this one)."""
+    from pytorch_lightning.tuner import lr_finder
+
+    return lr_finder
 
 
 def _walks(count: int, seed: int = 0) -> list[np.ndarray]:
@@ -45,7 +52,7 @@ def test_lightning_skips_the_first_ratio_ours_is_even_from_min_to_max(
     n, low, high = 20, 1e-6, 1.0
     parameter = torch.nn.Parameter(torch.zeros(1))
     optimizer = torch.optim.SGD([parameter], lr=low)
-    ramp_class = getattr(lr_finder, scheduler)(optimizer, high, n)
+    ramp_class = getattr(_lr_finder(), scheduler)(optimizer, high, n)
     seen = []
     for _ in range(n):  # as _LRCallback: read before the step, scheduler stepped after it
         seen.append(ramp_class.lr[0])
@@ -74,7 +81,7 @@ def _lightning_callback(raw: np.ndarray, beta: float, stop_factor: float | None)
     ``on_train_batch_end`` runs (``test_lightning_global_step_counts_the_update``), so the
     stub passes ``k + 1`` for batch ``k``.
     """
-    callback = lr_finder._LRCallback(len(raw), early_stop_threshold=stop_factor, beta=beta)
+    callback = _lr_finder()._LRCallback(len(raw), early_stop_threshold=stop_factor, beta=beta)
     trainer = SimpleNamespace(
         fit_loop=SimpleNamespace(batch_idx=0),
         accumulate_grad_batches=1,
@@ -191,7 +198,7 @@ def test_lightning_global_step_counts_the_update() -> None:
 
 
 def _lightning_suggestion(mode: str, lrs: np.ndarray, losses: np.ndarray) -> float | None:
-    finder = lr_finder._LRFinder(mode, float(lrs[0]), float(lrs[-1]), len(lrs))
+    finder = _lr_finder()._LRFinder(mode, float(lrs[0]), float(lrs[-1]), len(lrs))
     finder.results = {"lr": [float(v) for v in lrs], "loss": [float(v) for v in losses]}
     return finder.suggestion()  # type: ignore[no-any-return]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import numpy as np
@@ -10,7 +11,9 @@ import pytest
 import hyperstep as hs
 from hyperstep.errors import InvalidArgumentError
 
-replay_module = pytest.importorskip("ray.tune.schedulers.pbt")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="the `tune` extra (Ray) is not installed"
+)  # Ray's Tune imported where used: collecting the file costs a process no Tune import
 
 
 def _write(path, rows):
@@ -35,7 +38,9 @@ ROWS = [
 def _ray_replay(path):
     """Ray's reader, then the report after which Ray's replay scheduler switches each
     config (its on_trial_result: the first report >= the change's iteration, one per report)."""
-    replay = object.__new__(replay_module.PopulationBasedTrainingReplay)
+    from ray.tune.schedulers.pbt import PopulationBasedTrainingReplay
+
+    replay = object.__new__(PopulationBasedTrainingReplay)
     initial, policy = replay._load_policy(str(path))
     switches, report = [], 0
     for change_at, config in policy:
