@@ -113,7 +113,7 @@ class Update:
         outer = (self.step, self.values, self.host_step, self.graph, self.thread)
         self.graph = _graph_key()
         self.thread = None if backends.compiling() else threading.get_ident()
-        self.host_step = backends.host_int(clock.step) if host else None
+        self.host_step = _host_step(clock) if host else None
         if self.host_step is not None:  # `Hyperparameter.at` takes a Python int too
             self.step = self.host_step
         else:
@@ -524,3 +524,14 @@ def from_hyperparameters_config(
         "fused": config.pop("fused", False),
         "groups": config.pop("groups", ()),
     }
+
+
+def _host_step(clock: Clock) -> int | None:
+    """``clock.step`` as a Python int where reading it is free (``backends.host_int``).
+
+    A frame of its own with a torch module (the clock) as argument: where dynamo runs
+    :meth:`Update.fixed` eagerly inside a compiled step (a graph break under its context,
+    Keras's torch Adam's ``alpha=1 - beta_1``), it still compiles this frame, which then
+    sees ``torch.compile`` and gives ``None``; a Python step there would bake each step's
+    values into the graphs that follow (a recompile per step)."""
+    return backends.host_int(clock.step)
