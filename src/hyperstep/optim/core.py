@@ -74,7 +74,6 @@ class Update:
     step: Any = None  # the step read at the start of the update, else None
     graph: Any = None  # TensorFlow: the graph the update is built in
     thread: int | None = None  # elsewhere: the thread running it
-    host_step: int | None = None  # the same as a Python int, on eager CPU torch (host=True)
     values: Mapping[str, Any] = MappingProxyType({})  # this update's values, by key
 
     def owns(self) -> bool:
@@ -110,21 +109,20 @@ class Update:
         if nested and self.owns():
             yield
             return
-        outer = (self.step, self.values, self.host_step, self.graph, self.thread)
+        outer = (self.step, self.values, self.graph, self.thread)
         self.graph = _graph_key()
         self.thread = None if backends.compiling() else threading.get_ident()
-        self.host_step = _host_step(clock) if host else None
-        if self.host_step is not None:  # `Hyperparameter.at` takes a Python int too
-            self.step = self.host_step
-        else:
-            self.step = ops.cast(clock.step.value, "float32")
+        step = _host_step(clock) if host else None  # `Hyperparameter.at` takes an int too
+        if step is None:
+            step = ops.cast(clock.step.value, "float32")
+        self.step = step
         self.values = MappingProxyType({})
         if values is not None:
             self.values = MappingProxyType(dict(values(self)))
         try:
             yield
         finally:
-            (self.step, self.values, self.host_step, self.graph, self.thread) = outer
+            (self.step, self.values, self.graph, self.thread) = outer
 
     def read(self, name: str, group: str | None = None) -> Any:
         """``name``'s value in this update for the variables of ``group`` (``None``: those
@@ -152,7 +150,7 @@ def keras_value(
     (:mod:`hyperstep.backends.keras_forms`). ``static``: the constant, ``None`` for a
     schedule, whose constant pieces round as a constant does (on JAX: a replayed constant,
     ``where(step < s, 0.9, ...)``)."""
-    host = update.host_step is not None  # its numbers take a schedule's pieces whole already
+    host = isinstance(update.step, int)  # its numbers take a schedule's pieces whole already
     pieces = () if host or static is not None else constant_pieces(hyperparameter.schedule)
     request = Request(
         name=name.rsplit("/", 1)[-1],
