@@ -33,40 +33,15 @@ class Clock(keras.layers.Layer):
     inside ``fit`` ``epoch`` is fit's own epoch, also when epochs differ in length
     (:meth:`epoch_at` has the rule).
 
-    **The step is the training iteration.** Every update and every hyperparameter read
-    during training iteration ``i`` sees step ``i``, whatever the number and order of
-    optimizers on the clock; the clock advances once, after the iteration. The first
-    iteration is step 0.
-
-    * In ``model.fit`` this needs nothing: each train step (a custom ``train_step``
-      applying a generator's and a discriminator's optimizer in any order, ``k``
-      discriminator updates per generator update, on every backend) is one iteration,
-      and the clock advances at its end.
-    * In a custom loop, wrap each iteration in :meth:`iteration` (one line)::
-
-          for batch in data:
-              with clock.iteration():   # inside a tf.function step too
-                  d_optimizer.apply(...); g_optimizer.apply(...)  # a GAN, in any order
-                  tau = ema.decay.value  # a teacher's momentum after apply: the one used
-
-    * Without it, one optimizer on a clock advances it right after each of its updates
-      (``hs.scheduled`` and ``hs.StepOptimizer`` by default: the first one created on the
-      clock, or the one given ``advance=True``), so a single-optimizer loop needs no extra
-      line. Where another optimizer updates after the advancing one in program order it
-      would read the next step: hyperstep warns at that first update and names the fix.
-      A free hyperparameter with no optimizer: call :meth:`advance` after each iteration.
-
-    The iteration advances the clock by the updates applied: a skipped update
-    (``hs.SkipNonFinite``, Keras's ``LossScaleOptimizer`` when the gradients overflowed)
-    or a gradient-accumulation micro-step leaves it, as it leaves Keras's ``iterations``.
-
-    In stateless training (JAX) every optimizer on the clock, and a model holding a
-    hyperparameter on it, carries its own copy of ``step`` (and of the epoch's variables
-    where it reads ``epoch``). ``model.fit`` advances the copies in its state at each
-    train step's end (a second optimizer's too, where the model tracks that optimizer's
-    variables so that they travel in the state); in a custom ``jax.jit`` loop the
-    advancing optimizer's copy wins and :meth:`stateless_copy` hands it on (to the model's
-    state and to the other optimizers' states) after each update.
+    **The step is the training iteration**: every update and hyperparameter read during
+    iteration ``i`` sees step ``i``, in any number and order of optimizers, and the clock
+    advances once after it, by the updates applied (a skipped update or a
+    gradient-accumulation micro-step leaves it, as it leaves Keras's ``iterations``).
+    ``model.fit`` needs nothing; a custom loop wraps each iteration in :meth:`iteration`;
+    without it the optimizer that claimed the clock advances it after each of its updates
+    (docs/recipes.md, "Several optimizers on one clock"). In stateless training (JAX) each
+    state carries its own copy of ``step`` (:meth:`stateless_copy`; docs/backends.md, "The
+    clock's step in two states").
 
     A clock is a Keras layer: assigned as an attribute of a layer, a model or an optimizer
     it is saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``),
