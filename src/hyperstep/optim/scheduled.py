@@ -10,18 +10,9 @@ value in the form :mod:`hyperstep.backends.keras_forms` decides, and advances th
 rescales the schedule (docs/runtime.md, "Assigning an attribute"); what is saved:
 docs/backends.md, "Saving".
 
-Keras's update hooks each run Keras's own code: ``update_step(g, w, lr)`` on ``w``'s group's
-view of the optimizer (:func:`group_view`); clipping with each bound rounded once to the
-gradient's dtype; weight decay and torch's all-variables update once per group;
-``fused=True`` hands Adam, SGD and RMSprop to the backend's fused kernels
-(:func:`hyperstep.backends.fused_updates`).
-
-The config is ``{"optimizer": <the wrapped optimizer as Keras serializes it>,
-"hyperparameters", "clock", "advance", "groups", "fused"}`` (:func:`serialized`,
-:func:`wrapped_class`), so a file loads wherever Keras can load the wrapped class.
-:func:`numeric_names` are the constructor arguments that can be scheduled: numbers (not
-bools) the optimizer reads at every update. One that fixes the structure of the update
-(:data:`STRUCTURAL`) cannot change at run time, so ``hs.scheduled`` refuses it by name.
+Keras's update hooks run Keras's own code on a group's view of the optimizer
+(:func:`group_view`). The config nests the wrapped optimizer's
+(:meth:`ScheduledOptimizer.get_config`); :func:`numeric_names` are what can be scheduled.
 """
 
 from __future__ import annotations
