@@ -420,11 +420,7 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
             return None
         return live_value(self, "learning_rate", hp.value, self.__dict__.setdefault("_hs_live", {}))
 
-    @property
-    def learning_rate(self) -> Any:
-        return self._get_current_learning_rate()
-
-    @learning_rate.setter
+    @keras.optimizers.Optimizer.learning_rate.setter  # Keras's getter: the method above
     def learning_rate(self, value: Any) -> None:
         hp = self._tables[0].get("learning_rate") if hasattr(self, "_tables") else None
         if hp is None:

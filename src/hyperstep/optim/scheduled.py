@@ -679,11 +679,9 @@ def _property(name: str) -> property:
     def setter(self: Any, value: Any) -> None:
         self._hs_set(name, value)
 
-    if name == "learning_rate":
+    if name == "learning_rate":  # Keras's getter reads `_get_current_learning_rate`
         keras_property = keras.optimizers.Optimizer.learning_rate
-
-        def getter(self: Any) -> Any:
-            return self._get_current_learning_rate()
+        getter = keras_property.fget
 
         def setter(self: Any, value: Any) -> None:
             if "learning_rate" in scheduled_state(self).hyperparameters:
