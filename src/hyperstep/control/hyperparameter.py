@@ -246,7 +246,7 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
                     return None
                 table = self._table = (schedule, step, values.tolist(), epochs)
             base = table[2][step - table[1]]
-        return host_value(base, float(raw(self.scale)), override)
+        return host_value(base, float(raw(self.scale)))
 
     def override_at(self, step: Any) -> Any:
         """The override the value takes at ``step`` (nan: none), read once: ``override``,

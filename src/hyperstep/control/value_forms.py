@@ -123,12 +123,10 @@ def exact_at(state: ValueState, step: Any) -> Any:
     return ops.where(ops.isnan(override), scaled, ops.cast(override, "float64"))
 
 
-def host_value(base: float, scale: float, override: float) -> float:
-    """:func:`at` from Python numbers (not armed, cooldown dormant): ``base`` the schedule's
-    value (a constant piece's Python number exact), ``scale`` multiplying in float32
-    (``float32(float32(base) * scale)``, the product :func:`at` computes) unless it is 1."""
-    if override == override:  # not nan: an override is set
-        return override
+def host_value(base: float, scale: float) -> float:
+    """:func:`at` from Python numbers (no override, not armed, cooldown dormant): ``base``
+    the schedule's value (a constant piece's Python number exact), ``scale`` multiplying in
+    float32 (``float32(float32(base) * scale)``, the product :func:`at` computes) unless 1."""
     return base if scale == 1.0 else float(np.float32(np.float32(base) * np.float32(scale)))
 
 
