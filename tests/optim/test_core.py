@@ -98,6 +98,19 @@ def test_assigning_the_learning_rate_rescales_and_set_overrides(make: str, write
 
 @pytest.mark.backend("tensorflow", "jax", "torch")
 @pytest.mark.parametrize("make", list(MAKERS))
+def test_the_learning_rate_variable_adds_and_subtracts_through_the_attribute(make: str) -> None:
+    opt = MAKERS[make]()
+    opt.learning_rate.assign_add(0.1)  # 0.1 + 0.1 at step 0: the schedule doubled
+    assert float(opt.learning_rate) == pytest.approx(0.2, rel=1e-6)
+    opt.learning_rate.assign_sub(0.15)
+    assert float(opt.learning_rate) == pytest.approx(0.05, rel=1e-6)
+    opt.clock.step.assign(10)  # a rescaled schedule, running on
+    assert float(opt.learning_rate) == pytest.approx(halving(10) / 2, rel=1e-6)
+    assert not bool(opt.hyperparameters["learning_rate"].is_set)
+
+
+@pytest.mark.backend("tensorflow", "jax", "torch")
+@pytest.mark.parametrize("make", list(MAKERS))
 def test_learning_rate_scheduler_in_fit_multiplies_the_running_schedule(make: str) -> None:
     opt, rates = MAKERS[make](), []
 

@@ -238,7 +238,8 @@ def assign_attribute(hyperparameter: Hyperparameter, name: str, value: Any) -> N
 
 
 class LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
-    """``opt.<name>`` read eagerly: the current value, whose ``assign`` is ``opt.<name> = x``."""
+    """``opt.<name>`` read eagerly: the current value, whose ``assign`` is ``opt.<name> = x``
+    (Keras's ``assign_add`` and ``assign_sub`` call it)."""
 
     _hs_target: tuple[Any, str]
 
@@ -246,12 +247,6 @@ class LiveValue(keras.Variable):  # type: ignore[misc,valid-type]
         optimizer, name = self._hs_target
         setattr(optimizer, name, value)
         return getattr(optimizer, name)
-
-    def assign_add(self, value: Any) -> Any:
-        return self.assign(ops.add(self.value, value))
-
-    def assign_sub(self, value: Any) -> Any:
-        return self.assign(ops.subtract(self.value, value))
 
 
 def live_value(optimizer: Any, name: str, value: Any, cache: dict[str, Any]) -> Any:
