@@ -102,12 +102,10 @@ class SkipNonFinite(keras.optimizers.Optimizer):
         go = self._count(grads)
         if not concrete(go):  # traced: the iteration's clock advances only where it applies
             with conditional(go):
-                ops.cond(go, lambda: self._inner_apply(grads, trainable_variables), lambda: None)
+                apply = self.inner_optimizer.apply
+                ops.cond(go, lambda: apply(grads, trainable_variables), lambda: None)
         elif bool(ops.convert_to_numpy(go)):
             self.inner_optimizer.apply(grads, trainable_variables)
-
-    def _inner_apply(self, grads: Any, trainable_variables: Any) -> None:
-        self.inner_optimizer.apply(grads, trainable_variables)
 
     def stateless_apply(
         self, optimizer_variables: Any, grads: Any, trainable_variables: Any
