@@ -464,10 +464,13 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
     def _new_state(self, name: str, initial: Any, dtype: str, shape: tuple[int, ...] = ()) -> Any:
         if dtype == "int64":  # int32 on JAX without x64 (see hyperstep.backends.integer_dtype)
             dtype = integer_dtype()
+        initializer = keras.initializers.Constant(initial)
+        if isinstance(initial, list):  # the cooldown's form
+            initializer = copy_of(initial)
         variable = self.add_weight(
             shape=shape,
             dtype=dtype,
-            initializer=_constant(initial),
+            initializer=initializer,
             trainable=False,
             aggregation="only_first_replica",
             name=name,
@@ -562,10 +565,14 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
         return f"Hyperparameter({self._raw_schedule!r}, name={self.name!r})"
 
 
-def _constant(initial: Any) -> Any:
-    if isinstance(initial, list):
-        return lambda shape, dtype=None: ops.cast(ops.convert_to_tensor(initial), dtype)
-    return keras.initializers.Constant(initial)
+def copy_of(value: Any) -> Any:
+    """A Keras initializer that returns a copy of ``value`` (read when the variable is created,
+    or lifted out of a ``tf.function`` that creates it)."""
+
+    def initial(shape: Any, dtype: Any = None) -> Any:
+        return ops.copy(ops.cast(ops.convert_to_tensor(value), dtype))
+
+    return initial
 
 
 def track(owner: Any, name: str, value: Any) -> None:

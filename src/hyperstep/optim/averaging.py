@@ -30,7 +30,7 @@ from hyperstep.backends import integer_dtype
 from hyperstep.backends.fit import layers_of
 from hyperstep.clock import Clock
 from hyperstep.control.epochs import epoch_began, fit_began
-from hyperstep.control.hyperparameter import Hyperparameter, track
+from hyperstep.control.hyperparameter import Hyperparameter, copy_of, track
 from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import open_iteration
@@ -51,7 +51,6 @@ __all__ = [
     "average_of",
     "averaged_weights",
     "config_of",
-    "copy_of",
     "exchange",
     "given_values",
     "refresh_batch_norm",
@@ -211,16 +210,6 @@ class AverageState(keras.layers.Layer):
         if config.get("decay") is not None:
             config["decay"] = keras.saving.deserialize_keras_object(config["decay"])
         return cls(**config)
-
-
-def copy_of(value: Any) -> Any:
-    """A Keras initializer that returns a copy of ``value`` (read when the variable is created,
-    or lifted out of a ``tf.function`` that creates it)."""
-
-    def initial(shape: Any, dtype: Any = None) -> Any:
-        return ops.copy(ops.cast(ops.convert_to_tensor(value), dtype))
-
-    return initial
 
 
 def attach(optimizer: Any, state: AverageState) -> AverageState:

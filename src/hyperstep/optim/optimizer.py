@@ -21,7 +21,7 @@ from hyperstep import backends
 from hyperstep.backends import native_variable
 from hyperstep.backends.internals import naming_loaded_file
 from hyperstep.clock import Clock
-from hyperstep.control.hyperparameter import Hyperparameter
+from hyperstep.control.hyperparameter import Hyperparameter, copy_of
 from hyperstep.control.named_state import SavedByName
 from hyperstep.control.relative import resolve
 from hyperstep.errors import InvalidArgumentError, received
@@ -29,7 +29,6 @@ from hyperstep.iteration import claim
 from hyperstep.optim import rules as _rules
 from hyperstep.optim import schedule_free  # noqa: F401  (registers its rules for loading)
 from hyperstep.optim.averaging import config_of as average_config
-from hyperstep.optim.averaging import copy_of
 from hyperstep.optim.averaging import restore as restore_average
 from hyperstep.optim.core import (
     StatelessValues,
