@@ -277,8 +277,7 @@ def _same(a: float, b: float) -> bool:
 
 
 def _armed(override: float, size: int) -> ValueState:
-    layer = keras.layers.Layer()
-    table, start = value_forms.new_table(layer, size)
+    table, start = hs.Hyperparameter(0.1, name="lr").arm(size)
     state = _state(-1)
     state.override.assign(override)
     return state._replace(table=table, table_start=start)

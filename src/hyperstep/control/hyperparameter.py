@@ -325,8 +325,11 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
         traced before the call does not read the table; the variables are not saved."""
         if self._armed is not None and int(self._armed[0].shape[0]) >= steps:
             return self._armed
-        with strategy_scope(self.scale):
-            self._armed = value_forms.new_table(self, int(steps))
+        with strategy_scope(self.scale):  # nan entries, from no step (start -1)
+            self._armed = (
+                self._weight(value_forms.TABLE, math.nan, "float32", (int(steps),)),
+                self._weight(value_forms.TABLE_START, -1, "int64"),
+            )
         return self._armed
 
     @property
@@ -462,12 +465,20 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
         return variable
 
     def _new_state(self, name: str, initial: Any, dtype: str, shape: tuple[int, ...] = ()) -> Any:
+        variable = self._weight(name, initial, dtype, shape)
+        # An attribute per variable names it in tf.train.Checkpoint (restore on creation).
+        object.__setattr__(self, f"state_{name}", variable)
+        track(self, f"state_{name}", variable)
+        return variable
+
+    def _weight(self, name: str, initial: Any, dtype: str, shape: tuple[int, ...] = ()) -> Any:
+        """A non-trainable variable ``initial`` (saved only by :meth:`_new_state`'s)."""
         if dtype == "int64":  # int32 on JAX without x64 (see hyperstep.backends.integer_dtype)
             dtype = integer_dtype()
         initializer = keras.initializers.Constant(initial)
         if isinstance(initial, list):  # the cooldown's form
             initializer = copy_of(initial)
-        variable = self.add_weight(
+        return self.add_weight(
             shape=shape,
             dtype=dtype,
             initializer=initializer,
@@ -475,10 +486,6 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
             aggregation="only_first_replica",
             name=name,
         )
-        # An attribute per variable names it in tf.train.Checkpoint (restore on creation).
-        object.__setattr__(self, f"state_{name}", variable)
-        track(self, f"state_{name}", variable)
-        return variable
 
     @property
     def state(self) -> dict[str, Any]:

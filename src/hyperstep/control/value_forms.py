@@ -35,11 +35,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-import keras
 import numpy as np
 from keras import ops
 
-from hyperstep.backends import concrete, float64_scope, host_int, integer_dtype, read_once
+from hyperstep.backends import concrete, float64_scope, host_int, read_once
 from hyperstep.backends.fast_paths import branches_skip, lazy_where
 from hyperstep.backends.keras_forms import scalar_tensor, with_tensor
 from hyperstep.clock import Clock
@@ -63,7 +62,6 @@ __all__ = [
     "form_of",
     "host_value",
     "host_values",
-    "new_table",
     "override_at",
 ]
 
@@ -261,28 +259,6 @@ def dormant(start: Any) -> bool | None:
     value = start.value
     read = getattr(value, "read_value", None)
     return int(read() if callable(read) else value) < 0
-
-
-def new_table(layer: Any, steps: int) -> tuple[Any, Any]:
-    """Create the armed table's ``(table, table_start)`` on ``layer`` (a hyperparameter):
-    ``steps`` nan entries, ``table_start = -1``."""
-    table = layer.add_weight(
-        shape=(steps,),
-        dtype="float32",
-        initializer=keras.initializers.Constant(math.nan),
-        trainable=False,
-        aggregation="only_first_replica",
-        name=TABLE,
-    )
-    start = layer.add_weight(
-        shape=(),
-        dtype=integer_dtype(),
-        initializer=keras.initializers.Constant(-1),
-        trainable=False,
-        aggregation="only_first_replica",
-        name=TABLE_START,
-    )
-    return table, start
 
 
 # ---- the schedule's exact and host values ----------------------------------------------------
