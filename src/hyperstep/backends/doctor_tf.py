@@ -217,8 +217,13 @@ def numpy_batch(batch: Any) -> Any:
     return batch
 
 
-def local_batch(batch: Any) -> Any:
-    """The first replica's part of a distributed batch (the batch itself otherwise)."""
+def first_step(
+    model: Any, args: tuple[Any, ...], peek: Any
+) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
+    """The batch of ``model.train_function(iterator)``'s first call (the first replica's part
+    of a distributed one), and the call's arguments once the doctor is done: the batch put
+    back (``peek(iterator) -> (batch, iterator)``; the variables are the state)."""
+    batch, iterator = peek(args[0])
     strategy = tf.distribute.get_strategy()
 
     def first(value: Any) -> Any:
@@ -226,17 +231,4 @@ def local_batch(batch: Any) -> Any:
             return strategy.experimental_local_results(value)[0]
         return value
 
-    return tf.nest.map_structure(first, batch)
-
-
-def first_step_batch(model: Any, args: tuple[Any, ...], peek: Any) -> tuple[Any, tuple[Any, ...]]:
-    """The batch of ``model.train_function(iterator)``'s first call, and its arguments with
-    the batch put back (``peek(iterator) -> (batch, iterator)``)."""
-    batch, iterator = peek(args[0])
-    return batch, (iterator, *args[1:])
-
-
-def resume_first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The first call's arguments once the doctor is done: unchanged (the variables are the
-    state)."""
-    return args
+    return tf.nest.map_structure(first, batch), lambda: (iterator, *args[1:])
