@@ -9,7 +9,8 @@ Every schedule is a Keras ``LearningRateSchedule``: any Keras optimizer accepts 
 round-trip through JSON) and its ``repr`` is an expression that ``hs.parse`` reads back.
 
 Subclasses implement ``value(step)`` (``step`` is a float32 tensor), keep each constructor
-argument in the attribute of its name (or override ``arguments()``); everything else is generic.
+argument in the attribute of its name (``value`` in ``value_``; or override ``arguments()``);
+everything else is generic.
 Arithmetic on schedules builds the expression nodes of :mod:`hyperstep.schedules.expressions`
 (``BinaryOp``, ``Negate``, ``Function``), found by their keyword among the classes
 :func:`register` has recorded.
@@ -109,8 +110,10 @@ class Schedule(Arithmetic, _Base):  # type: ignore[misc]
 
     def arguments(self) -> dict[str, Any]:
         """Return the constructor keyword arguments that rebuild this schedule, in signature
-        order: by default each parameter's attribute of the same name."""
-        return {name: getattr(self, name) for name in _parameters(type(self))}
+        order: by default each parameter's attribute of the same name (``value``'s is
+        ``value_``: ``value`` is the method)."""
+        names = _parameters(type(self))
+        return {name: getattr(self, "value_" if name == "value" else name) for name in names}
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
