@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules.checks import check_positive
+from hyperstep.schedules.checks import check_choice, check_positive
 
 MODES = ("exponential", "linear")
 #: the headline's smoothing: a centred Gaussian this many steps wide (its sigma)
@@ -70,10 +70,7 @@ def ramp(min_lr: float, max_lr: float, steps: int, mode: str = "exponential") ->
             f"`find_lr(steps=...)` needs at least 2 steps (one per learning rate; 100 is "
             f"usual). {received('steps', steps)}"
         )
-    if mode not in MODES:
-        raise InvalidArgumentError(
-            f"`find_lr(mode=...)` must be 'exponential' or 'linear'. {received('mode', mode)}"
-        )
+    check_choice("find_lr", "mode", mode, MODES)
     k = np.arange(steps, dtype="float64") / (steps - 1)
     if mode == "exponential":
         rates = min_lr * (max_lr / min_lr) ** k
