@@ -256,16 +256,12 @@ def in_dtype(value: Any, dtype: Any) -> Any:
     rounded once: a Python float or an ExactScalar's float64 directly, like Keras's floats."""
     from keras import ops
 
-    from hyperstep.backends.static import StaticNumber, StaticScalar
+    from hyperstep.backends.static import StaticScalar
 
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)):  # TensorFlow's ExactScalar too: its conversion
         return ops.convert_to_tensor(value, dtype)
     if isinstance(value, StaticScalar):
         return ops.cast(value.value, dtype)
-    if isinstance(value, StaticNumber):  # TensorFlow's ExactScalar: its conversion
-        import tensorflow as tf
-
-        return tf.convert_to_tensor(value, dtype)
     return ops.cast(value, dtype)
 
 
