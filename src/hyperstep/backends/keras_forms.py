@@ -217,16 +217,14 @@ def keras_number(request: Request) -> Any:
 
 def scalar_tensor(value: Any) -> Any:
     """The tensor behind a value from :func:`keras_number` (itself for a plain tensor)."""
-    from hyperstep.backends.static import StaticNumber, StaticScalar
+    from hyperstep.backends.static import StaticScalar
 
     if isinstance(value, StaticScalar):
         return value.value
-    if isinstance(value, StaticNumber):
-        return value.tensor  # type: ignore[attr-defined]
     if current_backend() == "tensorflow":
-        from hyperstep.backends.tensorflow import KerasRate
+        from hyperstep.backends.tensorflow import ExactScalar, KerasRate
 
-        if isinstance(value, KerasRate):
+        if isinstance(value, (ExactScalar, KerasRate)):
             return value.tensor
     return value
 
