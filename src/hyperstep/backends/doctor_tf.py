@@ -221,14 +221,15 @@ def first_step(
     model: Any, args: tuple[Any, ...], peek: Any
 ) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
     """The batch of ``model.train_function(iterator)``'s first call (the first replica's part
-    of a distributed one), and the call's arguments once the doctor is done: the batch put
+    of a distributed one, read from the values themselves: a callback runs outside the
+    strategy's scope, where ``get_strategy().experimental_local_results`` returns a
+    ``PerReplica`` whole), and the call's arguments once the doctor is done: the batch put
     back (``peek(iterator) -> (batch, iterator)``; the variables are the state)."""
     batch, iterator = peek(args[0])
-    strategy = tf.distribute.get_strategy()
 
     def first(value: Any) -> Any:
         if isinstance(value, tf.distribute.DistributedValues):
-            return strategy.experimental_local_results(value)[0]
+            return value.values[0]
         return value
 
     return tf.nest.map_structure(first, batch), lambda: (iterator, *args[1:])
