@@ -175,7 +175,7 @@ def test_a_checkpoint_moves_between_fused_and_unfused_optimizers():
     saved, _ = trained(False, 5)
     saved.save_own_variables(store)
     saved.clock.save_own_variables(clock_store)  # the clock is its own saved layer
-    loaded, variables = trained(None, 0)
+    loaded, _ = trained(None, 0)
     loaded.load_own_variables(store)
     loaded.clock.load_own_variables(clock_store)
     for a, b in zip(saved.variables, loaded.variables, strict=True):
