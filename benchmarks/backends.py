@@ -22,7 +22,12 @@ variant for one block of steps, in a rotating order):
                  optimizer: as many extra arrays as ``hs.scheduled(AdamW)`` passes through
                  the jitted step (Keras's own unused ``learning_rate`` variable, the
                  clock's step, and scale, override, cooldown start and form of each of the
-                 5 hyperparameters), to show what passing them costs by itself.
+                 5 hyperparameters), to show what passing them costs by itself;
+* ``keras+21``   (TensorFlow only) the baseline with 21 scalar variables added to the
+                 optimizer and read in the step (``loss + 0 * sum``): as many as
+                 ``hs.scheduled(AdamW)``'s step captures besides Keras's (the clock's step,
+                 and scale, override, cooldown start and form of each hyperparameter), to
+                 show what capturing and reading them costs by itself.
 
 Each backend runs on one thread and steps are timed in process CPU time (steadier than wall
 time when other processes share the machine). Prints min/median/max milliseconds per step,
@@ -72,7 +77,7 @@ def _optimizer(variant: str) -> Any:
     return keras.optimizers.AdamW(decay, weight_decay=1e-4)
 
 
-def _step_tensorflow(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
+def _step_tensorflow(model: Any, optimizer: Any, x: Any, y: Any, read: Any = ()) -> Any:
     import keras
     import tensorflow as tf
 
@@ -85,6 +90,8 @@ def _step_tensorflow(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
             loss = loss_fn(y, model(x))
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply(grads, model.trainable_variables)
+        if read:  # keras+21: scalar state read in the step, as hyperstep's is
+            loss += 0.0 * tf.add_n([variable.value for variable in read])
         return loss
 
     def run(n: int) -> None:
@@ -192,8 +199,9 @@ def _step_torch(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
 
 
 def _padded(count: int) -> tuple[Any, Any]:
-    """A model and the baseline optimizer with ``count`` unused scalar variables added: on
-    JAX they pass through the jitted step like hyperstep's clock and hyperparameter state."""
+    """A model and the baseline optimizer with ``count`` scalar variables added: on JAX they
+    pass through the jitted step like hyperstep's clock and hyperparameter state (on
+    TensorFlow the step reads them)."""
     model, optimizer = mlp(), _optimizer("keras")
     optimizer.build(model.trainable_variables)
     for index in range(count):
@@ -228,6 +236,8 @@ def child(repeats: int, steps: int) -> dict[str, Any]:
     runs = {v: make(mlp(), _optimizer(v), x, y) for v in ("keras", "hyperstep")}
     if backend == "tensorflow":
         runs["fused"] = make(mlp(), _optimizer("fused"), x, y)
+        model, optimizer = _padded(21)
+        runs["keras+21"] = make(model, optimizer, x, y, optimizer.variables[-21:])
     if backend == "jax":
         runs["optax"] = _step_optax(mlp(), x, y)
         runs["keras+22"] = make(*_padded(22), x, y)

@@ -15,6 +15,7 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from typing import Any
 
 GLOBAL_BATCH = 16
@@ -213,6 +214,42 @@ def plateau_per_replica(strategy: Any) -> dict[str, Any]:
     return {"rows": rows, "copies": copies}
 
 
+def doctor_fit(strategy: Any) -> dict[str, Any]:
+    """``hs.callbacks.Doctor`` in fit(): a model scaling its output by a ``tf.Variable``
+    Keras does not track; the doctor reads the first replica's part of the batch."""
+    import keras
+    import tensorflow as tf
+
+    import hyperstep as hs
+
+    class RawScale(keras.Model):
+        def __init__(self) -> None:
+            super().__init__(name="m")
+            self.dense = keras.layers.Dense(1)
+            self.scale = tf.Variable(2.0)
+
+        def call(self, x: Any) -> Any:
+            return self.dense(x) * self.scale
+
+    x, y = _data(2)
+    with strategy.scope():
+        keras.utils.set_random_seed(1)
+        model = RawScale()
+        model.compile(hs.scheduled(keras.optimizers.SGD(), learning_rate=LEARNING_RATE), "mse")
+    check = hs.callbacks.Doctor()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hs.diagnosis.DoctorWarning)
+        history = model.fit(
+            x, y, batch_size=GLOBAL_BATCH, epochs=1, shuffle=False, verbose=0, callbacks=[check]
+        )
+    assert check.diagnosis is not None
+    return {
+        "codes": check.diagnosis.codes(),
+        "paths": sorted(finding.path for finding in check.diagnosis.findings),
+        "loss": [float(v) for v in history.history["loss"]],
+    }
+
+
 def _plateau_state(plateau: Any) -> list[float]:
     scale = float(plateau.target.scale.numpy())
     return [scale, plateau.best, plateau.wait, plateau.cooldown_counter, plateau.reductions]
@@ -222,6 +259,7 @@ CHECKS = {
     "scheduled_fit": scheduled_fit,
     "step_optimizer_loop": step_optimizer_loop,
     "plateau_per_replica": plateau_per_replica,
+    "doctor_fit": doctor_fit,
 }
 
 

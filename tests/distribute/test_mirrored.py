@@ -127,3 +127,11 @@ def test_without_a_strategy_the_metric_is_used_as_given():
     assert reduce_metric(0.5, "sum") == 0.5
     assert reduce_metric(0.5, None) == 0.5
     assert num_workers(tf.distribute.get_strategy()) == 1
+
+
+def test_doctor_callback_diagnoses_a_distributed_batch_as_a_single_device_one(results):
+    # fit() hands the callback a PerReplica batch; the doctor reads the first replica's part
+    single, mirrored = results["doctor_fit"]["single"], results["doctor_fit"]["mirrored"]
+    assert single["codes"] == ["untracked"] and single["paths"] == ["m/scale"]
+    assert (mirrored["codes"], mirrored["paths"]) == (single["codes"], single["paths"])
+    assert np.allclose(mirrored["loss"], single["loss"], rtol=1e-5)

@@ -218,12 +218,14 @@ def numpy_batch(batch: Any) -> Any:
 
 
 def local_batch(batch: Any) -> Any:
-    """The first replica's part of a distributed batch (the batch itself otherwise)."""
-    strategy = tf.distribute.get_strategy()
+    """The first replica's part of a distributed batch (the batch itself otherwise).
+
+    Read from the values themselves: a callback runs outside the strategy's scope, where
+    ``get_strategy().experimental_local_results`` returns a ``PerReplica`` whole."""
 
     def first(value: Any) -> Any:
         if isinstance(value, tf.distribute.DistributedValues):
-            return strategy.experimental_local_results(value)[0]
+            return value.values[0]
         return value
 
     return tf.nest.map_structure(first, batch)
