@@ -57,6 +57,7 @@ def test_discriminator_first_without_the_iteration_stays_silent_and_exact():
     """D then G with G advancing (the old advice) was right and stays so, without warning."""
     expected = worker.reference("DG")
     generator, discriminator, g_opt, d_opt, _, clock = worker.scheduled_parts()
+    worker.built(generator, discriminator, g_opt, d_opt)
     step = worker.compiled(
         worker.make_iteration("DG", (generator, discriminator, g_opt, d_opt), lambda: 0.0)
     )

@@ -191,6 +191,10 @@ def test_from_hf_names_are_hugging_faces_pure_scheduler_types() -> None:
             {"name": "linear", "num_warmup_steps": -1, "num_training_steps": 9},
             r"integer >= 0. Received: num_warmup_steps=-1",
         ),
+        (
+            {"name": "cosine", "num_warmup_steps": 1, "num_training_steps": 9, "num_cycles": 0},
+            r"`from_hf\(num_cycles=...\)` must be a number > 0. Received: num_cycles=0",
+        ),
     ],
 )
 def test_from_hf_rejects_bad_arguments_with_the_value(kwargs, match) -> None:

@@ -463,7 +463,7 @@ class Multi(keras.optimizers.Optimizer):
 def test_a_plain_optimizer_gets_its_learning_rate_variable_set() -> None:
     sgd = keras.optimizers.SGD(0.05)
     found = setter(sgd, "learning_rate")
-    assert found.current == pytest.approx(0.05) and found.hyperparameter is None
+    assert found.hyperparameter is None
     found.set(0.3)
     assert value(sgd.learning_rate) == pytest.approx(0.3)
 
@@ -478,7 +478,6 @@ def test_through_a_loss_scale_wrapper_the_inner_optimizer_is_set() -> None:
 def test_sub_optimizers_keep_their_ratio_to_the_first() -> None:
     first, second = keras.optimizers.SGD(0.1), keras.optimizers.SGD(0.4)
     found = setter(Multi([first, second]), "learning_rate")
-    assert found.current == pytest.approx(0.1)
     found.set(0.5)
     assert value(first.learning_rate) == pytest.approx(0.5)
     assert value(second.learning_rate) == pytest.approx(0.5 * 0.4 / 0.1)
@@ -493,7 +492,6 @@ def test_a_hyperstep_optimizer_overrides_the_main_value_and_scales_each_group() 
         groups=[hs.Group("head", match="*head*", learning_rate=0.05)],
     )
     found = setter(optimizer, "learning_rate")
-    assert found.current == pytest.approx(0.2)
     found.set(0.8)
     hyperparameters = optimizer.hyperparameters
     assert value(hyperparameters["learning_rate"].value) == pytest.approx(0.8)
@@ -504,7 +502,7 @@ def test_a_hyperparameter_object_is_set_directly() -> None:
     optimizer = hs.scheduled(keras.optimizers.SGD(), momentum=0.9)
     momentum = optimizer.hyperparameters["momentum"]
     found = setter(optimizer, momentum)
-    assert found.hyperparameter is momentum and found.current == pytest.approx(0.9)
+    assert found.hyperparameter is momentum
     found.set(0.5)
     assert value(momentum.value) == pytest.approx(0.5)
 

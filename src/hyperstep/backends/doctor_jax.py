@@ -256,40 +256,37 @@ def numpy_batch(batch: Any) -> Any:
     )
 
 
-def local_batch(batch: Any) -> Any:
-    return batch
-
-
-def first_step_batch(model: Any, args: tuple[Any, ...], peek: Any) -> tuple[Any, tuple[Any, ...]]:
+def first_step(
+    model: Any, args: tuple[Any, ...], peek: Any
+) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
     """The batch of ``model.train_function(state, iterator)``'s first call (Keras's JAX
-    trainer), and its arguments with the batch put back.
+    trainer), and the call's arguments once the doctor is done.
 
     Keras's JAX ``fit`` takes the variables' values out of them into ``state`` (trainable,
     non-trainable, optimizer, metrics) for the epoch; they are put back into the variables
-    here (what ``model.jax_state_sync()`` does at the epoch's end), for the doctor to read."""
+    here (what ``model.jax_state_sync()`` does at the epoch's end), for the doctor to read.
+    Once it is done, ``state`` is read again from the variables (what the doctor left there
+    trains) and the variables purged again, as Keras's JAX ``fit`` keeps them during an
+    epoch: the step donates ``state``'s buffers, which a variable must not keep (a later
+    read or assign would pass a donated buffer)."""
     state, iterator, *rest = args
     for variables, values in zip(_state_owners(model), state, strict=False):
         for variable, value in zip(variables, values or (), strict=False):
             variable.assign(value)
     batch, iterator = peek(iterator)
-    return batch, (state, iterator, *rest)
 
+    def resume() -> tuple[Any, ...]:
+        fresh: list[Any] = []
+        for variables, values in zip(_state_owners(model), state, strict=False):
+            if values is None:
+                fresh.append(values)
+                continue
+            fresh.append([v.value for v in variables][: len(values)])
+            for variable in variables:
+                variable._value = None  # Keras's own purge (JAXTrainer._purge_model_variables)
+        return (type(state)(fresh), iterator, *rest)
 
-def resume_first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The first call's arguments once the doctor is done: ``state`` read again from the
-    variables (what the doctor left there trains) and the variables purged again, as
-    Keras's JAX ``fit`` keeps them during an epoch: the step donates ``state``'s buffers,
-    which a variable must not keep (a later read or assign would pass a donated buffer)."""
-    state, *rest = args
-    fresh: list[Any] = []
-    for variables, values in zip(_state_owners(model), state, strict=False):
-        if values is None:
-            fresh.append(values)
-            continue
-        fresh.append([v.value for v in variables][: len(values)])
-        for variable in variables:
-            variable._value = None  # Keras's own purge (JAXTrainer._purge_model_variables)
-    return (type(state)(fresh), *rest)
+    return batch, resume
 
 
 def _state_owners(model: Any) -> tuple[Any, ...]:

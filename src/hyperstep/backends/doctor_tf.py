@@ -217,28 +217,19 @@ def numpy_batch(batch: Any) -> Any:
     return batch
 
 
-def local_batch(batch: Any) -> Any:
-    """The first replica's part of a distributed batch (the batch itself otherwise).
-
-    Read from the values themselves: a callback runs outside the strategy's scope, where
-    ``get_strategy().experimental_local_results`` returns a ``PerReplica`` whole."""
+def first_step(
+    model: Any, args: tuple[Any, ...], peek: Any
+) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
+    """The batch of ``model.train_function(iterator)``'s first call (the first replica's part
+    of a distributed one, read from the values themselves: a callback runs outside the
+    strategy's scope, where ``get_strategy().experimental_local_results`` returns a
+    ``PerReplica`` whole), and the call's arguments once the doctor is done: the batch put
+    back (``peek(iterator) -> (batch, iterator)``; the variables are the state)."""
+    batch, iterator = peek(args[0])
 
     def first(value: Any) -> Any:
         if isinstance(value, tf.distribute.DistributedValues):
             return value.values[0]
         return value
 
-    return tf.nest.map_structure(first, batch)
-
-
-def first_step_batch(model: Any, args: tuple[Any, ...], peek: Any) -> tuple[Any, tuple[Any, ...]]:
-    """The batch of ``model.train_function(iterator)``'s first call, and its arguments with
-    the batch put back (``peek(iterator) -> (batch, iterator)``)."""
-    batch, iterator = peek(args[0])
-    return batch, (iterator, *args[1:])
-
-
-def resume_first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The first call's arguments once the doctor is done: unchanged (the variables are the
-    state)."""
-    return args
+    return tf.nest.map_structure(first, batch), lambda: (iterator, *args[1:])

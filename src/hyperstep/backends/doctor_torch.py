@@ -222,16 +222,9 @@ def numpy_batch(batch: Any) -> Any:
     return keras.tree.map_structure(convert, batch)
 
 
-def local_batch(batch: Any) -> Any:
-    return batch
-
-
-def first_step_batch(model: Any, args: tuple[Any, ...], peek: Any) -> tuple[Any, tuple[Any, ...]]:
-    """The batch of ``model.train_function([batch])``'s first call (Keras's torch trainer)."""
-    return args[0][0], args
-
-
-def resume_first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The first call's arguments once the doctor is done: unchanged (the variables are the
-    state)."""
-    return args
+def first_step(
+    model: Any, args: tuple[Any, ...], peek: Any
+) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
+    """The batch of ``model.train_function([batch])``'s first call (Keras's torch trainer),
+    and the call's arguments once the doctor is done: unchanged (the variables are the state)."""
+    return args[0][0], lambda: args

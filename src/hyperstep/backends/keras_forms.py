@@ -217,16 +217,14 @@ def keras_number(request: Request) -> Any:
 
 def scalar_tensor(value: Any) -> Any:
     """The tensor behind a value from :func:`keras_number` (itself for a plain tensor)."""
-    from hyperstep.backends.static import StaticNumber, StaticScalar
+    from hyperstep.backends.static import StaticScalar
 
     if isinstance(value, StaticScalar):
         return value.value
-    if isinstance(value, StaticNumber):
-        return value.tensor  # type: ignore[attr-defined]
     if current_backend() == "tensorflow":
-        from hyperstep.backends.tensorflow import KerasRate
+        from hyperstep.backends.tensorflow import ExactScalar, KerasRate
 
-        if isinstance(value, KerasRate):
+        if isinstance(value, (ExactScalar, KerasRate)):
             return value.tensor
     return value
 
@@ -256,16 +254,12 @@ def in_dtype(value: Any, dtype: Any) -> Any:
     rounded once: a Python float or an ExactScalar's float64 directly, like Keras's floats."""
     from keras import ops
 
-    from hyperstep.backends.static import StaticNumber, StaticScalar
+    from hyperstep.backends.static import StaticScalar
 
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)):  # TensorFlow's ExactScalar too: its conversion
         return ops.convert_to_tensor(value, dtype)
     if isinstance(value, StaticScalar):
         return ops.cast(value.value, dtype)
-    if isinstance(value, StaticNumber):  # TensorFlow's ExactScalar: its conversion
-        import tensorflow as tf
-
-        return tf.convert_to_tensor(value, dtype)
     return ops.cast(value, dtype)
 
 

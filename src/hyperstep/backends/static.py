@@ -44,26 +44,17 @@ from typing import Any
 from hyperstep.backends.versions import reach
 
 
-class StaticNumber:
-    """Truth and comparisons with numbers answered by ``static``; arithmetic by ``_binary``.
-
-    The base of :class:`StaticScalar` (JAX) and :class:`~hyperstep.backends.tensorflow.ExactScalar`
-    (TensorFlow). ``static`` is the constant a hyperparameter was built from, or ``None`` for
-    a schedule, read as ``+inf`` (a positive number). A comparison with anything but a number
-    compares the traced value (:meth:`_compare_traced`).
+class Arithmetic:
+    """Python's arithmetic operators, each ``self._binary(other, name, swap)``: the one
+    operator table of :class:`StaticNumber`, TensorFlow's
+    :class:`~hyperstep.backends.tensorflow.KerasRate` and :class:`hyperstep.schedules.Schedule`.
     """
 
     __slots__ = ()
-    static: float | None
-
-    def _number(self) -> float:
-        return math.inf if self.static is None else self.static
-
-    def _compare_traced(self, other: Any, op: Callable[[Any, Any], Any]) -> Any:
-        raise NotImplementedError
 
     def _binary(self, other: Any, name: str, swap: bool) -> Any:
-        """``self <name> other`` (``other <name> self`` when ``swap``)."""
+        """``self <name> other`` (``other <name> self`` when ``swap``); ``name`` is the
+        :mod:`operator` function's: ``add``, ``sub``, ``mul``, ``truediv`` or ``pow``."""
         raise NotImplementedError
 
     def __add__(self, other: Any) -> Any:
@@ -95,6 +86,25 @@ class StaticNumber:
 
     def __rpow__(self, other: Any) -> Any:
         return self._binary(other, "pow", True)
+
+
+class StaticNumber(Arithmetic):
+    """Truth and comparisons with numbers answered by ``static``; arithmetic by ``_binary``.
+
+    The base of :class:`StaticScalar` (JAX) and :class:`~hyperstep.backends.tensorflow.ExactScalar`
+    (TensorFlow). ``static`` is the constant a hyperparameter was built from, or ``None`` for
+    a schedule, read as ``+inf`` (a positive number). A comparison with anything but a number
+    compares the traced value (:meth:`_compare_traced`).
+    """
+
+    __slots__ = ()
+    static: float | None
+
+    def _number(self) -> float:
+        return math.inf if self.static is None else self.static
+
+    def _compare_traced(self, other: Any, op: Callable[[Any, Any], Any]) -> Any:
+        raise NotImplementedError
 
     def __bool__(self) -> bool:
         return self._number() != 0

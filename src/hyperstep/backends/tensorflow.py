@@ -24,7 +24,7 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import ops  # noqa: E402
 
-from hyperstep.backends.static import StaticNumber  # noqa: E402
+from hyperstep.backends.static import Arithmetic, StaticNumber  # noqa: E402
 from hyperstep.backends.versions import OPTIMIZER_SLOTS, missing  # noqa: E402
 
 _OPS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[float, float], float]]] = {
@@ -137,7 +137,7 @@ class ExactScalar(StaticNumber, float):  # type: ignore[misc]
         return f"ExactScalar({self.tensor!r}, static={self.static!r})"
 
 
-class KerasRate:
+class KerasRate(Arithmetic):
     """The learning rate as Keras's own float32 variable behaves in its update code: a
     float32 tensor whose operators are Keras's ops (``lr * update`` promotes a float16
     ``update`` to float32, as ``Variable.__mul__`` does, where a ``tf.Tensor``'s ``*``
@@ -165,35 +165,9 @@ class KerasRate:
             return self.tensor
         return tf.cast(self.tensor, dtype)
 
-    def __add__(self, other: Any) -> Any:
-        return ops.add(self.tensor, other)
-
-    def __radd__(self, other: Any) -> Any:
-        return ops.add(other, self.tensor)
-
-    def __sub__(self, other: Any) -> Any:
-        return ops.subtract(self.tensor, other)
-
-    def __rsub__(self, other: Any) -> Any:
-        return ops.subtract(other, self.tensor)
-
-    def __mul__(self, other: Any) -> Any:
-        return ops.multiply(self.tensor, other)
-
-    def __rmul__(self, other: Any) -> Any:
-        return ops.multiply(other, self.tensor)
-
-    def __truediv__(self, other: Any) -> Any:
-        return ops.true_divide(self.tensor, other)
-
-    def __rtruediv__(self, other: Any) -> Any:
-        return ops.true_divide(other, self.tensor)
-
-    def __pow__(self, other: Any) -> Any:
-        return ops.power(self.tensor, other)
-
-    def __rpow__(self, other: Any) -> Any:
-        return ops.power(other, self.tensor)
+    def _binary(self, other: Any, name: str, swap: bool) -> Any:
+        operation = _OPS[name][0]
+        return operation(other, self.tensor) if swap else operation(self.tensor, other)
 
     def __neg__(self) -> Any:
         return ops.negative(self.tensor)

@@ -48,7 +48,6 @@ class PrivateAPI:
     package: str
     use: str
     probe: Callable[[], Any]
-    optional: bool = False
 
 
 #: Keras optimizers' private slot lists and helpers the fused kernels read.
@@ -104,28 +103,24 @@ def _apis() -> dict[str, PrivateAPI]:
             "keras",
             "the JAX freeze check (variables read as constants in jax.jit)",
             lambda: _import(f"{common}.stateless_scope", "get_stateless_scope"),
-            optional=True,
         ),
         PrivateAPI(
             f"{common}.symbolic_scope.in_symbolic_scope",
             "keras",
             "the JAX freeze check; epoch 0 while a model is built symbolically",
             lambda: _import(f"{common}.symbolic_scope", "in_symbolic_scope"),
-            optional=True,
         ),
         PrivateAPI(
             f"{common}.global_state.get_global_attribute",
             "keras",
             "the doctor puts Keras's global seed generator back after a probe",
             lambda: _import(f"{common}.global_state", "get_global_attribute"),
-            optional=True,
         ),
         PrivateAPI(
             f"{common}.global_state.set_global_attribute",
             "keras",
             "find_lr puts Keras's global seed generator back (also when it made one)",
             lambda: _import(f"{common}.global_state", "set_global_attribute"),
-            optional=True,
         ),
         PrivateAPI(
             "keras.Model._symbolic_build",
@@ -148,35 +143,30 @@ def _apis() -> dict[str, PrivateAPI]:
             "tensorflow",
             "find_lr puts back the generator of TensorFlow's operation seeds",
             lambda: _import("tensorflow.python.eager.context", "context")(),
-            optional=True,
         ),
         PrivateAPI(
             "tensorflow.python.ops.stateful_random_ops.global_generator",
             "tensorflow",
             "find_lr puts back the state of TensorFlow's global tf.random.Generator",
             lambda: _import("tensorflow.python.ops", "stateful_random_ops"),
-            optional=True,
         ),
         PrivateAPI(
             "keras.src.saving.saving_lib.load_model",
             "keras",
             "a damaged number in a .keras file's config is refused naming the file",
             lambda: _import("keras.src.saving.saving_lib", "load_model"),
-            optional=True,
         ),
         PrivateAPI(
             "keras.callbacks.TensorBoard._collect_learning_rate",
             "keras",
             "TensorBoard's epoch_learning_rate is the value the epoch trained with",
             lambda: _import("keras", "callbacks", "TensorBoard", "_collect_learning_rate"),
-            optional=True,
         ),
         PrivateAPI(
             "tensorflow.Operation._set_attr",
             "tensorflow",
             "a dormant cooldown's cond kept one functional If op (_lower_using_switch_merge)",
             lambda: _import("tensorflow", "Operation", "_set_attr"),
-            optional=True,
         ),
         PrivateAPI(
             "keras.src.backend.jax.trainer.JAXTrainer._get_jax_state",
@@ -223,7 +213,6 @@ def _apis() -> dict[str, PrivateAPI]:
                     "_apply_weight_decay",
                 ),
             ),
-            optional=True,
         ),
         PrivateAPI(
             "tensorflow.python.framework.ops.get_gradient_function",
@@ -246,21 +235,18 @@ def _apis() -> dict[str, PrivateAPI]:
             "StepOptimizer's TensorFlow kernels stay off under XLA, which fuses the rule's "
             "operations into fewer passes",
             lambda: _import("tensorflow", "__internal__", "get_enclosing_xla_context"),
-            optional=True,
         ),
         PrivateAPI(
             "jax._src.lax.lax._convert_element_type",
             "jax",
             "hs.scheduled's JAX values promote as Keras's Python floats (weakly typed)",
             lambda: _import("jax._src.lax.lax", "_convert_element_type"),
-            optional=True,
         ),
         PrivateAPI(
             "jax._src.dtypes.register_weak_scalar_type",
             "jax",
             "hs.scheduled's JAX values convert as Keras's Python floats (weakly typed)",
             lambda: _import("jax._src.dtypes", "register_weak_scalar_type"),
-            optional=True,
         ),
         PrivateAPI(
             "jax._src.core.trace_state_clean/unsafe_am_i_under_a_jit",
@@ -270,21 +256,18 @@ def _apis() -> dict[str, PrivateAPI]:
                 _import("jax._src.core", "trace_state_clean"),
                 _import("jax._src.core", "unsafe_am_i_under_a_jit"),
             ),
-            optional=True,
         ),
         PrivateAPI(
             "torch._fused_adam_/_fused_adamw_",
             "torch",
             "hs.scheduled(fused=True) on torch",
             lambda: (_import("torch", "_fused_adam_"), _import("torch", "_fused_adamw_")),
-            optional=True,
         ),
         PrivateAPI(
             "torch.utils._foreach_utils._get_fused_kernels_supported_devices",
             "torch",
             "the devices where hs.scheduled(fused=True) takes torch's fused Adam",
             lambda: _import("torch.utils._foreach_utils", "_get_fused_kernels_supported_devices"),
-            optional=True,
         ),
     ]
     return {api.name: api for api in apis}

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hyperstep.cli.arguments import positive_int
+from hyperstep.cli.arguments import UsageError, positive_int
 
 DEFAULT_OUT = "schedule.png"
 #: points sampled per curve for a PNG (every step when there are fewer)
@@ -77,9 +77,9 @@ def run(args: argparse.Namespace) -> int:
 
     text_mode = args.text or not have_matplotlib()
     num = TEXT_POINTS if text_mode else PNG_POINTS
-    schedules = []
-    for text in args.expressions:
-        try:
+    schedules, curves = [], []
+    try:  # an error is hyperstep.cli.main's to print (`hyperstep plot: error: ...`, status 2)
+        for text in args.expressions:
             schedule = parse(text, steps_per_epoch=args.steps_per_epoch)
             if uses_epoch(schedule):
                 raise HyperstepError(f"{text!r} uses `epoch`; pass --steps-per-epoch K")
@@ -87,24 +87,17 @@ def run(args: argparse.Namespace) -> int:
                 if args.total is None:
                     raise HyperstepError(f"{text!r} uses `total`, the run's length; pass --total N")
                 schedule = bind_total(schedule, args.total)
-        except (HyperstepError, ArithmeticError, ValueError) as error:
-            print(f"hyperstep plot: error: {error}", file=sys.stderr)
-            return 2
-        schedules.append(schedule)
-    if args.steps is None:  # e.g. wsd(...) or warmup(cosine(...)) end at a known step
-        lengths = [s.natural_steps for s in schedules if s.natural_steps is not None]
-        if not lengths:
-            print("hyperstep plot: error: pass --steps N (no natural length)", file=sys.stderr)
-            return 2
-        args.steps = max(1, math.ceil(max(lengths)))
-    curves = []
-    for text, schedule in zip(args.expressions, schedules, strict=True):
-        try:
+            schedules.append(schedule)
+        if args.steps is None:  # e.g. wsd(...) or warmup(cosine(...)) end at a known step
+            lengths = [s.natural_steps for s in schedules if s.natural_steps is not None]
+            if not lengths:
+                raise HyperstepError("pass --steps N (no natural length)")
+            args.steps = max(1, math.ceil(max(lengths)))
+        for text, schedule in zip(args.expressions, schedules, strict=True):
             with np.errstate(all="ignore"):  # like Keras: inf and nan, drawn as gaps
                 curves.append((text, *sample(schedule, args.steps, num=num)))
-        except (HyperstepError, ArithmeticError, ValueError) as error:
-            print(f"hyperstep plot: error: {error}", file=sys.stderr)
-            return 2
+    except (ArithmeticError, ValueError) as error:
+        raise UsageError(str(error)) from None
     if not args.text and text_mode:
         print("hyperstep plot: matplotlib is not installed; printing a text chart", file=sys.stderr)
     if text_mode:

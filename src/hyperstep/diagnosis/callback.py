@@ -71,17 +71,16 @@ class Doctor(keras.callbacks.Callback):
 
         def first_step(*args: Any) -> Any:
             model.train_function = original
-            batch, args = tracer().first_step_batch(model, args, _peek)
+            batch, resume = tracer().first_step(model, args, _peek)
             self._diagnose(batch if self.data is None else self.data)
-            return original(*tracer().resume_first_step(model, args))
+            return original(*resume())
 
         model.train_function = first_step
 
     def _diagnose(self, batch: Any) -> None:
         from hyperstep.diagnosis.diagnose import doctor
 
-        # the first replica's part of a distributed batch (the batch itself otherwise)
-        self.diagnosis = doctor(self.model, tracer().local_batch(batch))
+        self.diagnosis = doctor(self.model, batch)
         if self.diagnosis.ok:
             return
         if self.raise_on_findings:

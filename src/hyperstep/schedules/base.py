@@ -9,7 +9,8 @@ Every schedule is a Keras ``LearningRateSchedule``: any Keras optimizer accepts 
 round-trip through JSON) and its ``repr`` is an expression that ``hs.parse`` reads back.
 
 Subclasses implement ``value(step)`` (``step`` is a float32 tensor), keep each constructor
-argument in the attribute of its name (or override ``arguments()``); everything else is generic.
+argument in the attribute of its name (``value`` in ``value_``; or override ``arguments()``);
+everything else is generic.
 Arithmetic on schedules builds the expression nodes of :mod:`hyperstep.schedules.expressions`
 (``BinaryOp``, ``Negate``, ``Function``), found by their keyword among the classes
 :func:`register` has recorded.
@@ -27,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hyperstep.backends.internals import naming_loaded_file
+from hyperstep.backends.static import Arithmetic
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules._ops import NUMPY, ops
 
@@ -63,13 +65,17 @@ def register(cls: type) -> type:
     return keras.saving.register_keras_serializable(package=PACKAGE)(cls)
 
 
+#: each arithmetic operator's symbol, by its :mod:`operator` name (``Arithmetic``'s)
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**"}
+
+
 def _node(keyword: str, *args: Any) -> Schedule:
     """The expression node registered under ``keyword`` (``binary``, ``negate``,
     ``function``: :mod:`hyperstep.schedules.expressions`), built from ``args``."""
     return CLASSES[keyword](*args)  # type: ignore[call-arg]
 
 
-class Schedule(_Base):  # type: ignore[misc]
+class Schedule(Arithmetic, _Base):  # type: ignore[misc]
     """A pure, vectorized, serializable function of the step.
 
     ``schedule(step)`` accepts a Python number, a NumPy array or a backend tensor of any
@@ -104,8 +110,10 @@ class Schedule(_Base):  # type: ignore[misc]
 
     def arguments(self) -> dict[str, Any]:
         """Return the constructor keyword arguments that rebuild this schedule, in signature
-        order: by default each parameter's attribute of the same name."""
-        return {name: getattr(self, name) for name in _parameters(type(self))}
+        order: by default each parameter's attribute of the same name (``value``'s is
+        ``value_``: ``value`` is the method)."""
+        names = _parameters(type(self))
+        return {name: getattr(self, "value_" if name == "value" else name) for name in names}
 
     # ---- config -------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
@@ -196,35 +204,10 @@ class Schedule(_Base):  # type: ignore[misc]
     precedence: ClassVar[int] = 100
 
     # ---- arithmetic ---------------------------------------------------------------------
-    def __add__(self, other: ScheduleLike) -> Schedule:
-        return _node("binary", "+", self, other)
-
-    def __radd__(self, other: ScheduleLike) -> Schedule:
-        return _node("binary", "+", other, self)
-
-    def __sub__(self, other: ScheduleLike) -> Schedule:
-        return _node("binary", "-", self, other)
-
-    def __rsub__(self, other: ScheduleLike) -> Schedule:
-        return _node("binary", "-", other, self)
-
-    def __mul__(self, other: ScheduleLike) -> Schedule:
-        return _node("binary", "*", self, other)
-
-    def __rmul__(self, other: ScheduleLike) -> Schedule:
-        return _node("binary", "*", other, self)
-
-    def __truediv__(self, other: ScheduleLike) -> Schedule:
-        return _node("binary", "/", self, other)
-
-    def __rtruediv__(self, other: ScheduleLike) -> Schedule:
-        return _node("binary", "/", other, self)
-
-    def __pow__(self, other: ScheduleLike) -> Schedule:
-        return _node("binary", "**", self, other)
-
-    def __rpow__(self, other: ScheduleLike) -> Schedule:
-        return _node("binary", "**", other, self)
+    def _binary(self, other: ScheduleLike, name: str, swap: bool) -> Schedule:
+        """``self <op> other`` (``other <op> self`` when ``swap``) as an expression node."""
+        operands = (other, self) if swap else (self, other)
+        return _node("binary", _SYMBOLS[name], *operands)
 
     def __neg__(self) -> Schedule:
         return _node("negate", self)

@@ -98,9 +98,6 @@ class Constant(Schedule):
         found = None if NUMPY else backends.full_float32(step, self.value_)
         return found if found is not None else ops.full(ops.shape(step), self.value_, "float32")
 
-    def arguments(self) -> dict[str, Any]:
-        return {"value": self.value_}
-
     def _inline(self) -> str:
         return format_value(self.value_)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import Schedule, check_number
-from hyperstep.schedules.checks import check_choice
+from hyperstep.schedules.checks import check_choice, check_positive
 from hyperstep.schedules.combinators import join, warmup
 from hyperstep.schedules.decays import linear, polynomial
 from hyperstep.schedules.expressions import BinaryOp, Constant, Function, Step, Total
@@ -149,11 +149,7 @@ def from_hf(
                 f"Hugging Face. {received('peak', peak)}"
             )
         return _warm(polynomial(peak, lr_end, steps=d, power=kw["power"]), w)
-    cycles = check_number("from_hf", "num_cycles", kw["num_cycles"])
-    if cycles <= 0:
-        raise InvalidArgumentError(
-            f"`from_hf({name!r}, num_cycles=...)` must be > 0. {received('num_cycles', cycles)}"
-        )
+    cycles = check_positive("from_hf", "num_cycles", kw["num_cycles"])
     if name == "cosine_with_restarts":
         restarts = cosine_restarts(peak, steps=d / cycles, t_mul=1.0)
         return _warm(join([restarts, 0.0], [d]), w)

@@ -262,15 +262,6 @@ class Cooldown(Schedule):
             widened(float(self.value_)), widened(float(self.end)), done, steps, self.shape
         )
 
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "value": self.value_,
-            "start": self.start,
-            "steps": self.steps,
-            "shape": self.shape,
-            "end": self.end,
-        }
-
 
 wsd = WarmupStableDecay
 inverse_sqrt = InverseSqrt

@@ -1,6 +1,7 @@
 """The result of a learning-rate range test: :class:`LRFinding` and the ramp it follows.
 
-Plain NumPy (and matplotlib for :meth:`LRFinding.plot`): nothing here imports Keras.
+NumPy (and matplotlib for :meth:`LRFinding.plot`); the ramp's arguments are checked as the
+schedules' are.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
+from hyperstep.schedules.checks import check_choice, check_positive
 
 MODES = ("exponential", "linear")
 #: the headline's smoothing: a centred Gaussian this many steps wide (its sigma)
@@ -44,7 +46,7 @@ def ramp(min_lr: float, max_lr: float, steps: int, mode: str = "exponential") ->
     Raises:
         ValueError: For a rate that is not positive and finite, ``max_lr <= min_lr``,
             ``steps < 2`` or another mode.
-        TypeError: For ``steps`` that is not an integer.
+        TypeError: For a rate that is not a number or ``steps`` that is not an integer.
 
     Example:
         >>> [round(float(v), 12) for v in ramp(1e-3, 1.0, steps=4)]
@@ -53,14 +55,7 @@ def ramp(min_lr: float, max_lr: float, steps: int, mode: str = "exponential") ->
         [0.1, 0.2, 0.30000000000000004, 0.4]
     """
     for name, value in (("min_lr", min_lr), ("max_lr", max_lr)):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
-            raise InvalidTypeError(
-                f"`find_lr({name}=...)` must be a positive number. {received(name, value)}"
-            )
-        if not (math.isfinite(value) and value > 0):
-            raise InvalidArgumentError(
-                f"`find_lr({name}=...)` must be positive and finite. {received(name, value)}"
-            )
+        check_positive("find_lr", name, value)
     if not max_lr > min_lr:
         raise InvalidArgumentError(
             f"`find_lr(max_lr=...)` must be larger than min_lr={min_lr!r}. "
@@ -75,10 +70,7 @@ def ramp(min_lr: float, max_lr: float, steps: int, mode: str = "exponential") ->
             f"`find_lr(steps=...)` needs at least 2 steps (one per learning rate; 100 is "
             f"usual). {received('steps', steps)}"
         )
-    if mode not in MODES:
-        raise InvalidArgumentError(
-            f"`find_lr(mode=...)` must be 'exponential' or 'linear'. {received('mode', mode)}"
-        )
+    check_choice("find_lr", "mode", mode, MODES)
     k = np.arange(steps, dtype="float64") / (steps - 1)
     if mode == "exponential":
         rates = min_lr * (max_lr / min_lr) ** k

@@ -357,16 +357,14 @@ def _generator(items: Any) -> Any:
 # ---- the learning rate's writer ---------------------------------------------------------
 class Setter:
     """Writes a learning rate: ``set(value)`` writes ``value * ratio`` into each target;
-    ``current`` is the first target's value before the test, ``hyperparameter`` the
-    :class:`~hyperstep.Hyperparameter` given (else ``None``)."""
+    ``hyperparameter`` is the :class:`~hyperstep.Hyperparameter` given (else ``None``)."""
 
     def __init__(
         self,
         targets: list[tuple[Callable[[float], None], float]],
-        current: float,
         hyperparameter: Hyperparameter | None = None,
     ) -> None:
-        self.targets, self.current, self.hyperparameter = targets, current, hyperparameter
+        self.targets, self.hyperparameter = targets, hyperparameter
 
     def set(self, value: float) -> None:
         for write, ratio in self.targets:
@@ -380,8 +378,7 @@ def setter(optimizer: Any, hyperparameter: Any) -> Setter:
     the first sub-optimizer's) takes the test's, and every other (a group's, another
     sub-optimizer's) keeps its current ratio to it (``lr_i = lr * lr_i(now) / lr_0(now)``)."""
     if isinstance(hyperparameter, Hyperparameter):
-        value = float(keras.ops.convert_to_numpy(hyperparameter.value))
-        return Setter([(hyperparameter.set, 1.0)], value, hyperparameter)
+        return Setter([(hyperparameter.set, 1.0)], hyperparameter)
     if not isinstance(hyperparameter, str):
         raise InvalidTypeError(
             "`find_lr(hyperparameter=...)` must be a hyperparameter name such as "
@@ -400,7 +397,7 @@ def setter(optimizer: Any, hyperparameter: Any) -> Setter:
                 f"Received: {key}={value}, {hyperparameter}={main}"
             )
         targets.append((write, value / main))
-    return Setter(targets, main)
+    return Setter(targets)
 
 
 def _targets(optimizer: Any, name: str) -> list[tuple[str, Callable[[float], None], float]]:
