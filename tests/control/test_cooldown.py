@@ -139,6 +139,24 @@ def test_composes_with_scale_override_and_reduce_on_plateau() -> None:
     assert hp.read()["schedule"] == pytest.approx(closed_form(9, 6, 10, "linear"), rel=1e-6)
 
 
+@pytest.mark.parametrize("traced", [False, True])
+def test_assigning_a_number_during_the_cooldown_makes_it_the_value(traced: bool) -> None:
+    # `opt.learning_rate = x` (Keras's ReduceLROnPlateau) rescales the cooled value, not the
+    # schedule under it: the value is x, then follows the cooldown's shape from there
+    clock = hs.Clock()
+    hp = hs.Hyperparameter(hs.schedules.cosine(PEAK, steps=LENGTH), clock=clock)
+    hs.Cooldown(hp, steps=10, shape="linear").start(at=4)
+    clock.step.assign(8)
+    if traced:
+        tf.function(lambda: hp.assign(0.01))()
+    else:
+        hp.assign(0.01)
+    np.testing.assert_allclose(float(hp.value), 0.01, rtol=1e-6)
+    ratio = 0.01 / closed_form(8, 4, 10, "linear")
+    clock.step.assign(11)
+    np.testing.assert_allclose(float(hp.value), closed_form(11, 4, 10, "linear") * ratio, rtol=1e-5)
+
+
 class Record(keras.callbacks.Callback):
     """Records the learning rate each update uses and the traces of the model's call."""
 

@@ -380,7 +380,7 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
             self._assign_now(float(ops.convert_to_numpy(value)), step)
             return
         override = self.override.value
-        current = ops.multiply(ops.cast(self._clocked(step), "float32"), self.scale.value)
+        current = ops.multiply(ops.cast(self.base_at(step), "float32"), self.scale.value)
         ratio = ops.cast(ops.cast(value, "float64") / ops.cast(current, "float64"), "float32")
         rescale = ops.logical_and(
             ops.isnan(override),
@@ -392,7 +392,7 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
     def _assign_now(self, value: float, step: Any) -> None:
         with self._held():  # reads only: the write below reaches a JAX fit in progress
             override = float(ops.convert_to_numpy(self.override))
-            base = np.float32(ops.convert_to_numpy(self._clocked(step)))
+            base = np.float32(ops.convert_to_numpy(self.base_at(step)))
             scale = np.float32(ops.convert_to_numpy(self.scale))
         if not math.isnan(override):
             self.set(value)
