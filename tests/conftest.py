@@ -106,6 +106,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if len(kept) < len(items):
         config.hook.pytest_deselected(items=[i for i in items if BACKEND not in backends_of(i)])
         items[:] = kept
+    items.sort(key=lambda item: _LONGEST_FIRST.get(item.nodeid.split("::")[0], 0), reverse=True)
+
+
+#: the fast passes' longest files (TensorFlow pass, ``--durations=0``, summed per file): they
+#: run first (a stable sort), so that ``--dist loadfile`` hands the workers short files last
+#: and the two finish together instead of one waiting while the other runs a long file
+_LONGEST_FIRST = {
+    path: rank
+    for rank, path in enumerate(
+        reversed(
+            (
+                "tests/schedules/test_total.py",
+                "tests/optim/test_keras_contracts.py",
+                "tests/docs/test_blocks.py",
+                "tests/tune/test_ray.py",
+                "tests/control/test_controllers.py",
+                "tests/optim/test_scheduled.py",
+                "tests/optim/test_scheduled_training.py",
+                "tests/cli/test_usage_errors.py",
+                "tests/control/test_reading.py",
+                "tests/optim/test_rules.py",
+            )
+        ),
+        start=1,
+    )
+}
 
 
 # ---- workers ----------------------------------------------------------------------------------
