@@ -37,11 +37,19 @@ class Clock(keras.layers.Layer):
     iteration ``i`` sees step ``i``, in any number and order of optimizers, and the clock
     advances once after it, by the updates applied (a skipped update or a
     gradient-accumulation micro-step leaves it, as it leaves Keras's ``iterations``).
-    ``model.fit`` needs nothing; a custom loop wraps each iteration in :meth:`iteration`;
-    without it the optimizer that claimed the clock advances it after each of its updates
-    (docs/recipes.md, "Several optimizers on one clock"). In stateless training (JAX) each
-    state carries its own copy of ``step`` (:meth:`stateless_copy`; docs/backends.md, "The
-    clock's step in two states").
+
+    * ``model.fit`` needs nothing.
+    * A custom loop wraps each iteration in :meth:`iteration` (one line)::
+
+          for batch in data:
+              with clock.iteration():   # inside a tf.function step too
+                  d_optimizer.apply(...); g_optimizer.apply(...)  # a GAN, in any order
+
+    * Without it, the optimizer that claimed the clock advances it after each of its
+      updates (docs/recipes.md, "Several optimizers on one clock").
+
+    In stateless training (JAX) each state carries its own copy of ``step``
+    (:meth:`stateless_copy`; docs/backends.md, "The clock's step in two states").
 
     A clock is a Keras layer: assigned as an attribute of a layer, a model or an optimizer
     it is saved and restored with it (``.keras``, ``save_weights``, ``tf.train.Checkpoint``),
