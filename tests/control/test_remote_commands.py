@@ -162,6 +162,8 @@ def test_the_cli_writes_commands_without_importing_keras(tmp_path: Path) -> None
     code = (
         "import sys; from hyperstep.cli.main import main; "
         f"assert main(['set', {str(remote.directory)!r}, 'learning_rate=1e-3', '--at', '5']) == 0; "
+        f"assert main(['cooldown', {str(remote.directory)!r}, 'learning_rate', '--steps', '5', "
+        "'--shape', 'linear', '--at', '9']) == 0; "
         f"assert main(['show', {str(remote.directory)!r}]) == 0; "
         "assert 'keras' not in sys.modules and 'tensorflow' not in sys.modules, 'imported'"
     )

@@ -27,8 +27,6 @@ __all__ = ["VERBS", "Track", "Verb", "check_command", "parse_number", "parse_sch
 
 #: the largest finite float32
 FLOAT32_MAX = 3.4028235677973362e38
-#: the cooldown shapes (as :class:`hyperstep.Cooldown`)
-SHAPES = ("1-sqrt", "linear", "cosine", "exponential", "minus_sqrt")
 #: the largest step (``--at``, a cooldown's ``steps``): 2**53, exact in float64
 MAX_STEP = 2**53
 #: the flags a command may carry (see :func:`check_command`)
@@ -246,11 +244,13 @@ def check_command(command: Any, names: Any = None, step: int | None = None) -> d
                     )
                 out["steps"] = steps
             if shape is not None:
-                if shape not in SHAPES:
-                    raise InvalidArgumentError(
-                        f"cooldown shape must be one of {list(SHAPES)}. Received: shape={shape!r}"
-                    )
-                out["shape"] = shape
+                from hyperstep.backends import numpy_ops
+
+                numpy_ops.request()  # no Keras in a process that has not imported it
+                from hyperstep.schedules.checks import check_choice
+                from hyperstep.schedules.wsd import DECAY_TYPES
+
+                out["shape"] = check_choice("cooldown", "shape", shape, DECAY_TYPES)
     return out
 
 
