@@ -17,7 +17,7 @@ import keras
 from keras import ops
 
 from hyperstep import backends
-from hyperstep.backends.fit import follow_train_steps
+from hyperstep.backends.fit import follow_train_steps, wrap_methods
 from hyperstep.backends.jax import advance_in_state
 from hyperstep.errors import InvalidArgumentError
 
@@ -262,8 +262,6 @@ def _follow_loss_scaling() -> None:
     Keras's ``iterations``. A traced ``cond`` (TensorFlow's graphs, JAX) traces the update
     in both cases; the condition, computed as Keras computes it, decides."""
     cls = keras.optimizers.LossScaleOptimizer
-    if getattr(cls.apply, "_hyperstep", False):
-        return
     keras_apply, keras_stateless_apply = cls.apply, cls.stateless_apply
 
     def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
@@ -278,12 +276,7 @@ def _follow_loss_scaling() -> None:
         with conditional(self.check_finite(grads)):
             return keras_stateless_apply(self, optimizer_variables, grads, trainable_variables)
 
-    pairs: list[tuple[Any, Any]] = [(apply, keras_apply), (stateless_apply, keras_stateless_apply)]
-    for wrapper, wrapped in pairs:
-        wrapper.__doc__ = wrapped.__doc__
-        wrapper.__wrapped__ = wrapped  # Keras's own, for tests and debugging
-        wrapper._hyperstep = True
-        setattr(cls, wrapper.__name__, wrapper)
+    wrap_methods(cls, apply, stateless_apply)
 
 
 # once, at import: every model's train step is one training iteration (not per Clock), and

@@ -54,8 +54,6 @@ def follow_epoch_ends(
 def _follow_callback_lists() -> None:
     """Wrap ``keras.callbacks.CallbackList``'s fit hooks (once, at import)."""
     cls = keras.callbacks.CallbackList
-    if getattr(cls.on_epoch_begin, "_hyperstep", False):
-        return
     keras_train_begin, keras_epoch_begin = cls.on_train_begin, cls.on_epoch_begin
     keras_epoch_end = cls.on_epoch_end
 
@@ -84,21 +82,25 @@ def _follow_callback_lists() -> None:
                 end(model, epoch, logs, list(self.callbacks))
         return keras_epoch_end(self, epoch, logs)
 
-    pairs: list[tuple[Any, Any]] = [
-        (on_train_begin, keras_train_begin),
-        (on_epoch_begin, keras_epoch_begin),
-        (on_epoch_end, keras_epoch_end),
-    ]
+    wrap_methods(cls, on_train_begin, on_epoch_begin, on_epoch_end)
     if keras.backend.backend() == "jax":  # Keras's backend is fixed once it is imported
-        pairs += _jax_batch_hooks(cls)
-    for wrapper, wrapped in pairs:
-        wrapper.__doc__ = wrapped.__doc__
-        wrapper.__wrapped__ = wrapped  # Keras's own, for tests and debugging
-        wrapper._hyperstep = True
-        setattr(cls, wrapper.__name__, wrapper)
+        wrap_methods(cls, *_jax_batch_hooks(cls))
 
 
-def _jax_batch_hooks(cls: Any) -> list[tuple[Any, Any]]:
+def wrap_methods(cls: Any, *wrappers: Any) -> None:
+    """Put each of ``wrappers`` on ``cls`` in place of the method of its name, which it
+    keeps as ``__wrapped__`` (Keras's own, for tests and debugging) with its docstring; a
+    method wrapped already stays (Keras's classes are wrapped once)."""
+    for wrapper in wrappers:
+        wrapped = getattr(cls, wrapper.__name__)
+        if not getattr(wrapped, "_hyperstep", False):
+            wrapper.__doc__ = wrapped.__doc__
+            wrapper.__wrapped__ = wrapped
+            wrapper._hyperstep = True
+            setattr(cls, wrapper.__name__, wrapper)
+
+
+def _jax_batch_hooks(cls: Any) -> list[Any]:
     """``on_train_batch_begin``/``_end`` wrappers for JAX's ``fit``, whose trainer holds the
     state between steps (:mod:`hyperstep.backends.jax`): each batch applies the writes other
     threads made and keeps the direct assigns of the callbacks. Only on JAX: elsewhere a
@@ -120,7 +122,7 @@ def _jax_batch_hooks(cls: Any) -> list[tuple[Any, Any]]:
         adopt_direct_writes()  # before the epoch's end writes the trainer's state back
         return result
 
-    return [(on_train_batch_begin, keras_batch_begin), (on_train_batch_end, keras_batch_end)]
+    return [on_train_batch_begin, on_train_batch_end]
 
 
 def _follow_tensorboard() -> None:
@@ -130,7 +132,7 @@ def _follow_tensorboard() -> None:
     of :func:`follow_epoch_ends` give the value the epoch trained with instead."""
     cls = keras.callbacks.TensorBoard
     keras_collect = reach("keras.callbacks.TensorBoard._collect_learning_rate", fallback=None)
-    if keras_collect is None or getattr(keras_collect, "_hyperstep", False):
+    if keras_collect is None:
         return  # pragma: no cover - other Keras versions
 
     def _collect_learning_rate(self: Any, logs: Any) -> Any:
@@ -140,9 +142,7 @@ def _follow_tensorboard() -> None:
             logs["learning_rate"] = logs["learning_rate"] if value is None else value
         return logs
 
-    _collect_learning_rate.__wrapped__ = keras_collect  # type: ignore[attr-defined]
-    _collect_learning_rate._hyperstep = True  # type: ignore[attr-defined]
-    cls._collect_learning_rate = _collect_learning_rate
+    wrap_methods(cls, _collect_learning_rate)
 
 
 def write_through(variable: Any, value: Any) -> None:
@@ -198,8 +198,6 @@ def _follow_train_steps() -> None:
     """
     cls = keras.Model
     keras_make = cls.make_train_function
-    if getattr(keras_make, "_hyperstep", False):
-        return
 
     def make_train_function(self: Any, force: bool = False) -> Any:
         own = self.__dict__.get("train_step")  # a step set on the model itself, if any
@@ -207,10 +205,7 @@ def _follow_train_steps() -> None:
             self.__dict__["train_step"] = _TrainStep(self, _TRAIN_STEP_WRAPS[0], own)
         return keras_make(self, force)
 
-    make_train_function.__doc__ = keras_make.__doc__
-    make_train_function.__wrapped__ = keras_make  # type: ignore[attr-defined]
-    make_train_function._hyperstep = True  # type: ignore[attr-defined]
-    cls.make_train_function = make_train_function  # type: ignore[method-assign]
+    wrap_methods(cls, make_train_function)
 
 
 class _TrainStep:
