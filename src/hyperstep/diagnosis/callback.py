@@ -64,10 +64,7 @@ class Doctor(keras.callbacks.Callback):
         if self.diagnosis is not None:
             return
         model = self.model
-        original = model.train_function
-        if original is None:  # pragma: no cover - fit() always makes it first
-            model.make_train_function()
-            original = model.train_function
+        original = model.train_function  # fit() makes it before on_train_begin
 
         def first_step(*args: Any) -> Any:
             model.train_function = original
