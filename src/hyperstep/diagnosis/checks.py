@@ -4,29 +4,11 @@ Each check returns ``(key, Finding)`` pairs, where ``key`` identifies the variab
 that :func:`prune` can drop findings that a root cause already explains (a raw
 ``tf.Variable`` is ``untracked``; saying also that it is ``not-in-optimizer`` adds noise).
 
-The rules, all from evidence:
-
-* ``untracked``: found in a layer's attributes but not in ``model.variables``.
-* ``stale-in-optimizer``: the optimizer or a cached ``model.train_function`` holds a
-  variable whose path now names a different object on the model.
-* ``non-float-dtype``: marked trainable but not floating.
-* ``not-trainable``: not trainable, floating, the loss has a gradient for it, its layer is
-  trainable and the layer is the user's own class (Keras's own non-trainable state, such as
-  BatchNormalization statistics, is non-trainable by design; so is anything under a layer
-  with ``trainable=False``).
-* ``not-in-optimizer``: trainable with a gradient, but missing from the ``var_list`` the
-  custom loop passes, or from a built optimizer.
-* ``unused`` / ``blocked``: no gradient; the traced graph has no path from the variable to
-  the loss, or every path stops at a non-differentiable op (named, with the source line).
-* ``zero-gradient``: the gradient exists and is exactly zero on the batch, and the graph
-  shows a differentiable path (else the variable is ``blocked``, e.g. by ``Sign``) that
-  does not pass through a normalization (every path through the centred input of a
-  BatchNormalization in training mode makes a shift's gradient zero by design: the beta of
-  a BatchNormalization followed by a linear layer and another BatchNormalization).
-* ``zero-learning-rate``: ``optimizer.learning_rate`` is 0 at the current step and, for a
-  schedule, at the next step too (a warmup that starts at 0 is not a finding).
-* ``empty-batch`` / ``nan-loss``: the batch has no rows, or the loss on it is not finite;
-  no gradient is read then (each would be NaN or 0), so no gradient-based code is reported.
+Each code's rule is what :func:`hyperstep.diagnosis.diagnose.doctor` says of it, read from
+the evidence; besides: ``not-in-optimizer`` is a variable missing from the custom loop's
+``var_list`` or from a built optimizer, and ``zero-gradient`` is not reported where every
+path passes the centred input of a BatchNormalization in training mode (a shift's gradient
+is zero there by design).
 
 The op names of ``blocked`` are the backend's own: TensorFlow's graph ops (``StopGradient``,
 ``Round``, ``Cast``), JAX's primitives (``stop_gradient``, ``round``,
