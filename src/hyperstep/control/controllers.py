@@ -336,17 +336,14 @@ class ReduceOnPlateau(keras.callbacks.Callback):
                 f"logs at the end of epoch {epoch}. Available keys: {sorted(logs)}. Pass "
                 "validation data to fit() (every epoch) or monitor one of these keys."
             )
-        logs[self.target.name] = self._trained_with(epoch)
+        # the value the epoch, ending now, trained with (before any change at its end)
+        logs[self.target.name] = epoch_values(self.target, epoch)[self.target.name]
         if self._decided != epoch:  # else decided by on_test_end
             self._decide(epoch, logs[self.monitor])
 
     def _logged_hyperparameters(self) -> dict[str, Any]:
         """What ``on_epoch_end`` logs (``fit`` puts it into the logs before any callback)."""
         return {self.target.name: self.target}
-
-    def _trained_with(self, epoch: int) -> float:
-        """The value ``epoch``, ending now, trained with (before any change at its end)."""
-        return next(iter(epoch_values(self.target, epoch).values()))
 
     def _decide(self, epoch: int, value: Any) -> None:
         reduced = self.update(value)
