@@ -133,13 +133,7 @@ def integer_dtype() -> str:
     JAX stores 32-bit integers unless ``jax_enable_x64`` is on (``JAX_ENABLE_X64=1``); asking
     it for int64 warns and truncates. A clock in int32 counts up to 2**31 - 1 steps.
     """
-    import keras
-
-    if keras.backend.backend() != "jax":
-        return "int64"
-    import jax
-
-    return "int64" if jax.config.read("jax_enable_x64") else "int32"
+    return "int64" if _wide() else "int32"
 
 
 def wide_float_dtype() -> str:
@@ -150,13 +144,16 @@ def wide_float_dtype() -> str:
     eagerly, inside a compiled step (whatever a graph optimizer reassociates, such as
     ``x / c`` into ``x * (1 / c)``), on a vector of steps and in NumPy.
     """
-    import keras
+    return "float64" if _wide() else "float32"
 
-    if keras.backend.backend() != "jax":
-        return "float64"
+
+def _wide() -> bool:
+    """Whether the backend holds 64-bit numbers: all but JAX without ``jax_enable_x64``."""
+    if current_backend() != "jax":
+        return True
     import jax
 
-    return "float64" if jax.config.read("jax_enable_x64") else "float32"
+    return bool(jax.config.read("jax_enable_x64"))
 
 
 def float64_scope() -> contextlib.AbstractContextManager[Any]:
@@ -172,9 +169,7 @@ def float64_scope() -> contextlib.AbstractContextManager[Any]:
 def on_claim() -> None:
     """Called when an optimizer claims a clock: on JAX, teach Keras's trainer that the step
     may be in the model's and the optimizer's state (:mod:`hyperstep.backends.jax`)."""
-    import keras
-
-    if keras.backend.backend() == "jax":
+    if current_backend() == "jax":
         from hyperstep.backends.jax import optimizer_copy_wins_in_fit
 
         optimizer_copy_wins_in_fit()

@@ -67,9 +67,7 @@ def host_int(variable: Any) -> int | None:
     Free: eager torch with the value on the CPU, outside ``torch.compile`` and
     ``keras.StatelessScope`` (read through :func:`raw`).
     """
-    import keras
-
-    if keras.backend.backend() != "torch":
+    if current_backend() != "torch":
         return None
     import torch
 

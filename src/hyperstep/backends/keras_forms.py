@@ -272,9 +272,7 @@ def after(scalars: list[Any], tensors: list[Any]) -> list[Any]:
     from its first op to its assign while its temporaries are hot. ``tf.identity`` forwards
     the buffer: nothing is copied. Eagerly and on other backends: ``tensors``.
     """
-    import keras
-
-    if keras.backend.backend() != "tensorflow":
+    if current_backend() != "tensorflow":
         return tensors
     import tensorflow as tf
 

@@ -89,9 +89,7 @@ _STATELESS_PROBE: list[Any] = []  # Keras's in_stateless_scope, once looked up
 @functools.cache
 def _jax_probes() -> tuple[Any, Any, Any, Any] | None:
     """JAX's trace state and Keras's scope getters, or ``None`` (not JAX, or moved)."""
-    import keras
-
-    if keras.backend.backend() != "jax":
+    if current_backend() != "jax":
         return None
     from hyperstep.backends.versions import reach
 
@@ -112,11 +110,9 @@ def concrete(value: Any) -> bool:
     False in a TensorFlow graph, for a JAX tracer, under ``torch.compile`` and inside a
     ``keras.StatelessScope``; True for Python numbers outside those.
     """
-    import keras
-
     if in_stateless_scope():
         return False
-    name = keras.backend.backend()
+    name = current_backend()
     if name == "tensorflow":
         import tensorflow as tf
 
