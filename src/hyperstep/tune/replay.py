@@ -20,7 +20,7 @@ from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules import Schedule, piecewise
-from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int
+from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int, is_number
 
 
 def replay(
@@ -82,7 +82,7 @@ def replay(
     return {
         key: piecewise(boundaries, [float(c[key]) for c in configs])
         for key in configs[0]
-        if all(key in c and _numeric(c[key]) for c in configs)
+        if all(key in c and is_number(c[key]) for c in configs)  # finite: checked by _row
     }
 
 
@@ -164,8 +164,7 @@ def _row(line: str, number: int, path: str) -> list[Any]:
         for key, value in flatten(row[index]).items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise bad(f"the {name}'s {key!r} is {value!r}, not a finite number")
-            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if numeric and abs(value) > FLOAT32_MAX:
+            if is_number(value) and abs(value) > FLOAT32_MAX:
                 raise bad(
                     f"the {name}'s {key!r} is {_shown(value)}, beyond float32's range "
                     "(|x| <= 3.4028235e38), in which schedules compute"
@@ -191,11 +190,3 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
-
-
-def _numeric(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
