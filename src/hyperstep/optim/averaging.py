@@ -110,18 +110,11 @@ class AverageState(keras.layers.Layer):
         self.built = True
 
     def build_averages(
-        self, variables: Iterable[Any] | None = None, initial: Sequence[Any] | None = None
+        self, variables: Iterable[Any], initial: Sequence[Any] | None = None
     ) -> list[Any]:
-        """Create one average per variable (the optimizer's trained ones by default), zeros
-        or the values ``initial`` (read when the averages are created)."""
+        """Create one average per variable, zeros or the values ``initial`` (read when the
+        averages are created), unless they exist; return them."""
         if not self.averages:
-            if variables is None:
-                optimizer = self._optimizer() if self._optimizer is not None else None
-                if optimizer is None or not optimizer.built:
-                    raise InvalidArgumentError(
-                        f"{self.kind.upper()}: build the optimizer first (or pass `variables`)."
-                    )
-                variables = optimizer._trainable_variables
             variables = list(variables)
             values = [None] * len(variables) if initial is None else list(initial)
             self.averages = [
@@ -164,7 +157,7 @@ class AverageState(keras.layers.Layer):
     def _build_if_possible(self) -> None:
         optimizer = self._optimizer() if self._optimizer is not None else None
         if not self.averages and optimizer is not None and optimizer.built:
-            self.build_averages()
+            self.build_averages(optimizer._trainable_variables)
 
     def save_own_variables(self, store: Any) -> None:
         self._build_if_possible()
@@ -533,7 +526,7 @@ def exchange(source: Any, averaged: bool, *, warn: bool = True) -> bool:
             variables = source.variables
         else:  # restored, not constructed again yet
             variables = source._optimizer()._trainable_variables
-        pairs = list(zip(variables, state.build_averages(), strict=True))
+        pairs = list(zip(variables, state.build_averages(variables), strict=True))
         flags = [state.swapped]
     else:
         variables = source._trainable_variables
