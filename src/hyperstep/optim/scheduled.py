@@ -53,6 +53,7 @@ from hyperstep.optim.core import (
     schedule_of,
 )
 from hyperstep.optim.groups import Group, assign_groups
+from hyperstep.schedules.base import is_number
 from hyperstep.schedules.checks import check_flag
 from hyperstep.schedules.expressions import Constant
 
@@ -605,10 +606,6 @@ BASE_NUMERIC = (*OPTIONAL_NUMERIC[:4], "ema_momentum", "loss_scale_factor")
 WRAPPERS = ("LossScaleOptimizer", "MultiOptimizer")
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def constructor_arguments(cls: type) -> dict[str, Any]:
     """Return ``{name: default}`` of the constructor arguments of ``cls`` and its bases."""
     found: dict[str, Any] = {}
@@ -638,7 +635,7 @@ def numeric_names(cls: type) -> list[str]:
     for name, default in constructor_arguments(cls).items():
         if name == "learning_rate" or name in STRUCTURAL or name in BASE_NUMERIC:
             continue
-        if _is_number(default) or (default is None and name in OPTIONAL_NUMERIC):
+        if is_number(default) or (default is None and name in OPTIONAL_NUMERIC):
             own.append(name)
     # the base-class arguments last, in one order for every optimizer
     return ["learning_rate", *own, *BASE_NUMERIC]
