@@ -155,13 +155,10 @@ class LRFinding:
             A learning rate, or ``None`` when no loss is finite.
 
         Raises:
-            ValueError: For a ``factor`` that is not a positive number.
+            ValueError: For a ``factor`` that is not positive.
+            TypeError: For a ``factor`` that is not a number.
         """
-        if isinstance(factor, bool) or not (isinstance(factor, (int, float)) and factor > 0):
-            raise InvalidArgumentError(
-                "`LRFinding.suggestion(factor=...)` must be a positive number. "
-                f"{received('factor', factor)}"
-            )
+        check_positive("LRFinding.suggestion", "factor", factor)
         centred = self.centred()
         if len(centred) == 0:
             return None
