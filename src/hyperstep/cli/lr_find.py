@@ -174,14 +174,10 @@ def check_data(model: Any, x: Any, y: Any, target: str) -> None:
     input does not take (when the model knows its input shape)."""
     if y is None:
         check_targets(x, target)
-    if not hasattr(x, "shape") or not getattr(model, "built", False):
+    inputs = getattr(model, "inputs", None) or []  # none known: a subclassed model
+    if not hasattr(x, "shape") or not getattr(model, "built", False) or len(inputs) != 1:
         return
-    try:
-        expected = tuple(model.inputs[0].shape)
-    except (AttributeError, IndexError, TypeError, ValueError):
-        return
-    if len(getattr(model, "inputs", None) or []) != 1:
-        return
+    expected = tuple(inputs[0].shape)
     found = tuple(x.shape)
     fits = len(found) == len(expected) and all(
         e is None or e == f for e, f in zip(expected[1:], found[1:], strict=True)

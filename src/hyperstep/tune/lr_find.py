@@ -1,11 +1,7 @@
 """``hs.find_lr``: the learning-rate range test, run by ``model.fit`` itself.
 
-The learning rate of step ``k`` is written into the optimizer's variables before the step
-(a plain Keras optimizer: its ``learning_rate`` variable; ``hs.scheduled`` and
-``hs.StepOptimizer``: the hyperparameter's override, each :class:`~hyperstep.Group` at its
-ratio to the main value), so the compiled train step is traced at most once for the whole
-test. Every variable the test can change is copied first and written back afterwards, in a
-``finally``: also after an early stop, an exception or Ctrl-C.
+How each step's learning rate is written without a retrace (:func:`setter`) and what is put
+back afterwards (:class:`Snapshot`): docs/lr_find.md, "What it does".
 """
 
 from __future__ import annotations
