@@ -504,9 +504,8 @@ def _clip_by_norm(values: Any, clipnorm: Any) -> Any:
 
 
 def _clip_by_global_norm(grads: list[Any], clipnorm: Any) -> list[Any]:
+    # one at least: Keras's apply drops the missing gradients and returns if none is left
     present = [ops.convert_to_tensor(g) for g in grads if g is not None]
-    if not present:
-        return grads
     c = backends.in_dtype(clipnorm, present[0].dtype)
     norm = ops.sqrt(ops.sum(ops.stack([ops.sum(ops.square(g)) for g in present])))
     finite = c * ops.minimum(1.0 / norm, 1.0 / c)
