@@ -102,13 +102,12 @@ def find_lr(
     writer = setter(model.optimizer, hyperparameter)
     every = wrapped.accumulation_steps(model.optimizer)
     progress = 1 if verbose == "auto" else int(verbose)
-    test = _RangeTest(rates, writer, stop_factor, smoothing, progress, every)
     flags = {name: getattr(model, name, None) for name in ("stop_training", "history")}
     batches = plan(x, y, int(batch_size or _KERAS_BATCH_SIZE), steps * every)
     builds = backends_internals.first_fit_builds(model)
     _build(model, batches.first)  # what fit would build: its random draws stay consumed
     snapshot = Snapshot(model, writer)  # the global random state and the clocks' settings
-    test.snapshot = snapshot
+    test = _RangeTest(rates, writer, stop_factor, smoothing, progress, every, snapshot)
     try:
         x, y = batches.data()
         with warnings.catch_warnings():
@@ -157,7 +156,8 @@ class _RangeTest(keras.callbacks.Callback):
         stop_factor: float | None,
         smoothing: float,
         verbose: int,
-        every: int = 1,
+        every: int,
+        snapshot: Snapshot,
     ) -> None:
         super().__init__()
         self.rates, self.setter, self.every = rates, setter, every
@@ -167,18 +167,16 @@ class _RangeTest(keras.callbacks.Callback):
         self.pending: list[float] = []  # the losses of the batches of this update
         self.average, self.best = 0.0, math.inf
         self.stopped = False
-        self.snapshot: Snapshot | None = None
+        self.snapshot = snapshot
         self.trackers: list[Any] = []
         self.progbar = keras.utils.Progbar(
             len(rates), verbose=verbose, stateful_metrics=["learning_rate", "loss"]
         )
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        # (find_lr built the optimizer of a built model; on JAX and torch `fit` builds both)
         model = self.model  # on JAX, reading `model` syncs its state into the variables
-        if not model.optimizer.built and model.built:  # else TF builds it in the first step
-            model.optimizer.build(model.trainable_variables)
-        if self.snapshot is not None:
-            self.snapshot.copy_variables()
+        self.snapshot.copy_variables()
         # reset before each step, `logs["loss"]` is that step's loss, not the epoch's mean
         self.trackers = [m for m in model.metrics if m.name == "loss"] or list(model.metrics)
 
@@ -351,16 +349,12 @@ def _generator(items: Any) -> Any:
 
 
 # ---- the learning rate's writer ---------------------------------------------------------
-class Setter:
+class Setter(NamedTuple):
     """Writes a learning rate: ``set(value)`` writes ``value * ratio`` into each target;
     ``hyperparameter`` is the :class:`~hyperstep.Hyperparameter` given (else ``None``)."""
 
-    def __init__(
-        self,
-        targets: list[tuple[Callable[[float], None], float]],
-        hyperparameter: Hyperparameter | None = None,
-    ) -> None:
-        self.targets, self.hyperparameter = targets, hyperparameter
+    targets: list[tuple[Callable[[float], None], float]]
+    hyperparameter: Hyperparameter | None = None
 
     def set(self, value: float) -> None:
         for write, ratio in self.targets:
