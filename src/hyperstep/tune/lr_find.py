@@ -431,13 +431,8 @@ def _targets(optimizer: Any, name: str) -> list[tuple[str, Callable[[float], Non
 # ---- what the test puts back ------------------------------------------------------------
 class Snapshot:
     """Copies the random state, the clocks' settings and the variables when made (and the
-    variables made since in :meth:`copy_variables`); :meth:`restore` writes them back.
-
-    Copied: the model's variables and metrics, every optimizer's variables (the wrappers' and
-    each one they wrap), each hyperstep optimizer's clock (``step`` and the epoch counters,
-    which fit binds, and the epoch length it may bind), every hyperparameter's variables and
-    the global random generators ``fit`` draws from.
-    """
+    variables made since in :meth:`copy_variables`); :meth:`restore` writes them back. What
+    that covers: docs/lr_find.md, "What it does" (nothing changes)."""
 
     def __init__(self, model: Any, setter: Any) -> None:
         self.model = model

@@ -259,12 +259,8 @@ class Member:
             json.dump({"epoch": self.epoch, "applied": self.applied, "apply": self.mode}, f)
 
     def load(self, directory: str, config: Mapping[str, Any]) -> None:
-        """Load a checkpoint into the running model; ``config`` applies from the next period.
-
-        The model is rebuilt only if non-hyperparameter config keys differ from the built
-        model's; its optimizer is built before loading (a fresh actor's is not yet, and
-        Keras would skip its variables); ``config`` is applied at the next period where it
-        differs from the checkpoint's values."""
+        """Load a checkpoint into the running model (rebuilt only if a config key that is no
+        hyperparameter changed); ``config`` applies from the next period where it differs."""
         if self.model is None or self._structure(config) != self.structure:
             self.build(config)
         # a fresh model's optimizer is not built yet: Keras would skip all its variables
