@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError
+from hyperstep.schedules.base import is_number
 
 #: the lock file a training run holds in its directory
 LOCK = ".hyperstep-demo.lock"
@@ -159,8 +160,7 @@ def check_numbers(path: Path, found: dict[str, Any], keys: Any, prefix: str = ""
     finite number below 2**63 in size (``held`` may be null)."""
     for key in keys:
         value: Any = found.get(key)
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not (number and abs(value) < 2**63) and not (key == "held" and value is None):
+        if not (is_number(value) and abs(value) < 2**63) and not (key == "held" and value is None):
             field = f"{prefix}{key}"
             raise DamagedRunError(path, f"{field!r} is {value!r}, not a number below 2**63")
 
