@@ -76,10 +76,6 @@ class _State:
         self.views: dict[str, Any] = {}  # group name -> the optimizer as its variables see it
         self.view_group: dict[int, str] = {}  # id(view) -> its group name
 
-    def __getstate__(self) -> dict[str, Any]:
-        # a copy makes its own group views (a copied view would not share the copy's dict)
-        return {**self.__dict__, "views": {}, "view_group": {}}
-
 
 def scheduled_state(optimizer: Any) -> _State:
     state = optimizer.__dict__.get("_hs_state")
