@@ -237,24 +237,17 @@ class ScheduledOptimizer(named_state.SavedByName, StatelessValues):
         (:meth:`_hs_read_keys`, a group's as ``group/name``) at the update's step, in the
         form the backend hands Keras (:func:`~hyperstep.optim.core.keras_value`), and
         what a backend's mixin reads once per update (``_hs_reads``)."""
-        state = scheduled_state(self)
         keys = self._hs_read_keys()
-        values = checked_once(  # a traced step checks their cooldowns once
-            lambda: {
-                key: keras_value(
-                    update, state.hyperparameters[key], key, self._hs_base, state.static[key]
-                )
-                for key in keys
-            }
-        )
+        # (`update` is this optimizer's, which `_hs_value` reads; a traced step checks the
+        # cooldowns once)
+        values = checked_once(lambda: {key: self._hs_value(key) for key in keys})
         reads = getattr(self, "_hs_reads", None)  # hyperstep.backends.tensorflow's iterations
         if reads is not None:
             values.update(reads())
         return values
 
     def _hs_value(self, name: str) -> Any:
-        """Hyperparameter ``name`` at this update's step, for a name outside the update's
-        dict (:meth:`_hs_read_keys`)."""
+        """Hyperparameter ``name`` at this update's step, as the backend hands it to Keras."""
         state = scheduled_state(self)
         hyperparameter = state.hyperparameters[name]
         return keras_value(state.update, hyperparameter, name, self._hs_base, state.static[name])
