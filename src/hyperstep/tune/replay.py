@@ -89,13 +89,8 @@ def replay(
 def load_policy(
     policy_file: str | os.PathLike[str],
 ) -> tuple[dict[str, Any], list[tuple[int, int, dict[str, Any]]]]:
-    """Return ``(initial config, [(target, clone iteration, new config), ...])`` of a member.
-
-    The list is the chain of exploits that led to the file's member, as Ray's replay reads it.
-
-    The chain is walked from the last line back while each line's target tag is the
-    previous line's clone tag; earlier lines were overwritten by a later exploit.
-    """
+    """Return ``(initial config, [(target, clone iteration, new config), ...])``: the chain
+    of exploits that led to the file's member, read as Ray's replay reads it (the module's)."""
     path = os.path.expanduser(os.fspath(policy_file))
     if not os.path.isfile(path):
         raise InvalidArgumentError(
