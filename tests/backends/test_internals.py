@@ -319,6 +319,29 @@ def test_keras_torch_adam_and_torch_fused_kernels() -> None:
     assert "cpu" in _get_fused_kernels_supported_devices()
 
 
+def test_torch_runs_a_frame_it_skips_in_a_compiled_function_with_its_frame_callback_set() -> None:
+    # backends.compiling: dynamo runs a frame eagerly inside a compiled function (one it gave
+    # up on; here by torch.compiler.disable(recursive=False)) and compiles its callees; there
+    # `is_compiling()` is False and the frame callback is set, not outside nor in a disabled
+    # frame (dynamo cannot trace the callback: it is read only where is_compiling() is False)
+    import torch
+    from torch._C._dynamo.eval_frame import get_eval_frame_callback
+
+    seen = []
+
+    def probe() -> None:
+        seen.append((torch.compiler.is_compiling(), get_eval_frame_callback() not in (None, False)))
+
+    def step(x: torch.Tensor) -> torch.Tensor:
+        torch.compiler.disable(probe, recursive=False)()
+        torch.compiler.disable(probe)()
+        return x + 1
+
+    torch.compile(step, backend="eager")(torch.ones(1))
+    probe()
+    assert seen == [(False, True), (False, False), (False, False)]
+
+
 # ---- one version check for every private API (hyperstep.backends.versions) -----------------
 
 #: The test above that pins each private API hyperstep reaches.
@@ -381,6 +404,9 @@ PINNED = {
     ),
     "torch._fused_adam_/_fused_adamw_": _TORCH_ADAM,
     "torch.utils._foreach_utils._get_fused_kernels_supported_devices": _TORCH_ADAM,
+    "torch._C._dynamo.eval_frame.get_eval_frame_callback": (
+        test_torch_runs_a_frame_it_skips_in_a_compiled_function_with_its_frame_callback_set
+    ),
 }
 
 

@@ -285,3 +285,36 @@ def test_on_eager_torch_the_step_is_a_python_int_and_keras_gets_numbers() -> Non
     # the learning rate as Keras's own float32 variable: a float32 tensor
     assert keras.backend.standardize_dtype(got_lr.dtype) == "float32"
     assert number(got_lr) == float(np.float32(0.025))
+
+
+@pytest.mark.backend("torch")
+def test_under_torch_compile_the_update_run_eagerly_keeps_tensor_values() -> None:
+    """Keras's torch ``SGD`` passes ``alpha=-learning_rate``, a tensor under ``torch.compile``:
+    a data-dependent graph break inside :meth:`Update.fixed` (a generator context manager), so
+    dynamo runs it eagerly inside the compiled step and compiles the frames it calls. The
+    update's step and values must stay tensors there: Python numbers would be guarded on by
+    those frames, a recompile per step. After the first two calls (the first builds), no new
+    graph nor compiled frame, through an override; the override reaches the compiled step."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    variable = keras.Variable(np.ones((2,), "float32"))
+    opt = hs.scheduled(keras.optimizers.SGD(), learning_rate="0.01 / (1 + step)")
+
+    def apply(grad: Any) -> None:
+        with torch.no_grad():
+            opt.apply([grad], [variable])
+
+    run = torch.compile(apply, backend="eager")  # dynamo's tracing and guards, no codegen
+    compiled = []
+    for step in range(5):
+        if step == 3:
+            opt.hyperparameters["learning_rate"].set(0.05)
+        run(torch.ones(2))
+        compiled.append((counters["stats"]["unique_graphs"], counters["frames"]["total"]))
+    assert "Data dependent operator" in {r.split("\n")[0] for r in counters["graph_break"]}
+    assert compiled[2:] == [compiled[1]] * 3, compiled
+    expected = 1 - (0.01 + 0.01 / 2 + 0.01 / 3 + 0.05 + 0.05)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(variable), [expected] * 2, rtol=1e-6)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperstep.backends.scopes import current_backend, in_stateless_scope
+from hyperstep.backends.scopes import compiling, current_backend, in_stateless_scope
 
 
 def read_once(variable: Any) -> Any:
@@ -64,17 +64,16 @@ def raw(variable: Any) -> Any:
 def host_int(variable: Any) -> int | None:
     """A scalar integer variable as a Python int where reading it is free, else ``None``.
 
-    Free: eager torch with the value on the CPU, outside ``torch.compile`` and
-    ``keras.StatelessScope`` (read through :func:`raw`).
+    Free: eager torch with the value on the CPU, outside ``torch.compile`` (a frame it runs
+    eagerly too: :func:`~hyperstep.backends.scopes.compiling`) and ``keras.StatelessScope``
+    (read through :func:`raw`).
     """
     import keras
 
     if keras.backend.backend() != "torch":
         return None
-    import torch
-
     value = raw(variable)
-    if value.device.type != "cpu" or torch.compiler.is_compiling() or in_stateless_scope():
+    if value.device.type != "cpu" or compiling() or in_stateless_scope():
         return None
     return int(value)
 

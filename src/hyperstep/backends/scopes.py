@@ -133,19 +133,25 @@ def concrete(value: Any) -> bool:
 
 
 def compiling() -> bool:
-    """Whether ``torch.compile`` (dynamo) is tracing the caller: code that dynamo cannot
-    trace (``threading``) must be skipped there."""
+    """Whether ``torch.compile`` runs the caller: traced by dynamo, or run eagerly in a frame
+    it gave up on (a graph break under a context manager) whose callees it compiles, which
+    would guard on a Python number made there; code dynamo cannot trace (``threading``) is
+    skipped there. Eagerly, torch's own test (``set_stance`` refuses): a frame callback set."""
     if not _compiling_probe:
-        probe = None
+        probes = None
         if current_backend() == "torch":
             import torch
 
-            probe = torch.compiler.is_compiling
-        _compiling_probe.append(probe)
-    return _compiling_probe[0] is not None and bool(_compiling_probe[0]())
+            from hyperstep.backends.versions import reach
+
+            callback = reach("torch._C._dynamo.eval_frame.get_eval_frame_callback")
+            probes = (torch.compiler.is_compiling, callback)
+        _compiling_probe.append(probes)
+    probes = _compiling_probe[0]
+    return probes is not None and (probes[0]() or probes[1]() not in (None, False))
 
 
-#: ``torch.compiler.is_compiling`` on torch, else None (found once: an update asks ~10 times)
+#: torch's ``is_compiling`` and frame callback, else None (found once: an update asks ~10 times)
 _compiling_probe: list[Any] = []
 
 

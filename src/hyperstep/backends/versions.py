@@ -264,6 +264,12 @@ def _apis() -> dict[str, PrivateAPI]:
             lambda: (_import("torch", "_fused_adam_"), _import("torch", "_fused_adamw_")),
         ),
         PrivateAPI(
+            "torch._C._dynamo.eval_frame.get_eval_frame_callback",
+            "torch",
+            "no Python step in a frame torch.compile runs eagerly (backends.compiling)",
+            lambda: _import("torch._C._dynamo.eval_frame", "get_eval_frame_callback"),
+        ),
+        PrivateAPI(
             "torch.utils._foreach_utils._get_fused_kernels_supported_devices",
             "torch",
             "the devices where hs.scheduled(fused=True) takes torch's fused Adam",

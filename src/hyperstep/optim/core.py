@@ -82,7 +82,6 @@ class Update:
         if self.step is None:
             return False
         if self.graph is None:  # no thread under torch.compile, which cannot trace `threading`
-            # (an update started eagerly, in a frame dynamo skipped, is read by compiled ones)
             return (
                 self.thread is None or backends.compiling() or threading.get_ident() == self.thread
             )
@@ -112,7 +111,7 @@ class Update:
         outer = (self.step, self.values, self.graph, self.thread)
         self.graph = _graph_key()
         self.thread = None if backends.compiling() else threading.get_ident()
-        step = _host_step(clock) if host else None  # `Hyperparameter.at` takes an int too
+        step = backends.host_int(clock.step) if host else None  # `.at` takes an int too
         if step is None:
             step = ops.cast(clock.step.value, "float32")
         self.step = step
@@ -517,14 +516,3 @@ def from_hyperparameters_config(
         "fused": config.pop("fused", False),
         "groups": config.pop("groups", ()),
     }
-
-
-def _host_step(clock: Clock) -> int | None:
-    """``clock.step`` as a Python int where reading it is free (``backends.host_int``).
-
-    A frame of its own with a torch module (the clock) as argument: where dynamo runs
-    :meth:`Update.fixed` eagerly inside a compiled step (a graph break under its context,
-    Keras's torch Adam's ``alpha=1 - beta_1``), it still compiles this frame, which then
-    sees ``torch.compile`` and gives ``None``; a Python step there would bake each step's
-    values into the graphs that follow (a recompile per step)."""
-    return backends.host_int(clock.step)
