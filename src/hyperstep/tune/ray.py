@@ -186,7 +186,7 @@ class Member:
         return dict(hyperstep_optimizer(self.model.optimizer).hyperparameters)
 
     def _structure(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        names = self.hyperparameters if self.model is not None else {}
+        names = self.hyperparameters  # (called once the model is built)
         return {k: v for k, v in flatten(config).items() if k not in names}
 
     def apply(self, config: Mapping[str, Any]) -> None:
