@@ -295,8 +295,8 @@ def plan(x: Any, y: Any, batch_size: int, batches: int) -> Plan:
         return Plan(lambda: (x.repeat(), None), fit, first)
     if inspect.isgenerator(x) or isinstance(x, Iterator):
         first = next(x, None)
-        rest = x if first is None else itertools.chain([first], x)
-        return Plan(lambda: (_generator(rest), None), {"epochs": 1, "shuffle": False}, first, True)
+        generator = (item for item in itertools.chain([] if first is None else [first], x))
+        return Plan(lambda: (generator, None), {"epochs": 1, "shuffle": False}, first, True)
     if isinstance(x, keras.utils.PyDataset):
         fit = {"epochs": batches, "shuffle": False}  # a PyDataset shuffles itself
         return Plan(lambda: (x, y), fit, x[0] if _length(x) else None)
@@ -342,10 +342,6 @@ def _length(x: Any) -> int:
         return len(x)
     except TypeError:
         return 0
-
-
-def _generator(items: Any) -> Any:
-    yield from items
 
 
 # ---- the learning rate's writer ---------------------------------------------------------
