@@ -32,9 +32,9 @@ PLOT_FORMATS = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", 
 _SHAPE = "(model, data) or a dict with keys model and data"
 
 
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``lr-find`` subcommand to ``subparsers`` and return its parser."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+def register(subparsers: Any) -> None:
+    """Add the ``lr-find`` subcommand."""
+    parser = subparsers.add_parser(
         "lr-find",
         help="find a learning rate with a range test",
         description="Train a few batches at learning rates rising from --min-lr to --max-lr, "
@@ -64,7 +64,6 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="the Keras optimizer an uncompiled model is compiled with (with --loss)",
     )
     parser.set_defaults(func=run)
-    return parser
 
 
 def ramp_steps(text: str) -> int:
