@@ -128,6 +128,7 @@ def test_missing_extras_name_the_packages(monkeypatch, capsys) -> None:
         "find_spec",
         lambda name, *a: None if name in ("sklearn", "tensorboard") else real(name),
     )
-    assert demo.run(_parse()) == 2
+    assert main(["demo"]) == 2
     err = capsys.readouterr().err
-    assert "needs scikit-learn, tensorboard, not installed" in err and "hyperstep[demo]" in err
+    assert err.startswith("hyperstep demo: error: the demo needs scikit-learn, tensorboard, not")
+    assert "hyperstep[demo]" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -122,7 +123,10 @@ def test_text_chart_of_a_constant_and_on_log_scale() -> None:
 def test_text_chart_is_used_when_matplotlib_is_missing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(chart, "have_matplotlib", lambda: False)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name)
+    )
     out = tmp_path / "never.png"
     assert main(["plot", "cosine(1.0, 100)", "--steps", "100", "--out", str(out)]) == 0
     captured = capsys.readouterr()

@@ -293,16 +293,6 @@ def test_build_averages_copies_the_initial_values_once() -> None:
     np.testing.assert_array_equal(zeros[0].numpy(), [0.0, 0.0])
 
 
-def test_without_variables_it_needs_a_built_optimizer() -> None:
-    opt = hs.StepOptimizer("sgd")
-    state = attach(opt, AverageState("swa"))
-    with pytest.raises(InvalidArgumentError, match="SWA: build the optimizer first"):
-        state.build_averages()
-    w = keras.Variable(np.ones(3, "float32"))
-    opt.build([w])
-    assert [tuple(a.shape) for a in state.build_averages()] == [(3,)]
-
-
 def test_use_averages_moves_the_held_values_into_the_given_variables() -> None:
     state = AverageState("ema", decay=0.9, clock=hs.Clock())
     state.build_averages([keras.Variable(np.zeros(2, "float32"))], [np.array([1.0, 2.0])])

@@ -3,17 +3,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hyperstep.schedules import chart
-
-
-def test_have_matplotlib_is_whether_it_can_be_imported() -> None:
-    assert chart.have_matplotlib() is (importlib.util.find_spec("matplotlib") is not None)
 
 
 def test_write_png_makes_the_folder_and_an_800_by_450_image(tmp_path: Path) -> None:

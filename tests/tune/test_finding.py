@@ -72,8 +72,9 @@ def test_too_few_points_give_none_and_bad_arguments_raise() -> None:
     assert finding.valley(skip_begin=12) is None
     with pytest.raises(InvalidArgumentError, match=r"Received: compat='fastai'"):
         finding.steepest(compat="fastai")
-    for factor in (0, -1.0, True, "3"):
-        with pytest.raises(InvalidArgumentError, match=f"Received: factor={factor!r}"):
+    for factor, error in ((0, InvalidArgumentError), (-1.0, InvalidArgumentError),
+                          (True, InvalidTypeError), ("3", InvalidTypeError)):  # fmt: skip
+        with pytest.raises(error, match=f"suggestion\\(factor=.*Received: factor={factor!r}"):
             finding.suggestion(factor=factor)  # type: ignore[arg-type]
 
 

@@ -104,7 +104,8 @@ class _Model:
 
 def _ours(raw: np.ndarray, smoothing: float, stop_factor: float | None) -> _RangeTest:
     """find_lr's own callback fed ``raw`` the same way."""
-    test = _RangeTest(ramp(1e-6, 1.0, len(raw)), None, stop_factor, smoothing, verbose=0)  # type: ignore[arg-type]
+    rates = ramp(1e-6, 1.0, len(raw))
+    test = _RangeTest(rates, None, stop_factor, smoothing, 0, 1, None)  # type: ignore[arg-type]
     model = _Model()
     test.set_model(model)  # type: ignore[arg-type]
     for k, loss in enumerate(raw):

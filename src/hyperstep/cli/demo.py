@@ -7,7 +7,7 @@ import importlib.util
 import sys
 from typing import Any
 
-from hyperstep.cli.arguments import positive_int, quiet_stderr
+from hyperstep.cli.arguments import UsageError, positive_int, quiet_stderr
 
 #: exit status of a run stopped with Ctrl-C (128 + SIGINT, as shells report it)
 INTERRUPTED = 130
@@ -61,13 +61,10 @@ def run(args: argparse.Namespace) -> int:
     raises, for :func:`hyperstep.cli.main.main`'s exit status 2)."""
     missing = [package for module, package in _EXTRAS if importlib.util.find_spec(module) is None]
     if missing:
-        print(
-            f"hyperstep demo: error: the demo needs {', '.join(missing)}, not installed here. "
-            "Install the demo extras: pip install 'hyperstep[demo]' (or `make demo` in a "
-            "checkout).",
-            file=sys.stderr,
+        raise UsageError(
+            f"the demo needs {', '.join(missing)}, not installed here. Install the demo "
+            "extras: pip install 'hyperstep[demo]' (or `make demo` in a checkout)."
         )
-        return 2
     from hyperstep.demo import train
 
     try:

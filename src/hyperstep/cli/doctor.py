@@ -28,9 +28,9 @@ SHAPES = (
 )
 
 
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``doctor`` subcommand to ``subparsers`` and return its parser."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+def register(subparsers: Any) -> None:
+    """Add the ``doctor`` subcommand."""
+    parser = subparsers.add_parser(
         "doctor",
         help="explain why variables do not train",
         description="Explain why each variable of a model does or does not train. FUNCTION "
@@ -44,7 +44,6 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--loss", metavar="NAME", default=None, help=LOSS_HELP)
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     parser.set_defaults(func=run)
-    return parser
 
 
 def arguments(returned: Any, target: str = "FUNCTION") -> dict[str, Any]:

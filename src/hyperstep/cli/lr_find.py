@@ -32,9 +32,9 @@ PLOT_FORMATS = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", 
 _SHAPE = "(model, data) or a dict with keys model and data"
 
 
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``lr-find`` subcommand to ``subparsers`` and return its parser."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+def register(subparsers: Any) -> None:
+    """Add the ``lr-find`` subcommand."""
+    parser = subparsers.add_parser(
         "lr-find",
         help="find a learning rate with a range test",
         description="Train a few batches at learning rates rising from --min-lr to --max-lr, "
@@ -64,7 +64,6 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="the Keras optimizer an uncompiled model is compiled with (with --loss)",
     )
     parser.set_defaults(func=run)
-    return parser
 
 
 def ramp_steps(text: str) -> int:
@@ -174,14 +173,10 @@ def check_data(model: Any, x: Any, y: Any, target: str) -> None:
     input does not take (when the model knows its input shape)."""
     if y is None:
         check_targets(x, target)
-    if not hasattr(x, "shape") or not getattr(model, "built", False):
+    inputs = getattr(model, "inputs", None) or []  # none known: a subclassed model
+    if not hasattr(x, "shape") or not getattr(model, "built", False) or len(inputs) != 1:
         return
-    try:
-        expected = tuple(model.inputs[0].shape)
-    except (AttributeError, IndexError, TypeError, ValueError):
-        return
-    if len(getattr(model, "inputs", None) or []) != 1:
-        return
+    expected = tuple(inputs[0].shape)
     found = tuple(x.shape)
     fits = len(found) == len(expected) and all(
         e is None or e == f for e, f in zip(expected[1:], found[1:], strict=True)

@@ -61,10 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit:  # argparse exits on --help, --version and usage errors
-        code = exit.code
-        if isinstance(code, int):
-            return code
-        return 0 if code is None else 2
+        return int(exit.code or 0)  # (argparse's status, an int)
     func = getattr(args, "func", None)
     if func is None:
         names = [name for c in COMMANDS for name in command_names(c)]

@@ -8,6 +8,7 @@ parser's message, caret included, on stderr.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import sys
 from pathlib import Path
@@ -70,12 +71,12 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from hyperstep.errors import HyperstepError
-    from hyperstep.schedules.chart import have_matplotlib, text_chart, write_png
+    from hyperstep.schedules.chart import text_chart, write_png
     from hyperstep.schedules.expressions import bind_total, uses_epoch, uses_total
     from hyperstep.schedules.language import parse
     from hyperstep.schedules.sample import sample
 
-    text_mode = args.text or not have_matplotlib()
+    text_mode = args.text or importlib.util.find_spec("matplotlib") is None
     num = TEXT_POINTS if text_mode else PNG_POINTS
     schedules, curves = [], []
     try:  # an error is hyperstep.cli.main's to print (`hyperstep plot: error: ...`, status 2)

@@ -57,7 +57,8 @@ def _show(args: argparse.Namespace) -> int:
     if status is None:
         print(f"{path}: no status yet (the run writes status.json once hs.Remote polls)")
     else:
-        age = time.time() - _float(status.get("time"))
+        when = status.get("time")
+        age = time.time() - (when if isinstance(when, (int, float)) else math.nan)
         total = f" of {status['total']}" if status.get("total") is not None else ""  # the run's
         print(
             escape(
@@ -71,7 +72,6 @@ def _show(args: argparse.Namespace) -> int:
         for name, hp in sorted((found if isinstance(found, dict) else {}).items()):
             if not isinstance(hp, dict):
                 continue
-            override = hp.get("override")
             rows.append(
                 (
                     name,
@@ -79,7 +79,7 @@ def _show(args: argparse.Namespace) -> int:
                     str(hp.get("schedule"))
                     + ("" if hp.get("cooldown") is None else f" (cooldown from {hp['cooldown']})"),
                     _number(hp.get("scale")),
-                    "-" if override is None else _number(override),
+                    _number(hp.get("override")),
                 )
             )
         widths = [max(len(row[i]) for row in rows) for i in range(5)]
@@ -107,10 +107,6 @@ def escape(text: str) -> str:
         'lr=0.1\\x1b[2J\\udc80'
     """
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
-def _float(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) else math.nan
 
 
 def _number(value: Any) -> str:

@@ -121,12 +121,9 @@ def command_of(args: argparse.Namespace) -> dict[str, Any]:
     elif takes == "names":
         if items:
             command["names"] = list(items)
-    if args.verb == "cooldown":
-        for key in ("steps", "shape"):
-            if getattr(args, key) is not None:
-                command[key] = getattr(args, key)
-    if args.at is not None:
-        command["at"] = args.at
+    for key in ("steps", "shape", "at"):  # (cooldown's --steps and --shape)
+        if getattr(args, key, None) is not None:
+            command[key] = getattr(args, key)
     for flag in ("force", "from_now", "queue"):
         if getattr(args, flag, False):
             command["queued" if flag == "queue" else flag] = True

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperstep.errors import InvalidArgumentError
+from hyperstep.schedules.base import is_number
 
 #: the lock file a training run holds in its directory
 LOCK = ".hyperstep-demo.lock"
@@ -159,8 +160,7 @@ def check_numbers(path: Path, found: dict[str, Any], keys: Any, prefix: str = ""
     finite number below 2**63 in size (``held`` may be null)."""
     for key in keys:
         value: Any = found.get(key)
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not (number and abs(value) < 2**63) and not (key == "held" and value is None):
+        if not (is_number(value) and abs(value) < 2**63) and not (key == "held" and value is None):
             field = f"{prefix}{key}"
             raise DamagedRunError(path, f"{field!r} is {value!r}, not a number below 2**63")
 
@@ -264,28 +264,26 @@ def save_checkpoint(model: Any, out: Path, epoch: int, step: int, config: dict[s
             old.unlink()
 
 
-def truncate_csv(path: Path, column: str, stop: int) -> int:
-    """Keep the header and the rows whose ``column`` is below ``stop``; return how many."""
-    if not path.is_file():
-        return 0
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    if not rows:
-        return 0
-    index = rows[0].index(column)
-    kept = [r for r in rows[1:] if len(r) == len(rows[0]) and int(float(r[index])) < stop]
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w", newline="") as f:
-        csv.writer(f).writerows([rows[0], *kept])
-    os.replace(temporary, path)
-    return len(kept)
-
-
 def truncate_logs(out: Path, epoch: int, step: int) -> None:
-    """Drop the log rows written after the checkpoint (epoch ``epoch``, step ``step``)."""
+    """Drop the log rows written after the checkpoint (epoch ``epoch``, step ``step``): each
+    CSV file keeps its header and the rows whose epoch (or step) is below."""
     files = paths(out)
-    truncate_csv(files["metrics"], "epoch", epoch)
-    truncate_csv(files["hyperparameters"], "step", step)
+    for path, column, stop in (
+        (files["metrics"], "epoch", epoch),
+        (files["hyperparameters"], "step", step),
+    ):
+        rows = []
+        if path.is_file():
+            with open(path, newline="") as f:
+                rows = list(csv.reader(f))
+        if not rows:
+            continue
+        index = rows[0].index(column)
+        kept = [r for r in rows[1:] if len(r) == len(rows[0]) and int(float(r[index])) < stop]
+        temporary = path.with_name(path.name + ".tmp")
+        with open(temporary, "w", newline="") as f:
+            csv.writer(f).writerows([rows[0], *kept])
+        os.replace(temporary, path)
 
 
 def clear(out: Path, roles: Iterable[str] = FILES) -> None:

@@ -110,18 +110,11 @@ class AverageState(keras.layers.Layer):
         self.built = True
 
     def build_averages(
-        self, variables: Iterable[Any] | None = None, initial: Sequence[Any] | None = None
+        self, variables: Iterable[Any], initial: Sequence[Any] | None = None
     ) -> list[Any]:
-        """Create one average per variable (the optimizer's trained ones by default), zeros
-        or the values ``initial`` (read when the averages are created)."""
+        """Create one average per variable, zeros or the values ``initial`` (read when the
+        averages are created), unless they exist; return them."""
         if not self.averages:
-            if variables is None:
-                optimizer = self._optimizer() if self._optimizer is not None else None
-                if optimizer is None or not optimizer.built:
-                    raise InvalidArgumentError(
-                        f"{self.kind.upper()}: build the optimizer first (or pass `variables`)."
-                    )
-                variables = optimizer._trainable_variables
             variables = list(variables)
             values = [None] * len(variables) if initial is None else list(initial)
             self.averages = [
@@ -164,7 +157,7 @@ class AverageState(keras.layers.Layer):
     def _build_if_possible(self) -> None:
         optimizer = self._optimizer() if self._optimizer is not None else None
         if not self.averages and optimizer is not None and optimizer.built:
-            self.build_averages()
+            self.build_averages(optimizer._trainable_variables)
 
     def save_own_variables(self, store: Any) -> None:
         self._build_if_possible()
@@ -344,12 +337,6 @@ class Average(keras.callbacks.Callback):
             initial = given_values(self._given, self.variables, type(self).__name__)
         self.state.build_averages(self.variables, initial)
 
-    def _keep(self, step: Any, n: Any) -> Any:  # the old average's share ("momentum")
-        return 1.0 - self._weight(step, n)
-
-    def _weight(self, step: Any, n: Any) -> Any:  # the new weight's share in the average
-        raise NotImplementedError
-
     def update(self) -> None:
         """Average the current weights in if the clock's step is due; call after each update.
 
@@ -387,15 +374,17 @@ class Average(keras.callbacks.Callback):
 
     def _average_at(self, step: Any) -> None:
         """``avg = avg + (w - avg) * share`` (``form="difference"``) or
-        ``avg = keep * avg + share * w`` (``"momentum"``) at ``step`` if it is due."""
+        ``avg = keep * avg + share * w`` (``"momentum"``) at ``step`` if it is due, with
+        ``share = 1 - keep = 1 - decay(step)`` (EMA) or ``1 / (n + 1)`` (SWA)."""
         self.build()
         due = ops.logical_and(step >= self.start, ops.equal((step - self.start) % self.every, 0))
         n = self.n_averaged
         t = ops.cast(step, "float32")
         copies = self.state.init == "copy"  # the first due update copies the weights
         pairs = list(zip(self.variables, self.averages, strict=True))
-        if self.state.form == "momentum":
-            keep = ops.cast(self._keep(t, n), "float32")
+        decay = self.state.decay  # EMA's (SWA's is None)
+        if decay is not None and self.state.form == "momentum":
+            keep = ops.cast(decay.at(t), "float32")
             if copies:
                 keep = ops.where(ops.equal(n, 0), 0.0, keep)
             share = 1.0 - keep
@@ -406,7 +395,7 @@ class Average(keras.callbacks.Callback):
                     + ops.cast(share, average.dtype) * variable
                 )
         else:
-            share = self._weight(t, n)
+            share = 1.0 / (ops.cast(n, "float32") + 1.0) if decay is None else 1.0 - decay.at(t)
             if copies:
                 share = ops.where(ops.equal(n, 0), 1.0, share)
             share = ops.where(due, share, 0.0)
@@ -533,7 +522,7 @@ def exchange(source: Any, averaged: bool, *, warn: bool = True) -> bool:
             variables = source.variables
         else:  # restored, not constructed again yet
             variables = source._optimizer()._trainable_variables
-        pairs = list(zip(variables, state.build_averages(), strict=True))
+        pairs = list(zip(variables, state.build_averages(variables), strict=True))
         flags = [state.swapped]
     else:
         variables = source._trainable_variables
@@ -625,9 +614,6 @@ class SWA(Average):
     def __init__(self, optimizer: Any, start: int = 0, every: int = 1) -> None:
         super().__init__(optimizer, start, every)
 
-    def _weight(self, step: Any, n: Any) -> Any:
-        return 1.0 / (ops.cast(n, "float32") + 1.0)
-
 
 class EMA(Average):
     """An exponential moving average whose decay follows a schedule of the step.
@@ -681,12 +667,6 @@ class EMA(Average):
     def decay(self) -> Hyperparameter:
         """The decay, a :class:`hyperstep.Hyperparameter` on the optimizer's clock."""
         return cast(Hyperparameter, self.state.decay)
-
-    def _keep(self, step: Any, n: Any) -> Any:
-        return self.decay.at(step)
-
-    def _weight(self, step: Any, n: Any) -> Any:
-        return 1.0 - self.decay.at(step)
 
     def network(self, model: Any) -> Any:
         """The average as a second network: a ``keras.Model`` of ``model``'s architecture

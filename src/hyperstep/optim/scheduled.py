@@ -53,6 +53,7 @@ from hyperstep.optim.core import (
     schedule_of,
 )
 from hyperstep.optim.groups import Group, assign_groups
+from hyperstep.schedules.base import is_number
 from hyperstep.schedules.checks import check_flag
 from hyperstep.schedules.expressions import Constant
 
@@ -74,10 +75,6 @@ class _State:
         self.live: dict[str, Any] = {}  # name -> the variable `opt.<name>` returns eagerly
         self.views: dict[str, Any] = {}  # group name -> the optimizer as its variables see it
         self.view_group: dict[int, str] = {}  # id(view) -> its group name
-
-    def __getstate__(self) -> dict[str, Any]:
-        # a copy makes its own group views (a copied view would not share the copy's dict)
-        return {**self.__dict__, "views": {}, "view_group": {}}
 
 
 def scheduled_state(optimizer: Any) -> _State:
@@ -240,24 +237,17 @@ class ScheduledOptimizer(named_state.SavedByName, StatelessValues):
         (:meth:`_hs_read_keys`, a group's as ``group/name``) at the update's step, in the
         form the backend hands Keras (:func:`~hyperstep.optim.core.keras_value`), and
         what a backend's mixin reads once per update (``_hs_reads``)."""
-        state = scheduled_state(self)
         keys = self._hs_read_keys()
-        values = checked_once(  # a traced step checks their cooldowns once
-            lambda: {
-                key: keras_value(
-                    update, state.hyperparameters[key], key, self._hs_base, state.static[key]
-                )
-                for key in keys
-            }
-        )
+        # (`update` is this optimizer's, which `_hs_value` reads; a traced step checks the
+        # cooldowns once)
+        values = checked_once(lambda: {key: self._hs_value(key) for key in keys})
         reads = getattr(self, "_hs_reads", None)  # hyperstep.backends.tensorflow's iterations
         if reads is not None:
             values.update(reads())
         return values
 
     def _hs_value(self, name: str) -> Any:
-        """Hyperparameter ``name`` at this update's step, for a name outside the update's
-        dict (:meth:`_hs_read_keys`)."""
+        """Hyperparameter ``name`` at this update's step, as the backend hands it to Keras."""
         state = scheduled_state(self)
         hyperparameter = state.hyperparameters[name]
         return keras_value(state.update, hyperparameter, name, self._hs_base, state.static[name])
@@ -503,9 +493,8 @@ def _clip_by_norm(values: Any, clipnorm: Any) -> Any:
 
 
 def _clip_by_global_norm(grads: list[Any], clipnorm: Any) -> list[Any]:
+    # one at least: Keras's apply drops the missing gradients and returns if none is left
     present = [ops.convert_to_tensor(g) for g in grads if g is not None]
-    if not present:
-        return grads
     c = backends.in_dtype(clipnorm, present[0].dtype)
     norm = ops.sqrt(ops.sum(ops.stack([ops.sum(ops.square(g)) for g in present])))
     finite = c * ops.minimum(1.0 / norm, 1.0 / c)
@@ -605,10 +594,6 @@ BASE_NUMERIC = (*OPTIONAL_NUMERIC[:4], "ema_momentum", "loss_scale_factor")
 WRAPPERS = ("LossScaleOptimizer", "MultiOptimizer")
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def constructor_arguments(cls: type) -> dict[str, Any]:
     """Return ``{name: default}`` of the constructor arguments of ``cls`` and its bases."""
     found: dict[str, Any] = {}
@@ -638,7 +623,7 @@ def numeric_names(cls: type) -> list[str]:
     for name, default in constructor_arguments(cls).items():
         if name == "learning_rate" or name in STRUCTURAL or name in BASE_NUMERIC:
             continue
-        if _is_number(default) or (default is None and name in OPTIONAL_NUMERIC):
+        if is_number(default) or (default is None and name in OPTIONAL_NUMERIC):
             own.append(name)
     # the base-class arguments last, in one order for every optimizer
     return ["learning_rate", *own, *BASE_NUMERIC]

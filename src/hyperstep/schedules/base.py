@@ -69,12 +69,6 @@ def register(cls: type) -> type:
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**"}
 
 
-def _node(keyword: str, *args: Any) -> Schedule:
-    """The expression node registered under ``keyword`` (``binary``, ``negate``,
-    ``function``: :mod:`hyperstep.schedules.expressions`), built from ``args``."""
-    return CLASSES[keyword](*args)  # type: ignore[call-arg]
-
-
 class Schedule(Arithmetic, _Base):  # type: ignore[misc]
     """A pure, vectorized, serializable function of the step.
 
@@ -207,10 +201,10 @@ class Schedule(Arithmetic, _Base):  # type: ignore[misc]
     def _binary(self, other: ScheduleLike, name: str, swap: bool) -> Schedule:
         """``self <op> other`` (``other <op> self`` when ``swap``) as an expression node."""
         operands = (other, self) if swap else (self, other)
-        return _node("binary", _SYMBOLS[name], *operands)
+        return CLASSES["binary"](_SYMBOLS[name], *operands)  # type: ignore[call-arg]
 
     def __neg__(self) -> Schedule:
-        return _node("negate", self)
+        return CLASSES["negate"](self)  # type: ignore[call-arg]
 
     def clip(self, low: ScheduleLike = None, high: ScheduleLike = None) -> Schedule:
         """Return ``min(max(self, low), high)``; either bound may be omitted."""
@@ -219,10 +213,10 @@ class Schedule(Arithmetic, _Base):  # type: ignore[misc]
                 "`clip(...)` needs `low`, `high` or both. Received: low=None, high=None."
             )
         if low is None:
-            return _node("function", "min", [self, high])
+            return CLASSES["function"]("min", [self, high])  # type: ignore[call-arg]
         if high is None:
-            return _node("function", "max", [self, low])
-        return _node("function", "clip", [self, low, high])
+            return CLASSES["function"]("max", [self, low])  # type: ignore[call-arg]
+        return CLASSES["function"]("clip", [self, low, high])  # type: ignore[call-arg]
 
     def _inline(self) -> str:
         """``repr`` as another schedule's argument (a constant writes its bare number)."""

@@ -6,7 +6,6 @@ values)`` curves, e.g. from :func:`hyperstep.schedules.sample`. Neither needs Ke
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,17 +19,11 @@ Curve = tuple[str, np.ndarray, np.ndarray]
 _MARKERS = "*o+x#@%&"
 
 
-def have_matplotlib() -> bool:
-    """Return whether matplotlib can be imported."""
-    return importlib.util.find_spec("matplotlib") is not None
-
-
 def write_png(
     curves: Sequence[Curve],
     path: str | Path,
     *,
     log: bool = False,
-    title: str | None = None,
     steps_per_epoch: int | None = None,
 ) -> Path:
     """Draw ``curves`` into a PNG at ``path`` (800 x 450 pixels); return the path.
@@ -53,7 +46,7 @@ def write_png(
     axes.set_ylabel("value (log scale)" if log else "value")
     axes.grid(True, alpha=0.3)
     axes.legend(loc="best", fontsize="small")
-    axes.set_title(title or ("schedule" if len(curves) == 1 else f"{len(curves)} schedules"))
+    axes.set_title("schedule" if len(curves) == 1 else f"{len(curves)} schedules")
     if steps_per_epoch:
         spe = float(steps_per_epoch)
 

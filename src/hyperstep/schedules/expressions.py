@@ -64,7 +64,7 @@ class LengthNode:
         """The folded number, the length (as Python folds the number, rounded once to
         float32), else :meth:`computed`."""
         if self._fold is not None:
-            return _constant(self._fold).value(step)
+            return _constant_with_sign(self._fold, math.copysign(1.0, self._fold)).value(step)
         if self.length_expression:  # `0.9 * total`: as Python folds the number
             with float64_scope():
                 return ops.cast(self.length_value(), "float32") + ops.zeros_like(step)
@@ -365,13 +365,9 @@ def folded(schedule: Schedule) -> float | None:
     return getattr(schedule, "_fold", None)
 
 
-def _constant(value: float) -> Constant:
-    """``Constant(value)``, built once per value (the sign of zero kept apart)."""
-    return _constant_with_sign(value, math.copysign(1.0, value))
-
-
 @functools.lru_cache(maxsize=1024)
 def _constant_with_sign(value: float, sign: float) -> Constant:
+    """``Constant(value)``, built once per value (``sign``: that of zero kept apart)."""
     # a folded intermediate may exceed float32 (1e30 * 1e30 inside 1e30 * 1e30 / 1e50):
     # built without the constructor's range check
     constant = Constant(0.0)

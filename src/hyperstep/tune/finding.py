@@ -155,13 +155,10 @@ class LRFinding:
             A learning rate, or ``None`` when no loss is finite.
 
         Raises:
-            ValueError: For a ``factor`` that is not a positive number.
+            ValueError: For a ``factor`` that is not positive.
+            TypeError: For a ``factor`` that is not a number.
         """
-        if isinstance(factor, bool) or not (isinstance(factor, (int, float)) and factor > 0):
-            raise InvalidArgumentError(
-                "`LRFinding.suggestion(factor=...)` must be a positive number. "
-                f"{received('factor', factor)}"
-            )
+        check_positive("LRFinding.suggestion", "factor", factor)
         centred = self.centred()
         if len(centred) == 0:
             return None
@@ -230,12 +227,8 @@ class LRFinding:
         ramp and ``x = learning_rates`` for a linear one (the axis the rates are evenly
         spaced on; second-order central differences, as ``numpy.gradient``), over the
         points left after dropping ``skip_begin`` at the start, ``skip_end`` at the end and
-        the non-finite losses.
-
-        Lightning's ``_LRFinder.suggestion`` has differentiated by the learning rate itself
-        in both modes since 2.5.3, which on an exponential ramp all but always picks the
-        first point kept (Lightning issue 21141; the fix, PR 21171, uses ``log10(lr)``).
-        ``compat="lightning"`` does the same as Lightning 2.5.3+.
+        the non-finite losses. ``compat="lightning"``: by the learning rate in both modes, as
+        Lightning 2.5.3+ (docs/lr_find.md, "The suggestion and the other rules").
 
         Args:
             skip_begin: Points dropped at the start (the first losses are noisy).

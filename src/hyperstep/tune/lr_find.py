@@ -1,11 +1,7 @@
 """``hs.find_lr``: the learning-rate range test, run by ``model.fit`` itself.
 
-The learning rate of step ``k`` is written into the optimizer's variables before the step
-(a plain Keras optimizer: its ``learning_rate`` variable; ``hs.scheduled`` and
-``hs.StepOptimizer``: the hyperparameter's override, each :class:`~hyperstep.Group` at its
-ratio to the main value), so the compiled train step is traced at most once for the whole
-test. Every variable the test can change is copied first and written back afterwards, in a
-``finally``: also after an early stop, an exception or Ctrl-C.
+How each step's learning rate is written without a retrace (:func:`setter`) and what is put
+back afterwards (:class:`Snapshot`): docs/lr_find.md, "What it does".
 """
 
 from __future__ import annotations
@@ -106,13 +102,12 @@ def find_lr(
     writer = setter(model.optimizer, hyperparameter)
     every = wrapped.accumulation_steps(model.optimizer)
     progress = 1 if verbose == "auto" else int(verbose)
-    test = _RangeTest(rates, writer, stop_factor, smoothing, progress, every)
     flags = {name: getattr(model, name, None) for name in ("stop_training", "history")}
     batches = plan(x, y, int(batch_size or _KERAS_BATCH_SIZE), steps * every)
     builds = backends_internals.first_fit_builds(model)
     _build(model, batches.first)  # what fit would build: its random draws stay consumed
     snapshot = Snapshot(model, writer)  # the global random state and the clocks' settings
-    test.snapshot = snapshot
+    test = _RangeTest(rates, writer, stop_factor, smoothing, progress, every, snapshot)
     try:
         x, y = batches.data()
         with warnings.catch_warnings():
@@ -161,7 +156,8 @@ class _RangeTest(keras.callbacks.Callback):
         stop_factor: float | None,
         smoothing: float,
         verbose: int,
-        every: int = 1,
+        every: int,
+        snapshot: Snapshot,
     ) -> None:
         super().__init__()
         self.rates, self.setter, self.every = rates, setter, every
@@ -171,18 +167,16 @@ class _RangeTest(keras.callbacks.Callback):
         self.pending: list[float] = []  # the losses of the batches of this update
         self.average, self.best = 0.0, math.inf
         self.stopped = False
-        self.snapshot: Snapshot | None = None
+        self.snapshot = snapshot
         self.trackers: list[Any] = []
         self.progbar = keras.utils.Progbar(
             len(rates), verbose=verbose, stateful_metrics=["learning_rate", "loss"]
         )
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        # (find_lr built the optimizer of a built model; on JAX and torch `fit` builds both)
         model = self.model  # on JAX, reading `model` syncs its state into the variables
-        if not model.optimizer.built and model.built:  # else TF builds it in the first step
-            model.optimizer.build(model.trainable_variables)
-        if self.snapshot is not None:
-            self.snapshot.copy_variables()
+        self.snapshot.copy_variables()
         # reset before each step, `logs["loss"]` is that step's loss, not the epoch's mean
         self.trackers = [m for m in model.metrics if m.name == "loss"] or list(model.metrics)
 
@@ -301,8 +295,8 @@ def plan(x: Any, y: Any, batch_size: int, batches: int) -> Plan:
         return Plan(lambda: (x.repeat(), None), fit, first)
     if inspect.isgenerator(x) or isinstance(x, Iterator):
         first = next(x, None)
-        rest = x if first is None else itertools.chain([first], x)
-        return Plan(lambda: (_generator(rest), None), {"epochs": 1, "shuffle": False}, first, True)
+        generator = (item for item in itertools.chain([] if first is None else [first], x))
+        return Plan(lambda: (generator, None), {"epochs": 1, "shuffle": False}, first, True)
     if isinstance(x, keras.utils.PyDataset):
         fit = {"epochs": batches, "shuffle": False}  # a PyDataset shuffles itself
         return Plan(lambda: (x, y), fit, x[0] if _length(x) else None)
@@ -350,21 +344,13 @@ def _length(x: Any) -> int:
         return 0
 
 
-def _generator(items: Any) -> Any:
-    yield from items
-
-
 # ---- the learning rate's writer ---------------------------------------------------------
-class Setter:
+class Setter(NamedTuple):
     """Writes a learning rate: ``set(value)`` writes ``value * ratio`` into each target;
     ``hyperparameter`` is the :class:`~hyperstep.Hyperparameter` given (else ``None``)."""
 
-    def __init__(
-        self,
-        targets: list[tuple[Callable[[float], None], float]],
-        hyperparameter: Hyperparameter | None = None,
-    ) -> None:
-        self.targets, self.hyperparameter = targets, hyperparameter
+    targets: list[tuple[Callable[[float], None], float]]
+    hyperparameter: Hyperparameter | None = None
 
     def set(self, value: float) -> None:
         for write, ratio in self.targets:
@@ -441,13 +427,8 @@ def _targets(optimizer: Any, name: str) -> list[tuple[str, Callable[[float], Non
 # ---- what the test puts back ------------------------------------------------------------
 class Snapshot:
     """Copies the random state, the clocks' settings and the variables when made (and the
-    variables made since in :meth:`copy_variables`); :meth:`restore` writes them back.
-
-    Copied: the model's variables and metrics, every optimizer's variables (the wrappers' and
-    each one they wrap), each hyperstep optimizer's clock (``step`` and the epoch counters,
-    which fit binds, and the epoch length it may bind), every hyperparameter's variables and
-    the global random generators ``fit`` draws from.
-    """
+    variables made since in :meth:`copy_variables`); :meth:`restore` writes them back. What
+    that covers: docs/lr_find.md, "What it does" (nothing changes)."""
 
     def __init__(self, model: Any, setter: Any) -> None:
         self.model = model

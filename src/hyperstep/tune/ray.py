@@ -21,7 +21,7 @@ import keras
 from hyperstep.control.reading import read_all
 from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import BackendError, InvalidArgumentError, InvalidTypeError, received
-from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int
+from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int, is_number
 from hyperstep.schedules.checks import check_choice
 from hyperstep.tune.replay import flatten
 
@@ -186,7 +186,7 @@ class Member:
         return dict(hyperstep_optimizer(self.model.optimizer).hyperparameters)
 
     def _structure(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        names = self.hyperparameters if self.model is not None else {}
+        names = self.hyperparameters  # (called once the model is built)
         return {k: v for k, v in flatten(config).items() if k not in names}
 
     def apply(self, config: Mapping[str, Any]) -> None:
@@ -196,13 +196,9 @@ class Member:
         hyperparameters = self.hyperparameters
         for key in sorted(set(config) & set(hyperparameters)):
             value = config[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if not is_number(value):  # a 0-d array or tensor: its number
                 value = getattr(value, "item", lambda v=value: v)()
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-            ):
+            if not is_number(value) or not math.isfinite(value):
                 raise InvalidArgumentError(
                     f"`config[{key!r}]` names a hyperparameter and must be a finite number. "
                     f"{received(f'config[{key!r}]', config[key])}"
@@ -259,12 +255,8 @@ class Member:
             json.dump({"epoch": self.epoch, "applied": self.applied, "apply": self.mode}, f)
 
     def load(self, directory: str, config: Mapping[str, Any]) -> None:
-        """Load a checkpoint into the running model; ``config`` applies from the next period.
-
-        The model is rebuilt only if non-hyperparameter config keys differ from the built
-        model's; its optimizer is built before loading (a fresh actor's is not yet, and
-        Keras would skip its variables); ``config`` is applied at the next period where it
-        differs from the checkpoint's values."""
+        """Load a checkpoint into the running model (rebuilt only if a config key that is no
+        hyperparameter changed); ``config`` applies from the next period where it differs."""
         if self.model is None or self._structure(config) != self.structure:
             self.build(config)
         # a fresh model's optimizer is not built yet: Keras would skip all its variables
@@ -295,7 +287,6 @@ def _read_meta(path: str) -> tuple[int, dict[str, float]]:
     if not isinstance(applied, dict):
         raise damaged(f"'applied' is {applied!r}, not a dict")
     for key, value in applied.items():
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not number or not abs(value) <= FLOAT32_MAX:
+        if not is_number(value) or not abs(value) <= FLOAT32_MAX:
             raise damaged(f"'applied/{key}' is {value!r}, not a finite float32 number")
     return epoch, {key: float(value) for key, value in applied.items()}

@@ -20,7 +20,7 @@ from typing import Any
 
 from hyperstep.errors import InvalidArgumentError, received
 from hyperstep.schedules import Schedule, piecewise
-from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int
+from hyperstep.schedules.base import FLOAT32_MAX, check_positive_int, is_number
 
 
 def replay(
@@ -82,20 +82,15 @@ def replay(
     return {
         key: piecewise(boundaries, [float(c[key]) for c in configs])
         for key in configs[0]
-        if all(key in c and _numeric(c[key]) for c in configs)
+        if all(key in c and is_number(c[key]) for c in configs)  # finite: checked by _row
     }
 
 
 def load_policy(
     policy_file: str | os.PathLike[str],
 ) -> tuple[dict[str, Any], list[tuple[int, int, dict[str, Any]]]]:
-    """Return ``(initial config, [(target, clone iteration, new config), ...])`` of a member.
-
-    The list is the chain of exploits that led to the file's member, as Ray's replay reads it.
-
-    The chain is walked from the last line back while each line's target tag is the
-    previous line's clone tag; earlier lines were overwritten by a later exploit.
-    """
+    """Return ``(initial config, [(target, clone iteration, new config), ...])``: the chain
+    of exploits that led to the file's member, read as Ray's replay reads it (the module's)."""
     path = os.path.expanduser(os.fspath(policy_file))
     if not os.path.isfile(path):
         raise InvalidArgumentError(
@@ -164,8 +159,7 @@ def _row(line: str, number: int, path: str) -> list[Any]:
         for key, value in flatten(row[index]).items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise bad(f"the {name}'s {key!r} is {value!r}, not a finite number")
-            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if numeric and abs(value) > FLOAT32_MAX:
+            if is_number(value) and abs(value) > FLOAT32_MAX:
                 raise bad(
                     f"the {name}'s {key!r} is {_shown(value)}, beyond float32's range "
                     "(|x| <= 3.4028235e38), in which schedules compute"
@@ -191,11 +185,3 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
-
-
-def _numeric(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
