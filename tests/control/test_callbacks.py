@@ -133,6 +133,24 @@ def test_csv_every_and_appending_across_fit_calls(tmp_path: Path) -> None:
     assert steps == [0, 3, 6, 8, 11]  # every 3 batches of each fit; the clock keeps counting
 
 
+def test_append_resumes_a_file_without_a_second_header_and_keeps_its_columns(
+    tmp_path: Path,
+) -> None:
+    optimizer = adam()
+    model, _ = fit(optimizer, [LogHyperparameters(optimizer, csv_path=tmp_path / "hp.csv")], 1)
+    # a resumed run's new callback: the file's header decides the columns, not `include`
+    resumed = LogHyperparameters(
+        optimizer, csv_path=tmp_path / "hp.csv", append=True, include="all"
+    )
+    fit(optimizer, [resumed], epochs=1, model=model)
+    lines = (tmp_path / "hp.csv").read_text().splitlines()
+    assert lines[0] == "step,epoch,learning_rate,beta_1"
+    assert sum(line.startswith("step,") for line in lines) == 1
+    assert all(line.count(",") == 3 for line in lines)
+    assert [int(r["step"]) for r in read_rows(tmp_path / "hp.csv")] == list(range(2 * SPE))
+    assert list(resumed.hyperparameters) == ["learning_rate", "beta_1"]
+
+
 def test_tensorboard_event_files_hold_per_step_scalars(tmp_path: Path) -> None:
     optimizer = adam()
     fit(optimizer, [LogHyperparameters(optimizer, log_dir=tmp_path / "tb")], epochs=2)
