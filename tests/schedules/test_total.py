@@ -106,13 +106,14 @@ def test_a_length_bound_to_n_is_the_schedule_written_with_n_bit_for_bit(text, n)
 
 
 def _compiled(function, variables, steps):
-    """``function(steps)`` in this backend's compiled step: ``tf.function``; ``jax.jit`` with
+    """``function(steps)`` in this backend's compiled step: ``tf.function`` (without autograph,
+    as in ``fit``, whose Keras code autograph leaves as written); ``jax.jit`` with
     ``variables`` mapped as a stateless step maps them; torch eagerly (as its ``fit``)."""
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
-        return tf.function(function)(steps)
+        return tf.function(function, autograph=False)(steps)
     if backend == "torch":
         return function(steps)
     import jax
