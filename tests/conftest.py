@@ -117,13 +117,13 @@ _LONGEST_FIRST = {
     for rank, path in enumerate(
         reversed(
             (
-                "tests/schedules/test_total.py",
-                "tests/optim/test_keras_contracts.py",
                 "tests/docs/test_blocks.py",
+                "tests/optim/test_keras_contracts.py",
                 "tests/tune/test_ray.py",
                 "tests/control/test_controllers.py",
-                "tests/optim/test_scheduled.py",
+                "tests/schedules/test_total.py",
                 "tests/optim/test_scheduled_training.py",
+                "tests/optim/test_scheduled.py",
                 "tests/cli/test_usage_errors.py",
                 "tests/control/test_reading.py",
                 "tests/optim/test_rules.py",
