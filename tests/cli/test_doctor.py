@@ -48,8 +48,8 @@ def test_other_shapes_are_usage_errors_naming_the_target(returned, match: str) -
         arguments(returned, "mod:make")
 
 
-def test_register_returns_the_parser() -> None:
+def test_register_adds_the_doctor_subcommand_and_its_arguments() -> None:
     top = argparse.ArgumentParser()
-    parser = register(top.add_subparsers())
-    args = parser.parse_args(["m:f", "--loss", "mse", "--json"])
+    register(top.add_subparsers())
+    args = top.parse_args(["doctor", "m:f", "--loss", "mse", "--json"])
     assert (args.target, args.loss, args.json) == ("m:f", "mse", True)
