@@ -17,7 +17,8 @@ import keras
 from keras import ops
 
 from hyperstep import backends
-from hyperstep.backends.fit import follow_train_steps, wrap_methods
+from hyperstep.backends.fit import follow_train_steps
+from hyperstep.backends.internals import wrap_methods
 from hyperstep.backends.jax import advance_in_state
 from hyperstep.errors import InvalidArgumentError
 

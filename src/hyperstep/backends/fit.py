@@ -20,6 +20,7 @@ from typing import Any
 
 import keras
 
+from hyperstep.backends.internals import wrap_methods
 from hyperstep.backends.versions import reach
 
 #: (fit started, epoch began) handlers, called with the CallbackList's model
@@ -85,19 +86,6 @@ def _follow_callback_lists() -> None:
     wrap_methods(cls, on_train_begin, on_epoch_begin, on_epoch_end)
     if keras.backend.backend() == "jax":  # Keras's backend is fixed once it is imported
         wrap_methods(cls, *_jax_batch_hooks(cls))
-
-
-def wrap_methods(cls: Any, *wrappers: Any) -> None:
-    """Put each of ``wrappers`` on ``cls`` in place of the method of its name, which it
-    keeps as ``__wrapped__`` (Keras's own, for tests and debugging) with its docstring; a
-    method wrapped already stays (Keras's classes are wrapped once)."""
-    for wrapper in wrappers:
-        wrapped = getattr(cls, wrapper.__name__)
-        if not getattr(wrapped, "_hyperstep", False):
-            wrapper.__doc__ = wrapped.__doc__
-            wrapper.__wrapped__ = wrapped
-            wrapper._hyperstep = True
-            setattr(cls, wrapper.__name__, wrapper)
 
 
 def _jax_batch_hooks(cls: Any) -> list[Any]:

@@ -113,3 +113,16 @@ def naming_loaded_file() -> Iterator[None]:
         named = InvalidArgumentError(f"{path} is damaged: {str(found).splitlines()[0]}")
         named.path = path  # type: ignore[attr-defined]
         raise named from None
+
+
+def wrap_methods(cls: Any, *wrappers: Any) -> None:
+    """Put each of ``wrappers`` on ``cls`` in place of the method of its name, which it
+    keeps as ``__wrapped__`` (Keras's own, for tests and debugging) with its docstring; a
+    method wrapped already stays (Keras's classes are wrapped once)."""
+    for wrapper in wrappers:
+        wrapped = getattr(cls, wrapper.__name__)
+        if not getattr(wrapped, "_hyperstep", False):
+            wrapper.__doc__ = wrapped.__doc__
+            wrapper.__wrapped__ = wrapped
+            wrapper._hyperstep = True
+            setattr(cls, wrapper.__name__, wrapper)

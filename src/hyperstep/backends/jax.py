@@ -31,6 +31,7 @@ def optimizer_copy_wins_in_fit() -> None:
     A model whose ``train_step`` does not call ``super().train_step`` uses
     :meth:`Clock.stateless_copy` itself.
     """
+    from hyperstep.backends.internals import wrap_methods
     from hyperstep.backends.versions import reach
 
     reach("keras.src.backend.jax.trainer.JAXTrainer._get_jax_state")
@@ -38,8 +39,6 @@ def optimizer_copy_wins_in_fit() -> None:
 
     keras_train_step = JAXTrainer.train_step
     keras_get_jax_state = JAXTrainer._get_jax_state
-    if getattr(keras_train_step, "_hyperstep", False):
-        return
 
     def train_step(self: Any, state: Any, data: Any) -> Any:
         shared = _shared_in_fit(self)
@@ -63,10 +62,7 @@ def optimizer_copy_wins_in_fit() -> None:
             state = (*state[:index], non_trainable, *state[index + 1 :])
         return state
 
-    train_step.__doc__ = keras_train_step.__doc__
-    train_step._hyperstep = True  # type: ignore[attr-defined]
-    JAXTrainer.train_step = train_step  # type: ignore[method-assign]
-    JAXTrainer._get_jax_state = _get_jax_state  # type: ignore[method-assign]
+    wrap_methods(JAXTrainer, train_step, _get_jax_state)
 
 
 def _optimizer_copy(state: Any, shared: list[tuple[int, int]]) -> Any:
