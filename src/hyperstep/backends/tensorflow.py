@@ -248,7 +248,7 @@ def decay(optimizer: Any, variable: Any, learning_rate: Any) -> None:
     var.assign(var * keep)
 
 
-def _runs(optimizer: Any, cls: type, gradient: Any, variable: Any) -> bool:
+def _runs(optimizer: Any, cls: Any, gradient: Any, variable: Any) -> bool:
     """Whether ``optimizer`` runs Keras's ``cls.update_step`` itself (not a subclass that
     overrides it) on a dense gradient and a float32 or float64 variable: what a kernel takes."""
     return (
@@ -297,10 +297,9 @@ def sgd(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> Any
     Keras's ``SGD.update_step`` term for term in one pass instead of three to five."""
     var = native_variable(variable)
     dtype = var.dtype
-    index = optimizer._get_variable_index(variable)
     return tf.raw_ops.ResourceApplyKerasMomentum(
         var=var.handle,
-        accum=native_variable(optimizer.momentums[index]).handle,
+        accum=_slot(optimizer, variable, "momentums"),
         lr=_scalar(learning_rate, dtype),
         grad=tf.cast(gradient, dtype),
         momentum=_scalar(optimizer.momentum, dtype),
