@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 
+from hyperstep.backends.jax import state_owners
 from hyperstep.backends.traces import Trace, TracedOp, user_source
 
 #: Primitives through which no useful gradient flows (JAX's rule is zero or none).
@@ -270,14 +271,14 @@ def first_step(
     epoch: the step donates ``state``'s buffers, which a variable must not keep (a later
     read or assign would pass a donated buffer)."""
     state, iterator, *rest = args
-    for variables, values in zip(_state_owners(model), state, strict=False):
+    for variables, values in zip(state_owners(model), state, strict=False):
         for variable, value in zip(variables, values or (), strict=False):
             variable.assign(value)
     batch, iterator = peek(iterator)
 
     def resume() -> tuple[Any, ...]:
         fresh: list[Any] = []
-        for variables, values in zip(_state_owners(model), state, strict=False):
+        for variables, values in zip(state_owners(model), state, strict=False):
             if values is None:
                 fresh.append(values)
                 continue
@@ -287,13 +288,3 @@ def first_step(
         return (type(state)(fresh), iterator, *rest)
 
     return batch, resume
-
-
-def _state_owners(model: Any) -> tuple[Any, ...]:
-    """The variables of each part of Keras's JAX ``state``, in its order."""
-    return (
-        model.trainable_variables,
-        model.non_trainable_variables,
-        getattr(model.optimizer, "variables", []),
-        model.metrics_variables,
-    )

@@ -236,24 +236,27 @@ def held_scope(variables: list[Any]) -> Any:
     import keras
 
     mapping: dict[int, tuple[Any, Any]] = {}
+    names = ("trainable_variables", "non_trainable_variables", "optimizer_variables")
     for model, _ in holding:
-        state = model._jax_state
-        lists = (
-            (model.trainable_variables, state.get("trainable_variables")),
-            (model.non_trainable_variables, state.get("non_trainable_variables")),
-            (
-                model.optimizer.variables if model.optimizer else [],
-                state.get("optimizer_variables"),
-            ),
-        )
-        for refs, values in lists:
-            for ref, value in zip(refs, values or [], strict=False):
+        for refs, name in zip(state_owners(model), names, strict=False):
+            for ref, value in zip(refs, model._jax_state.get(name) or [], strict=False):
                 if getattr(ref, "_value", None) is None:  # else assigned directly: its own
                     mapping[id(ref)] = (ref, value)
     with _LOCK:
         for variable, value in _QUEUE:
             mapping[id(variable)] = (variable, value)
     return keras.StatelessScope(state_mapping=list(mapping.values()))
+
+
+def state_owners(model: Any) -> tuple[Any, ...]:
+    """The variables of each part of Keras's JAX training state, in its order: trainable,
+    non-trainable, the optimizer's, the metrics'."""
+    return (
+        model.trainable_variables,
+        model.non_trainable_variables,
+        getattr(model.optimizer, "variables", []),
+        model.metrics_variables,
+    )
 
 
 def read_held(variables: list[Any]) -> None:
