@@ -92,13 +92,10 @@ def restore(saved: list[tuple[Any, Any]]) -> None:
 
 def build(compute: Callable[[Any], Any], batch: Any, state: list[Any]) -> None:
     """Build an unbuilt model by running the loss once in a ``StatelessScope``: nothing is
-    assigned, and the variables the pass creates get their initial values on leaving it."""
-    saved = snapshot(state)
-    try:
-        with keras.StatelessScope():
-            compute(batch)
-    finally:
-        restore(saved)
+    assigned (``state`` keeps its values), and the variables the pass creates get their
+    initial values on leaving it."""
+    with keras.StatelessScope():
+        compute(batch)
 
 
 def _run(
