@@ -10,7 +10,6 @@ from typing import Any
 import keras
 
 from hyperstep.backends.doctor import tracer
-from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.diagnosis.report import Diagnosis, DoctorError, DoctorWarning
 from hyperstep.errors import InvalidTypeError, received
 
@@ -56,11 +55,7 @@ class Doctor(keras.callbacks.Callback):
         self.data = data
         self.diagnosis: Diagnosis | None = None
 
-    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        epoch_began(self.model, epoch)
-
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
-        fit_began(self.model, self.params)  # as every hyperstep callback (FollowEpochs)
         if self.diagnosis is not None:
             return
         model = self.model
