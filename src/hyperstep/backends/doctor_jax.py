@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 
+from hyperstep.backends.doctor import peek
 from hyperstep.backends.jax import state_owners
 from hyperstep.backends.traces import Trace, TracedOp, user_source
 
@@ -254,9 +255,7 @@ def numpy_batch(batch: Any) -> Any:
     )
 
 
-def first_step(
-    model: Any, args: tuple[Any, ...], peek: Any
-) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
+def first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
     """The batch of ``model.train_function(state, iterator)``'s first call (Keras's JAX
     trainer), and the call's arguments once the doctor is done.
 

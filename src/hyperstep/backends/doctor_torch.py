@@ -219,9 +219,7 @@ def numpy_batch(batch: Any) -> Any:
     return keras.tree.map_structure(convert, batch)
 
 
-def first_step(
-    model: Any, args: tuple[Any, ...], peek: Any
-) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
+def first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
     """The batch of ``model.train_function([batch])``'s first call (Keras's torch trainer),
     and the call's arguments once the doctor is done: unchanged (the variables are the state)."""
     return args[0][0], lambda: args

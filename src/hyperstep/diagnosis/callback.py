@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import keras
@@ -63,7 +61,7 @@ class Doctor(keras.callbacks.Callback):
 
         def first_step(*args: Any) -> Any:
             model.train_function = original
-            batch, resume = tracer().first_step(model, args, _peek)
+            batch, resume = tracer().first_step(model, args)
             self._diagnose(batch if self.data is None else self.data)
             return original(*resume())
 
@@ -78,10 +76,3 @@ class Doctor(keras.callbacks.Callback):
         if self.raise_on_findings:
             raise DoctorError(self.diagnosis)
         warnings.warn(str(self.diagnosis), DoctorWarning, stacklevel=2)
-
-
-def _peek(iterator: Any) -> tuple[Any, Iterator[Any]]:
-    """Take the first batch and return it with an iterator that yields it again first."""
-    iterator = iter(iterator)
-    first = next(iterator)
-    return first, itertools.chain([first], iterator)
