@@ -131,16 +131,8 @@ def gradient_kinds(
     return loss.detach(), kinds
 
 
-def _tensors(value: Any, found: list[Any]) -> list[Any]:
-    if isinstance(value, torch.Tensor):
-        found.append(value)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _tensors(item, found)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _tensors(item, found)
-    return found
+def _tensors(value: Any) -> list[Any]:
+    return [item for item in keras.tree.flatten(value) if isinstance(item, torch.Tensor)]
 
 
 def _frames() -> list[tuple[str, int]]:
@@ -165,8 +157,8 @@ class _Recorder(TorchFunctionMode):
         name = getattr(func, "__name__", str(func))
         if name == "__get__":
             return out
-        inputs = _tensors([args, kwargs or {}], [])
-        outputs = _tensors(out, [])
+        inputs = _tensors([args, kwargs or {}])
+        outputs = _tensors(out)
         escapes = name in ESCAPES
         if not inputs or not (outputs or escapes):
             if outputs:
