@@ -17,15 +17,13 @@ variables, so :mod:`hyperstep.diagnosis` never asks which backend it runs on:
   :class:`~hyperstep.backends.traces.Trace` (TensorFlow: the traced ``tf.Graph``; JAX: the
   jaxpr; torch: the dispatched torch functions);
 * ``numpy_batch(batch)``; ``first_step(model, args)``: the batch of ``fit``'s first step
-  (taken with :func:`peek`), and a function giving its arguments once the doctor is done.
+  (:func:`hyperstep.backends.fit.peek`), and a function giving its arguments once the
+  doctor is done.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
 from types import ModuleType
-from typing import Any
 
 __all__ = ["tracer"]
 
@@ -53,10 +51,3 @@ def tracer() -> ModuleType:
     from hyperstep.backends import doctor_tf
 
     return doctor_tf
-
-
-def peek(iterator: Any) -> tuple[Any, Iterator[Any]]:
-    """Take the first batch and return it with an iterator that yields it again first."""
-    iterator = iter(iterator)
-    first = next(iterator)
-    return first, itertools.chain([first], iterator)

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 
-from hyperstep.backends.doctor import peek
+from hyperstep.backends.fit import peek
 from hyperstep.backends.jax import state_owners
 from hyperstep.backends.traces import Trace, TracedOp, user_source
 
