@@ -4,7 +4,6 @@
 imported only by :func:`trainable`). The learning-rate range test is ``hs.find_lr``.
 """
 
-from hyperstep.tune.ray import trainable
-from hyperstep.tune.replay import replay
+from hyperstep.tune.ray import replay, trainable
 
 __all__ = ["replay", "trainable"]
