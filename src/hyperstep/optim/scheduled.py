@@ -185,17 +185,8 @@ class ScheduledOptimizer(named_state.SavedByName, StatelessValues):
         # expressions may name the optimizer's other hyperparameters ("0.1 * learning_rate")
         built = resolve(values, make, "hs.scheduled(...)")
 
-        def check(group: Group) -> None:
-            unknown = sorted(set(group.hyperparameters) - set(built))
-            if unknown:
-                raise InvalidArgumentError(
-                    f"Group {group.name!r} sets {unknown}, which are not numeric "
-                    f"hyperparameters of {self._hs_base.__name__}. Valid: {sorted(built)}. "
-                    f"{received('group', group)}"
-                )
-
         # a group's expressions may name the optimizer's own hyperparameters
-        state.groups = bind_groups(groups, built, make, check, "hs.scheduled")
+        state.groups = bind_groups(groups, built, make, "hs.scheduled")
         # `fused=True`: TF updates take the one-pass forms of hyperstep.backends.tensorflow
         # (otherwise Keras's own code: bitwise the plain optimizer set before each step)
         fused = backends.fused_updates()  # None where there are no such kernels
