@@ -181,10 +181,7 @@ class _RangeTest(keras.callbacks.Callback):
         self.trackers = [m for m in model.metrics if m.name == "loss"] or list(model.metrics)
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        step = len(self.raw)
-        if step >= len(self.rates):
-            self.model.stop_training = True
-            return
+        step = len(self.raw)  # < len(rates): fit stops after the batch that sets stop_training
         self.model  # noqa: B018 (on JAX: state synced before the variables are written)
         if not self.pending:  # an update's first batch (every batch without accumulation)
             self.setter(float(self.rates[step]))
@@ -193,8 +190,6 @@ class _RangeTest(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         step = len(self.raw)
-        if step >= len(self.rates):
-            return
         if "loss" not in (logs or {}):
             raise InvalidArgumentError(
                 "`find_lr` reads each step's loss from `logs['loss']`, and the model's "
