@@ -9,8 +9,8 @@ expressions)::
 
 The classes behind the vocabulary (``Cosine``, ``Warmup``, the expression nodes
 ``BinaryOp``, ``Step``, ...) are importable from their modules
-(:mod:`hyperstep.schedules.expressions`, ``decays``, ``families``, ``cycles``,
-``combinators``, ``wsd``); the :class:`Schedule` base class from ``base``.
+(:mod:`hyperstep.schedules.expressions`, ``families``, ``combinators``, ``wsd``); the
+:class:`Schedule` base class from ``base``.
 """
 
 from typing import Any
@@ -19,8 +19,6 @@ from hyperstep.backends import numpy_ops
 from hyperstep.schedules import keras_formulas, language
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.combinators import join, warmup
-from hyperstep.schedules.cycles import cyclic, one_cycle
-from hyperstep.schedules.decays import exponential, inverse_time, linear, polynomial
 from hyperstep.schedules.expressions import Constant as constant
 from hyperstep.schedules.expressions import (
     Step,
@@ -32,7 +30,17 @@ from hyperstep.schedules.expressions import (
     maximum,
     minimum,
 )
-from hyperstep.schedules.families import cosine, cosine_restarts, piecewise
+from hyperstep.schedules.families import (
+    cosine,
+    cosine_restarts,
+    cyclic,
+    exponential,
+    inverse_time,
+    linear,
+    one_cycle,
+    piecewise,
+    polynomial,
+)
 from hyperstep.schedules.hf import from_hf
 from hyperstep.schedules.sample import sample
 from hyperstep.schedules.wsd import cooldown, inverse_sqrt, wsd
