@@ -19,7 +19,6 @@ from hyperstep.cli.arguments import (
     check_loss_names,
     check_targets,
     compile_with_loss,
-    load_target,
     positive_float,
     positive_int,
     quiet_stderr,
@@ -112,8 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from hyperstep.errors import HyperstepError
 
     check_arguments(args)
-    returned = call_target(load_target(args.target), args.target)
-    model, x, y = model_and_data(returned, args.target)
+    model, x, y = model_and_data(call_target(args.target), args.target)
     model = compile_with_loss(model, args.loss, args.target, args.optimizer)
     check_data(model, x, y, args.target)
     with quiet_stderr():
