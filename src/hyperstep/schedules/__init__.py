@@ -13,8 +13,6 @@ The classes behind the vocabulary (``Cosine``, ``Warmup``, the expression nodes
 :class:`Schedule` base class from ``base``.
 """
 
-from typing import Any
-
 from hyperstep.backends import numpy_ops
 from hyperstep.schedules import keras_formulas, language
 from hyperstep.schedules.base import Schedule
@@ -51,11 +49,12 @@ progress = Step() / total
 """The fraction of the run done, ``step / total``: ``1e-3 * (1 - progress) ** 2``."""
 
 # every module that defines words of the vocabulary or a reader of as_schedule is imported
-# here, which registers them (schedules.base.CLASSES and READERS); Keras's
-# schedules only where Keras is (the command line plots without it)
+# here, which registers them (schedules.base.CLASSES and READERS); Keras's schedules (and
+# from_keras) only where Keras is (the command line plots without it)
 _REGISTERING = [keras_formulas, language]
 if not numpy_ops.selected():
     from hyperstep.schedules import keras_compat
+    from hyperstep.schedules.keras_compat import from_keras
 
     _REGISTERING.append(keras_compat)
 
@@ -88,12 +87,3 @@ __all__ = [
     "warmup",
     "wsd",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # Keras's schedules are imported only when asked for (the command line plots without Keras)
-    if name == "from_keras":
-        from hyperstep.schedules.keras_compat import from_keras
-
-        return from_keras
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
