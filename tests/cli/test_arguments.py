@@ -17,7 +17,7 @@ import keras
 import pytest
 
 from hyperstep.cli.arguments import (
-    MAX_STEPS,
+    MAX_STEP,
     UsageError,
     call_target,
     check_loss_names,
@@ -41,9 +41,9 @@ def test_positive_int_refuses_anything_else_naming_the_text(text: str) -> None:
 
 
 def test_positive_int_refuses_more_than_a_float64_holds_exactly() -> None:
-    assert MAX_STEPS == 2**53 and float(MAX_STEPS + 1) == float(MAX_STEPS)
-    text = str(MAX_STEPS + 1)
-    with pytest.raises(argparse.ArgumentTypeError, match=f"at most 2\\*\\*53 = {MAX_STEPS}"):
+    assert MAX_STEP == 2**53 and float(MAX_STEP + 1) == float(MAX_STEP)
+    text = str(MAX_STEP + 1)
+    with pytest.raises(argparse.ArgumentTypeError, match=f"at most 2\\*\\*53 = {MAX_STEP}"):
         positive_int(text)
 
 

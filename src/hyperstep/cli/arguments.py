@@ -16,8 +16,8 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-#: the largest step count a float64 holds exactly
-MAX_STEPS = 2**53
+from hyperstep.control.verbs import MAX_STEP
+
 #: what ``--loss`` says in every command's help
 LOSS_HELP = (
     "a Keras loss name (e.g. mse, sparse_categorical_crossentropy, binary_crossentropy) for "
@@ -108,8 +108,8 @@ def positive_int(text: str) -> int:
     value = int(text) if re.fullmatch(r"\s*[+-]?\d+\s*", text) else 0
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    if value > MAX_STEPS:
-        raise argparse.ArgumentTypeError(f"expected at most 2**53 = {MAX_STEPS}, got {text!r}")
+    if value > MAX_STEP:
+        raise argparse.ArgumentTypeError(f"expected at most 2**53 = {MAX_STEP}, got {text!r}")
     return value
 
 
