@@ -36,7 +36,7 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import open_iteration
 from hyperstep.optim.core import check_arguments
 from hyperstep.optim.rules import Values
-from hyperstep.schedules import combinators, decays, families
+from hyperstep.schedules import combinators, families
 from hyperstep.schedules.base import check_number
 from hyperstep.schedules.checks import check_choice
 from hyperstep.schedules.expressions import as_schedule
@@ -788,7 +788,7 @@ def swa_learning_rate(
     elif anneal_strategy == "cos":
         anneal = families.cosine(lr0, steps=int(anneal_steps), end=swa_lr)
     else:
-        anneal = decays.linear(lr0, swa_lr, steps=int(anneal_steps))
+        anneal = families.linear(lr0, swa_lr, steps=int(anneal_steps))
     return combinators.join([before, anneal], [start])
 
 
