@@ -196,7 +196,10 @@ def test_group_arguments_are_validated() -> None:
         hs.Group("a", match=3)
     with pytest.raises(InvalidTypeError, match=r"Received: match=\[3\]"):
         hs.Group("a", match=[3])
-    with pytest.raises(InvalidArgumentError, match=r"Group\('t'\).*Received: beta1=0.5"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"group 't' sets \['beta1'\].*Received: group=Group\('t', match='\*', beta1=0.5\)",
+    ):
         hs.StepOptimizer("adam", groups=[hs.Group("t", match="*", beta1=0.5)])
     with pytest.raises(InvalidArgumentError, match=r"unique. Received: groups named \['t', 't'\]"):
         hs.StepOptimizer("adam", groups=[hs.Group("t", match="a"), hs.Group("t", match="b")])
