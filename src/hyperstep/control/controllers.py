@@ -19,6 +19,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends.scopes import concrete as is_concrete
+from hyperstep.clock import check_step
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import controlled_hyperparameter
 from hyperstep.control.plateau import RULES, PlateauParams, PlateauState
@@ -162,8 +163,8 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         self.min_value = _non_negative("min_value", min_value)
         self.min_scale = _non_negative("min_scale", min_scale)
         self.eps = _non_negative("eps", eps)
-        self.patience = _non_negative_int("patience", patience)
-        self.cooldown = _non_negative_int("cooldown", cooldown)
+        self.patience = check_step("ReduceOnPlateau", "patience", patience)
+        self.cooldown = check_step("ReduceOnPlateau", "cooldown", cooldown)
         _check_compat(compat, self.min_delta, self.rtol, self.min_value)
         self.monitor, self.factor, self.mode, self.compat = monitor, float(factor), mode, compat
         self.name, self.verbose = name, verbose
@@ -378,14 +379,6 @@ def _non_negative(name: str, value: Any) -> float:
             f"`ReduceOnPlateau({name}=...)` must be a finite number >= 0. {received(name, value)}"
         )
     return float(value)
-
-
-def _non_negative_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise InvalidArgumentError(
-            f"`ReduceOnPlateau({name}=...)` must be an integer >= 0. {received(name, value)}"
-        )
-    return int(value)
 
 
 def _check_compat(compat: str | None, min_delta: float, rtol: float, min_value: float) -> None:
