@@ -11,6 +11,7 @@ import csv
 import importlib.util
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -28,7 +29,13 @@ from hyperstep.schedules.checks import check_choice
 
 __all__ = ["LogHyperparameters", "read_all"]
 
-FIELDS = ("value", "schedule", "scale", "override")
+#: each per-step column of a hyperparameter ``hp`` at ``step``, by its field name
+FIELDS: dict[str, Callable[[Any, Any], Any]] = {
+    "value": lambda hp, step: ops.reshape(hp.at(step), ()),
+    "schedule": lambda hp, step: ops.reshape(hp.base_at(step), ()),
+    "scale": lambda hp, step: hp.scale.value,
+    "override": lambda hp, step: hp.override.value,
+}
 
 
 class LogHyperparameters(keras.callbacks.Callback):
@@ -119,7 +126,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         if not fields or fields[0] != "value" or not set(fields) <= set(FIELDS):
             raise InvalidArgumentError(
                 f"`LogHyperparameters(fields=...)` must start with 'value', then any of "
-                f"{list(FIELDS[1:])}. {received('fields', fields)}"
+                f"{list(FIELDS)[1:]}. {received('fields', fields)}"
             )
         self.include, self.fields = include, fields
         self._all = self.hyperparameters
@@ -189,15 +196,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         """Every logged hyperparameter's fields (``override`` nan when not set), stacked:
         one transfer per row."""
         step = self.clock.step.value
-        found = []
-        for hp in self.hyperparameters.values():
-            read = {
-                "value": lambda hp=hp: ops.reshape(hp.at(step), ()),
-                "schedule": lambda hp=hp: ops.reshape(hp.base_at(step), ()),
-                "scale": lambda hp=hp: hp.scale.value,
-                "override": lambda hp=hp: hp.override.value,
-            }
-            found += [read[f]() for f in self.fields]
+        found = [FIELDS[f](hp, step) for hp in self.hyperparameters.values() for f in self.fields]
         return ops.stack([ops.cast(f, "float32") for f in found])
 
     def _select(self) -> None:

@@ -39,17 +39,11 @@ class ReduceOnPlateau(keras.callbacks.Callback):
     """Multiply a hyperparameter's ``scale`` by ``factor`` when a metric stops improving.
 
     ``effective = schedule(step) * scale``; a reduction does ``scale.assign(scale * factor)``.
-    Default rule (``compat=None``), in ``min`` mode (``max`` mirrors it):
+    The default rule (``compat=None``) is :func:`~hyperstep.control.plateau.default_rule`, in
+    ``min`` mode (``max`` mirrors it). Its floor keeps the value at the current step from
+    going below ``min_value`` through a reduction (the schedule itself may later go lower),
+    and the scale never rises.
 
-    * improvement: ``value < best - min_delta - rtol * |best|``; ``best`` starts at ``+inf``,
-      so the first finite value improves.
-    * an update that does not improve, outside cooldown, does ``wait += 1``; when
-      ``wait >= patience`` the scale is reduced, ``wait = 0`` and ``cooldown`` starts.
-    * the ``cooldown`` updates after a reduction are not counted (``wait`` stays 0) but a
-      better value still becomes ``best``.
-    * floor: ``scale = min(scale, max(scale * factor, min_value / schedule(step), min_scale))``
-      -- the value at the current step never goes below ``min_value`` through a
-      reduction (the schedule itself may later go lower) and the scale never rises.
     * NaN or +-inf metrics count as "no improvement" and never become ``best`` (a warning
       when the value is concrete); the state stays finite.
     * while an override is set (``target.set(v)``) reductions still multiply the scale;
