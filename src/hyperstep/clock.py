@@ -80,13 +80,13 @@ class Clock(keras.layers.Layer):
         self._steps_per_epoch: int | None = None
         if steps_per_epoch is not None:
             self.steps_per_epoch = steps_per_epoch
-        self.step = self._counter("step")
+        self.step = state_variable(self, "step")
         # where fit's current epoch began, and fit's epoch length (0: steps_per_epoch)
-        self.epoch_index = self._counter("epoch_index")
-        self.epoch_start = self._counter("epoch_start")
-        self.epoch_length = self._counter("epoch_length")
+        self.epoch_index = state_variable(self, "epoch_index")
+        self.epoch_start = state_variable(self, "epoch_start")
+        self.epoch_length = state_variable(self, "epoch_length")
         #: the run's length (training iterations), 0 while unknown: see :attr:`total`
-        self.total_steps = self._counter("total")
+        self.total_steps = state_variable(self, "total")
         # read from a JAX fit's batch callbacks: the value the trainer holds
         readable_in_fit([self.step, *self.epoch_variables, self.total_steps])
         #: whether ``total`` was set by the user (``fit`` keeps it) or bound by a ``fit``
@@ -98,16 +98,6 @@ class Clock(keras.layers.Layer):
         self.built = True
         #: set by hyperstep's fit hook and callbacks: fit gives the epoch (see begin_epoch)
         self.follows_fit = False
-
-    def _counter(self, name: str) -> Any:
-        return self.add_weight(
-            shape=(),
-            dtype=integer_dtype(),
-            initializer="zeros",
-            trainable=False,
-            aggregation="only_first_replica",
-            name=name,
-        )
 
     # ---- epochs -------------------------------------------------------------------------
     @property
@@ -311,6 +301,21 @@ class Clock(keras.layers.Layer):
     def __repr__(self) -> str:
         total = f", total={self.total!r}" if self.total is not None else ""
         return f"Clock(steps_per_epoch={self._steps_per_epoch!r}{total}, name={self.name!r})"
+
+
+def state_variable(
+    layer: Any, name: str, initializer: Any = "zeros", dtype: str = "int64", shape: Any = ()
+) -> Any:
+    """A non-trainable variable of ``layer``'s hyperstep state, one for every replica (``int64``
+    is :func:`~hyperstep.backends.integer_dtype`: int32 on JAX without x64)."""
+    return layer.add_weight(
+        shape=shape,
+        dtype=integer_dtype() if dtype == "int64" else dtype,
+        initializer=initializer,
+        trainable=False,
+        aggregation="only_first_replica",
+        name=name,
+    )
 
 
 def _every(value: Any, compare: Any) -> bool:
