@@ -14,7 +14,8 @@ import pytest
 import tensorflow as tf
 
 import hyperstep as hs
-from hyperstep.control.callbacks import FIELDS, LogHyperparameters, read_all
+from hyperstep.control.callbacks import FIELDS, LogHyperparameters
+from hyperstep.control.reading import read_all
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError
 
 SPE, BATCH = 4, 8

@@ -1,9 +1,4 @@
-"""Logging hyperparameters: into ``fit``'s logs, a per-step CSV and TensorBoard.
-
-``read_all(hyperparameters)`` reads every effective value in one call (for custom loops).
-:class:`LogHyperparameters` is a Keras callback that puts them into the epoch logs (so
-History, CSVLogger and TensorBoard see them) and optionally writes one row per step.
-"""
+"""Logging hyperparameters: into ``fit``'s logs, a per-step CSV and TensorBoard."""
 
 from __future__ import annotations
 
@@ -22,12 +17,12 @@ from hyperstep import backends
 from hyperstep.backends import require_tensorflow
 from hyperstep.control import wrapped
 from hyperstep.control.epochs import epoch_began, fit_began
-from hyperstep.control.reading import collect, epoch_values, read_all
+from hyperstep.control.reading import collect, epoch_values
 from hyperstep.errors import BackendError, InvalidArgumentError, received
 from hyperstep.schedules.base import check_positive_int
 from hyperstep.schedules.checks import check_choice
 
-__all__ = ["LogHyperparameters", "read_all"]
+__all__ = ["LogHyperparameters"]
 
 #: each per-step column of a hyperparameter ``hp`` at ``step``, by its field name
 FIELDS: dict[str, Callable[[Any, Any], Any]] = {
