@@ -41,11 +41,6 @@ class LogHyperparameters(keras.callbacks.Callback):
     (:func:`~hyperstep.control.reading.epoch_values`; docs/runtime.md, "Logging", has what
     History, CSVLogger and TensorBoard then hold).
 
-    Which are logged: given an optimizer, only the hyperparameters that can move (a
-    schedule that is not a constant, a controller such as ``ReduceOnPlateau``, or a scale
-    or override already set when training starts); ``include="all"`` logs every one. Given
-    hyperparameters themselves (one, a list or a dict), all of them.
-
     With ``csv_path`` and/or ``log_dir``, every ``every`` training batches (at batch begin,
     so a row holds the values that batch's update uses) it writes one row: ``step`` (read
     from the shared clock), ``epoch``, and for each hyperparameter ``name`` (the effective
@@ -65,8 +60,10 @@ class LogHyperparameters(keras.callbacks.Callback):
         log_dir: TensorBoard directory for per-step scalars, or None.
         every: Write a row every this many batches (a positive integer).
         append: Append to an existing ``csv_path`` instead of writing it anew.
-        include: ``"moving"`` (the hyperparameters that can move, see above), ``"all"``,
-            or None: ``"moving"`` for an optimizer, ``"all"`` for hyperparameters.
+        include: Which are logged: ``"moving"`` (those that can move: a schedule that is not a
+            constant, a controller such as ``ReduceOnPlateau``, or a scale or override set
+            when training starts), ``"all"``, or None: ``"moving"`` for an optimizer,
+            ``"all"`` for hyperparameters given themselves.
         fields: The per-step columns of each hyperparameter: ``"value"`` first, then any
             of ``"schedule"``, ``"scale"`` and ``"override"``; default ``("value",)``.
 
