@@ -21,6 +21,7 @@ from hyperstep.control.reading import collect, epoch_values
 from hyperstep.errors import BackendError, InvalidArgumentError, received
 from hyperstep.schedules.base import check_positive_int
 from hyperstep.schedules.checks import check_choice
+from hyperstep.schedules.expressions import Constant
 
 __all__ = ["LogHyperparameters"]
 
@@ -286,8 +287,6 @@ def _column(name: str, field: str) -> str:
 def _moves(hp: Any) -> bool:
     """Whether ``hp`` can change: a schedule that is not a constant, a controller's state,
     or a scale or override set."""
-    from hyperstep.schedules.expressions import Constant
-
     if not isinstance(hp.schedule, Constant) or hp.state:
         return True
     scale, override = (float(ops.convert_to_numpy(v)) for v in (hp.scale, hp.override))
