@@ -109,24 +109,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: _LONGEST_FIRST.get(item.nodeid.split("::")[0], 0), reverse=True)
 
 
-#: the fast passes' longest files (TensorFlow pass, ``--durations=0``, summed per file): they
-#: run first (a stable sort), so that ``--dist loadfile`` hands the workers short files last
-#: and the two finish together instead of one waiting while the other runs a long file
+#: the fast passes' longest files (TensorFlow pass, CPU seconds per file in one process, the
+#: tests' own: 10 s and more): they run first (a stable sort), so that ``--dist loadfile``
+#: hands the workers short files last and the two finish together instead of one waiting
+#: while the other runs a long file
 _LONGEST_FIRST = {
     path: rank
     for rank, path in enumerate(
         reversed(
             (
-                "tests/docs/test_blocks.py",
                 "tests/optim/test_keras_contracts.py",
-                "tests/tune/test_ray.py",
+                "tests/docs/test_blocks.py",
                 "tests/control/test_controllers.py",
+                "tests/control/test_value_forms.py",
+                "tests/optim/test_scheduled.py",
                 "tests/schedules/test_total.py",
                 "tests/optim/test_scheduled_training.py",
-                "tests/optim/test_scheduled.py",
-                "tests/cli/test_usage_errors.py",
-                "tests/control/test_reading.py",
+                "tests/tune/test_ray.py",
                 "tests/optim/test_rules.py",
+                "tests/optim/test_schedule_free.py",
+                "tests/control/test_remote_schedule.py",
+                "tests/schedules/test_read_paths.py",
+                "tests/distribute/test_mirrored.py",
+                "tests/control/test_reading.py",
+                "tests/optim/test_assign_exact.py",
+                "tests/tune/test_lr_find.py",
+                "tests/optim/test_iteration_order.py",
+                "tests/control/test_fit_total.py",
+                "tests/control/test_resume_order.py",
+                "tests/optim/test_loss_scale_skips.py",
+                "tests/control/test_callbacks.py",
+                "tests/control/test_fit_epochs.py",
+                "tests/control/test_resume_matrix.py",
+                "tests/control/test_cooldown.py",
+                "tests/cli/test_usage_errors.py",
+                "tests/control/test_remote.py",
             )
         ),
         start=1,

@@ -66,9 +66,9 @@ def test_schedules_export_the_vocabulary_and_helpers_not_the_node_classes() -> N
     assert {"Schedule", "from_keras", "sample", "clip", "minimum", "maximum"} <= exported
     # the node classes live in their modules and are not exported a second time
     assert [name for name in exported if name[0].isupper()] == ["Schedule"]
-    from hyperstep.schedules import base, combinators, cycles, decays, expressions, families, wsd
+    from hyperstep.schedules import base, combinators, expressions, families, wsd
 
-    for module in (base, expressions, combinators, cycles, decays, families, wsd):
+    for module in (base, expressions, combinators, families, wsd):
         for name in ("Step", "Epoch", "BinaryOp", "Negate", "Function", "Cosine", "Warmup"):
             if hasattr(module, name):
                 assert name not in exported

@@ -27,15 +27,22 @@ import hyperstep as hs
 BACKEND = keras.backend.backend()
 DTYPES = ["float16", "bfloat16", "float32", "float64"]
 STEPS = 4
-ONLY = sys.argv[1].split(",") if len(sys.argv) > 1 else None  # a subset, for a quick run
+#: a subset, for a quick run: ``Adam,Ftrl/float64`` is Adam on every dtype and Ftrl on float64
+ONLY = sys.argv[1].split(",") if len(sys.argv) > 1 else None
 NAMES = sorted(
     name
     for name in dir(keras.optimizers)
     if isinstance(getattr(keras.optimizers, name), type)
     and issubclass(getattr(keras.optimizers, name), keras.optimizers.Optimizer)
     and name not in ("Optimizer", "LossScaleOptimizer", "MultiOptimizer")
-    and (ONLY is None or name in ONLY)
+    and (ONLY is None or any(item.split("/")[0] == name for item in ONLY))
 )
+CELLS = [
+    (name, dtype)
+    for name in NAMES
+    for dtype in DTYPES
+    if ONLY is None or name in ONLY or f"{name}/{dtype}" in ONLY
+]
 #: arguments that switch on a hyperparameter's code path
 EXTRA: dict[str, dict[str, Any]] = {
     "SGD": {"momentum": 0.9},
@@ -170,7 +177,7 @@ def scheduled_extra_decay() -> str:
 if __name__ == "__main__":
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        found = {f"{name}/{dtype}": case(name, dtype) for name in NAMES for dtype in DTYPES}
+        found = {f"{name}/{dtype}": case(name, dtype) for name, dtype in CELLS}
         found["ExtraDecay/float32"] = case("ExtraDecay", "float32")
         found["ExtraDecay/scheduled"] = scheduled_extra_decay()
     report({"backend": BACKEND, "cases": found}, caught)

@@ -1,15 +1,11 @@
 """SkipNonFinite against optax.apply_if_finite(optax.adam(schedule), max_consecutive_errors).
 
 Non-finite gradients at updates {3, 7, 8}; weights, counters, the clock (optax's inner
-count) and the schedule's value are compared after every update, on the suite's backend
-(in this process) and on JAX (this file run as a script with KERAS_BACKEND=jax).
+count) and the schedule's value are compared after every update, in the TensorFlow and the
+JAX pass.
 """
 
 import functools
-import json
-import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -132,25 +128,7 @@ def assert_same(ours, theirs, atol=1e-6):
 CASES = [(2, False), (2, True), (1, False), (1, True)]  # 1: the third skip in a row goes through
 
 
-@pytest.fixture(scope="module", autouse=True)
-def jax_results():
-    """The JAX run in its own process (Keras's backend is fixed at import), started before
-    this module's first test so that it runs while the others do."""
-    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    env.pop("JAX_ENABLE_X64", None)
-    process = subprocess.Popen(
-        [sys.executable, __file__],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    yield process
-    if process.poll() is None:
-        process.kill()
-        process.communicate()
-
-
+@pytest.mark.backend("tensorflow", "jax")
 @pytest.mark.parametrize(("max_consecutive_errors", "compiled"), CASES)
 def test_skips_equal_optax_apply_if_finite(max_consecutive_errors, compiled):
     assert_same(run_ours(max_consecutive_errors, compiled), run_optax(max_consecutive_errors))
@@ -180,14 +158,6 @@ def test_skips_in_fit_and_the_counters_are_saved(tmp_path):
     assert (int(loaded.total_skips), int(loaded.clock.step)) == (2, 6)
 
 
-def test_skips_equal_optax_apply_if_finite_on_jax(jax_results):
-    out, err = jax_results.communicate()
-    assert jax_results.returncode == 0, err[-3000:]
-    found = json.loads(out.strip().splitlines()[-1].removeprefix("RESULT "))
-    for key, records in found.items():
-        assert_same(records, run_optax(int(key.split("/")[0])))
-
-
 def test_a_skipped_update_leaves_slots_and_iterations_alone():
     variables = [keras.Variable(W0)]
     opt = hs.SkipNonFinite(hs.StepOptimizer("adam"))
@@ -209,8 +179,3 @@ def test_config_round_trips():
 def test_max_consecutive_errors_is_checked():
     with pytest.raises(ValueError, match="Received: max_consecutive_errors=-1"):
         hs.SkipNonFinite(hs.StepOptimizer("adam"), max_consecutive_errors=-1)
-
-
-if __name__ == "__main__":  # the JAX worker of test_skips_equal_optax_apply_if_finite_on_jax
-    results = {f"{m}/{c}": run_ours(m, c) for m, c in CASES}
-    print("RESULT " + json.dumps(results))

@@ -366,14 +366,14 @@ def test_keras_arguments_are_keras_optimizer_arguments_but_weight_decay() -> Non
 
 def test_check_names_accepts_the_names_the_rule_declares() -> None:
     rule = AdamWRule()
-    check_names(rule, "StepOptimizer", dict.fromkeys(rule.hyperparameters, 0.1))
-    check_names(SGDRule(), "StepOptimizer", {})
+    check_names(rule, dict.fromkeys(rule.hyperparameters, 0.1))
+    check_names(SGDRule(), {})
 
 
 def test_check_names_names_the_unknown_the_valid_and_what_was_received() -> None:
     rule = SGDRule()
     with pytest.raises(InvalidArgumentError) as error:
-        check_names(rule, "StepOptimizer", {"momentum": 0.9, "beta_1": 0.8, "decay": "x"})
+        check_names(rule, {"momentum": 0.9, "beta_1": 0.8, "decay": "x"})
     text = str(error.value)
     assert "`StepOptimizer`" in text and "SGDRule" in text
     assert "['beta_1', 'decay']" in text  # the unknown ones, in order; not momentum
@@ -382,11 +382,14 @@ def test_check_names_names_the_unknown_the_valid_and_what_was_received() -> None
     assert text.endswith("Received: beta_1=0.8, decay='x'")
 
 
-def test_check_names_for_a_group_does_not_offer_the_keras_arguments() -> None:
-    with pytest.raises(InvalidArgumentError, match=re.escape("`Group('head')`")) as error:
-        check_names(SGDRule(), "Group('head')", {"clipnorm": 1.0})
-    assert "Keras arguments" not in str(error.value)
-    assert str(error.value).endswith("Received: clipnorm=1.0")
+def test_a_group_setting_what_the_rule_lacks_names_it_and_the_valid_ones() -> None:
+    head = hs.Group("head", match="*", clipnorm=1.0)
+    sets = re.escape("group 'head' sets ['clipnorm']")
+    with pytest.raises(InvalidArgumentError, match=sets) as error:
+        hs.StepOptimizer(SGDRule(), groups=[head])
+    assert "Keras arguments" not in str(error.value)  # a group takes none of them
+    assert "Valid: ['learning_rate', 'momentum']" in str(error.value)
+    assert str(error.value).endswith(f"Received: group={head!r}")
 
 
 def test_pick_clock_returns_the_clock_given() -> None:

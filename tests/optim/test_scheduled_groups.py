@@ -88,6 +88,19 @@ def test_group_gets_its_own_rate_and_schedule_like_two_keras_optimizers():
     assert int(opt.clock.step) == 20
 
 
+def test_a_groups_keras_schedule_is_made_as_the_optimizers_own_and_saved():
+    decay = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
+    opt = hs.scheduled(
+        keras.optimizers.SGD(learning_rate=decay),
+        groups=[hs.Group("head", match="*head*", learning_rate=decay)],
+    )
+    restored = type(opt).from_config(opt.get_config())
+    for found in (opt, restored):
+        own = found.hyperparameters["learning_rate"].schedule
+        group = found.hyperparameters["head/learning_rate"].schedule
+        assert type(group) is type(own) and repr(group) == repr(own)  # Keras's own code
+
+
 def test_group_with_a_pattern_matching_nothing_fails_at_build():
     model = Tempered()
     model(np.zeros((1, 4), "float32"))

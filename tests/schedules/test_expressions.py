@@ -12,7 +12,6 @@ import pytest
 from hyperstep import parse
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError
 from hyperstep.schedules import base
-from hyperstep.schedules.decays import Linear
 from hyperstep.schedules.expressions import (
     BinaryOp,
     Chain,
@@ -29,6 +28,7 @@ from hyperstep.schedules.expressions import (
     minimum,
     uses_epoch,
 )
+from hyperstep.schedules.families import Linear
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 

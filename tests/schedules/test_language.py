@@ -85,11 +85,9 @@ def test_fold_gives_none_where_a_step_or_a_function_is_in_the_tree() -> None:
     assert language.fold(parse("min(2, 3) + 1")) is None  # functions are not its operators
 
 
-def test_suggest_and_then_word_the_hint() -> None:
+def test_suggest_words_the_hint() -> None:
     assert language.suggest("stpe", ["step", "epoch"]) == "; did you mean 'step'?"
     assert language.suggest("zzz", ["step", "epoch"]) == ""
-    assert language.then("; did you mean 'step'?", "write x.") == "; did you mean 'step'? Write x."
-    assert language.then("", "write x.") == "; write x."
 
 
 def test_signature_text_lists_required_then_defaults() -> None:

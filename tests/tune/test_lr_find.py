@@ -463,22 +463,21 @@ class Multi(keras.optimizers.Optimizer):
 def test_a_plain_optimizer_gets_its_learning_rate_variable_set() -> None:
     sgd = keras.optimizers.SGD(0.05)
     found = setter(sgd, "learning_rate")
-    assert found.hyperparameter is None
-    found.set(0.3)
+    found(0.3)
     assert value(sgd.learning_rate) == pytest.approx(0.3)
 
 
 def test_through_a_loss_scale_wrapper_the_inner_optimizer_is_set() -> None:
     inner = keras.optimizers.Adam(1e-3)
     found = setter(keras.optimizers.LossScaleOptimizer(inner), "learning_rate")
-    found.set(0.25)
+    found(0.25)
     assert value(inner.learning_rate) == pytest.approx(0.25)
 
 
 def test_sub_optimizers_keep_their_ratio_to_the_first() -> None:
     first, second = keras.optimizers.SGD(0.1), keras.optimizers.SGD(0.4)
     found = setter(Multi([first, second]), "learning_rate")
-    found.set(0.5)
+    found(0.5)
     assert value(first.learning_rate) == pytest.approx(0.5)
     assert value(second.learning_rate) == pytest.approx(0.5 * 0.4 / 0.1)
     with pytest.raises(InvalidArgumentError, match=r"which is 0\.0\. Set a nonzero"):
@@ -492,7 +491,7 @@ def test_a_hyperstep_optimizer_overrides_the_main_value_and_scales_each_group() 
         groups=[hs.Group("head", match="*head*", learning_rate=0.05)],
     )
     found = setter(optimizer, "learning_rate")
-    found.set(0.8)
+    found(0.8)
     hyperparameters = optimizer.hyperparameters
     assert value(hyperparameters["learning_rate"].value) == pytest.approx(0.8)
     assert value(hyperparameters["head/learning_rate"].value) == pytest.approx(0.8 * 0.05 / 0.2)
@@ -502,8 +501,7 @@ def test_a_hyperparameter_object_is_set_directly() -> None:
     optimizer = hs.scheduled(keras.optimizers.SGD(), momentum=0.9)
     momentum = optimizer.hyperparameters["momentum"]
     found = setter(optimizer, momentum)
-    assert found.hyperparameter is momentum
-    found.set(0.5)
+    found(0.5)
     assert value(momentum.value) == pytest.approx(0.5)
 
 
@@ -535,13 +533,13 @@ def test_restore_puts_back_what_training_changed_bit_for_bit() -> None:
     x, y = np.ones((4, 3), "float32"), np.zeros((4, 1), "float32")
     model.train_on_batch(x, y)  # builds the optimizer and the metrics
     found = setter(model.optimizer, "learning_rate")
-    snapshot = Snapshot(model, found)
+    snapshot = Snapshot(model, "learning_rate")
     variables = snapshot.variables()
     clock = model.optimizer.clock
     assert any(v is clock.step for v in variables)
     assert len({id(v) for v in variables}) == len(variables)  # each once
     before = _values(variables)
-    found.set(0.5)
+    found(0.5)
     for _ in range(3):
         model.train_on_batch(x, y)
     assert not all(np.array_equal(a, b) for a, b in zip(before, _values(variables), strict=True))
@@ -554,7 +552,7 @@ def test_restore_puts_back_what_training_changed_bit_for_bit() -> None:
 def test_variables_made_after_the_snapshot_are_copied_when_asked() -> None:
     model = _scheduled_model()
     model.build((None, 3))
-    snapshot = Snapshot(model, setter(model.optimizer, "learning_rate"))
+    snapshot = Snapshot(model, "learning_rate")
     copied = len(snapshot.saved)
     x, y = np.ones((4, 3), "float32"), np.zeros((4, 1), "float32")
     model.optimizer.build(model.trainable_variables)
@@ -570,10 +568,25 @@ def test_variables_made_after_the_snapshot_are_copied_when_asked() -> None:
 def test_restore_puts_back_the_random_state_and_the_clock_settings() -> None:
     model = _scheduled_model()
     model.build((None, 3))
-    snapshot = Snapshot(model, setter(model.optimizer, "learning_rate"))
+    snapshot = Snapshot(model, "learning_rate")
     expected = (random.random(), np.random.rand(), keras.random.uniform(()).numpy())
     clock = model.optimizer.clock
     clock.steps_per_epoch, clock.follows_fit = 7, True
     snapshot.restore()
     assert clock.steps_per_epoch is None and clock.follows_fit is False
     assert (random.random(), np.random.rand(), keras.random.uniform(()).numpy()) == expected
+
+
+def test_a_hyperparameter_of_no_optimizer_is_put_back_with_its_clock() -> None:
+    model = _scheduled_model()
+    model.build((None, 3))
+    clock = hs.Clock()
+    temperature = hs.Hyperparameter(0.5, clock=clock)
+    snapshot = Snapshot(model, temperature)
+    assert any(v is clock.step for v in snapshot.variables())
+    temperature.set(2.0)
+    _ = clock.step.assign(3)
+    clock.steps_per_epoch = 9
+    snapshot.restore()
+    assert value(temperature.value) == 0.5 and value(clock.step) == 0
+    assert clock.steps_per_epoch is None

@@ -16,8 +16,9 @@ variables, so :mod:`hyperstep.diagnosis` never asks which backend it runs on:
 * ``trace(compute, batch, variables, raw)``: the loss's computation as a
   :class:`~hyperstep.backends.traces.Trace` (TensorFlow: the traced ``tf.Graph``; JAX: the
   jaxpr; torch: the dispatched torch functions);
-* ``numpy_batch(batch)``; ``first_step(model, args, peek)``: the batch of ``fit``'s first
-  step, and a function giving its arguments once the doctor is done.
+* ``numpy_batch(batch)``; ``first_step(model, args)``: the batch of ``fit``'s first step
+  (:func:`hyperstep.backends.fit.peek`), and a function giving its arguments once the
+  doctor is done.
 """
 
 from __future__ import annotations

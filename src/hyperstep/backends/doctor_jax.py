@@ -19,6 +19,8 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 
+from hyperstep.backends.fit import peek
+from hyperstep.backends.jax import state_owners
 from hyperstep.backends.traces import Trace, TracedOp, user_source
 
 #: Primitives through which no useful gradient flows (JAX's rule is zero or none).
@@ -95,13 +97,10 @@ def restore(saved: list[tuple[Any, Any]]) -> None:
 
 def build(compute: Callable[[Any], Any], batch: Any, state: list[Any]) -> None:
     """Build an unbuilt model by running the loss once in a ``StatelessScope``: nothing is
-    assigned, and the variables the pass creates get their initial values on leaving it."""
-    saved = snapshot(state)
-    try:
-        with keras.StatelessScope():
-            compute(batch)
-    finally:
-        restore(saved)
+    assigned (``state`` keeps its values), and the variables the pass creates get their
+    initial values on leaving it."""
+    with keras.StatelessScope():
+        compute(batch)
 
 
 @contextlib.contextmanager
@@ -256,9 +255,7 @@ def numpy_batch(batch: Any) -> Any:
     )
 
 
-def first_step(
-    model: Any, args: tuple[Any, ...], peek: Any
-) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
+def first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
     """The batch of ``model.train_function(state, iterator)``'s first call (Keras's JAX
     trainer), and the call's arguments once the doctor is done.
 
@@ -270,14 +267,14 @@ def first_step(
     epoch: the step donates ``state``'s buffers, which a variable must not keep (a later
     read or assign would pass a donated buffer)."""
     state, iterator, *rest = args
-    for variables, values in zip(_state_owners(model), state, strict=False):
+    for variables, values in zip(state_owners(model), state, strict=False):
         for variable, value in zip(variables, values or (), strict=False):
             variable.assign(value)
     batch, iterator = peek(iterator)
 
     def resume() -> tuple[Any, ...]:
         fresh: list[Any] = []
-        for variables, values in zip(_state_owners(model), state, strict=False):
+        for variables, values in zip(state_owners(model), state, strict=False):
             if values is None:
                 fresh.append(values)
                 continue
@@ -287,13 +284,3 @@ def first_step(
         return (type(state)(fresh), iterator, *rest)
 
     return batch, resume
-
-
-def _state_owners(model: Any) -> tuple[Any, ...]:
-    """The variables of each part of Keras's JAX ``state``, in its order."""
-    return (
-        model.trainable_variables,
-        model.non_trainable_variables,
-        getattr(model.optimizer, "variables", []),
-        model.metrics_variables,
-    )

@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from hyperstep.backends.fit import peek
 from hyperstep.backends.internals import gradient_function
 from hyperstep.backends.traces import Trace, TracedOp, user_source
 
@@ -217,14 +218,12 @@ def numpy_batch(batch: Any) -> Any:
     return batch
 
 
-def first_step(
-    model: Any, args: tuple[Any, ...], peek: Any
-) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
+def first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
     """The batch of ``model.train_function(iterator)``'s first call (the first replica's part
     of a distributed one, read from the values themselves: a callback runs outside the
     strategy's scope, where ``get_strategy().experimental_local_results`` returns a
     ``PerReplica`` whole), and the call's arguments once the doctor is done: the batch put
-    back (``peek(iterator) -> (batch, iterator)``; the variables are the state)."""
+    back (:func:`~hyperstep.backends.fit.peek`; the variables are the state)."""
     batch, iterator = peek(args[0])
 
     def first(value: Any) -> Any:

@@ -92,13 +92,10 @@ def restore(saved: list[tuple[Any, Any]]) -> None:
 
 def build(compute: Callable[[Any], Any], batch: Any, state: list[Any]) -> None:
     """Build an unbuilt model by running the loss once in a ``StatelessScope``: nothing is
-    assigned, and the variables the pass creates get their initial values on leaving it."""
-    saved = snapshot(state)
-    try:
-        with keras.StatelessScope():
-            compute(batch)
-    finally:
-        restore(saved)
+    assigned (``state`` keeps its values), and the variables the pass creates get their
+    initial values on leaving it."""
+    with keras.StatelessScope():
+        compute(batch)
 
 
 def _run(
@@ -134,16 +131,8 @@ def gradient_kinds(
     return loss.detach(), kinds
 
 
-def _tensors(value: Any, found: list[Any]) -> list[Any]:
-    if isinstance(value, torch.Tensor):
-        found.append(value)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _tensors(item, found)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _tensors(item, found)
-    return found
+def _tensors(value: Any) -> list[Any]:
+    return [item for item in keras.tree.flatten(value) if isinstance(item, torch.Tensor)]
 
 
 def _frames() -> list[tuple[str, int]]:
@@ -168,8 +157,8 @@ class _Recorder(TorchFunctionMode):
         name = getattr(func, "__name__", str(func))
         if name == "__get__":
             return out
-        inputs = _tensors([args, kwargs or {}], [])
-        outputs = _tensors(out, [])
+        inputs = _tensors([args, kwargs or {}])
+        outputs = _tensors(out)
         escapes = name in ESCAPES
         if not inputs or not (outputs or escapes):
             if outputs:
@@ -222,9 +211,7 @@ def numpy_batch(batch: Any) -> Any:
     return keras.tree.map_structure(convert, batch)
 
 
-def first_step(
-    model: Any, args: tuple[Any, ...], peek: Any
-) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
+def first_step(model: Any, args: tuple[Any, ...]) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
     """The batch of ``model.train_function([batch])``'s first call (Keras's torch trainer),
     and the call's arguments once the doctor is done: unchanged (the variables are the state)."""
     return args[0][0], lambda: args

@@ -15,7 +15,8 @@ hyperstep's handlers register with :func:`follow_fit` and :func:`follow_epoch_en
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import keras
@@ -215,6 +216,14 @@ class _TrainStep:
         import copy
 
         return _TrainStep(copy.deepcopy(self.model, memo), self.wrap, self.own)
+
+
+def peek(iterator: Any) -> tuple[Any, Iterator[Any]]:
+    """Take the first batch of ``fit``'s data and return it with an iterator that yields it
+    again first (the doctor's first step)."""
+    iterator = iter(iterator)
+    first = next(iterator)
+    return first, itertools.chain([first], iterator)
 
 
 def layers_of(model: Any) -> list[Any]:

@@ -174,34 +174,30 @@ def _holding() -> list[tuple[Any, int]]:
 
 def write(variable: Any, value: Any) -> bool:
     """Assign ``value`` to ``variable`` so that a JAX ``fit`` in progress trains with it from
-    its next step; False (nothing done) when no fit holds the state."""
+    its next step: queued, and applied (:func:`apply_pending`) now from the fit's own thread,
+    else by it at the next batch's start; False (nothing done) when no fit holds the state."""
     if not _FITS:
         return False
     holding = _holding()
     if not holding:
         return False
-    me = threading.get_ident()
-    mine = [model for model, thread in holding if thread == me]
-    if not mine:
-        with _LOCK:
-            _QUEUE.append((variable, value))
-        return True
-    for model in mine:
-        model.jax_state_sync()  # the trainer's state back in the variables; re-read next step
-    variable.assign(value)
+    with _LOCK:
+        _QUEUE.append((variable, value))
+    if any(thread == threading.get_ident() for _, thread in holding):
+        apply_pending()
     return True
 
 
 def apply_pending() -> None:
-    """Apply the writes other threads made during a JAX fit (called by the fit's thread at
-    each batch's start)."""
+    """Apply the writes made during a JAX fit, in their order (called by the fit's thread at
+    each batch's start, and by :func:`write` from it)."""
     if not _QUEUE:
         return
     with _LOCK:
         pending, _QUEUE[:] = list(_QUEUE), []
     for model, thread in _holding():
         if thread == threading.get_ident():
-            model.jax_state_sync()
+            model.jax_state_sync()  # the trainer's state back in the variables; re-read next step
     for variable, value in pending:
         variable.assign(value)
 
@@ -240,24 +236,27 @@ def held_scope(variables: list[Any]) -> Any:
     import keras
 
     mapping: dict[int, tuple[Any, Any]] = {}
+    names = ("trainable_variables", "non_trainable_variables", "optimizer_variables")
     for model, _ in holding:
-        state = model._jax_state
-        lists = (
-            (model.trainable_variables, state.get("trainable_variables")),
-            (model.non_trainable_variables, state.get("non_trainable_variables")),
-            (
-                model.optimizer.variables if model.optimizer else [],
-                state.get("optimizer_variables"),
-            ),
-        )
-        for refs, values in lists:
-            for ref, value in zip(refs, values or [], strict=False):
+        for refs, name in zip(state_owners(model), names, strict=False):
+            for ref, value in zip(refs, model._jax_state.get(name) or [], strict=False):
                 if getattr(ref, "_value", None) is None:  # else assigned directly: its own
                     mapping[id(ref)] = (ref, value)
     with _LOCK:
         for variable, value in _QUEUE:
             mapping[id(variable)] = (variable, value)
     return keras.StatelessScope(state_mapping=list(mapping.values()))
+
+
+def state_owners(model: Any) -> tuple[Any, ...]:
+    """The variables of each part of Keras's JAX training state, in its order: trainable,
+    non-trainable, the optimizer's, the metrics'."""
+    return (
+        model.trainable_variables,
+        model.non_trainable_variables,
+        getattr(model.optimizer, "variables", []),
+        model.metrics_variables,
+    )
 
 
 def read_held(variables: list[Any]) -> None:

@@ -64,20 +64,18 @@ def _float32(value: Any, wide: bool = False) -> Any:
 
 
 def _rounded(function: Any) -> Any:
-    """``function`` computed in float64 and rounded once to float32 (quietly, like Keras:
-    overflow gives inf and invalid operations nan, without a warning)."""
+    """``function`` computed in float64 and rounded once to float32 (:func:`_quiet`)."""
 
     def call(*args: Any) -> Any:
-        with np.errstate(all="ignore"):
-            result = function(*(np.asarray(a, dtype=np.float64) for a in args))
-            return np.asarray(result).astype(np.float64 if _wide(args) else np.float32)
+        return function(*(np.asarray(a, dtype=np.float64) for a in args))
 
     call.__name__ = function.__name__
-    return call
+    return _quiet(call)
 
 
 def _quiet(function: Any) -> Any:
-    """``function`` with float64 results as float32, and no floating-point warnings."""
+    """``function`` with float64 results as float32, and no floating-point warnings (like
+    Keras: overflow gives inf and invalid operations nan, without a warning)."""
 
     def call(*args: Any) -> Any:
         with np.errstate(all="ignore"):

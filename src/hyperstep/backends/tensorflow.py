@@ -248,18 +248,20 @@ def decay(optimizer: Any, variable: Any, learning_rate: Any) -> None:
     var.assign(var * keep)
 
 
-def adam_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
-    """Whether :func:`adam` computes ``optimizer``'s update of ``variable``.
-
-    Keras's ``Adam.update_step`` itself (Adam, AdamW, not a subclass that overrides it),
-    without ``amsgrad``, a dense gradient and a float32 or float64 variable.
-    """
+def _runs(optimizer: Any, cls: Any, gradient: Any, variable: Any) -> bool:
+    """Whether ``optimizer`` runs Keras's ``cls.update_step`` itself (not a subclass that
+    overrides it) on a dense gradient and a float32 or float64 variable: what a kernel takes."""
     return (
-        optimizer._hs_base.update_step is keras.optimizers.Adam.update_step
-        and not optimizer.amsgrad
+        optimizer._hs_base.update_step is cls.update_step
         and isinstance(gradient, tf.Tensor)
         and native_variable(variable).dtype in _KERNEL_DTYPES
     )
+
+
+def adam_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
+    """Whether :func:`adam` computes ``optimizer``'s update of ``variable``: Keras's Adam
+    (Adam, AdamW) without ``amsgrad`` (:func:`_runs`)."""
+    return _runs(optimizer, keras.optimizers.Adam, gradient, variable) and not optimizer.amsgrad
 
 
 def adam(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> Any:
@@ -284,14 +286,9 @@ def adam(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> An
 
 
 def sgd_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
-    """Whether :func:`sgd` computes ``optimizer``'s update of ``variable``: Keras's
-    ``SGD.update_step`` itself, with momentum, a dense gradient and a float variable."""
-    return (
-        optimizer._hs_base.update_step is keras.optimizers.SGD.update_step
-        and optimizer.momentum != 0
-        and isinstance(gradient, tf.Tensor)
-        and native_variable(variable).dtype in _KERNEL_DTYPES
-    )
+    """Whether :func:`sgd` computes ``optimizer``'s update of ``variable``: Keras's SGD with
+    momentum (:func:`_runs`)."""
+    return _runs(optimizer, keras.optimizers.SGD, gradient, variable) and optimizer.momentum != 0
 
 
 def sgd(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> Any:
@@ -300,10 +297,9 @@ def sgd(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> Any
     Keras's ``SGD.update_step`` term for term in one pass instead of three to five."""
     var = native_variable(variable)
     dtype = var.dtype
-    index = optimizer._get_variable_index(variable)
     return tf.raw_ops.ResourceApplyKerasMomentum(
         var=var.handle,
-        accum=native_variable(optimizer.momentums[index]).handle,
+        accum=_slot(optimizer, variable, "momentums"),
         lr=_scalar(learning_rate, dtype),
         grad=tf.cast(gradient, dtype),
         momentum=_scalar(optimizer.momentum, dtype),
@@ -313,14 +309,8 @@ def sgd(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> Any
 
 def rmsprop_applies(optimizer: Any, gradient: Any, variable: Any) -> bool:
     """Whether :func:`rmsprop` computes ``optimizer``'s update of ``variable``: Keras's
-    ``RMSprop.update_step`` itself, with momentum (the kernels need its slot), a dense
-    gradient and a float variable."""
-    return (
-        optimizer._hs_base.update_step is keras.optimizers.RMSprop.update_step
-        and optimizer.momentum > 0
-        and isinstance(gradient, tf.Tensor)
-        and native_variable(variable).dtype in _KERNEL_DTYPES
-    )
+    RMSprop with momentum (the kernels need its slot; :func:`_runs`)."""
+    return _runs(optimizer, keras.optimizers.RMSprop, gradient, variable) and optimizer.momentum > 0
 
 
 def rmsprop(optimizer: Any, gradient: Any, variable: Any, learning_rate: Any) -> Any:

@@ -111,19 +111,11 @@ def applies(grads: Sequence[Any], variables: Sequence[Any]) -> bool:
     return True
 
 
-def _launch(
-    tensors: Sequence[Sequence[Any]],
-    *,
-    step: int,
-    lr: float,
-    beta_1: float,
-    beta_2: float,
-    epsilon: float,
-    decay: float,
-    amsgrad: bool,
-) -> None:
+def _launch(tensors: Sequence[Sequence[Any]], scalars: Sequence[float], amsgrad: bool) -> None:
     """One fused kernel call per device and dtype; ``tensors``: parameters, gradients, first
-    and second moments, maximum second moments (``[]`` without ``amsgrad``), one list each."""
+    and second moments, maximum second moments (``[]`` without ``amsgrad``), one list each;
+    ``scalars``: ``t``, learning rate, ``beta_1``, ``beta_2``, ``epsilon``, weight decay."""
+    step, lr, beta_1, beta_2, epsilon, decay = scalars
     eps = epsilon / (1.0 - beta_2**step) ** 0.5  # Keras's epsilon, outside the correction
     kernel = torch._fused_adamw_ if decay != 0.0 else torch._fused_adam_
     buckets: dict[tuple[Any, Any], list[int]] = {}
@@ -194,17 +186,8 @@ def adam(
             tensors.append([])
         if compiling:  # one opaque op: no `.item()` while dynamo traces
             _fused_adam_op(*tensors, torch.stack([*common, _float64(decay)]), amsgrad)
-            continue
-        _launch(
-            tensors,
-            step=common[0],
-            lr=common[1],
-            beta_1=common[2],
-            beta_2=common[3],
-            epsilon=common[4],
-            decay=decay,
-            amsgrad=amsgrad,
-        )
+        else:
+            _launch(tensors, [*common, decay], amsgrad)
 
 
 @torch.library.custom_op(
@@ -222,20 +205,10 @@ def _fused_adam_op(
     scalars: torch.Tensor,
     amsgrad: bool,
 ) -> None:
-    """:func:`_launch` as one opaque op for ``torch.compile``: ``scalars`` (float64: ``t``,
-    learning rate, ``beta_1``, ``beta_2``, ``epsilon``, weight decay) is read back here, when
-    the compiled step runs, not when dynamo traces it (no ``.item()`` in the graph)."""
-    step, lr, beta_1, beta_2, epsilon, decay = scalars.tolist()
-    _launch(
-        [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs],
-        step=int(step),
-        lr=lr,
-        beta_1=beta_1,
-        beta_2=beta_2,
-        epsilon=epsilon,
-        decay=decay,
-        amsgrad=amsgrad,
-    )
+    """:func:`_launch` as one opaque op for ``torch.compile``: ``scalars`` (float64, in
+    :func:`_launch`'s order) is read back here, when the compiled step runs, not when dynamo
+    traces it (no ``.item()`` in the graph)."""
+    _launch([params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs], scalars.tolist(), amsgrad)
 
 
 _fused_adam_op.register_fake(lambda *args: None)  # mutates its inputs, returns nothing

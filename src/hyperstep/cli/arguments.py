@@ -13,11 +13,11 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-#: the largest step count a float64 holds exactly
-MAX_STEPS = 2**53
+from hyperstep.control.verbs import MAX_STEP
+
 #: what ``--loss`` says in every command's help
 LOSS_HELP = (
     "a Keras loss name (e.g. mse, sparse_categorical_crossentropy, binary_crossentropy) for "
@@ -108,8 +108,8 @@ def positive_int(text: str) -> int:
     value = int(text) if re.fullmatch(r"\s*[+-]?\d+\s*", text) else 0
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    if value > MAX_STEPS:
-        raise argparse.ArgumentTypeError(f"expected at most 2**53 = {MAX_STEPS}, got {text!r}")
+    if value > MAX_STEP:
+        raise argparse.ArgumentTypeError(f"expected at most 2**53 = {MAX_STEP}, got {text!r}")
     return value
 
 
@@ -146,10 +146,12 @@ def quiet_stderr() -> Iterator[None]:
             sys.stderr.flush()
 
 
-def load_target(target: str) -> Callable[[], Any]:
-    """Import ``MODULE:FUNCTION`` (a dotted module or a ``.py`` path); return the function.
+def call_target(target: str) -> Any:
+    """Import ``MODULE:FUNCTION`` (a dotted module or a ``.py`` path) and return what the
+    function returns, called with no arguments.
 
-    Raises UsageError on a bad text, a failed import, or a missing or uncallable attribute.
+    Raises UsageError on a bad text, a failed import, a missing or uncallable attribute, or
+    anything the function raises (even SystemExit).
     """
     module_name, sep, function_name = target.rpartition(":")
     if not sep or not module_name or not function_name:
@@ -174,11 +176,6 @@ def load_target(target: str) -> Callable[[], Any]:
         raise UsageError(f"module {module_name!r} has no attribute {function_name!r}")
     if not callable(function):
         raise UsageError(f"{target!r} is not a function: it is a {type(function).__name__}")
-    return function  # type: ignore[no-any-return]
-
-
-def call_target(function: Callable[[], Any], target: str) -> Any:
-    """Call ``function()``; anything it raises (even SystemExit) becomes a UsageError."""
     try:
         with quiet_stderr():
             return function()

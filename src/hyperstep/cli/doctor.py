@@ -17,7 +17,6 @@ from hyperstep.cli.arguments import (
     check_loss_names,
     check_targets,
     compile_with_loss,
-    load_target,
     quiet_stderr,
 )
 
@@ -86,8 +85,7 @@ def run(args: argparse.Namespace) -> int:
     raises, for :func:`hyperstep.cli.main.main`'s exit status 2)."""
     check_loss_names(args.loss)
     with quiet_stderr():
-        function = load_target(args.target)
-        kwargs = arguments(call_target(function, args.target), args.target)
+        kwargs = arguments(call_target(args.target), args.target)
         from hyperstep.diagnosis.diagnose import doctor
 
         custom = "loss_fn" in kwargs  # loss_fn(model, batch) takes any batch

@@ -19,7 +19,6 @@ from hyperstep.cli.arguments import (
     check_loss_names,
     check_targets,
     compile_with_loss,
-    load_target,
     positive_float,
     positive_int,
     quiet_stderr,
@@ -85,7 +84,15 @@ def check_arguments(args: argparse.Namespace) -> None:
             f"--min-lr {args.min_lr:g} --max-lr {args.max_lr:g}"
         )
     check_loss_names(args.loss, args.optimizer)
-    check_out(args.out)
+    if os.path.isdir(args.out):
+        raise UsageError(
+            f"--out is a folder; give a file such as {DEFAULT_OUT}. Received: {args.out}"
+        )
+    if os.path.splitext(args.out)[1].lower() not in PLOT_FORMATS:
+        raise UsageError(
+            f"--out must end with an image extension ({', '.join(PLOT_FORMATS)}). "
+            f"Received: --out {args.out}"
+        )
 
 
 def model_and_data(returned: Any, target: str) -> tuple[Any, Any, Any]:
@@ -112,8 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from hyperstep.errors import HyperstepError
 
     check_arguments(args)
-    returned = call_target(load_target(args.target), args.target)
-    model, x, y = model_and_data(returned, args.target)
+    model, x, y = model_and_data(call_target(args.target), args.target)
     model = compile_with_loss(model, args.loss, args.target, args.optimizer)
     check_data(model, x, y, args.target)
     with quiet_stderr():
@@ -155,17 +161,6 @@ def run(args: argparse.Namespace) -> int:
     if plot is not None:
         print(f"plot: {plot}")
     return 0
-
-
-def check_out(out: str) -> None:
-    """Raise UsageError unless ``out`` names an image file matplotlib writes."""
-    if os.path.isdir(out):
-        raise UsageError(f"--out is a folder; give a file such as {DEFAULT_OUT}. Received: {out}")
-    if os.path.splitext(out)[1].lower() not in PLOT_FORMATS:
-        raise UsageError(
-            f"--out must end with an image extension ({', '.join(PLOT_FORMATS)}). "
-            f"Received: --out {out}"
-        )
 
 
 def check_data(model: Any, x: Any, y: Any, target: str) -> None:

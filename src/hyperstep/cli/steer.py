@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hyperstep.cli.arguments import MAX_STEPS, positive_int
-from hyperstep.control.verbs import VERBS, check_command
+from hyperstep.cli.arguments import positive_int
+from hyperstep.control.verbs import MAX_STEP, VERBS, check_command
 
 #: the verbs this module registers, in the order ``--help`` lists them
 NAMES = tuple(VERBS)
@@ -96,7 +96,7 @@ def register(subparsers: Any) -> None:
 
 def _step(text: str) -> int:
     value = int(text) if text.strip().isdigit() else -1
-    if not 0 <= value <= MAX_STEPS:
+    if not 0 <= value <= MAX_STEP:
         raise argparse.ArgumentTypeError(f"expected a step, an integer >= 0, got {text!r}")
     return value
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import keras
 
 from hyperstep.backends.doctor import tracer
-from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.diagnosis.report import Diagnosis, DoctorError, DoctorWarning
 from hyperstep.errors import InvalidTypeError, received
 
@@ -56,11 +53,7 @@ class Doctor(keras.callbacks.Callback):
         self.data = data
         self.diagnosis: Diagnosis | None = None
 
-    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        epoch_began(self.model, epoch)
-
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
-        fit_began(self.model, self.params)  # as every hyperstep callback (FollowEpochs)
         if self.diagnosis is not None:
             return
         model = self.model
@@ -68,7 +61,7 @@ class Doctor(keras.callbacks.Callback):
 
         def first_step(*args: Any) -> Any:
             model.train_function = original
-            batch, resume = tracer().first_step(model, args, _peek)
+            batch, resume = tracer().first_step(model, args)
             self._diagnose(batch if self.data is None else self.data)
             return original(*resume())
 
@@ -83,10 +76,3 @@ class Doctor(keras.callbacks.Callback):
         if self.raise_on_findings:
             raise DoctorError(self.diagnosis)
         warnings.warn(str(self.diagnosis), DoctorWarning, stacklevel=2)
-
-
-def _peek(iterator: Any) -> tuple[Any, Iterator[Any]]:
-    """Take the first batch and return it with an iterator that yields it again first."""
-    iterator = iter(iterator)
-    first = next(iterator)
-    return first, itertools.chain([first], iterator)

@@ -467,13 +467,11 @@ class Facts:
         return None if graph is None else graph.path(variable, opaque)
 
 
-def _is_expected_raw(binding: Binding) -> bool:
-    """Whether a raw variable counts: always a ``tf.Variable`` or torch ``Parameter``; a
-    ``jax.Array`` (which may be a constant on purpose) only on the user's own layer, and
-    only if the loss has a non-zero gradient for it (checked after the gradient pass)."""
-    if tracer().raw_kind(binding.variable) != "jax.Array":
-        return True
-    return not is_keras_class(binding.owner)
+def _jax_array(variable: Any) -> bool:
+    """Whether ``variable`` is a raw ``jax.Array``, which may be a constant on purpose: it
+    counts only on the user's own layer, and only if the loss has a non-zero gradient for it
+    (a ``tf.Variable`` or torch ``Parameter`` always counts)."""
+    return not isinstance(variable, keras.Variable) and tracer().raw_kind(variable) == "jax.Array"
 
 
 def _owners(model: Any) -> dict[int, Any]:
@@ -531,7 +529,7 @@ def collect(
         if fact is not None:
             fact.binding = fact.binding or binding
             continue
-        if not isinstance(binding.variable, keras.Variable) and not _is_expected_raw(binding):
+        if _jax_array(binding.variable) and is_keras_class(binding.owner):
             continue
         facts[key(binding.variable)] = VariableFact(
             binding.path,
@@ -593,11 +591,8 @@ def collect(
         fact.gradient = kinds.get(fact.key, "skipped")
     for k, fact in list(facts.items()):
         # a jax.Array is a constant to Keras: it counts only when the loss moves with it
-        if fact.origin == "attribute" and fact.gradient != "nonzero":
-            if not isinstance(fact.variable, keras.Variable) and (
-                tracer().raw_kind(fact.variable) == "jax.Array"
-            ):
-                del facts[k]
+        if fact.origin == "attribute" and fact.gradient != "nonzero" and _jax_array(fact.variable):
+            del facts[k]
     found_facts = Facts(
         variables=list(facts.values()),
         loss=loss,

@@ -34,8 +34,9 @@ from hyperstep.control.hyperparameter import Hyperparameter, copy_of, track
 from hyperstep.control.wrapped import hyperstep_optimizer
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.iteration import open_iteration
+from hyperstep.optim.core import check_arguments
 from hyperstep.optim.rules import Values
-from hyperstep.schedules import combinators, decays, families
+from hyperstep.schedules import combinators, families
 from hyperstep.schedules.base import check_number
 from hyperstep.schedules.checks import check_choice
 from hyperstep.schedules.expressions import as_schedule
@@ -251,14 +252,10 @@ class Average(keras.callbacks.Callback):
         name = type(self).__name__
         #: without an optimizer: the clock given, or one of its own that `update` advances
         self._own_clock = optimizer is None and clock is None
-        if optimizer is None:
-            if clock is None:
-                clock = Clock(name=f"{name.lower()}_clock")
-            elif not isinstance(clock, Clock):
-                raise InvalidTypeError(
-                    f"`{name}(clock=...)` takes an `hs.Clock`. {received('clock', clock)}"
-                )
-        else:
+        check_arguments(name, clock, None)  # a clock, if given
+        if optimizer is None and clock is None:
+            clock = Clock(name=f"{name.lower()}_clock")
+        elif optimizer is not None:
             if getattr(optimizer, "clock", None) is None:  # LossScaleOptimizer: the one inside
                 optimizer = hyperstep_optimizer(optimizer)
             own = getattr(optimizer, "clock", None)
@@ -791,7 +788,7 @@ def swa_learning_rate(
     elif anneal_strategy == "cos":
         anneal = families.cosine(lr0, steps=int(anneal_steps), end=swa_lr)
     else:
-        anneal = decays.linear(lr0, swa_lr, steps=int(anneal_steps))
+        anneal = families.linear(lr0, swa_lr, steps=int(anneal_steps))
     return combinators.join([before, anneal], [start])
 
 

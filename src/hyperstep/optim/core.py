@@ -414,17 +414,15 @@ def bind_groups(
     specs: Sequence[Any],
     own: Mapping[str, Hyperparameter],
     make: Callable[[str, Any], Hyperparameter],
-    check: Callable[[Group], None],
     where: str,
 ) -> list[Group]:
     """Bind ``specs`` (``hs.Group`` objects or their configs): each value becomes
     ``make("group/name", value)``; a serialized schedule is loaded, an expression may name
-    the optimizer's ``own`` hyperparameters (``"10 * learning_rate"``). ``check(group)``
-    validates a group's names (raising the optimizer's own error).
+    the optimizer's ``own`` hyperparameters (``"10 * learning_rate"``).
 
     Raises:
         TypeError: For a spec that is not a Group (``where`` names the argument).
-        ValueError: For two groups of one name.
+        ValueError: For a name that is not one of ``own``, or two groups of one name.
     """
     bound = []
     for spec in specs:
@@ -434,7 +432,12 @@ def bind_groups(
             raise InvalidTypeError(
                 f"`{where}(groups=...)` takes `hs.Group` objects. {received('group', spec)}"
             )
-        check(spec)
+        unknown = [name for name in spec.hyperparameters if name not in own]
+        if unknown:
+            raise InvalidArgumentError(
+                f"`{where}(groups=...)`: group {spec.name!r} sets {unknown}, which are not "
+                f"hyperparameters of the optimizer. Valid: {list(own)}. {received('group', spec)}"
+            )
         values = {}
         for name, value in spec.hyperparameters.items():
             value = deserialize_value(value)

@@ -80,30 +80,24 @@ class Group:
             ValueError: If a glob, a listed variable or the predicate matches nothing.
         """
         paths = [_path(v) for v in variables]
-        if callable(self.match) and not isinstance(self.match, (str, list)):
-            chosen = [i for i, v in enumerate(variables) if bool(self.match(v))]
-            if not chosen:
-                raise InvalidArgumentError(
-                    f"Group {self.name!r}: the predicate {self.match!r} matched no variable. "
-                    f"The optimizer's variables: {_listing(paths)}."
-                )
-            return chosen
-        items = [self.match] if isinstance(self.match, str) else self.match
-        chosen_set: set[int] = set()
-        for item in items:
+        chosen: set[int] = set()
+        for item in self.match if isinstance(self.match, list) else [self.match]:
             if isinstance(item, str):
                 found = [i for i, p in enumerate(paths) if fnmatch.fnmatchcase(p, item)]
                 what = f"the pattern {item!r}"
-            else:
+            elif _is_variable(item):
                 found = [i for i, v in enumerate(variables) if v is item]
                 what = f"the listed variable {_path(item)!r}"
+            else:
+                found = [i for i, v in enumerate(variables) if bool(item(v))]
+                what = f"the predicate {item!r}"
             if not found:
                 raise InvalidArgumentError(
                     f"Group {self.name!r}: {what} matched no variable of the optimizer. "
                     f"The optimizer's variables: {_listing(paths)}."
                 )
-            chosen_set.update(found)
-        return sorted(chosen_set)
+            chosen.update(found)
+        return sorted(chosen)
 
     def get_config(self, variables: Sequence[Any] | None = None) -> dict[str, Any]:
         """Return the config; lists of variables and predicates become exact path globs.

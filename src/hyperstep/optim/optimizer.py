@@ -59,20 +59,15 @@ KERAS_ARGUMENTS = (
 )
 
 
-def check_names(rule: Rule, owner: str, given: Mapping[str, Any]) -> None:
+def check_names(rule: Rule, given: Mapping[str, Any]) -> None:
     """Raise for a name in ``given`` that ``rule`` does not declare (naming the valid ones)."""
     unknown = [key for key in given if key not in rule.hyperparameters]
     if unknown:
         shown = ", ".join(received(key, given[key]).removeprefix("Received: ") for key in unknown)
         raise InvalidArgumentError(
-            f"`{owner}` got hyperparameters that rule {type(rule).__name__} does not declare: "
-            f"{unknown}. Valid ones: {list(rule.hyperparameters)}"
-            + (
-                f" (and the Keras arguments {list(KERAS_ARGUMENTS)})"
-                if owner == "StepOptimizer"
-                else ""
-            )
-            + f". Received: {shown}"
+            f"`StepOptimizer` got hyperparameters that rule {type(rule).__name__} does not "
+            f"declare: {unknown}. Valid ones: {list(rule.hyperparameters)} (and the Keras "
+            f"arguments {list(KERAS_ARGUMENTS)}). Received: {shown}"
         )
 
 
@@ -182,7 +177,7 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
                 f"Rule {type(rule).__name__} declares hyperparameters named like optimizer "
                 f"arguments: {reserved}. Rename them in `hyperparameters`."
             )
-        check_names(rule, "StepOptimizer", hyperparameters)
+        check_names(rule, hyperparameters)
         check_arguments("StepOptimizer", clock, advance, groups)
         super().__init__(learning_rate=_no_learning_rate, name=name, **keras_arguments)
         self.rule = rule
@@ -203,13 +198,7 @@ class StepOptimizer(SavedByName, StatelessValues, keras.optimizers.Optimizer):
             self._hyperparameter,
             "StepOptimizer",
         )
-        bound = bind_groups(
-            groups,
-            own,
-            self._hyperparameter,
-            lambda group: check_names(rule, f"Group({group.name!r})", group.hyperparameters),
-            "StepOptimizer",
-        )
+        bound = bind_groups(groups, own, self._hyperparameter, "StepOptimizer")
         self.groups: dict[str, Group] = {group.name: group for group in bound}
         self.hyperparameters: dict[str, Any] = dict(own)
         tables = [own]

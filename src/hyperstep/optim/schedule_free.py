@@ -31,7 +31,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from keras import ops
@@ -80,41 +80,6 @@ def _average_weight(slots: Values, hp: Values, step: Any) -> tuple[Any, Any]:
     return ops.cast(lr, dtype), ops.cast(ckp1, dtype)
 
 
-def _take_step(variable: Any, slots: Values, z: Any, ckp1: Any, beta: Any) -> None:
-    """``x = x + c (z - x)`` and ``y = z + beta (x - z)``, in place (``z`` already updated).
-
-    ``y`` reads the new ``x``: written from the old one (``y = z - beta (1 - c)(z - x)``,
-    one full-size operation fewer without XLA), XLA copies ``x`` before updating it in
-    place (two passes more).
-    """
-    x = slots.x
-    x.assign_add((z - x) * ckp1)
-    variable.assign(z + (x - z) * beta)
-
-
-def _take_step_without_x(variable: Any, slots: Values, descent: Any, ckp1: Any, beta: Any) -> None:
-    """The same step with ``x`` eliminated (``schedulefree.AdamWScheduleFree``'s form).
-
-    With ``descent = lr d``: ``z' = z - descent`` and
-    ``y' = (1 - c) y + c z - (1 - beta (1 - c)) descent``, written with ``descent = z - z'``
-    as ``(1 - c) y - (1 - beta)(1 - c) z + (1 - beta (1 - c)) z'`` (``descent`` used once).
-    ``beta`` is kept so that ``x = (y - (1 - beta) z) / beta`` later.
-    """
-    y_part = _y_part(variable, slots, ckp1, beta)  # reads the old y and z
-    slots.z.assign_sub(descent)
-    _y_from_part(variable, slots, y_part, ckp1, beta)  # reads the new z
-
-
-def _y_part(variable: Any, slots: Values, ckp1: Any, beta: Any) -> Any:
-    keep = 1 - ckp1
-    return variable * keep - slots.z * ((1 - beta) * keep)
-
-
-def _y_from_part(variable: Any, slots: Values, y_part: Any, ckp1: Any, beta: Any) -> None:
-    variable.assign(y_part + slots.z * (1 - beta * (1 - ckp1)))
-    slots.beta.assign(ops.cast(beta, "float32"))
-
-
 class _ScheduleFree(Rule):
     """Base of the schedule-free rules: state, the ``memory_efficient`` option, the swap."""
 
@@ -132,6 +97,34 @@ class _ScheduleFree(Rule):
             self.copied_slots = ("z", "x")  # both start at the initial weights, as the reference
             self.scalar_slots = scalars  # type: ignore[misc]
             self.averaged_slot = "x"  # type: ignore[misc]
+
+    def _descend(
+        self, variable: Any, slots: Values, move_z: Callable[[], Any], ckp1: Any, beta: Any
+    ) -> None:
+        """``move_z()`` takes ``z``'s step (``z' = z - descent``), then, in place,
+        ``x = x + c (z' - x)`` and ``y = z' + beta (x - z')``.
+
+        ``y`` reads the new ``x``: written from the old one (``y = z - beta (1 - c)(z - x)``,
+        one full-size operation fewer without XLA), XLA copies ``x`` before updating it in
+        place (two passes more).
+
+        ``memory_efficient``: ``x`` eliminated (``schedulefree.AdamWScheduleFree``'s form),
+        ``y' = (1 - c) y + c z - (1 - beta (1 - c)) descent``, written with
+        ``descent = z - z'`` as ``(1 - c) y - (1 - beta)(1 - c) z + (1 - beta (1 - c)) z'``;
+        ``beta`` is kept so that ``x = (y - (1 - beta) z) / beta`` later.
+        """
+        z = slots.z
+        if not self.memory_efficient:
+            move_z()
+            x = slots.x
+            x.assign_add((z - x) * ckp1)
+            variable.assign(z + (x - z) * beta)
+            return
+        keep = 1 - ckp1
+        y_part = variable * keep - z * ((1 - beta) * keep)  # the old y and z
+        move_z()
+        variable.assign(y_part + z * (1 - beta * keep))  # the new z
+        slots.beta.assign(ops.cast(beta, "float32"))
 
     def to_averaged(self, y: Any, slots: Values) -> Any:
         """``x`` from ``y`` and ``z`` (``memory_efficient`` form only)."""
@@ -189,10 +182,9 @@ class ScheduleFreeAdamWRule(_ScheduleFree):
         root = ops.sqrt(bias_correction(hp.beta_2, step + 1))
         decay = variable * (lr * hp.weight_decay)
         kernel = backends.adam_pass() if "adam_scratch" in slots else None
-        if kernel is not None:  # fused=True on TensorFlow: z and v in one pass
-            beta = hp.beta_1
-            y_part = _y_part(variable, slots, ckp1, beta) if self.memory_efficient else None
-            if kernel(
+
+        def move_z() -> None:
+            if kernel is not None and kernel(  # fused=True on TensorFlow: z and v in one pass
                 slots.z,
                 slots.adam_scratch,
                 slots.velocity,
@@ -202,19 +194,12 @@ class ScheduleFreeAdamWRule(_ScheduleFree):
                 epsilon=hp.epsilon * root,
             ):
                 slots.z.assign_sub(decay)
-                if y_part is not None:
-                    _y_from_part(variable, slots, y_part, ckp1, beta)
-                else:
-                    _take_step(variable, slots, slots.z, ckp1, beta)
                 return
-        v = slots.velocity
-        v.assign_add((gradient * gradient - v) * (1 - hp.beta_2))  # in place
-        descent = gradient / (ops.sqrt(v) + hp.epsilon * root) * (lr * root) + decay
-        if self.memory_efficient:
-            _take_step_without_x(variable, slots, descent, ckp1, hp.beta_1)
-            return
-        slots.z.assign_sub(descent)  # in place
-        _take_step(variable, slots, slots.z, ckp1, hp.beta_1)
+            v = slots.velocity
+            v.assign_add((gradient * gradient - v) * (1 - hp.beta_2))  # in place
+            slots.z.assign_sub(gradient / (ops.sqrt(v) + hp.epsilon * root) * (lr * root) + decay)
+
+        self._descend(variable, slots, move_z, ckp1, hp.beta_1)
 
 
 @register_rule(package=PACKAGE)
@@ -244,12 +229,8 @@ class ScheduleFreeSGDRule(_ScheduleFree):
 
     def update(self, variable: Any, gradient: Any, slots: Values, hp: Values, step: Any) -> Any:
         lr, ckp1 = _average_weight(slots, hp, step)
-        if self.memory_efficient:
-            descent = (gradient + variable * hp.weight_decay) * lr
-            _take_step_without_x(variable, slots, descent, ckp1, hp.momentum)
-            return
-        slots.z.assign_sub((gradient + variable * hp.weight_decay) * lr)
-        _take_step(variable, slots, slots.z, ckp1, hp.momentum)
+        descent = (gradient + variable * hp.weight_decay) * lr
+        self._descend(variable, slots, lambda: slots.z.assign_sub(descent), ckp1, hp.momentum)
 
 
 BUILTIN.update(schedulefreeadamw=ScheduleFreeAdamWRule, schedulefreesgd=ScheduleFreeSGDRule)

@@ -175,31 +175,18 @@ class ScheduledOptimizer(named_state.SavedByName, StatelessValues):
             if value is None:
                 continue
             values[name] = deserialize_value(value)
-        # expressions may name the optimizer's other hyperparameters ("0.1 * learning_rate")
-        built = resolve(
-            values,
-            lambda name, value: Hyperparameter(schedule_of(value, name), clock=clock, name=name),
-            "hs.scheduled(...)",
-        )
-        for name, hyperparameter in built.items():
-            self._hs_add(name, hyperparameter)
 
-        def check(group: Group) -> None:
-            unknown = sorted(set(group.hyperparameters) - set(built))
-            if unknown:
-                raise InvalidArgumentError(
-                    f"Group {group.name!r} sets {unknown}, which are not numeric "
-                    f"hyperparameters of {self._hs_base.__name__}. Valid: {sorted(built)}. "
-                    f"{received('group', group)}"
-                )
-
-        def make(key: str, value: Any) -> Hyperparameter:
-            hyperparameter = Hyperparameter(value, clock=clock, name=key.replace("/", "."))
+        def make(key: str, value: Any) -> Hyperparameter:  # `name`, or a group's `group/name`
+            schedule = schedule_of(value, key)
+            hyperparameter = Hyperparameter(schedule, clock=clock, name=key.replace("/", "."))
             self._hs_add(key, hyperparameter)
             return hyperparameter
 
+        # expressions may name the optimizer's other hyperparameters ("0.1 * learning_rate")
+        built = resolve(values, make, "hs.scheduled(...)")
+
         # a group's expressions may name the optimizer's own hyperparameters
-        state.groups = bind_groups(groups, built, make, check, "hs.scheduled")
+        state.groups = bind_groups(groups, built, make, "hs.scheduled")
         # `fused=True`: TF updates take the one-pass forms of hyperstep.backends.tensorflow
         # (otherwise Keras's own code: bitwise the plain optimizer set before each step)
         fused = backends.fused_updates()  # None where there are no such kernels

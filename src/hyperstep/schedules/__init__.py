@@ -9,18 +9,14 @@ expressions)::
 
 The classes behind the vocabulary (``Cosine``, ``Warmup``, the expression nodes
 ``BinaryOp``, ``Step``, ...) are importable from their modules
-(:mod:`hyperstep.schedules.expressions`, ``decays``, ``families``, ``cycles``,
-``combinators``, ``wsd``); the :class:`Schedule` base class from ``base``.
+(:mod:`hyperstep.schedules.expressions`, ``families``, ``combinators``, ``wsd``); the
+:class:`Schedule` base class from ``base``.
 """
-
-from typing import Any
 
 from hyperstep.backends import numpy_ops
 from hyperstep.schedules import keras_formulas, language
 from hyperstep.schedules.base import Schedule
 from hyperstep.schedules.combinators import join, warmup
-from hyperstep.schedules.cycles import cyclic, one_cycle
-from hyperstep.schedules.decays import exponential, inverse_time, linear, polynomial
 from hyperstep.schedules.expressions import Constant as constant
 from hyperstep.schedules.expressions import (
     Step,
@@ -32,7 +28,17 @@ from hyperstep.schedules.expressions import (
     maximum,
     minimum,
 )
-from hyperstep.schedules.families import cosine, cosine_restarts, piecewise
+from hyperstep.schedules.families import (
+    cosine,
+    cosine_restarts,
+    cyclic,
+    exponential,
+    inverse_time,
+    linear,
+    one_cycle,
+    piecewise,
+    polynomial,
+)
 from hyperstep.schedules.hf import from_hf
 from hyperstep.schedules.sample import sample
 from hyperstep.schedules.wsd import cooldown, inverse_sqrt, wsd
@@ -43,11 +49,12 @@ progress = Step() / total
 """The fraction of the run done, ``step / total``: ``1e-3 * (1 - progress) ** 2``."""
 
 # every module that defines words of the vocabulary or a reader of as_schedule is imported
-# here, which registers them (schedules.base.CLASSES and READERS); Keras's
-# schedules only where Keras is (the command line plots without it)
+# here, which registers them (schedules.base.CLASSES and READERS); Keras's schedules (and
+# from_keras) only where Keras is (the command line plots without it)
 _REGISTERING = [keras_formulas, language]
 if not numpy_ops.selected():
     from hyperstep.schedules import keras_compat
+    from hyperstep.schedules.keras_compat import from_keras
 
     _REGISTERING.append(keras_compat)
 
@@ -80,12 +87,3 @@ __all__ = [
     "warmup",
     "wsd",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # Keras's schedules are imported only when asked for (the command line plots without Keras)
-    if name == "from_keras":
-        from hyperstep.schedules.keras_compat import from_keras
-
-        return from_keras
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -234,16 +234,16 @@ def as_float(owner: str, name: str, value: Any) -> float:
     return float(value)
 
 
-def check_number(owner: str, name: str, value: Any, *, finite: bool = True) -> float:
-    """Return ``value`` as a float, or raise naming ``owner(name=...)`` and the value."""
+def check_number(owner: str, name: str, value: Any) -> float:
+    """Return ``value`` as a finite float, or raise naming ``owner(name=...)`` and the value."""
     if not is_number(value):
         raise InvalidTypeError(f"`{owner}({name}=...)` must be a number. {received(name, value)}")
     number = as_float(owner, name, value)
-    if finite and not math.isfinite(number):
+    if not math.isfinite(number):
         raise InvalidArgumentError(
             f"`{owner}({name}=...)` must be a finite number. {received(name, value)}"
         )
-    if finite and abs(number) > FLOAT32_MAX:
+    if abs(number) > FLOAT32_MAX:
         raise InvalidArgumentError(
             f"`{owner}({name}=...)` is beyond float32's range (|x| <= 3.4028235e38), in which "
             f"values are computed: it would be inf. {received(name, value)}"

@@ -9,9 +9,8 @@ from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import Schedule, check_number
 from hyperstep.schedules.checks import check_choice, check_positive
 from hyperstep.schedules.combinators import join, warmup
-from hyperstep.schedules.decays import linear, polynomial
 from hyperstep.schedules.expressions import BinaryOp, Constant, Function, Step, Total
-from hyperstep.schedules.families import cosine, cosine_restarts
+from hyperstep.schedules.families import cosine, cosine_restarts, linear, polynomial
 from hyperstep.schedules.wsd import inverse_sqrt, wsd
 
 #: Hugging Face scheduler name -> its scheduler-specific keyword arguments and defaults

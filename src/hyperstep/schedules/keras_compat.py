@@ -12,8 +12,7 @@ from keras import ops
 
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError, received
 from hyperstep.schedules.base import READERS, Schedule, register
-from hyperstep.schedules.decays import InverseTime
-from hyperstep.schedules.families import Piecewise
+from hyperstep.schedules.families import InverseTime, Piecewise
 from hyperstep.schedules.keras_formulas import (
     CosineDecay,
     CosineDecayRestarts,

@@ -152,13 +152,6 @@ def signature_text(keyword: str, cls: type) -> str:
     return f"{keyword}({', '.join(parts)})"
 
 
-def then(suggestion: str, sentence: str) -> str:
-    """Join an optional "; did you mean 'x'?" and a closing sentence."""
-    if suggestion:
-        return f"{suggestion} {sentence[0].upper()}{sentence[1:]}"
-    return f"; {sentence}"
-
-
 def suggest(name: str, options: list[str]) -> str:
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
@@ -399,10 +392,11 @@ class Reader:
         for kw in node.keywords:
             assert kw.arg is not None  # refused in call()
             if kw.arg not in names:
+                hint = suggest(kw.arg, names)  # "; did you mean 'x'?", then a new sentence
                 raise self.error(
                     kw,
-                    f"{keyword}() got an unexpected keyword '{kw.arg}'"
-                    + then(suggest(kw.arg, names), f"its arguments are {listing}"),
+                    f"{keyword}() got an unexpected keyword '{kw.arg}'{hint or ';'} "
+                    f"{'Its' if hint else 'its'} arguments are {listing}",
                 )
             if kw.arg in given:
                 raise self.error(kw, f"{keyword}() got argument '{kw.arg}' twice")

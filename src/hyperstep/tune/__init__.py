@@ -1,10 +1,6 @@
-"""Tuning: population-based training on Ray Tune.
+"""Tuning: population-based training on Ray Tune (:mod:`hyperstep.tune.ray`); the
+learning-rate range test is ``hs.find_lr``."""
 
-:func:`trainable` and :func:`replay` run and replay population-based training (Ray is
-imported only by :func:`trainable`). The learning-rate range test is ``hs.find_lr``.
-"""
-
-from hyperstep.tune.ray import trainable
-from hyperstep.tune.replay import replay
+from hyperstep.tune.ray import replay, trainable
 
 __all__ = ["replay", "trainable"]

@@ -106,7 +106,7 @@ def find_lr(
     batches = plan(x, y, int(batch_size or _KERAS_BATCH_SIZE), steps * every)
     builds = backends_internals.first_fit_builds(model)
     _build(model, batches.first)  # what fit would build: its random draws stay consumed
-    snapshot = Snapshot(model, writer)  # the global random state and the clocks' settings
+    snapshot = Snapshot(model, hyperparameter)  # the random state, the clocks' settings
     test = _RangeTest(rates, writer, stop_factor, smoothing, progress, every, snapshot)
     try:
         x, y = batches.data()
@@ -152,7 +152,7 @@ class _RangeTest(keras.callbacks.Callback):
     def __init__(
         self,
         rates: np.ndarray,
-        setter: Setter,
+        setter: Callable[[float], None],
         stop_factor: float | None,
         smoothing: float,
         verbose: int,
@@ -181,20 +181,15 @@ class _RangeTest(keras.callbacks.Callback):
         self.trackers = [m for m in model.metrics if m.name == "loss"] or list(model.metrics)
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        step = len(self.raw)
-        if step >= len(self.rates):
-            self.model.stop_training = True
-            return
+        step = len(self.raw)  # < len(rates): fit stops after the batch that sets stop_training
         self.model  # noqa: B018 (on JAX: state synced before the variables are written)
         if not self.pending:  # an update's first batch (every batch without accumulation)
-            self.setter.set(float(self.rates[step]))
+            self.setter(float(self.rates[step]))
         for tracker in self.trackers:
             tracker.reset_state()
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         step = len(self.raw)
-        if step >= len(self.rates):
-            return
         if "loss" not in (logs or {}):
             raise InvalidArgumentError(
                 "`find_lr` reads each step's loss from `logs['loss']`, and the model's "
@@ -345,26 +340,15 @@ def _length(x: Any) -> int:
 
 
 # ---- the learning rate's writer ---------------------------------------------------------
-class Setter(NamedTuple):
-    """Writes a learning rate: ``set(value)`` writes ``value * ratio`` into each target;
-    ``hyperparameter`` is the :class:`~hyperstep.Hyperparameter` given (else ``None``)."""
-
-    targets: list[tuple[Callable[[float], None], float]]
-    hyperparameter: Hyperparameter | None = None
-
-    def set(self, value: float) -> None:
-        for write, ratio in self.targets:
-            write(value * ratio)
-
-
-def setter(optimizer: Any, hyperparameter: Any) -> Setter:
-    """How to set ``hyperparameter`` of ``optimizer`` and of the optimizers it wraps: through
-    a wrapper (``LossScaleOptimizer``, ``hs.SkipNonFinite``) the wrapped optimizer's; a
-    hyperstep optimizer's by its override; the first value found (in a ``MultiOptimizer``,
-    the first sub-optimizer's) takes the test's, and every other (a group's, another
-    sub-optimizer's) keeps its current ratio to it (``lr_i = lr * lr_i(now) / lr_0(now)``)."""
+def setter(optimizer: Any, hyperparameter: Any) -> Callable[[float], None]:
+    """``write(value)`` setting ``hyperparameter`` of ``optimizer`` and of the optimizers it
+    wraps: through a wrapper (``LossScaleOptimizer``, ``hs.SkipNonFinite``) the wrapped
+    optimizer's; a hyperstep optimizer's by its override; the first value found (in a
+    ``MultiOptimizer``, the first sub-optimizer's) takes the test's, and every other (a
+    group's, another sub-optimizer's) keeps its current ratio to it
+    (``lr_i = lr * lr_i(now) / lr_0(now)``)."""
     if isinstance(hyperparameter, Hyperparameter):
-        return Setter([(hyperparameter.set, 1.0)], hyperparameter)
+        return hyperparameter.set
     if not isinstance(hyperparameter, str):
         raise InvalidTypeError(
             "`find_lr(hyperparameter=...)` must be a hyperparameter name such as "
@@ -383,7 +367,12 @@ def setter(optimizer: Any, hyperparameter: Any) -> Setter:
                 f"Received: {key}={value}, {hyperparameter}={main}"
             )
         targets.append((write, value / main))
-    return Setter(targets)
+
+    def write_all(value: float) -> None:
+        for write, ratio in targets:
+            write(value * ratio)
+
+    return write_all
 
 
 def _targets(optimizer: Any, name: str) -> list[tuple[str, Callable[[float], None], float]]:
@@ -430,15 +419,15 @@ class Snapshot:
     variables made since in :meth:`copy_variables`); :meth:`restore` writes them back. What
     that covers: docs/lr_find.md, "What it does" (nothing changes)."""
 
-    def __init__(self, model: Any, setter: Any) -> None:
+    def __init__(self, model: Any, hyperparameter: Any) -> None:
         self.model = model
         self.random = random_state.capture()
         owners = [
             o for o in wrapped.every_optimizer(model.optimizer) if wrapped.is_hyperstep_optimizer(o)
         ]
         self.hyperparameters = [hp for o in owners for hp in o.hyperparameters.values()]
-        if setter.hyperparameter is not None:
-            self.hyperparameters.append(setter.hyperparameter)
+        if isinstance(hyperparameter, Hyperparameter):  # find_lr's, maybe of no optimizer
+            self.hyperparameters.append(hyperparameter)
         clocks = [*(o.clock for o in owners), *(hp.clock for hp in self.hyperparameters)]
         self.clocks = [
             (c, c._steps_per_epoch, c.follows_fit, c.total_given)
