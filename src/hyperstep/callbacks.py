@@ -5,9 +5,10 @@ this module only re-exports them. The plateau controller, a callback too, is
 ``hs.ReduceOnPlateau``.
 """
 
-from hyperstep.control.callbacks import LogHyperparameters, read_all
+from hyperstep.control.callbacks import LogHyperparameters
 from hyperstep.control.cooldown import StartCooldown
 from hyperstep.control.epochs import FollowEpochs
+from hyperstep.control.reading import read_all
 from hyperstep.diagnosis.callback import Doctor
 from hyperstep.optim.averaging import AveragedWeights
 

@@ -80,13 +80,13 @@ class Clock(keras.layers.Layer):
         self._steps_per_epoch: int | None = None
         if steps_per_epoch is not None:
             self.steps_per_epoch = steps_per_epoch
-        self.step = self._counter("step")
+        self.step = state_variable(self, "step")
         # where fit's current epoch began, and fit's epoch length (0: steps_per_epoch)
-        self.epoch_index = self._counter("epoch_index")
-        self.epoch_start = self._counter("epoch_start")
-        self.epoch_length = self._counter("epoch_length")
+        self.epoch_index = state_variable(self, "epoch_index")
+        self.epoch_start = state_variable(self, "epoch_start")
+        self.epoch_length = state_variable(self, "epoch_length")
         #: the run's length (training iterations), 0 while unknown: see :attr:`total`
-        self.total_steps = self._counter("total")
+        self.total_steps = state_variable(self, "total")
         # read from a JAX fit's batch callbacks: the value the trainer holds
         readable_in_fit([self.step, *self.epoch_variables, self.total_steps])
         #: whether ``total`` was set by the user (``fit`` keeps it) or bound by a ``fit``
@@ -99,16 +99,6 @@ class Clock(keras.layers.Layer):
         #: set by hyperstep's fit hook and callbacks: fit gives the epoch (see begin_epoch)
         self.follows_fit = False
 
-    def _counter(self, name: str) -> Any:
-        return self.add_weight(
-            shape=(),
-            dtype=integer_dtype(),
-            initializer="zeros",
-            trainable=False,
-            aggregation="only_first_replica",
-            name=name,
-        )
-
     # ---- epochs -------------------------------------------------------------------------
     @property
     def steps_per_epoch(self) -> int | None:
@@ -117,7 +107,7 @@ class Clock(keras.layers.Layer):
 
     @steps_per_epoch.setter
     def steps_per_epoch(self, value: int) -> None:
-        value = _positive_int(value)
+        value = check_step("Clock", "steps_per_epoch", value, minimum=1)
         if self._steps_per_epoch is not None and self._steps_per_epoch != value:
             raise InvalidArgumentError(
                 f"`Clock(name={self.name!r})` already counts {self._steps_per_epoch} steps "
@@ -183,11 +173,7 @@ class Clock(keras.layers.Layer):
         Called by hyperstep at each ``on_epoch_begin`` of ``model.fit`` with fit's epoch
         index; call it yourself in a custom loop whose epochs differ in length.
         """
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise InvalidArgumentError(
-                f"`Clock.begin_epoch(epoch=...)` must be an integer >= 0 (fit's epoch index). "
-                f"{received('epoch', epoch)}"
-            )
+        epoch = check_step("Clock.begin_epoch", "epoch", epoch)
         self.epoch_index.assign(ops.cast(epoch, self.epoch_index.dtype))
         # a copy: on JAX one buffer in two variables is donated twice by a jitted step
         self.epoch_start.assign(ops.copy(self.step.value))
@@ -230,7 +216,7 @@ class Clock(keras.layers.Layer):
 
     def bind_total(self, value: int | None, given: bool = False) -> None:
         """Set :attr:`total` (``None``: unknown); ``given``: the user's, which ``fit`` keeps."""
-        number = 0 if value is None else _positive_int(value, "total")
+        number = 0 if value is None else check_step("Clock", "total", value, minimum=1)
         for reader in list(self.total_readers) if number else []:  # before the length changes
             if reader.clock is self:
                 reader.check_total(number)
@@ -317,19 +303,35 @@ class Clock(keras.layers.Layer):
         return f"Clock(steps_per_epoch={self._steps_per_epoch!r}{total}, name={self.name!r})"
 
 
+def state_variable(
+    layer: Any, name: str, initializer: Any = "zeros", dtype: str = "int64", shape: Any = ()
+) -> Any:
+    """A non-trainable variable of ``layer``'s hyperstep state, one for every replica (``int64``
+    is :func:`~hyperstep.backends.integer_dtype`: int32 on JAX without x64)."""
+    return layer.add_weight(
+        shape=shape,
+        dtype=integer_dtype() if dtype == "int64" else dtype,
+        initializer=initializer,
+        trainable=False,
+        aggregation="only_first_replica",
+        name=name,
+    )
+
+
 def _every(value: Any, compare: Any) -> bool:
     """Whether ``compare(value, 0)`` holds at every element of a concrete ``value`` (False in
     a traced step)."""
     return backends.concrete(value) and bool(ops.all(compare(value, 0)))
 
 
-def _positive_int(value: Any, name: str = "steps_per_epoch") -> int:
-    """Return ``value`` as an int > 0 below 2**63 (a step), or raise naming ``name``."""
-    message = f"`Clock({name}=...)` must be a positive integer below 2**63. "
-    message += received(name, value)
+def check_step(owner: str, name: str, value: Any, minimum: int = 0) -> int:
+    """Return ``value`` as an int from ``minimum`` (0 or 1) below 2**63 (a step, a number of
+    steps, an epoch), or raise naming ``owner(name=...)`` and the value."""
+    what = "a positive integer" if minimum else "an integer >= 0"
+    message = f"`{owner}({name}=...)` must be {what} below 2**63. {received(name, value)}"
     if isinstance(value, bool) or not hasattr(value, "__float__"):
         raise InvalidTypeError(message)
     whole = isinstance(value, int) or (math.isfinite(float(value)) and float(value).is_integer())
-    if not whole or not 0 < value < 2**63:
+    if not whole or not minimum <= value < 2**63:
         raise InvalidArgumentError(message)
     return int(value)

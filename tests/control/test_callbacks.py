@@ -14,7 +14,8 @@ import pytest
 import tensorflow as tf
 
 import hyperstep as hs
-from hyperstep.control.callbacks import FIELDS, LogHyperparameters, read_all
+from hyperstep.control.callbacks import FIELDS, LogHyperparameters
+from hyperstep.control.reading import read_all
 from hyperstep.errors import InvalidArgumentError, InvalidTypeError
 
 SPE, BATCH = 4, 8
@@ -105,7 +106,7 @@ def test_csv_has_one_row_per_step_with_value_schedule_scale_override(tmp_path: P
     def override(epoch: int, logs: Any) -> None:
         lr.set(0.003) if epoch == 1 else lr.clear()
 
-    log = LogHyperparameters(optimizer, csv_path=tmp_path / "hp.csv", fields=FIELDS)
+    log = LogHyperparameters(optimizer, csv_path=tmp_path / "hp.csv", fields=tuple(FIELDS))
     switch = keras.callbacks.LambdaCallback(on_epoch_begin=override)
     fit(optimizer, [switch, log], epochs=3)
     rows = read_rows(tmp_path / "hp.csv")

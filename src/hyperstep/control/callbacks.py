@@ -1,9 +1,4 @@
-"""Logging hyperparameters: into ``fit``'s logs, a per-step CSV and TensorBoard.
-
-``read_all(hyperparameters)`` reads every effective value in one call (for custom loops).
-:class:`LogHyperparameters` is a Keras callback that puts them into the epoch logs (so
-History, CSVLogger and TensorBoard see them) and optionally writes one row per step.
-"""
+"""Logging hyperparameters: into ``fit``'s logs, a per-step CSV and TensorBoard."""
 
 from __future__ import annotations
 
@@ -11,6 +6,7 @@ import csv
 import importlib.util
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -21,14 +17,21 @@ from hyperstep import backends
 from hyperstep.backends import require_tensorflow
 from hyperstep.control import wrapped
 from hyperstep.control.epochs import epoch_began, fit_began
-from hyperstep.control.reading import collect, epoch_values, read_all
+from hyperstep.control.reading import collect, epoch_values
 from hyperstep.errors import BackendError, InvalidArgumentError, received
 from hyperstep.schedules.base import check_positive_int
 from hyperstep.schedules.checks import check_choice
+from hyperstep.schedules.expressions import Constant
 
-__all__ = ["LogHyperparameters", "read_all"]
+__all__ = ["LogHyperparameters"]
 
-FIELDS = ("value", "schedule", "scale", "override")
+#: each per-step column of a hyperparameter ``hp`` at ``step``, by its field name
+FIELDS: dict[str, Callable[[Any, Any], Any]] = {
+    "value": lambda hp, step: ops.reshape(hp.at(step), ()),
+    "schedule": lambda hp, step: ops.reshape(hp.base_at(step), ()),
+    "scale": lambda hp, step: hp.scale.value,
+    "override": lambda hp, step: hp.override.value,
+}
 
 
 class LogHyperparameters(keras.callbacks.Callback):
@@ -38,11 +41,6 @@ class LogHyperparameters(keras.callbacks.Callback):
     epoch trained with, whatever the callback order
     (:func:`~hyperstep.control.reading.epoch_values`; docs/runtime.md, "Logging", has what
     History, CSVLogger and TensorBoard then hold).
-
-    Which are logged: given an optimizer, only the hyperparameters that can move (a
-    schedule that is not a constant, a controller such as ``ReduceOnPlateau``, or a scale
-    or override already set when training starts); ``include="all"`` logs every one. Given
-    hyperparameters themselves (one, a list or a dict), all of them.
 
     With ``csv_path`` and/or ``log_dir``, every ``every`` training batches (at batch begin,
     so a row holds the values that batch's update uses) it writes one row: ``step`` (read
@@ -63,8 +61,10 @@ class LogHyperparameters(keras.callbacks.Callback):
         log_dir: TensorBoard directory for per-step scalars, or None.
         every: Write a row every this many batches (a positive integer).
         append: Append to an existing ``csv_path`` instead of writing it anew.
-        include: ``"moving"`` (the hyperparameters that can move, see above), ``"all"``,
-            or None: ``"moving"`` for an optimizer, ``"all"`` for hyperparameters.
+        include: Which are logged: ``"moving"`` (those that can move: a schedule that is not a
+            constant, a controller such as ``ReduceOnPlateau``, or a scale or override set
+            when training starts), ``"all"``, or None: ``"moving"`` for an optimizer,
+            ``"all"`` for hyperparameters given themselves.
         fields: The per-step columns of each hyperparameter: ``"value"`` first, then any
             of ``"schedule"``, ``"scale"`` and ``"override"``; default ``("value",)``.
 
@@ -119,7 +119,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         if not fields or fields[0] != "value" or not set(fields) <= set(FIELDS):
             raise InvalidArgumentError(
                 f"`LogHyperparameters(fields=...)` must start with 'value', then any of "
-                f"{list(FIELDS[1:])}. {received('fields', fields)}"
+                f"{list(FIELDS)[1:]}. {received('fields', fields)}"
             )
         self.include, self.fields = include, fields
         self._all = self.hyperparameters
@@ -189,15 +189,7 @@ class LogHyperparameters(keras.callbacks.Callback):
         """Every logged hyperparameter's fields (``override`` nan when not set), stacked:
         one transfer per row."""
         step = self.clock.step.value
-        found = []
-        for hp in self.hyperparameters.values():
-            read = {
-                "value": lambda hp=hp: ops.reshape(hp.at(step), ()),
-                "schedule": lambda hp=hp: ops.reshape(hp.base_at(step), ()),
-                "scale": lambda hp=hp: hp.scale.value,
-                "override": lambda hp=hp: hp.override.value,
-            }
-            found += [read[f]() for f in self.fields]
+        found = [FIELDS[f](hp, step) for hp in self.hyperparameters.values() for f in self.fields]
         return ops.stack([ops.cast(f, "float32") for f in found])
 
     def _select(self) -> None:
@@ -295,8 +287,6 @@ def _column(name: str, field: str) -> str:
 def _moves(hp: Any) -> bool:
     """Whether ``hp`` can change: a schedule that is not a constant, a controller's state,
     or a scale or override set."""
-    from hyperstep.schedules.expressions import Constant
-
     if not isinstance(hp.schedule, Constant) or hp.state:
         return True
     scale, override = (float(ops.convert_to_numpy(v)) for v in (hp.scale, hp.override))

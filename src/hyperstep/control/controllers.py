@@ -19,6 +19,7 @@ from keras import ops
 
 from hyperstep import backends
 from hyperstep.backends.scopes import concrete as is_concrete
+from hyperstep.clock import check_step
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import controlled_hyperparameter
 from hyperstep.control.plateau import RULES, PlateauParams, PlateauState
@@ -28,7 +29,6 @@ from hyperstep.schedules.checks import check_choice
 
 __all__ = ["ReduceOnPlateau"]
 
-COMPATS = (None, "keras", "torch", "optax")
 MODES = ("auto", "min", "max")
 # default (min_delta, rtol) of each rule: Keras's absolute 1e-4, torch's and optax's relative 1e-4
 _THRESHOLDS = {None: (1e-4, 0.0), "keras": (1e-4, 0.0), "torch": (0.0, 1e-4), "optax": (0.0, 1e-4)}
@@ -39,17 +39,11 @@ class ReduceOnPlateau(keras.callbacks.Callback):
     """Multiply a hyperparameter's ``scale`` by ``factor`` when a metric stops improving.
 
     ``effective = schedule(step) * scale``; a reduction does ``scale.assign(scale * factor)``.
-    Default rule (``compat=None``), in ``min`` mode (``max`` mirrors it):
+    The default rule (``compat=None``) is :func:`~hyperstep.control.plateau.default_rule`, in
+    ``min`` mode (``max`` mirrors it). Its floor keeps the value at the current step from
+    going below ``min_value`` through a reduction (the schedule itself may later go lower),
+    and the scale never rises.
 
-    * improvement: ``value < best - min_delta - rtol * |best|``; ``best`` starts at ``+inf``,
-      so the first finite value improves.
-    * an update that does not improve, outside cooldown, does ``wait += 1``; when
-      ``wait >= patience`` the scale is reduced, ``wait = 0`` and ``cooldown`` starts.
-    * the ``cooldown`` updates after a reduction are not counted (``wait`` stays 0) but a
-      better value still becomes ``best``.
-    * floor: ``scale = min(scale, max(scale * factor, min_value / schedule(step), min_scale))``
-      -- the value at the current step never goes below ``min_value`` through a
-      reduction (the schedule itself may later go lower) and the scale never rises.
     * NaN or +-inf metrics count as "no improvement" and never become ``best`` (a warning
       when the value is concrete); the state stays finite.
     * while an override is set (``target.set(v)``) reductions still multiply the scale;
@@ -133,9 +127,9 @@ class ReduceOnPlateau(keras.callbacks.Callback):
     ) -> None:
         super().__init__()
         self.target = controlled_hyperparameter(target)
-        if compat not in COMPATS:
+        if compat not in RULES:
             raise InvalidArgumentError(
-                f"`ReduceOnPlateau(compat=...)` must be one of {list(COMPATS)}. "
+                f"`ReduceOnPlateau(compat=...)` must be one of {list(RULES)}. "
                 f"{received('compat', compat)}"
             )
         check_choice("ReduceOnPlateau", "mode", mode, MODES)
@@ -163,8 +157,8 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         self.min_value = _non_negative("min_value", min_value)
         self.min_scale = _non_negative("min_scale", min_scale)
         self.eps = _non_negative("eps", eps)
-        self.patience = _non_negative_int("patience", patience)
-        self.cooldown = _non_negative_int("cooldown", cooldown)
+        self.patience = check_step("ReduceOnPlateau", "patience", patience)
+        self.cooldown = check_step("ReduceOnPlateau", "cooldown", cooldown)
         _check_compat(compat, self.min_delta, self.rtol, self.min_value)
         self.monitor, self.factor, self.mode, self.compat = monitor, float(factor), mode, compat
         self.name, self.verbose = name, verbose
@@ -180,42 +174,46 @@ class ReduceOnPlateau(keras.callbacks.Callback):
         self.rule = RULES[compat]
         # Keras's own reduction `lr = max(lr * factor, min_lr)` is assigned as that number
         self._assigns_value = compat == "keras"
-        self._best = self.target.add_state(f"{name}_best", math.inf, "float32")
-        self._wait = self.target.add_state(f"{name}_wait", 0, "int64")
-        self._cooldown = self.target.add_state(f"{name}_cooldown", 0, "int64")
-        self._reductions = self.target.add_state(f"{name}_reductions", 0, "int64")
+        #: the rule's state in variables, the target's ``scale`` among them
+        self._state = PlateauState(
+            best=self.target.add_state(f"{name}_best", math.inf, "float32"),
+            wait=self.target.add_state(f"{name}_wait", 0, "int64"),
+            cooldown=self.target.add_state(f"{name}_cooldown", 0, "int64"),
+            scale=self.target.scale,
+            reductions=self.target.add_state(f"{name}_reductions", 0, "int64"),
+        )
 
     # ---- state ------------------------------------------------------------------------------
     @property
     def best(self) -> float:
         """The best value seen so far (``+inf`` in min mode, ``-inf`` in max, before any)."""
-        return (self._sign or 1.0) * float(ops.convert_to_numpy(self._best))
+        return (self._sign or 1.0) * float(ops.convert_to_numpy(self._state.best))
 
     @property
     def wait(self) -> int:
         """Non-improving updates counted since the last improvement or reduction."""
-        return int(ops.convert_to_numpy(self._wait))
+        return int(ops.convert_to_numpy(self._state.wait))
 
     @property
     def cooldown_counter(self) -> int:
         """Updates of cooldown left."""
-        return int(ops.convert_to_numpy(self._cooldown))
+        return int(ops.convert_to_numpy(self._state.cooldown))
 
     @property
     def reductions(self) -> int:
         """How many reductions lowered the scale so far."""
-        return int(ops.convert_to_numpy(self._reductions))
+        return int(ops.convert_to_numpy(self._state.reductions))
 
     @property
     def variables(self) -> list[Any]:
         """The state variables (they are also in ``target.variables``)."""
-        return [self._best, self._wait, self._cooldown, self._reductions]
+        return [v for v in self._state if v is not self.target.scale]
 
     def reset(self) -> None:
         """Forget ``best``, ``wait`` and the cooldown (the scale and ``reductions`` stay)."""
-        self._best.assign(math.inf)
-        self._wait.assign(0)
-        self._cooldown.assign(0)
+        self._state.best.assign(math.inf)
+        self._state.wait.assign(0)
+        self._state.cooldown.assign(0)
 
     # ---- the rule -----------------------------------------------------------------------------
     def update(self, value: Any, reduce: str | None = "mean") -> Any:
@@ -246,13 +244,7 @@ class ReduceOnPlateau(keras.callbacks.Callback):
                 stacklevel=2,
             )
         x = ops.reshape(ops.cast(ops.convert_to_tensor(value), "float32"), ()) * sign
-        state = PlateauState(
-            best=ops.convert_to_tensor(self._best),
-            wait=ops.convert_to_tensor(self._wait),
-            cooldown=ops.convert_to_tensor(self._cooldown),
-            scale=ops.convert_to_tensor(self.target.scale),
-            reductions=ops.convert_to_tensor(self._reductions),
-        )
+        state = PlateauState(*(ops.convert_to_tensor(v) for v in self._state))
         new = self.rule(state, x, self._params(sign))
         lowered = ops.less(new.scale, state.scale)
         if self._assigns_value and is_concrete(lowered) and bool(ops.convert_to_numpy(lowered)):
@@ -262,10 +254,9 @@ class ReduceOnPlateau(keras.callbacks.Callback):
             self.target.assign(max(old * self.factor, self.min_value))
         else:
             self.target.scale.assign(new.scale)
-        self._best.assign(new.best)
-        self._wait.assign(new.wait)
-        self._cooldown.assign(new.cooldown)
-        self._reductions.assign(new.reductions)
+        for variable, value in zip(self._state, new, strict=True):
+            if variable is not self.target.scale:  # (assigned above)
+                variable.assign(value)
         return lowered
 
     def _params(self, sign: float) -> PlateauParams:
@@ -377,23 +368,11 @@ def _reduce(value: Any, reduce: str | None, variable: Any) -> Any:
 
 
 def _non_negative(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
         raise InvalidArgumentError(
-            f"`ReduceOnPlateau({name}=...)` must be a number >= 0. {received(name, value)}"
-        )
-    if not math.isfinite(value):
-        raise InvalidArgumentError(
-            f"`ReduceOnPlateau({name}=...)` must be finite. {received(name, value)}"
+            f"`ReduceOnPlateau({name}=...)` must be a finite number >= 0. {received(name, value)}"
         )
     return float(value)
-
-
-def _non_negative_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise InvalidArgumentError(
-            f"`ReduceOnPlateau({name}=...)` must be an integer >= 0. {received(name, value)}"
-        )
-    return int(value)
 
 
 def _check_compat(compat: str | None, min_delta: float, rtol: float, min_value: float) -> None:

@@ -16,10 +16,11 @@ from keras import ops
 
 from hyperstep.backends import concrete
 from hyperstep.backends.fit import held_state, write_through
+from hyperstep.clock import check_step
 from hyperstep.control import value_forms
 from hyperstep.control.epochs import epoch_began, fit_began
 from hyperstep.control.hyperparameter import controlled_hyperparameter
-from hyperstep.errors import InvalidArgumentError, received
+from hyperstep.errors import InvalidArgumentError
 from hyperstep.schedules.base import check_number
 from hyperstep.schedules.checks import check_choice, check_positive, check_steps
 from hyperstep.schedules.wsd import DECAY_TYPES
@@ -101,11 +102,7 @@ class Cooldown:
                 at = self.target.clock.step.value
                 at = int(at) if concrete(at) else at
         elif isinstance(at, (bool, int, float)):
-            if isinstance(at, bool) or float(at) != int(at) or at < 0:
-                raise InvalidArgumentError(
-                    f"`Cooldown.start(at=...)` must be a step, an integer >= 0. "
-                    f"{received('at', at)}"
-                )
+            at = check_step("Cooldown.start", "at", at)
         held = held_state([self._start]) is not None  # a JAX fit holds it: eager
         if concrete(at) and (held or concrete(self._start.value)):
             if not self.started:  # eagerly (reaches a JAX fit in progress)
@@ -201,12 +198,8 @@ class StartCooldown(keras.callbacks.Callback):
                 "when_file=. Received: none of them"
             )
         for key, value in (("at_step", at_step), ("at_epoch", at_epoch)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
-            ):
-                raise InvalidArgumentError(
-                    f"`StartCooldown({key}=...)` must be an integer >= 0. {received(key, value)}"
-                )
+            if value is not None:
+                check_step("StartCooldown", key, value)
         if after_seconds is not None:
             after_seconds = check_positive("StartCooldown", "after_seconds", after_seconds)
         self.cooldown = cooldown
@@ -215,11 +208,11 @@ class StartCooldown(keras.callbacks.Callback):
         self.verbose = verbose
         self._began: float | None = None
 
-    def _fire(self, why: str) -> None:
+    def _fire(self, why: str, at: int | None = None) -> None:
         if self.cooldown.started:
             return
         _ = self.model  # on JAX, Keras puts the training state back into the variables first
-        self.cooldown.start()
+        self.cooldown.start(at)
         if self.verbose:
             print(
                 f"\nStartCooldown: cooling {self.cooldown.target.name} down from step "
@@ -230,9 +223,8 @@ class StartCooldown(keras.callbacks.Callback):
         fit_began(self.model, self.params, [self.cooldown.target.clock])
         if self._began is None:
             self._began = time.monotonic()
-        if self.at_step is not None and not self.cooldown.started:
-            _ = self.model
-            self.cooldown.start(at=self.at_step)
+        if self.at_step is not None:
+            self._fire(f"at_step={self.at_step}", self.at_step)
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         epoch_began(self.model, epoch, [self.cooldown.target.clock])

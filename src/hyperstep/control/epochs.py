@@ -52,12 +52,8 @@ class FitFollower:
 
 
 def optimizer_clock(model: Any) -> Clock | None:
-    """The clock of ``model.optimizer`` (or of the optimizer it wraps), or None."""
-    optimizer = getattr(model, "optimizer", None)
-    clock = getattr(optimizer, "clock", None)  # a wrapper's own (hs.SkipNonFinite's is its inner's)
-    if isinstance(clock, Clock):
-        return clock
-    found = hyperstep_optimizers(optimizer)  # LossScaleOptimizer and similar wrappers
+    """The clock of ``model.optimizer`` (or of the first hyperstep optimizer it wraps), or None."""
+    found = hyperstep_optimizers(getattr(model, "optimizer", None))  # through its wrappers
     return found[0].clock if found else None
 
 

@@ -19,14 +19,13 @@ from keras import ops
 from hyperstep.backends import (
     concrete,
     fast_value,
-    integer_dtype,
     raw,
     unmapped_in_jit,
 )
 from hyperstep.backends.fit import follow_fit, held_state, write_through
 from hyperstep.backends.internals import naming_loaded_file
 from hyperstep.backends.steering import strategy_scope
-from hyperstep.clock import Clock
+from hyperstep.clock import Clock, state_variable
 from hyperstep.control import value_forms
 from hyperstep.control.epochs import FitFollower, epoch_began, fit_began
 from hyperstep.control.relative import references
@@ -473,19 +472,10 @@ class Hyperparameter(FitFollower, keras.layers.Layer):
 
     def _weight(self, name: str, initial: Any, dtype: str, shape: tuple[int, ...] = ()) -> Any:
         """A non-trainable variable ``initial`` (saved only by :meth:`_new_state`'s)."""
-        if dtype == "int64":  # int32 on JAX without x64 (see hyperstep.backends.integer_dtype)
-            dtype = integer_dtype()
         initializer = keras.initializers.Constant(initial)
         if isinstance(initial, list):  # the cooldown's form
             initializer = copy_of(initial)
-        return self.add_weight(
-            shape=shape,
-            dtype=dtype,
-            initializer=initializer,
-            trainable=False,
-            aggregation="only_first_replica",
-            name=name,
-        )
+        return state_variable(self, name, initializer, dtype, shape)
 
     @property
     def state(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ or added groups and hyperparameters restore by name (docs/backends.md, "Saving")
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["SavedByName"]
@@ -32,9 +32,7 @@ class SavedByName:
     clock: Any
     variables: Any
     name: str
-
-    def _hs_named(self) -> Mapping[str, Any]:
-        raise NotImplementedError
+    _hs_named: Callable[[], Mapping[str, Any]]
 
     def __dir__(self) -> list[str]:
         return [n for n in super().__dir__() if n not in self._hs_walked_by_name]

@@ -1,9 +1,5 @@
-"""Reading hyperparameters: ``collect`` them by name, ``read_all`` their values in one transfer.
-
-``collect(x)`` -> ``{name: hyperparameter}`` from one, a list, a dict or a scheduled optimizer;
-``read_all(x)`` -> ``{name: float}``; ``epoch_values(x)``: the values the epoch ending now
-trained with, the one convention of every log. Also ``savers_before``, for controllers
-that decide at an epoch's end.
+"""Reading hyperparameters: ``collect`` them by name, ``read_all`` their values in one transfer,
+``epoch_values`` the values the epoch ending now trained with (the one convention of every log).
 """
 
 from __future__ import annotations

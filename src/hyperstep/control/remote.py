@@ -28,6 +28,7 @@ from hyperstep.backends.steering import (
     workers,
 )
 from hyperstep.control import verbs
+from hyperstep.control.cooldown import Cooldown
 from hyperstep.control.directory import (
     JOURNAL,
     WORKER_JOURNAL,
@@ -47,6 +48,7 @@ from hyperstep.control.verbs import Track, check_command, cooled, names_of, piec
 from hyperstep.control.wrapped import every_optimizer, hyperstep_optimizer
 from hyperstep.errors import HyperstepError, InvalidArgumentError
 from hyperstep.schedules.base import Schedule
+from hyperstep.schedules.wsd import DECAY_TYPES
 
 __all__ = ["Remote"]
 
@@ -463,8 +465,6 @@ class Remote(keras.callbacks.Callback):
         if new.scale != old.scale:
             hp.scale.assign(np.float32(new.scale))
         if new.cooldown is not None and new.cooldown != old.cooldown:
-            from hyperstep.control.cooldown import Cooldown
-
             cooldown = hp.cooldown
             if cooldown is None:  # the hyperparameter's dormant cooldown, formed now
                 cooldown = Cooldown(hp, steps=new.cooldown["steps"], shape=new.cooldown["shape"])
@@ -657,8 +657,6 @@ class Replacement:
 def _cooldown_of(state: Any) -> dict[str, Any]:
     """A started cooldown as journaled (start, steps, shape, end), read from its state (a
     :class:`~hyperstep.control.value_forms.ValueState`)."""
-    from hyperstep.schedules.wsd import DECAY_TYPES
-
     steps, end, shape = (float(v) for v in ops.convert_to_numpy(state.cooldown_form))
     return {
         "start": _int(state.cooldown_start),

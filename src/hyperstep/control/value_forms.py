@@ -43,7 +43,6 @@ from hyperstep.backends.fast_paths import branches_skip, lazy_where
 from hyperstep.backends.keras_forms import scalar_tensor, with_tensor
 from hyperstep.clock import Clock
 from hyperstep.schedules.base import Schedule
-from hyperstep.schedules.checks import check_choice
 from hyperstep.schedules.exact import exact_maximum, exact_minimum
 from hyperstep.schedules.expressions import BinaryOp, Constant, Epoch, Function, Total
 from hyperstep.schedules.keras_compat import KerasSchedule
@@ -241,8 +240,7 @@ def _cooling(start: Any, form: Any, schedule: Schedule, base: Any, step: Any) ->
 
 # ---- the state -------------------------------------------------------------------------------
 def form_of(steps: float, end: float, shape: str) -> list[float]:
-    """The ``cooldown_form`` value of a cooldown: ``[steps, end, index of shape]``."""
-    shape = check_choice("Cooldown", "shape", shape, DECAY_TYPES)
+    """The ``cooldown_form`` of a cooldown (checked): ``[steps, end, index of shape]``."""
     return [float(steps), float(end), float(DECAY_TYPES.index(shape))]
 
 

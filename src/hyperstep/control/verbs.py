@@ -186,11 +186,8 @@ def check_command(command: Any, names: Any = None, step: int | None = None) -> d
         raise InvalidArgumentError(f"unknown verb; one of {list(VERBS)}. Received: verb={verb!r}")
     out: dict[str, Any] = {"verb": verb}
     takes = VERBS[verb].takes
-    at = command.get("at")
-    if at is not None:
-        if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at <= MAX_STEP:
-            raise InvalidArgumentError(f"at must be a step, an integer >= 0. Received: at={at!r}")
-        out["at"] = at
+    if command.get("at") is not None:
+        out["at"] = _step_number("at", command["at"], 0)
     for flag in FLAGS:
         given_flag = command.get(flag, False)
         if not isinstance(given_flag, bool) or (
@@ -233,16 +230,7 @@ def check_command(command: Any, names: Any = None, step: int | None = None) -> d
         if verb == "cooldown":
             steps, shape = command.get("steps"), command.get("shape")
             if steps is not None:
-                if (
-                    isinstance(steps, bool)
-                    or not isinstance(steps, int)
-                    or not 1 <= steps <= MAX_STEP
-                ):
-                    raise InvalidArgumentError(
-                        "cooldown steps must be a positive integer, at most 2**53. "
-                        f"Received: steps={steps!r}"
-                    )
-                out["steps"] = steps
+                out["steps"] = _step_number("steps", steps, 1)
             if shape is not None:
                 from hyperstep.backends import numpy_ops
 
@@ -293,6 +281,16 @@ def is_rate(name: str) -> bool:
     """Whether ``name`` is a learning rate (``learning_rate``, a group's ``g/learning_rate``):
     zero, negative and non-finite values are refused without ``force``."""
     return name.rsplit("/", 1)[-1] == "learning_rate"
+
+
+def _step_number(name: str, value: Any, low: int) -> int:
+    """``value`` if it is an integer from ``low`` (0 or 1) to ``MAX_STEP``, else raise naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_STEP:
+        what = "a step, an integer >= 0" if low == 0 else "a positive integer"
+        raise InvalidArgumentError(
+            f"{name} must be {what}, at most 2**53. Received: {name}={value!r}"
+        )
+    return value
 
 
 def _check_name(name: Any, names: Any) -> None:

@@ -3,9 +3,8 @@
 ``model.optimizer`` is often not the optimizer compiled: under ``mixed_float16`` Keras wraps
 it in ``keras.optimizers.LossScaleOptimizer``; ``hs.SkipNonFinite`` wraps one too (both as
 ``inner_optimizer``), and ``keras.optimizers.MultiOptimizer`` holds several (``optimizers``).
-:func:`hyperstep_optimizers` looks through all of them; every hyperstep tool that takes an
-optimizer (``hs.ReduceOnPlateau``, ``hs.Cooldown``, ``LogHyperparameters``, ``read_all``,
-``hs.SWA``/``hs.EMA``, ``hs.tune.trainable``, ``hs.find_lr``) goes through it.
+:func:`hyperstep_optimizers` looks through all of them, for every hyperstep tool that takes
+an optimizer.
 
 A hyperstep optimizer is one with a hyperstep ``clock`` and a ``hyperparameters`` dict
 (``hs.scheduled(...)``, ``hs.StepOptimizer``);
