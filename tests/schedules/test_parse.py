@@ -422,8 +422,12 @@ _events: list[str] = []
 _watching = [False]
 
 
-def _audit(event: str, args: object) -> None:
-    if _watching[0] and event.startswith(_WATCHED):
+def _audit(
+    event: str, args: object, watching: list[bool] = _watching, watched: tuple[str, ...] = _WATCHED
+) -> None:
+    # the lists bound as defaults: the hook outlives the module's globals at interpreter exit
+    # (it cannot be removed), when it printed "Exception ignored in audit hook"
+    if watching[0] and event.startswith(watched):
         _events.append(event)
 
 
