@@ -297,6 +297,14 @@ def test_restored_by_tf_train_checkpoint_before_or_after_the_cooldown_exists(
             lambda hp: hs.callbacks.StartCooldown(hs.Cooldown(hp, 5), after_seconds=0),
             r"Received: after_seconds=0",
         ),
+        (
+            lambda hp: hs.callbacks.StartCooldown(hs.Cooldown(hp, 5), at_step=-1),
+            r"StartCooldown\(at_step=...\)` must be an integer >= 0.*Received: at_step=-1",
+        ),
+        (
+            lambda hp: hs.callbacks.StartCooldown(hs.Cooldown(hp, 5), at_epoch=1.5),
+            r"StartCooldown\(at_epoch=...\)` must be an integer >= 0.*Received: at_epoch=1.5",
+        ),
     ],
 )
 def test_bad_arguments_are_rejected_with_the_value(build_it, match) -> None:
@@ -313,6 +321,9 @@ def test_repr() -> None:
     cooldown = hs.Cooldown(make_hp(), steps=5, shape="linear")
     assert repr(cooldown) == "Cooldown('learning_rate', steps=5, shape='linear', end=0.0)"
     assert "when_file='stop'" in repr(hs.callbacks.StartCooldown(cooldown, when_file="stop"))
+    # an integral float is taken as the step it names, kept (and shown) as an int
+    start = hs.callbacks.StartCooldown(cooldown, at_step=5.0, at_epoch=2.0)
+    assert repr(start).endswith("at_step=5, at_epoch=2)")
 
 
 # ---- made before tracing, honored after a load ---------------------------------------------

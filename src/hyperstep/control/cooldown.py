@@ -197,9 +197,10 @@ class StartCooldown(keras.callbacks.Callback):
                 "`StartCooldown(...)` needs a trigger: at_step=, at_epoch=, after_seconds= or "
                 "when_file=. Received: none of them"
             )
-        for key, value in (("at_step", at_step), ("at_epoch", at_epoch)):
-            if value is not None:
-                check_step("StartCooldown", key, value)
+        if at_step is not None:  # kept as the int checked (an integral float is accepted)
+            at_step = check_step("StartCooldown", "at_step", at_step)
+        if at_epoch is not None:
+            at_epoch = check_step("StartCooldown", "at_epoch", at_epoch)
         if after_seconds is not None:
             after_seconds = check_positive("StartCooldown", "after_seconds", after_seconds)
         self.cooldown = cooldown
