@@ -206,7 +206,10 @@ def plain() -> np.ndarray:
     return _fit(keras.callbacks.History(), _cosine_adam())
 
 
-@pytest.mark.parametrize("factor", [0.5, 0.2])
+# one factor: the factor is only multiplied (ReduceOnPlateau.update's keras branch, Keras's
+# callback), no path depends on its value; 0.2 is not a float32 number, so the bitwise
+# compare holds the rounding of old * factor as well
+@pytest.mark.parametrize("factor", [0.2])
 def test_keras_reduce_lr_on_plateau_multiplies_the_schedule_like_hs_reduce_on_plateau(
     factor: float, plain: np.ndarray
 ) -> None:
