@@ -42,18 +42,24 @@ def ours(values: list[float], *, graph: bool = True, **kwargs: Any) -> list[floa
 def ours_all(
     sequences: dict[str, list[float]], *, graph: bool = True, **kwargs: Any
 ) -> dict[str, list[float]]:
-    """``ours`` on each sequence, with one controller reset in between (one trace in all)."""
+    """``ours`` on each sequence, with one controller reset in between (one trace in all:
+    the traced function also returns the value after its update, read in the same graph)."""
     hp = make_hp(BASE)
     plateau = hs.ReduceOnPlateau(hp, **kwargs)
-    update = tf.function(plateau.update) if graph else plateau.update
+
+    def update_and_read(value: Any) -> Any:
+        plateau.update(value)
+        return hp.value
+
+    update = tf.function(update_and_read) if graph else update_and_read
     out: dict[str, list[float]] = {}
     for name, values in sequences.items():
         plateau.reset()
         hp.scale.assign(1.0)
         out[name] = []
         for value in values:
-            update(tf.constant(value, tf.float32) if graph else value)
-            out[name].append(float(keras.ops.convert_to_numpy(hp.value)))
+            read = update(tf.constant(value, tf.float32) if graph else value)
+            out[name].append(float(keras.ops.convert_to_numpy(read)))
     return out
 
 
