@@ -133,7 +133,14 @@ def _compiled(function, variables, steps):
 FLOAT32_EXPRESSIONS = ["1e-3 * (1 - progress) ** 2", "2e-3 * step / total + 1e-4 * progress * 3"]
 
 
-@pytest.mark.parametrize("n", TOTALS)
+#: the compiled step's lengths: 1237 (every length a fraction, folded in float64) in the fast
+#: pass, 1000 (whole lengths) and 98765 in the slow one; the fast pass keeps all three eagerly
+#: (above) and compiled for the divisions by a length (below, whole and fractional)
+SLOW = pytest.mark.slow
+COMPILED_TOTALS = [pytest.param(1000, marks=SLOW), 1237, pytest.param(98765, marks=SLOW)]
+
+
+@pytest.mark.parametrize("n", COMPILED_TOTALS)
 @pytest.mark.parametrize("text", list(CASES))
 def test_a_length_in_a_compiled_step_is_the_number_written_by_hand(text, n) -> None:
     # Grappler and XLA rewrite a division by a constant (XLA: by any scalar of a vector), not
