@@ -111,6 +111,27 @@ def test_lazy_where_takes_the_branch_of_pred() -> None:
     assert float(lazy_where(ops.less(x, 0.0), lambda: x * 2, lambda: x - 1)) == 2.0
 
 
+@pytest.mark.backend("jax")
+def test_jax_lazy_where_runs_one_branch_on_an_array_and_a_cond_when_traced() -> None:
+    # on an array (eagerly, in a StatelessScope) a Python if: a lax.cond would trace both
+    # branches and compile them at every call
+    import jax
+
+    called: list[str] = []
+
+    def where(x):
+        on = lambda: called.append("on") or x * 2  # noqa: E731
+        off = lambda: called.append("off") or x - 1  # noqa: E731
+        return lazy_where(ops.greater(x, 0.0), on, off)
+
+    assert float(where(ops.convert_to_tensor(3.0))) == 6.0 and called == ["on"]
+    called.clear()
+    with keras.StatelessScope():
+        assert float(where(ops.convert_to_tensor(-3.0))) == -4.0 and called == ["off"]
+    called.clear()
+    assert float(jax.jit(where)(3.0)) == 6.0 and sorted(called) == ["off", "on"]
+
+
 @torch_only
 def test_torch_add_one_in_place_and_host_int() -> None:
     variable = keras.Variable(4, dtype="int64", trainable=False)

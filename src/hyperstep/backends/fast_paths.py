@@ -114,8 +114,10 @@ def lazy_where(pred: Any, on: Any, off: Any) -> Any:
 
     TensorFlow: one functional ``If`` op (:func:`functional_cond`:
     the branch not taken costs nothing); JAX: ``keras.ops.cond`` (``lax.cond``: only the
-    branch taken runs). Torch: ``where(pred, on(), off())``: its ``cond`` is a Python ``if``
-    on the tensor, which ``torch.compile`` cannot trace without a graph break.
+    branch taken runs) on a traced ``pred``, a Python ``if`` on an array (eagerly and in a
+    ``StatelessScope``: a ``lax.cond`` there compiles its branches at every call). Torch:
+    ``where(pred, on(), off())``: its ``cond`` is a Python ``if`` on the tensor, which
+    ``torch.compile`` cannot trace without a graph break.
     """
     from keras import ops
 
@@ -124,7 +126,11 @@ def lazy_where(pred: Any, on: Any, off: Any) -> Any:
         return ops.where(pred, on(), off())
     if backend == "tensorflow":
         return functional_cond(pred, on, off)
-    return ops.cond(pred, on, off)
+    import jax
+
+    if isinstance(pred, jax.core.Tracer):
+        return ops.cond(pred, on, off)
+    return on() if bool(pred) else off()
 
 
 def branches_skip() -> bool:
