@@ -3,8 +3,6 @@ it applies and is ``None`` (the caller's general path) where it does not."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import keras
 import numpy as np
 import pytest
@@ -19,7 +17,6 @@ from hyperstep.backends.fast_paths import (
     lazy_where,
     raw,
     read_once,
-    traced_once,
 )
 from hyperstep.schedules.language import parse
 
@@ -61,25 +58,6 @@ def test_a_traced_read_once_is_one_read_and_cond_stays_functional() -> None:
     assert cond.get_attr("_lower_using_switch_merge") is False
     assert [float(v) for v in step(tf.constant(3.0))] == [6.0, 6.0]
     assert float(step(tf.constant(-1.0))[1]) == -1.0
-
-
-@pytest.mark.backend("tensorflow")
-def test_traced_once_traces_a_function_once_for_every_step_that_calls_it() -> None:
-    import tensorflow as tf
-
-    traces: list[Any] = []
-
-    def cube(x):
-        traces.append(x.dtype)
-        return x * x * x
-
-    assert traced_once(cube) is cube  # eagerly: the function itself
-    first = tf.function(lambda x: traced_once(cube)(x) + 1.0)
-    second = tf.function(lambda x: traced_once(cube)(x) - 1.0)
-    assert float(first(tf.constant(2.0))) == 9.0 and float(second(tf.constant(2.0))) == 7.0
-    assert traces == [tf.float32]  # two steps, one trace
-    assert float(second(tf.constant(3.0, tf.float64))) == 26.0  # a trace per dtype
-    assert traces == [tf.float32, tf.float64]
 
 
 @pytest.mark.backend("tensorflow")

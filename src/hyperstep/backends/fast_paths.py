@@ -173,30 +173,3 @@ def functional_cond(pred: Any, on: Any, off: Any) -> Any:
 
 
 _LOWERING = "tensorflow.Operation._set_attr"
-
-
-def traced_once(function: Any) -> Any:
-    """``function`` (of tensors only) as a traced TensorFlow step calls it: one
-    ``tf.function`` per process, traced once per dtypes and shapes, whose graph each step's
-    graph calls (TensorFlow inlines it where the step runs: the same ops) instead of tracing
-    ``function``'s ops again; ``function`` itself eagerly and on other backends.
-
-    Example:
-        >>> import tensorflow as tf
-        >>> double = lambda x: x * 2
-        >>> f = tf.function(lambda x: traced_once(double)(x) + 1)
-        >>> float(f(tf.constant(3.0))), traced_once(double) is double
-        (7.0, True)
-    """
-    if current_backend() != "tensorflow":
-        return function
-    import tensorflow as tf
-
-    if tf.executing_eagerly():
-        return function
-    if function not in _TRACED:
-        _TRACED[function] = tf.function(function, autograph=False)
-    return _TRACED[function]
-
-
-_TRACED: dict[Any, Any] = {}  # function -> its tf.function

@@ -39,7 +39,7 @@ import numpy as np
 from keras import ops
 
 from hyperstep.backends import concrete, float64_scope, host_int, read_once
-from hyperstep.backends.fast_paths import branches_skip, lazy_where, traced_once
+from hyperstep.backends.fast_paths import branches_skip, lazy_where
 from hyperstep.backends.keras_forms import scalar_tensor, with_tensor
 from hyperstep.clock import Clock
 from hyperstep.schedules.base import Schedule
@@ -157,7 +157,7 @@ def cooled(state: ValueState, base: Any, step: Any) -> Any:
     if known is not None:  # started, read eagerly
         return on()
     deferred = _DEFERRED.get() if branches_skip() else None  # (torch.compile: no ContextVar)
-    if deferred is not None and "start" not in deferred:  # one started (_inline)
+    if deferred is not None and "start" not in deferred:  # one started (checked_once)
         return on()
     if deferred is not None:  # checked with the update's others (checked_once)
         deferred["start"].append(start_value)
@@ -190,18 +190,14 @@ def checked_once(compute: Callable[[], Mapping[str, Any]], steered: bool = False
     if nothing were steered (scale 1, no override, cooldown dormant) and checked by one
     ``cond`` for all of them rather than per value: where any is steered, computed again in
     that branch (``steered=True``), there the cooldowns checked once the same way: where one
-    started, computed again with each cooldown's arithmetic inline (:func:`_inline`), not
+    started, computed again with each cooldown's arithmetic inline, not
     behind a ``cond`` per value."""
     if not branches_skip():  # torch computes both branches: nothing to check once
         return dict(compute())
     checks: dict[str, list[Any]] = {"start": []}
     if not steered:
         checks.update(scale=[], override=[])
-    token = _DEFERRED.set(checks)
-    try:
-        values = dict(compute())
-    finally:
-        _DEFERRED.reset(token)
+    values = _deferring(checks, compute)
     plain: list[Any] = []  # fewer ops than a check per value
     if checks["start"]:
         plain.append(ops.less(ops.max(ops.stack(checks["start"])), 0))
@@ -211,7 +207,9 @@ def checked_once(compute: Callable[[], Mapping[str, Any]], steered: bool = False
     if not plain:  # eager, or nothing to check
         return values
     keys = list(values)
-    again = (lambda: _inline(compute)) if steered else (lambda: checked_once(compute, True))
+    # where a cooldown started: every value computed with its cooldown inline (`where(started,
+    # cooled, base)`, the value cooled's cond gives), not behind a cond per value
+    again = (lambda: _deferring({}, compute)) if steered else (lambda: checked_once(compute, True))
     flat = lazy_where(
         functools.reduce(ops.logical_and, plain),
         lambda: [scalar_tensor(values[key]) for key in keys],
@@ -220,30 +218,25 @@ def checked_once(compute: Callable[[], Mapping[str, Any]], steered: bool = False
     return {key: with_tensor(values[key], tensor) for key, tensor in zip(keys, flat, strict=True)}
 
 
-def _inline(compute: Callable[[], Mapping[str, Any]]) -> Mapping[str, Any]:
-    """``compute()`` with each traced cooldown computed inline: ``where(started, cooled,
-    base)`` (:func:`_cooled`), the value :func:`cooled`'s ``cond`` gives."""
-    token = _DEFERRED.set({})
+def _deferring(checks: dict[str, list[Any]], compute: Callable[[], Mapping[str, Any]]) -> Any:
+    """``dict(compute())`` with :data:`_DEFERRED` set to ``checks`` (``{}``: no check, each
+    traced cooldown inline)."""
+    token = _DEFERRED.set(checks)
     try:
-        return compute()
+        return dict(compute())
     finally:
         _DEFERRED.reset(token)
 
 
 def _cooling(start: Any, form: Any, schedule: Schedule, base: Any, step: Any) -> Any:
-    step = ops.cast(ops.convert_to_tensor(step), "float32")
-    s0 = ops.maximum(ops.cast(start, "float32"), 0.0)
-    v0 = ops.cast(schedule(s0), "float32")
-    return traced_once(_cooled)(start, ops.convert_to_tensor(form.value), v0, base, step)
-
-
-def _cooled(start: Any, form: Any, v0: Any, base: Any, step: Any) -> Any:
     # computed in float64 (JAX without x64 too) and rounded to float32 once, as the
     # `cooldown` word is: the same bits eagerly and in a graph whose constant folding turns
     # the word's `x / steps` into a multiply
+    step = ops.cast(ops.convert_to_tensor(step), "float32")
     s0 = ops.maximum(ops.cast(start, "float32"), 0.0)
+    v0 = ops.cast(schedule(s0), "float32")
     with float64_scope():
-        values = ops.cast(form, "float64")
+        values = ops.cast(ops.convert_to_tensor(form.value), "float64")
         steps, end, shape = values[0], values[1], values[2]
         done = ops.cast(step, "float64") - ops.cast(s0, "float64")
         done = exact_minimum(exact_maximum(done, 0.0), steps)
