@@ -142,6 +142,8 @@ def step_optimizer_loop(strategy: Any) -> dict[str, Any]:
             beta_1="0.8 + 0.1 * min(step / 4, 1)",
         )
         opt.build(model.trainable_variables)
+    # a cooldown of mirrored state, started from the host, cools from step 5 in the traced step
+    hs.Cooldown(opt.hyperparameters["learning_rate"], steps=3, shape="cosine").start(at=5)
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH)
 
     def replica_step(xb: Any, yb: Any) -> Any:
@@ -171,6 +173,7 @@ def step_optimizer_loop(strategy: Any) -> dict[str, Any]:
         "step": int(opt.clock.step.numpy()),
         "weights": _weights(model),
         "traced": int(train_step.experimental_get_tracing_count()),
+        "uncooled": [float(hs.parse("linear(0.05, 0.01, steps=8)")(s)) for s in range(8)],
     }
 
 

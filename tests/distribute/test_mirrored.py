@@ -100,6 +100,10 @@ def test_step_optimizer_with_group_in_strategy_run_matches_single_device(results
     assert mirrored["trace"] == single["trace"]  # step, lr, beta_1, bias/learning_rate
     assert [row[1] for row in mirrored["trace"]] != [row[3] for row in mirrored["trace"]]
     assert mirrored["step"] == 8 and mirrored["traced"] == 1
+    # the learning rate's cooldown (started at 5) took it below its schedule from step 6
+    rates, uncooled = [row[1] for row in mirrored["trace"]], mirrored["uncooled"]
+    assert rates[:6] == uncooled[:6]
+    assert all(r < u for r, u in zip(rates[6:], uncooled[6:], strict=True))
     assert _max_difference(mirrored["weights"], single["weights"]) < 1e-6
 
 

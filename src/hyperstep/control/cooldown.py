@@ -125,7 +125,7 @@ class Cooldown:
     def start_step(self) -> int | None:
         """The step the cooldown starts at, or None before :meth:`start` (read eagerly)."""
         with self.target._held():
-            value = int(self._start.value)
+            value = int(ops.convert_to_numpy(self._start))  # (a MirroredVariable too)
         return value if value >= 0 else None
 
     @property
